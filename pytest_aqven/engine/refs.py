@@ -1,0 +1,63 @@
+"""`$...` references: parse once, resolve against the values of a run."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+_IDENT = r"[a-z][a-z0-9_]{0,62}"
+_STEP = re.compile(rf"\.({_IDENT})|\[(\*|\d{{1,4}})\]")
+_ROOT = re.compile(rf"^\$(run\.context|{_IDENT})")
+
+
+class RefError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Ref:
+    text: str
+    root: str                  # "input", "run.context", "in", "out", or a node id
+    steps: tuple[str | int, ...]   # field names, indexes, "*" for a lift
+
+    @property
+    def node(self) -> str | None:
+        return None if self.root in ("input", "run.context", "in", "out", "item", "index") else self.root
+
+
+def parse(text: str) -> Ref:
+    m = _ROOT.match(text)
+    if not m:
+        raise RefError(f"{text} is not a reference: it starts with $ and a root such as $input or $<node>.out")
+    root, pos, steps = m.group(1), m.end(), []
+    while pos < len(text):
+        s = _STEP.match(text, pos)
+        if not s:
+            raise RefError(f"{text}: cannot read the reference from position {pos + 1}")
+        steps.append(s.group(1) if s.group(1) else ("*" if s.group(2) == "*" else int(s.group(2))))
+        pos = s.end()
+    if root not in ("input", "run.context", "in", "out", "item", "index"):
+        if not steps or steps[0] != "out":
+            raise RefError(f"{text}: a node reference reads $<node>.out")
+        steps = steps[1:]
+    return Ref(text, root, tuple(steps))
+
+
+def walk(value: Any, steps: tuple[str | int, ...]) -> Any:
+    """Follow steps; a missing step yields None, `[*]` maps the rest over a list."""
+    for i, step in enumerate(steps):
+        if step == "*":
+            return [walk(v, steps[i + 1:]) for v in value] if isinstance(value, list) else None
+        if isinstance(step, int):
+            value = value[step] if isinstance(value, list) and step < len(value) else None
+        else:
+            value = value.get(step) if isinstance(value, dict) else None
+        if value is None:
+            return None
+    return value
+
+
+def resolve(ref: Ref, roots: Mapping[str, Any]) -> Any:
+    if ref.root not in roots:
+        raise RefError(f"{ref.text}: {ref.root} has no value here (the node did not run before this one)")
+    return walk(roots[ref.root], ref.steps)

@@ -1,0 +1,120 @@
+"""One attempt: run the subject for a case under a variant, classify the outcome, score the checks."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..engine.runner import Assembly, Runner
+from ..project.loader import Project
+from ..project.specs import CaseSpec, CodeNode, LlmNode
+from ..project.types import pascal
+from ..providers.base import AttemptIdentity, Provider
+from .checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
+from .evaluators import EvalContext
+from .plan import SeriesPlan
+
+COUNTED = ("ok", "model_fail", "schema_invalid", "refusal")
+_OUTCOME = {
+    "check_failed": "model_fail", "truncated": "model_fail",
+    "output_invalid": "schema_invalid", "OUTPUT_SCHEMA_REJECTED": "schema_invalid",
+    "MODEL_INVALID_JSON": "schema_invalid", "MODEL_NO_STRUCTURED_OUTPUT": "schema_invalid",
+    "MODEL_RETRIES_EXHAUSTED": "schema_invalid", "MODEL_SCHEMA_MISMATCH": "schema_invalid",
+    "refusal": "refusal", "budget_exceeded": "budget_cut",
+}
+
+
+def outcome_of(error_code: str | None) -> str:
+    """Any code not listed is an infrastructure error: never counted as a failure."""
+    return "ok" if error_code is None else _OUTCOME.get(error_code, "infra_error")
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def typed(model: type[BaseModel] | None, value: Any) -> Any:
+    """The output as its typed model when it validates, else a permissive record."""
+    if model is not None:
+        try:
+            return model.model_validate(value)
+        except ValidationError:
+            pass
+    return _Loose.model_validate(value if isinstance(value, dict) else {"value": value})
+
+
+def output_model(project: Project, assembly: Assembly) -> type[BaseModel] | None:
+    try:
+        if assembly.end is None:
+            return project.types.named(assembly.flow.spec.output)
+        node = assembly.node(assembly.end)
+        if isinstance(node.spec, CodeNode):
+            return project.types.record(f"{pascal(assembly.flow.id)}{pascal(assembly.end)}Out", node.spec.out)
+        if isinstance(node.spec, LlmNode) and node.inference:
+            return project.types.record(f"{pascal(node.spec.inference or node.id)}Out", node.inference.out)
+    except LookupError:
+        return None
+    return None
+
+
+def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledCheck] | CheckInvalid,
+                providers: dict[str, Provider], variant: str, case: CaseSpec, repeat: int,
+                series_id: str) -> dict:
+    assembly = plan.variants[variant]
+    identity = AttemptIdentity(plan.experiment.id, variant, case.name, repeat)
+    started = time.time()
+    result = Runner(project, providers, identity).run(assembly, case.inputs, case.context, case.node_outputs)
+    error_code = result.error.code if result.error else None
+    error_message = result.error.message if result.error else None
+    outcome = outcome_of(error_code)
+    scored: dict[str, CheckResult] = {}
+    if isinstance(checks, CheckInvalid):
+        outcome, error_code, error_message = "infra_error", "E_POLICY_PARAMS", str(checks)
+        checks = []
+    if outcome == "ok":
+        metadata = {"case": case.name, "tags": dict(case.tags), "split": plan.split, "variant": variant,
+                    "repeat": repeat,
+                    "node_outputs": {**case.node_outputs, **{n.node: n.output for n in result.nodes}}}
+        context = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
+                              cost_usd=result.cost_usd, latency_ms=int(result.latency_ms))
+        value = typed(output_model(project, assembly), result.output)
+        try:
+            scored = {c.id: c.score(value, context) for c in checks}
+        except CheckRaised as exc:
+            outcome, error_code, error_message, scored = "infra_error", "E_POLICY_RAISED", str(exc), {}
+    if outcome in ("model_fail", "schema_invalid", "refusal"):
+        scored = {c.id: (CheckResult("failed", 0.0, f"the run produced no output: {error_code}")
+                         if c.spec.kind == "binary" else CheckResult("skipped")) for c in checks}
+    elif outcome not in COUNTED:
+        scored = {c.id: CheckResult("skipped") for c in checks}
+    if outcome not in COUNTED:
+        passed = None
+    else:
+        passed = outcome == "ok" and all(r.state == "passed" for c in checks if c.spec.kind == "binary"
+                                         for r in [scored[c.id]] if r.state != "skipped")
+    tokens_in, tokens_out = result.tokens
+    return {
+        "series_id": series_id,
+        "experiment": plan.experiment.id,
+        "variant": variant,
+        "case": case.name,
+        "repeat": repeat,
+        "split": plan.split,
+        "outcome": outcome,
+        "passed": passed,
+        "checks": {k: {"state": r.state, "value": r.value, "reason": r.reason} for k, r in scored.items()},
+        "cost_usd": result.cost_usd,
+        "check_cost_usd": 0.0,
+        "unpriced_calls": result.unpriced_calls,
+        "latency_ms": result.latency_ms,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "schema_valid_first_try": result.schema_valid_first_try,
+        "models": result.models,
+        "error_code": error_code,
+        "error_message": error_message,
+        "started_at": started,
+        "finished_at": time.time(),
+        "trace": result.to_dict(),
+    }

@@ -1,0 +1,97 @@
+"""Checks of an experiment: compiled once, scored on every attempt."""
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from ..project import coderefs
+from ..project.loader import Experiment, Project
+from ..project.specs import ExperimentCheck
+from .evaluators import BUILTINS, EvalContext, NoParams, Verdict
+
+
+class CheckInvalid(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    state: str                 # passed | failed | error | skipped
+    value: float | None = None
+    reason: str | None = None
+
+
+@dataclass
+class CompiledCheck:
+    spec: ExperimentCheck
+    fn: Callable[..., Any]
+    params: BaseModel
+    label: str
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def score(self, value: Any, context: EvalContext) -> CheckResult:
+        try:
+            verdict = self.fn(value, context, self.params)
+        except Exception as exc:  # a bug in a check is an infrastructure error of the attempt
+            raise CheckRaised(f"check {self.id}: evaluator {self.label} raised {type(exc).__name__}: {exc}") from None
+        if not isinstance(verdict, Verdict):
+            raise CheckRaised(f"check {self.id}: evaluator {self.label} did not return a Verdict")
+        if self.spec.kind == "binary":
+            return CheckResult("passed" if verdict.passed else "failed", 1.0 if verdict.passed else 0.0, verdict.reason)
+        if verdict.score is None:
+            return CheckResult("error", None, f"evaluator returned no score for a {self.spec.kind} check")
+        return CheckResult("passed", float(verdict.score), verdict.reason)
+
+
+class CheckRaised(RuntimeError):
+    pass
+
+
+def params_model(fn: Callable, label: str) -> type[BaseModel]:
+    try:
+        sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn)
+    except (TypeError, ValueError, NameError) as exc:
+        raise CheckInvalid(f"evaluator {label}: cannot read its signature: {exc}") from None
+    params = list(sig.parameters.values())
+    if len(params) != 3:
+        raise CheckInvalid(f"evaluator {label}: takes (value, context, params), not {len(params)} parameters")
+    model = hints.get(params[-1].name)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise CheckInvalid(f"evaluator {label}: the last parameter is not a parameters model")
+    return model
+
+
+def compile_check(spec: ExperimentCheck, project: Project, experiment: Experiment) -> CompiledCheck:
+    if spec.use is not None:
+        if spec.use not in BUILTINS:
+            raise CheckInvalid(f"check {spec.id}: use: {spec.use} is not a built-in evaluator "
+                               f"(built-ins: {', '.join(sorted(BUILTINS))})")
+        fn, model = BUILTINS[spec.use]
+        label = f"use: {spec.use}"
+    elif spec.run is not None:
+        try:
+            fn = coderefs.resolve(spec.run, package=project.package, root=project.root,
+                                  here=experiment.folder / "checks.py")
+        except coderefs.CodeRefError as exc:
+            raise CheckInvalid(f"check {spec.id}: evaluator {exc}") from None
+        label = spec.run
+        model = params_model(fn, label)
+    else:
+        raise CheckInvalid(f"check {spec.id}: judge checks are not run by this version of pytest-aqven")
+    try:
+        params = model.model_validate(spec.with_ or {})
+    except ValidationError as exc:
+        raise CheckInvalid(f"evaluator {label}: with parameters are invalid: "
+                           + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+    return CompiledCheck(spec, fn, params, label)
+
+
+__all__ = ["CheckInvalid", "CheckRaised", "CheckResult", "CompiledCheck", "compile_check", "NoParams"]

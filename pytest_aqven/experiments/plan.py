@@ -1,0 +1,104 @@
+"""What a series of an experiment runs: cases of one half, variants assembled, checks, repeats."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engine.runner import Assembly
+from ..project.loader import Experiment, Project
+from ..project.specs import CaseSpec, ExperimentSpec
+from . import split as splitting
+
+ENGINE_VERSION = "pytest-aqven/0.1"
+
+
+class PlanError(ValueError):
+    pass
+
+
+@dataclass
+class SeriesPlan:
+    experiment: Experiment
+    split: str
+    cases: list[CaseSpec]
+    available: int
+    repeats: int
+    variants: dict[str, Assembly] = field(default_factory=dict)   # in declaration order
+
+    @property
+    def spec(self) -> ExperimentSpec:
+        return self.experiment.spec
+
+    @property
+    def attempts(self) -> int:
+        return len(self.cases) * self.repeats * len(self.variants)
+
+
+def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
+    spec = experiment.spec
+    flow = project.flow_for(experiment, spec.subject.flow)
+    if flow is None:
+        raise PlanError(f"flow {spec.subject.flow} is neither a flow of the experiment nor of the project")
+    what = spec.varies.what if spec.varies else None
+    out = {}
+    for variant in spec.variants:
+        a = Assembly(flow, start=spec.subject.from_, end=spec.subject.to)
+        for node_id, value in variant.nodes.items():
+            if what == "agent":
+                a.agents[node_id] = value
+            elif what == "prompt":
+                a.prompts[node_id] = experiment.prompts[value]
+            elif what == "use":
+                a.nodes[node_id] = experiment.alternatives[value]
+            else:
+                raise PlanError(f"variant {variant.id}: varies.what {what} is not run by this version of pytest-aqven")
+        out[variant.id] = a
+    return out
+
+
+def plan(project: Project, experiment: Experiment, split: str, cases: int | None = None,
+         repeats: int | None = None) -> SeriesPlan:
+    spec = experiment.spec
+    dataset = project.datasets.get(spec.cases.dataset)
+    if dataset is None:
+        raise PlanError(f"dataset {spec.cases.dataset} does not exist in the project")
+    wanted = cases if cases is not None else spec.plan.cases
+    chosen, available = splitting.choose(project.package, dataset.id, dataset.spec, spec.cases.tags, split, wanted)
+    return SeriesPlan(experiment, split, chosen, available, repeats or spec.plan.repeats, assemble(project, experiment))
+
+
+def file_hash(path: Path) -> str:
+    return "sha256-" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def canonical_hash(value) -> str:
+    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256-" + hashlib.sha256(data.encode()).hexdigest()
+
+
+def snapshot(project: Project, series: SeriesPlan) -> dict[str, str]:
+    """Hashes of everything the series runs on; compared at the end to detect inputs that changed."""
+    root = project.root
+    dataset_path = root / "datasets" / f"{series.spec.cases.dataset}.yaml"
+    flows = {}
+    for variant, a in series.variants.items():
+        files = sorted(p for p in a.flow.folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        files += sorted(n.path.parent / f for n in a.nodes.values() for f in (n.path.name,))
+        files += sorted(a.prompts.values())
+        flows[variant] = canonical_hash({p.relative_to(root).as_posix(): file_hash(p) for p in files})
+    code = {p.relative_to(root).as_posix(): file_hash(p)
+            for p in sorted(root.rglob("*.py")) if ".aqven" not in p.parts and "__pycache__" not in p.parts}
+    shared = {p.relative_to(root).as_posix(): file_hash(p)
+              for folder in ("types", "agents") for p in sorted((root / folder).rglob("*.yaml"))}
+    shared["aqven.yaml"] = file_hash(root / "aqven.yaml")
+    return {
+        "experiment_sha256": file_hash(series.experiment.file),
+        "dataset_sha256": file_hash(dataset_path),
+        "cases_sha256": canonical_hash([c.model_dump(mode="json") for c in series.cases]),
+        "flows_sha256": canonical_hash(flows),
+        "project_sha256": canonical_hash(shared),
+        "code_sha256": canonical_hash(code),
+        "engine_version": ENGINE_VERSION,
+    }

@@ -1,0 +1,224 @@
+"""Load an AQVEN project (standard layout) into specs with positions and diagnostics."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..check.diagnostics import Diagnostic, DiagnosticError
+from . import specs
+from .types import Registry, pascal
+from .validate import validate
+from .yamlpos import YamlDoc, load_yaml
+
+PROJECT_FILE = "aqven.yaml"
+
+
+@dataclass
+class Node:
+    id: str                          # local id (file stem)
+    spec: Any                        # a NodeSpec
+    doc: YamlDoc
+    path: Path                       # the .node.yaml
+    inference: specs.InferenceSpec | None = None
+    inference_doc: YamlDoc | None = None
+    prompt_path: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.spec.node
+
+    @property
+    def py_path(self) -> Path:
+        return self.path.parent / (self.id + ".py")
+
+
+@dataclass
+class Flow:
+    id: str
+    spec: specs.FlowSpec
+    doc: YamlDoc
+    folder: Path
+    nodes: dict[str, Node] = field(default_factory=dict)   # every node, top-level and nested, by local id
+    local_to: str | None = None                             # experiment id for a local flow
+
+
+@dataclass
+class Dataset:
+    id: str
+    spec: specs.DatasetSpec
+    doc: YamlDoc
+
+
+@dataclass
+class Entity:
+    spec: Any
+    doc: YamlDoc
+
+
+@dataclass
+class Experiment:
+    id: str
+    folder: Path
+    doc: YamlDoc | None = None
+    spec: specs.ExperimentSpec | None = None
+    flows: dict[str, Flow] = field(default_factory=dict)          # local flows
+    alternatives: dict[str, Node] = field(default_factory=dict)   # nodes/<alt>/ for `use`
+    prompts: dict[str, Path] = field(default_factory=dict)        # prompts/<name>.md
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def file(self) -> Path:
+        return self.folder / "experiment.yaml"
+
+
+@dataclass
+class Project:
+    root: Path
+    spec: specs.ProjectSpec | None = None
+    doc: YamlDoc | None = None
+    types: Registry = field(default_factory=lambda: Registry({}))
+    agents: dict[str, Entity] = field(default_factory=dict)
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    flows: dict[str, Flow] = field(default_factory=dict)
+    experiments: dict[str, Experiment] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)   # project-level (not of one experiment)
+
+    @property
+    def package(self) -> str:
+        return self.spec.package if self.spec else ""
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def flow_for(self, experiment: Experiment, flow_id: str) -> Flow | None:
+        """A local flow of the experiment first, then a project flow (seed rule)."""
+        return experiment.flows.get(flow_id) or self.flows.get(flow_id)
+
+
+def find_root(start: Path) -> Path | None:
+    """The module root: the folder holding aqven.yaml, searched upward from `start`."""
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
+        if (folder / PROJECT_FILE).is_file():
+            return folder
+    return None
+
+
+def _read(path: Path, root: Path, annotation, what: str, sink: list[Diagnostic]):
+    try:
+        doc = load_yaml(path, root)
+    except DiagnosticError as exc:
+        sink.extend(exc.diagnostics)
+        return None, None
+    spec, diags = validate(doc, annotation, what)
+    sink.extend(diags)
+    return spec, doc
+
+
+def _yaml_files(folder: Path, pattern: str = "*.yaml") -> list[Path]:
+    return sorted(p for p in folder.glob(pattern) if p.is_file()) if folder.is_dir() else []
+
+
+def load_project(root: Path) -> Project:
+    root = root.resolve()
+    project = Project(root)
+    sink = project.diagnostics
+    project.spec, project.doc = _read(root / PROJECT_FILE, root, specs.ProjectSpec, "project", sink)
+
+    type_specs: dict[str, Any] = {}
+    for path in _yaml_files(root / "types", "**/*.yaml"):
+        spec, _ = _read(path, root, specs.TypeSpec, f"type {pascal(path.stem)}", sink)
+        if spec is not None:
+            type_specs[pascal(path.stem)] = spec
+    project.types = Registry(type_specs)
+
+    agent_files = _yaml_files(root / "agents") + [p for p in _yaml_files(root / "agents", "*/*.yaml")
+                                                  if p.stem == p.parent.name]
+    for path in agent_files:
+        spec, doc = _read(path, root, specs.AgentSpec, f"agent {path.stem}", sink)
+        if spec is not None:
+            project.agents[path.stem] = Entity(spec, doc)
+
+    for path in _yaml_files(root / "datasets"):
+        spec, doc = _read(path, root, specs.DatasetSpec, f"dataset {path.stem}", sink)
+        if spec is not None:
+            project.datasets[path.stem] = Dataset(path.stem, spec, doc)
+
+    for folder in sorted(p for p in (root / "flows").glob("*") if p.is_dir()) if (root / "flows").is_dir() else []:
+        flow = load_flow(folder, root, sink)
+        if flow is not None:
+            project.flows[flow.id] = flow
+
+    exp_root = root / "experiments"
+    for folder in sorted(p for p in exp_root.glob("*") if p.is_dir()) if exp_root.is_dir() else []:
+        if (folder / "experiment.yaml").is_file():
+            project.experiments[folder.name] = load_experiment(folder, root)
+    return project
+
+
+def load_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to: str | None = None) -> Flow | None:
+    path = folder / "flow.yaml"
+    if not path.is_file():
+        return None
+    spec, doc = _read(path, root, specs.FlowSpec, f"flow {folder.name}", sink)
+    if spec is None:
+        return None
+    flow = Flow(folder.name, spec, doc, folder, local_to=local_to)
+    for node_path in _yaml_files(folder / "nodes", "**/*.node.yaml"):
+        node = load_node(node_path, root, sink)
+        if node is not None:
+            flow.nodes[node.id] = node
+    return flow
+
+
+def load_node(path: Path, root: Path, sink: list[Diagnostic]) -> Node | None:
+    node_id = path.name[: -len(".node.yaml")]
+    spec, doc = _read(path, root, specs.NodeSpec, f"node {node_id}", sink)
+    if spec is None:
+        return None
+    node = Node(node_id, spec, doc, path)
+    if isinstance(spec, specs.LlmNode):
+        stem = spec.inference or node_id
+        inf_path = _find_inference(path.parent, stem, root)
+        if inf_path is None:
+            sink.append(doc.diag("E_INFERENCE_UNKNOWN", ("inference",) if spec.inference else ("node",),
+                                 f"node {node_id}: inference {stem} has no file {stem}.inference.yaml",
+                                 f"create {stem}.inference.yaml beside the node"))
+        else:
+            node.inference, node.inference_doc = _read(inf_path, root, specs.InferenceSpec,
+                                                       f"inference {stem}", sink)
+            prompt = inf_path.parent / f"{stem}.prompt.md"
+            node.prompt_path = prompt if prompt.is_file() else None
+            if node.prompt_path is None and node.inference and node.inference.prompt is None:
+                sink.append(Diagnostic("E_PROMPT_MISSING", node.doc.file, (),
+                                       f"node {node_id}: inference {stem} has no prompt file {stem}.prompt.md",
+                                       1, 1, f"write the prompt in {stem}.prompt.md beside {stem}.inference.yaml"))
+    return node
+
+
+def _find_inference(folder: Path, stem: str, root: Path) -> Path | None:
+    """Beside the node first, then anywhere in the flows of the project (a shared inference)."""
+    beside = folder / f"{stem}.inference.yaml"
+    if beside.is_file():
+        return beside
+    found = sorted(root.glob(f"**/{stem}.inference.yaml"))
+    return found[0] if found else None
+
+
+def load_experiment(folder: Path, root: Path) -> Experiment:
+    exp = Experiment(folder.name, folder)
+    sink = exp.diagnostics
+    exp.spec, exp.doc = _read(folder / "experiment.yaml", root, specs.ExperimentSpec,
+                              f"experiment {folder.name}", sink)
+    for flow_folder in sorted(p for p in (folder / "flows").glob("*") if p.is_dir()) if (folder / "flows").is_dir() else []:
+        flow = load_flow(flow_folder, root, sink, local_to=exp.id)
+        if flow is not None:
+            exp.flows[flow.id] = flow
+    for node_path in _yaml_files(folder / "nodes", "**/*.node.yaml"):
+        node = load_node(node_path, root, sink)
+        if node is not None:
+            exp.alternatives[node.id] = node
+    for prompt in sorted((folder / "prompts").glob("*.md")) if (folder / "prompts").is_dir() else []:
+        exp.prompts[prompt.stem] = prompt
+    return exp

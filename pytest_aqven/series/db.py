@@ -1,0 +1,126 @@
+"""The project database `.aqven/aqven.sqlite`: series and their attempts, shared by every process."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS aqven_schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS aqven_series (
+  series_id TEXT PRIMARY KEY,
+  experiment_id TEXT NOT NULL,
+  flow_id TEXT,
+  dataset_id TEXT NOT NULL,
+  split TEXT NOT NULL CHECK (split IN ('dev', 'holdout')),
+  question TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('awaiting_approval', 'running', 'done', 'cancelled', 'failed')),
+  plan_key TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  finished_at REAL,
+  record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS aqven_series_by_experiment ON aqven_series (experiment_id, created_at DESC);
+CREATE INDEX IF NOT EXISTS aqven_series_by_key ON aqven_series (plan_key, status);
+CREATE TABLE IF NOT EXISTS aqven_series_attempts (
+  attempt_id TEXT PRIMARY KEY,
+  series_id TEXT NOT NULL REFERENCES aqven_series (series_id),
+  variant_id TEXT NOT NULL,
+  case_name TEXT NOT NULL,
+  repeat INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('running', 'finished')),
+  outcome TEXT,
+  cost_usd TEXT NOT NULL DEFAULT '0',
+  check_cost_usd TEXT NOT NULL DEFAULT '0',
+  started_at REAL,
+  finished_at REAL,
+  record TEXT,
+  UNIQUE (series_id, variant_id, case_name, repeat)
+);
+"""
+SCHEMA_VERSION = 1
+
+
+def attempt_id(series_id: str, variant: str, case: str, repeat: int) -> str:
+    return str(uuid.uuid5(uuid.UUID(series_id), f"attempt|{variant}|{case}|{repeat}"))
+
+
+class Store:
+    def __init__(self, root: Path):
+        self.path = root / ".aqven" / "aqven.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA busy_timeout=60000")
+        with self.transaction() as db:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("INSERT OR IGNORE INTO aqven_schema_versions VALUES ('series', ?)", (SCHEMA_VERSION,))
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE: one writer at a time across every process of the run."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def open_series(self, *, plan_key: str, experiment_id: str, flow_id: str, dataset_id: str, split: str,
+                    question: str, record: dict) -> tuple[str, bool]:
+        """The unfinished series with this plan key, or a new one. Returns (series id, created)."""
+        with self.transaction() as db:
+            row = db.execute("SELECT series_id FROM aqven_series WHERE plan_key = ? AND status IN "
+                             "('running', 'awaiting_approval') ORDER BY created_at DESC LIMIT 1", (plan_key,)).fetchone()
+            if row:
+                return row[0], False
+            series_id = str(uuid.uuid4())
+            db.execute("INSERT INTO aqven_series (series_id, experiment_id, flow_id, dataset_id, split, question, "
+                       "status, plan_key, created_at, record) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                       (series_id, experiment_id, flow_id, dataset_id, split, question, plan_key, time.time(),
+                        json.dumps({**record, "series_id": series_id})))
+            return series_id, True
+
+    def series(self, series_id: str) -> dict | None:
+        row = self._conn.execute("SELECT status, record, created_at, finished_at FROM aqven_series WHERE series_id = ?",
+                                 (series_id,)).fetchone()
+        if row is None:
+            return None
+        return {**json.loads(row[1]), "status": row[0], "created_at": row[2], "finished_at": row[3]}
+
+    def finished_attempt(self, series_id: str, variant: str, case: str, repeat: int) -> dict | None:
+        row = self._conn.execute("SELECT record FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'",
+                                 (attempt_id(series_id, variant, case, repeat),)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def save_attempt(self, record: dict) -> None:
+        aid = attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"])
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, "
+                       "repeat, state, outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
+                       "VALUES (?, ?, ?, ?, ?, 'finished', ?, ?, ?, ?, ?, ?)",
+                       (aid, record["series_id"], record["variant"], record["case"], record["repeat"],
+                        record["outcome"], repr(record["cost_usd"]), repr(record["check_cost_usd"]),
+                        record["started_at"], record["finished_at"], json.dumps(record)))
+
+    def attempts(self, series_id: str) -> list[dict]:
+        rows = self._conn.execute("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished'",
+                                  (series_id,)).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def finish(self, series_id: str, status: str, updates: dict) -> None:
+        with self.transaction() as db:
+            row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
+            record = {**json.loads(row[0]), **updates}
+            db.execute("UPDATE aqven_series SET status = ?, finished_at = ?, record = ? WHERE series_id = ?",
+                       (status, time.time(), json.dumps(record), series_id))

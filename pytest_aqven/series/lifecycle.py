@@ -1,0 +1,71 @@
+"""A series as one process sees it: open or continue it, run or reuse its attempts."""
+from __future__ import annotations
+
+from functools import cached_property
+
+from ..experiments import plan as planning
+from ..experiments.attempt import run_attempt
+from ..experiments.checks import CheckInvalid, CompiledCheck, compile_check
+from ..project.loader import Experiment, Project
+from ..project.specs import CaseSpec
+from ..providers import registry
+from ..providers.base import ProviderError
+from .db import Store
+
+
+class SeriesRun:
+    def __init__(self, project: Project, experiment: Experiment, split: str, *,
+                 cases: int | None = None, repeats: int | None = None):
+        self.project = project
+        self.experiment = experiment
+        self.plan = planning.plan(project, experiment, split, cases, repeats)
+        self._series_id: str | None = None
+
+    @cached_property
+    def store(self) -> Store:
+        return Store(self.project.root)
+
+    @cached_property
+    def providers(self) -> dict:
+        out: dict = {}
+        for spec in self.project.spec.providers:
+            try:
+                out[spec.id] = registry.build(spec, package=self.project.package, root=self.project.root)
+            except ProviderError as exc:
+                out[spec.id] = exc
+        return out
+
+    @cached_property
+    def checks(self) -> list[CompiledCheck] | CheckInvalid:
+        try:
+            return [compile_check(c, self.project, self.experiment) for c in self.experiment.spec.checks]
+        except CheckInvalid as exc:
+            return exc
+
+    @property
+    def series_id(self) -> str:
+        """Opened on first use, in a transaction, so every process of the run gets the same series."""
+        if self._series_id is None:
+            snapshot = planning.snapshot(self.project, self.plan)
+            spec = self.plan.spec
+            key = planning.canonical_hash({
+                "experiment": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
+                "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
+                "snapshot": snapshot})
+            self._series_id, _ = self.store.open_series(
+                plan_key=key, experiment_id=self.experiment.id, flow_id=spec.subject.flow,
+                dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,
+                record={"experiment_id": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
+                        "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
+                        "snapshot": snapshot, "package": self.project.package})
+        return self._series_id
+
+    def attempt(self, variant: str, case: CaseSpec, repeat: int) -> tuple[dict, bool]:
+        """The attempt's record, and whether it was reused from an earlier session of the series."""
+        series_id = self.series_id
+        done = self.store.finished_attempt(series_id, variant, case.name, repeat)
+        if done is not None:
+            return done, True
+        record = run_attempt(self.project, self.plan, self.checks, self.providers, variant, case, repeat, series_id)
+        self.store.save_attempt(record)
+        return record, False
