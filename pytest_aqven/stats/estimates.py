@@ -1,0 +1,132 @@
+"""Per-metric estimates: which interval for which metric and question (statistics.md §11.2).
+
+Single variant: M1 (rates), t on case means (scores, cost), M5 (quantiles), M7 (cost_of_pass).
+Two variants on the same cases: M2 (rates), paired t (means), M6 (quantiles), paired linearised
+ratio (cost_of_pass); relative margins as a linear contrast. For metrics bounded in [0, 1] the
+"robust" family takes the hull with the betting interval over case values in keyed-hash order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+
+from . import betting, intervals
+from .model import Estimate
+from .samples import LOWER, Sample, bounded_unit
+
+MIN_MEAN_CASES = 2
+LOG_SCALE_BELOW = 30  # cost means with fewer cases use the log-scale delta interval
+RESAMPLES = 10_000  # M6 bootstrap size (statistics.md §10: B >= 2000; V10 budget at 10k)
+
+
+def stat_seed(series_id: str, *parts: str) -> int:
+    """Deterministic bootstrap seed per series and metric: a verdict is reproducible."""
+    digest = hashlib.sha256("|".join([series_id, *parts]).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def degenerate(reason: str, method: str, sample_cases: int, attempts: int, unit: str, value=None, family="model"):
+    return Estimate(
+        value=value, low=None, high=None, method=method, cases=sample_cases, attempts=attempts,
+        reliability="degenerate", family=family, degenerate=reason, unit=unit,
+    )
+
+
+def _f(x) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def with_hull(
+    value, low, high, *, method, cases, attempts, n_eff, reliability, unit, family, bet, seed=None, resamples=None
+) -> Estimate:
+    """Build an Estimate; under the robust family widen to the hull with the betting interval `bet`."""
+    low, high = _f(low), _f(high)
+    fields = dict(
+        value=_f(value), method=method, cases=cases, attempts=attempts, n_eff=_f(n_eff),
+        reliability=reliability, unit=unit, seed=seed, resamples=resamples, model_low=low, model_high=high,
+    )
+    if family != "robust" or bet is None:
+        return Estimate(low=low, high=high, family="model", low_from="model", high_from="model", **fields)
+    b_low, b_high = float(bet[0]), float(bet[1])
+    low_from = "model" if low is not None and low <= b_low else "betting"
+    high_from = "model" if high is not None and high >= b_high else "betting"
+    hull_low = low if low_from == "model" else b_low
+    hull_high = high if high_from == "model" else b_high
+    if reliability == "degenerate" and hull_high is not None and hull_low is not None and hull_high > hull_low:
+        fields["reliability"] = "low"  # the betting interval has width even where the model has none
+    return Estimate(
+        low=hull_low, high=hull_high, family="robust", low_from=low_from, high_from=high_from,
+        betting_low=b_low, betting_high=b_high, **fields,
+    )
+
+
+def ordered(sample: Sample, series_id: str) -> np.ndarray:
+    return np.array(betting.case_order(series_id, sample.cases), dtype=int)
+
+
+def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
+    """The single-variant estimate of one metric (threshold questions and the metrics table)."""
+    info = sample.info
+    cases, attempts, unit = sample.n_cases, sample.n_attempts, info.unit
+    if info.shape == "rate":
+        if cases == 0:
+            return degenerate("no_data", "M1", 0, 0, unit)
+        k, n = sample.sums(), sample.counts()
+        p, low, high, n_eff, flag = intervals.m1(k, n)
+        bet = None
+        if family == "robust":
+            bet = betting.interval((k / n)[ordered(sample, series_id)])
+        return with_hull(p, low, high, method="M1", cases=cases, attempts=attempts, n_eff=n_eff,
+                         reliability="low" if flag else "ok", unit=unit, family=family, bet=bet)
+    if info.shape == "mean":
+        method = "t-case-means"
+        if cases == 0:
+            return degenerate("no_data", method, 0, 0, unit)
+        means = sample.case_means()
+        if cases < MIN_MEAN_CASES:
+            return degenerate("too_few_cases", method, cases, attempts, unit, value=_f(means.mean()))
+        value = float(means.mean())
+        if info.name == "cost_usd" and cases < LOG_SCALE_BELOW and np.all(means > 0):
+            method = "log-t-case-means"
+            _, low, high = intervals.log_t_mean(means)
+        else:
+            _, low, high, _ = intervals.t_mean(means)
+        reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < LOG_SCALE_BELOW else "ok")
+        bet = None
+        if family == "robust" and bounded_unit(sample):
+            bet = betting.interval(means[ordered(sample, series_id)])
+        return with_hull(value, low, high, method=method, cases=cases, attempts=attempts, n_eff=float(cases),
+                         reliability=reliability, unit=unit, family=family, bet=bet)
+    if info.shape == "ratio":
+        y, x = sample.sums(), sample.pass_counts()
+        if cases == 0 or x.sum() <= 0:
+            return degenerate("no_data", "M7", cases, attempts, unit)
+        if cases < 2:
+            return degenerate("too_few_cases", "M7", cases, attempts, unit, value=float(y.sum() / x.sum()))
+        ratio, low, high = intervals.m7(y, x)
+        return with_hull(ratio, low, high, method="M7", cases=cases, attempts=attempts, n_eff=float(cases),
+                         reliability="low" if cases < LOG_SCALE_BELOW else "ok", unit=unit, family=family, bet=None)
+    # quantile
+    if cases == 0:
+        return degenerate("no_data", "M5", 0, 0, unit)
+    values = np.concatenate(sample.values)
+    point = float(np.quantile(values, info.quantile, method="linear"))
+    if attempts < info.min_attempts:
+        return degenerate("too_few_attempts", "M5", cases, attempts, unit, value=point)
+    if cases < 2:
+        return degenerate("too_few_cases", "M5", cases, attempts, unit, value=point)
+    case_index = np.repeat(np.arange(cases), sample.counts().astype(int))
+    low, high, n_above = intervals.woodruff(values, case_index, cases, info.quantile)
+    low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < LOG_SCALE_BELOW) or low is None or high is None
+    return with_hull(point, low, high, method="M5", cases=cases, attempts=attempts, n_eff=float(cases),
+                     reliability="low" if low_reliability else "ok", unit=unit, family=family, bet=None)
+
+
+def good_sign(direction: str) -> float:
+    return -1.0 if direction == LOWER else 1.0

@@ -1,0 +1,199 @@
+"""Model-based 95% intervals of statistics.md §11 (M1, M2, t, paired t, M5, M6, M7, log ratios).
+
+The closed-form ones are vectorised over leading axes (shape (..., C), the last axis the cases), so
+the validation tests and the launch plan's simulated search run the very same code as a verdict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+ALPHA = 0.05
+Z = 1.959963984540054
+SPARSE_CASES = 5  # M1 sparse guard: fewer informative cases -> n_eff = C
+LOW_N_EFF = 30  # NCHS-style reliability: n_eff below this is flagged "low"
+
+
+def t_crit(df) -> np.ndarray:
+    return stats.t.ppf(1 - ALPHA / 2, np.maximum(df, 1))
+
+
+def m1(k: np.ndarray, n: np.ndarray):
+    """Korn-Graubard interval on the effective sample size with df adjustment and sparse guard (§4.4).
+
+    k, n: successes and attempts per case, shape (..., C). Returns (p, low, high, n_eff, low_reliability).
+    """
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    cases = k.shape[-1]
+    m = k / n
+    p = m.mean(axis=-1)
+    total = n.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = m.var(axis=-1, ddof=1) / cases if cases > 1 else np.full_like(p, np.nan)
+        minority = np.where(p[..., None] >= 0.5, k < n, k > 0)
+        informative = minority.sum(axis=-1)
+        df = np.maximum(np.minimum(informative, cases) - 1, 1)
+        n_eff = np.where(var > 0, p * (1 - p) / var, np.inf)
+        adjust = (stats.t.ppf(ALPHA / 2, np.maximum(total - 1, 1)) / stats.t.ppf(ALPHA / 2, df)) ** 2
+        n_eff = n_eff * adjust
+    n_eff = np.where(np.isnan(n_eff), cases, n_eff)
+    n_eff = np.clip(n_eff, cases, total)
+    n_eff = np.where(informative < SPARSE_CASES, float(cases), n_eff)
+    # beta parameters kept positive; the p == 0 / p == 1 ends are set exactly below
+    low = stats.beta.ppf(ALPHA / 2, np.maximum(n_eff * p, 1e-300), n_eff * (1 - p) + 1)
+    high = stats.beta.ppf(1 - ALPHA / 2, n_eff * p + 1, np.maximum(n_eff * (1 - p), 1e-300))
+    low = np.where(p <= 0, 0.0, low)
+    high = np.where(p >= 1, 1.0, high)
+    flag = (informative < SPARSE_CASES) | (n_eff < LOW_N_EFF)
+    return p, low, high, n_eff, flag
+
+
+def t_mean(x: np.ndarray):
+    """Mean of case means +- t(C-1) * sd / sqrt(C). Returns (mean, low, high, half)."""
+    x = np.asarray(x, dtype=float)
+    cases = x.shape[-1]
+    mean = x.mean(axis=-1)
+    half = t_crit(cases - 1) * x.std(axis=-1, ddof=1) / np.sqrt(cases)
+    return mean, mean - half, mean + half, half
+
+
+def log_t_mean(x: np.ndarray):
+    """Log-scale delta interval for a positive skewed mean (cost with few cases)."""
+    x = np.asarray(x, dtype=float)
+    cases = x.shape[-1]
+    mean = x.mean(axis=-1)
+    rel = t_crit(cases - 1) * x.std(axis=-1, ddof=1) / np.sqrt(cases) / mean
+    return mean, mean * np.exp(-rel), mean * np.exp(rel)
+
+
+def mover(est1, low1, high1, est2, low2, high2, r):
+    """MOVER (Zou & Donner 2008) interval for est1 - est2 with correlation r between the estimators."""
+    diff = est1 - est2
+    a, b = est1 - low1, high2 - est2
+    c, d = high1 - est1, est2 - low2
+    low = diff - np.sqrt(np.maximum(a * a + b * b - 2 * r * a * b, 0.0))
+    high = diff + np.sqrt(np.maximum(c * c + d * d - 2 * r * c * d, 0.0))
+    return diff, low, high
+
+
+def case_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Correlation of two arms' case means over the same cases; 0 where undefined."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    xc = x - x.mean(axis=-1, keepdims=True)
+    yc = y - y.mean(axis=-1, keepdims=True)
+    den = np.sqrt((xc * xc).sum(axis=-1) * (yc * yc).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(den > 0, (xc * yc).sum(axis=-1) / den, 0.0)
+    return r
+
+
+def m2(k1, n1, k2, n2, scale1: float = 1.0, scale2: float = 1.0):
+    """M2: MOVER over two M1 intervals for scale1*p1 - scale2*p2, paired by case (§5.1, §5.3).
+
+    The scales give the relative-margin contrast p_c - (1-m) p_b without a ratio approximation.
+    Returns (estimate, low, high, low_reliability).
+    """
+    p1, l1, h1, _, f1 = m1(k1, n1)
+    p2, l2, h2, _, f2 = m1(k2, n2)
+    r = case_correlation(np.asarray(k1) / np.asarray(n1), np.asarray(k2) / np.asarray(n2))
+    diff, low, high = mover(scale1 * p1, scale1 * l1, scale1 * h1, scale2 * p2, scale2 * l2, scale2 * h2, r)
+    return diff, low, high, f1 | f2
+
+
+def woodruff(values: np.ndarray, case_index: np.ndarray, cases: int, q: float):
+    """M5: Woodruff interval for a pooled quantile with cluster-robust t(C-1) (§6.1).
+
+    values: all attempts' values; case_index: their case (0..cases-1). Returns (low, high, n_above)
+    where low/high are None when the inverted proportion leaves (0, 1], and n_above counts the cases
+    with attempts above the quantile (the reliability signal).
+    """
+    order = np.sort(values)
+    point = float(np.quantile(values, q, method="inverted_cdf"))
+    below = np.bincount(case_index, weights=(values <= point).astype(float), minlength=cases)
+    per_case = np.bincount(case_index, minlength=cases).astype(float)
+    z = below / per_case
+    se = z.std(ddof=1) / np.sqrt(cases)
+    half = float(t_crit(cases - 1) * se)
+    n_above = int(np.sum(below < per_case))
+    low_p, high_p = q - half, q + half
+    total = len(order)
+    low = None if low_p <= 0 else float(order[max(int(np.ceil(low_p * total)) - 1, 0)])
+    high = None if high_p > 1 else float(order[max(int(np.ceil(high_p * total)) - 1, 0)])
+    return low, high, n_above
+
+
+def ratio_linearised(y: np.ndarray, x: np.ndarray):
+    """Ratio of sums sum(y)/sum(x) and its per-case linearised values g_i (§6.2)."""
+    ratio = y.sum(axis=-1) / x.sum(axis=-1)
+    g = (y - ratio[..., None] * x) / x.mean(axis=-1, keepdims=True)
+    return ratio, g
+
+
+def m7(y: np.ndarray, x: np.ndarray):
+    """M7: log-scale linearised interval for a ratio of case totals, t(C-1)."""
+    y = np.asarray(y, dtype=float)
+    x = np.asarray(x, dtype=float)
+    cases = y.shape[-1]
+    ratio, g = ratio_linearised(y, x)
+    se = g.std(axis=-1, ddof=1) / np.sqrt(cases)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = t_crit(cases - 1) * se / ratio
+        low = np.where(ratio > 0, ratio * np.exp(-rel), 0.0)
+        high = np.where(ratio > 0, ratio * np.exp(rel), 0.0)
+    return ratio, low, high
+
+
+def paired_ratio(y_c, x_c, y_b, x_b, log: bool):
+    """Paired linearised interval for R_c - R_b (log=False) or log(R_c / R_b) (log=True)."""
+    cases = np.asarray(y_c).shape[-1]
+    r_c, g_c = ratio_linearised(np.asarray(y_c, float), np.asarray(x_c, float))
+    r_b, g_b = ratio_linearised(np.asarray(y_b, float), np.asarray(x_b, float))
+    if log:
+        z = g_c / r_c[..., None] - g_b / r_b[..., None]
+        est = np.log(r_c) - np.log(r_b)
+    else:
+        z = g_c - g_b
+        est = r_c - r_b
+    half = t_crit(cases - 1) * z.std(axis=-1, ddof=1) / np.sqrt(cases)
+    return est, est - half, est + half
+
+
+def bootstrap_quantiles(values: np.ndarray, case_index: np.ndarray, cases: int, q: float, idx: np.ndarray):
+    """Pooled inverted-CDF quantile of each cluster-bootstrap resample (rows of idx: case indices).
+
+    Counts-matrix trick (§10): W[b, i] = times case i is drawn; F[i, j] = attempts of case i <= the
+    j-th candidate value; the first candidate whose weighted count reaches q * attempts is the answer.
+    Candidates are a window of sorted values around q, widened until every row is answered inside it.
+    """
+    rows = idx.shape[0]
+    weights = np.zeros((rows, cases), dtype=np.float32)
+    np.add.at(weights, (np.repeat(np.arange(rows), idx.shape[1]), idx.ravel()), 1.0)
+    per_case = np.bincount(case_index, minlength=cases).astype(np.float32)
+    target = q * (weights @ per_case)
+    sorted_values = np.unique(values)
+    order = np.argsort(values, kind="stable")
+    rank = np.searchsorted(sorted_values, values)  # each attempt's position among distinct values
+    total = len(sorted_values)
+    width = 0.15
+    while True:
+        start = max(int(np.floor((q - width) * total)) - 1, 0)
+        stop = min(int(np.ceil((q + width) * total)) + 1, total)
+        if width >= 1.0:
+            start, stop = 0, total
+        cand = np.arange(start, stop)
+        # F[i, j]: attempts of case i with rank <= cand[j]
+        hist = np.zeros((cases, total), dtype=np.float32)
+        np.add.at(hist, (case_index, rank), 1.0)
+        cum = np.cumsum(hist, axis=1)[:, cand]
+        counts = weights @ cum
+        reached = counts >= target[:, None] - 1e-3
+        ok_low = start == 0 or not np.any(counts[:, 0] >= target - 1e-3)
+        ok_high = bool(np.all(reached[:, -1]))
+        if (ok_low and ok_high) or (start == 0 and stop == total):
+            first = np.argmax(reached, axis=1)
+            del order
+            return sorted_values[cand[first]]
+        width *= 2

@@ -1,0 +1,148 @@
+"""Data the statistics package takes and returns. Plain frozen dataclasses, no behaviour."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CheckValue:
+    state: str  # "passed" | "failed" | "error" | "skipped"
+    value: float | None  # binary: 1.0/0.0; continuous/ordinal: the score
+
+
+@dataclass(frozen=True)
+class Attempt:
+    variant: str
+    case: str
+    repeat: int  # 1-based
+    outcome: str  # ok | model_fail | schema_invalid | refusal | infra_error | budget_cut | cancelled
+    passed: bool | None  # None when the outcome is not counted
+    checks: Mapping[str, CheckValue] = field(default_factory=dict)
+    cost_usd: float | None = None
+    latency_ms: float | None = None
+    schema_valid_first_try: bool | None = None
+    finished: bool = True
+
+
+@dataclass(frozen=True)
+class Threshold:
+    metric: str
+    above: float | None = None
+    below: float | None = None
+    margin: float = 0.0
+    variant: str | None = None
+    direction: str | None = None
+
+
+@dataclass(frozen=True)
+class Guardrail:
+    metric: str
+    margin: float
+    direction: str | None = None
+    relative: bool = False
+
+
+@dataclass(frozen=True)
+class Pair:
+    kind: str  # "compare" | "noninferior"
+    baseline: str
+    candidate: str
+    primary: str
+    margin: float = 0.0
+    direction: str | None = None
+    guardrails: tuple[Guardrail, ...] = ()
+
+
+@dataclass(frozen=True)
+class Look:
+    pass
+
+
+@dataclass(frozen=True)
+class SeriesFacts:
+    series_id: str
+    split: str  # "dev" | "holdout"
+    variants: tuple[str, ...]  # plan order
+    check_kinds: Mapping[str, str] = field(default_factory=dict)  # check id -> binary|continuous|ordinal
+    unvalidated_judges: frozenset[str] = frozenset()
+    total_attempts: int = 0  # cases x repeats x variants planned
+    cancelled: bool = False
+    budget_cut: bool = False
+    inputs_changed: bool = False
+    family: str = "robust"  # "robust" (hull with the betting interval) | "model"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One interval. For pairs the value is the candidate's advantage (positive = candidate better)."""
+
+    value: float | None
+    low: float | None  # None = unbounded or not computable
+    high: float | None
+    method: str
+    cases: int
+    attempts: int
+    n_eff: float | None = None
+    reliability: str = "ok"  # "ok" | "low" | "degenerate"
+    family: str = "model"  # "robust" (hull of model and betting interval) | "model"
+    degenerate: str | None = None  # no_data | too_few_cases | too_few_attempts | uninformative | no_discordance | numeric
+    seed: int | None = None
+    resamples: int | None = None
+    p_value: float | None = None
+    unit: str = "rate"  # rate | score | ordinal | usd | ms | log_ratio
+    low_from: str | None = None  # "model" | "betting": which interval gave the low bound
+    high_from: str | None = None
+    model_low: float | None = None
+    model_high: float | None = None
+    betting_low: float | None = None
+    betting_high: float | None = None
+
+
+@dataclass(frozen=True)
+class Cell:
+    metric: str
+    role: str  # "primary" | "guardrail"
+    variant: str
+    baseline: str | None  # None for threshold cells
+    direction: str  # "higher_is_better" | "lower_is_better"
+    bound: str | None  # "above" | "below" | None
+    threshold: float | None  # declared bound of a threshold question
+    margin: float  # declared margin
+    relative: bool
+    estimate: Estimate
+    verdict: str  # "pass" | "fail" | "unclear"
+    edge: float | None = None  # the value the interval was compared with
+    decided_by: str | None = None  # "model" | "betting": the family whose bound decided
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: str | None  # None for a look | confirmed | refuted | inconclusive | signal | invalid
+    reason: str | None
+    text: str
+    cells: tuple[Cell, ...] = ()
+    metrics: Mapping[str, Mapping[str, Estimate]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    cases: int
+    repeats: int
+    variants: int
+    attempts: int
+    available: int
+    half_width: float | None
+    mde: float | None
+    margin: float | None
+    spread: float | None
+    spread_source: str  # history | prior | none
+    icc: float
+    recommended_cases: int
+    reason: str  # look | no_margin | no_history | short_of_cases | wide | enough
+    text: str
+    below_recommended: bool
+    closed_form_cases: int | None = None  # before the simulated search
+    power: float | None = None  # simulated P(confirmed) at recommended_cases
+    family: str = "robust"

@@ -1,0 +1,158 @@
+"""Cells, the rule order of reference §4.6 and the verdict sentence: `decide`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from . import wording
+from .estimates import single
+from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
+from .samples import HIGHER, LOWER, SERIES_METRICS, build_sample, is_settled, metric_info
+
+INFRA_SHARE_LIMIT = 0.05
+
+
+def interval_verdict(low: float | None, high: float | None, edge: float) -> str:
+    """Strict edges (§4.5): a tie is never decided."""
+    if low is not None and low > edge:
+        return "pass"
+    if high is not None and high < edge:
+        return "fail"
+    return "unclear"
+
+
+def _decided_by(estimate: Estimate, verdict: str, good_side_low: bool) -> str | None:
+    """Which family supplied the bound that decided: the good-side bound for pass, the other for fail."""
+    if verdict == "unclear":
+        return None
+    use_low = (verdict == "pass") == good_side_low
+    return estimate.low_from if use_low else estimate.high_from
+
+
+def _no_point_pass(estimate: Estimate, verdict: str) -> str:
+    """Never confirm from a zero-width interval (a deterministic-looking metric, §11.2)."""
+    if verdict == "pass" and estimate.reliability == "degenerate":
+        return "unclear"
+    return verdict
+
+
+def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str) -> Cell:
+    if question.above is not None:
+        bound, declared = "above", question.above
+        edge = declared + question.margin
+        verdict = interval_verdict(estimate.low, estimate.high, edge)
+        good_low = True
+    else:
+        bound, declared = "below", question.below
+        edge = declared - question.margin
+        neg = lambda v: None if v is None else -v  # noqa: E731
+        verdict = interval_verdict(neg(estimate.high), neg(estimate.low), -edge)
+        good_low = False
+    verdict = _no_point_pass(estimate, verdict)
+    return Cell(
+        metric=question.metric, role="primary", variant=variant, baseline=None, direction=direction,
+        bound=bound, threshold=declared, margin=question.margin, relative=False, estimate=estimate,
+        verdict=verdict, edge=edge, decided_by=_decided_by(estimate, verdict, good_low),
+    )
+
+
+def all_metrics(attempts: Sequence[Attempt], facts: SeriesFacts, extra: Sequence[str] = ()) -> dict:
+    """Every series metric and every check metric, per variant, single-variant estimates."""
+    names = list(SERIES_METRICS) + [c for c in facts.check_kinds if c not in SERIES_METRICS]
+    names += [m for m in extra if m not in names]
+    table: dict[str, dict[str, Estimate]] = {}
+    for variant in facts.variants:
+        row = {}
+        for name in names:
+            info = metric_info(name, facts.check_kinds)
+            row[name] = single(build_sample(attempts, variant, info, facts.check_kinds), facts.series_id, facts.family)
+        table[variant] = row
+    return table
+
+
+def _direction(metric: str, override: str | None, facts: SeriesFacts) -> str:
+    return override or metric_info(metric, facts.check_kinds).direction
+
+
+def _below_mde(cell: Cell) -> bool:
+    est = cell.estimate
+    if est.low is None or est.high is None:
+        return True
+    if cell.margin > 0:
+        return (est.high - est.low) / 2 > cell.margin
+    return est.low <= cell.edge <= est.high
+
+
+def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
+    for reason in ("uninformative", "no_discordance"):
+        if any(c.estimate.degenerate == reason for c in primaries):
+            return reason
+    if any(c.verdict == "unclear" and _below_mde(c) for c in primaries):
+        return "below_mde"
+    return None
+
+
+def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts: SeriesFacts) -> Verdict:
+    from .pairs import pair_cells  # noqa: PLC0415  (pairs builds on this module)
+
+    attempts = list(attempts)
+    extra: list[str] = []
+    if isinstance(question, Threshold):
+        extra = [question.metric]
+    elif isinstance(question, Pair):
+        extra = [question.primary] + [g.metric for g in question.guardrails]
+    metrics = all_metrics(attempts, facts, extra)
+
+    def invalid(reason: str, text: str) -> Verdict:
+        return Verdict("invalid", reason, text, (), metrics)
+
+    if isinstance(question, Look):
+        return Verdict(None, None, wording.LOOK_TEXT, (), metrics)
+    done = sum(1 for a in attempts if a.finished)
+    total = facts.total_attempts
+    if facts.cancelled:
+        return invalid("cancelled", wording.cancelled_text(done, total))
+    if facts.budget_cut:
+        return invalid("budget_cut", wording.budget_cut_text(done, total))
+    if facts.inputs_changed:
+        return invalid("inputs_changed", wording.INPUTS_CHANGED_TEXT)
+    settled = sum(1 for a in attempts if is_settled(a))
+    errors = sum(1 for a in attempts if is_settled(a) and a.outcome == "infra_error")
+    if settled and errors / settled > INFRA_SHARE_LIMIT:
+        return invalid("infra_errors", wording.infra_errors_text(errors, settled))
+
+    if isinstance(question, Threshold):
+        metric = question.metric
+        unit = metric_info(metric, facts.check_kinds).unit
+        tested = [question.variant] if question.variant else list(facts.variants)
+        direction = _direction(metric, question.direction, facts)
+        primaries = [threshold_cell(question, v, metrics[v][metric], direction) for v in tested if v in metrics]
+        guards: list[Cell] = []
+        judged = [metric]
+        measurement = wording.threshold_measurement(primaries, unit) if primaries else ""
+    else:
+        primaries, guards = pair_cells(question, attempts, facts, metrics)
+        unit = metric_info(question.primary, facts.check_kinds).unit
+        judged = [question.primary] + [g.metric for g in question.guardrails]
+        measurement = wording.pair_measurement(question.kind, primaries[0], unit, guards) if primaries else ""
+    cells = tuple(primaries) + tuple(guards)
+
+    if not primaries or any(c.estimate.degenerate == "no_data" for c in primaries):
+        return invalid("no_data", wording.NO_DATA_TEXT)
+    if facts.split == "dev":
+        return Verdict("signal", "dev_split", wording.dev_signal(measurement), cells, metrics)
+    for check in judged:
+        if check in facts.unvalidated_judges:
+            return Verdict("signal", "judge_not_validated", wording.unvalidated_signal(check, measurement), cells, metrics)
+    verdicts = [c.verdict for c in cells]
+    if "fail" in verdicts:
+        state, reason = "refuted", None
+    elif all(v == "pass" for v in verdicts):
+        state, reason = "confirmed", None
+    else:
+        state, reason = "inconclusive", _inconclusive_reason(primaries)
+    return Verdict(state, reason, wording.sentence(measurement), cells, metrics)
+
+
+__all__ = ["decide", "interval_verdict", "threshold_cell", "all_metrics", "HIGHER", "LOWER"]
+_ = Mapping
