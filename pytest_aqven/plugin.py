@@ -1,1 +1,131 @@
-"""pytest hooks only: the thin glue between pytest and the pytest_aqven library."""
+"""pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries."""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from .collect import AttemptItem, ExperimentFile
+from .project.loader import PROJECT_FILE
+from .report import terminal
+from .series.conclude import Conclusion, conclude
+from .series.findings import write_finding_for
+
+FAILING = ("refuted", "inconclusive", "invalid")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("aqven", "AQVEN experiments")
+    group.addoption("--aqven-holdout", action="store_true", default=False,
+                    help="run the held-out cases and write findings (default: the working cases)")
+    group.addoption("--aqven-cases", type=int, default=None, metavar="N",
+                    help="cases per series, overriding plan.cases")
+    group.addoption("--aqven-repeats", type=int, default=None, metavar="N",
+                    help="repeats per case, overriding plan.repeats (1 to 20)")
+    group.addoption("--aqven-fail-on", default=None, metavar="STATES",
+                    help="comma-separated verdicts that fail a held-out run (default: refuted,inconclusive,invalid)")
+    group.addoption("--aqven-intervals", choices=("robust", "model"), default=None,
+                    help="robust: model-based interval hulled with a distribution-free one (default); "
+                         "model: the model-based interval alone")
+    parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
+    parser.addini("aqven_intervals", "robust or model", default="robust")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "aqven: an attempt of an AQVEN experiment (deselect with -m 'not aqven')")
+    cases, repeats = config.getoption("aqven_cases"), config.getoption("aqven_repeats")
+    if cases is not None and cases < 1:
+        raise pytest.UsageError("--aqven-cases must be at least 1")
+    if repeats is not None and not 1 <= repeats <= 20:
+        raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
+    reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
+                               or config.getini("aqven_intervals"))
+    config.pluginmanager.register(reporter, "aqven-verdicts")
+
+
+def _fail_on(config: pytest.Config) -> frozenset[str]:
+    raw = config.getoption("aqven_fail_on") or config.getini("aqven_fail_on")
+    states = frozenset(s.strip() for s in raw.split(",") if s.strip())
+    unknown = states - {"confirmed", "refuted", "inconclusive", "signal", "invalid"}
+    if unknown:
+        raise pytest.UsageError(f"--aqven-fail-on: unknown verdict {', '.join(sorted(unknown))}")
+    return states
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if file_path.name != "experiment.yaml" or file_path.parent.parent.name != "experiments":
+        return None
+    root = file_path.parent.parent.parent
+    if not (root / PROJECT_FILE).is_file():
+        return None
+    return ExperimentFile.from_parent(parent, path=file_path, root=root)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    report = yield
+    if isinstance(item, AttemptItem) and report.when == "call" and item.record is not None:
+        report.aqven_attempt = item.record          # plain data: travels through xdist unchanged
+    return report
+
+
+class VerdictReporter:
+    """Collects attempt records from reports (local or from xdist workers) and, after the run loop,
+    reports each experiment's verdict as a test result `<experiment file>::verdict`."""
+
+    def __init__(self, config: pytest.Config, fail_on: frozenset[str], family: str):
+        self.config = config
+        self.fail_on = fail_on
+        self.family = family
+        self.records: dict[str, list[dict]] = defaultdict(list)   # series id -> attempt records
+        self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "aqven_attempt", None)
+        if record is not None and not self.is_worker:
+            self.records[record["series_id"]].append(record)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        result = yield
+        if self.is_worker or self.config.option.collectonly or session.shouldstop:
+            return result
+        for series_id, records in self.records.items():
+            self._report(session, series_id, records)
+        return result
+
+    def _report(self, session: pytest.Session, series_id: str, records: list[dict]) -> None:
+        root = Path(records[0]["root"])
+        nodeid = f"{records[0]['file_nodeid']}::verdict"
+        conclusion = conclude(root, series_id, records, family=self.family)
+        if conclusion.verdict is not None and conclusion.split == "holdout":
+            conclusion.finding = write_finding_for(root, conclusion, records)
+        self.conclusions.append((nodeid, conclusion))
+        state = conclusion.state
+        failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
+        if conclusion.verdict is None:
+            outcome, longrepr = "skipped", (str(records[0]["file_nodeid"]), None, f"Skipped: {conclusion.note}")
+        elif failing:
+            outcome, longrepr = "failed", f"verdict {state}: {conclusion.verdict.text}"
+        else:
+            outcome, longrepr = "passed", None
+        session.testscollected += 1       # keeps pytest's progress percentage right
+        location = (records[0]["file_nodeid"], None, "verdict")
+        props = [("aqven_verdict", str(state)), ("aqven_series", series_id),
+                 ("aqven_sentence", conclusion.verdict.text if conclusion.verdict else conclusion.note)]
+        hook = self.config.hook
+        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+        for when in ("setup", "call", "teardown"):
+            rep = pytest.TestReport(nodeid, location, {"aqven": 1}, outcome if when == "call" else "passed",
+                                    longrepr if when == "call" else None, when, user_properties=props)
+            hook.pytest_runtest_logreport(report=rep)
+        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.is_worker:
+            terminal.summary(terminalreporter, self.conclusions)

@@ -1,0 +1,110 @@
+"""The node tree: experiment file -> variant -> case -> one item per repeat."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .check.diagnostics import Diagnostic
+from .check.rules import check_project
+from .experiments.plan import PlanError
+from .project.loader import Project, load_project
+from .series.lifecycle import SeriesRun
+
+PROJECTS = pytest.StashKey[dict]()
+
+
+class LoadedProject:
+    def __init__(self, root: Path):
+        self.project: Project = load_project(root)
+        self.diagnostics, self.experiment_diagnostics = check_project(self.project)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return sorted((d for d in self.diagnostics if d.severity == "error"), key=Diagnostic.sort_key)
+
+    def warnings(self) -> list[Diagnostic]:
+        all_ = self.diagnostics + [d for ds in self.experiment_diagnostics.values() for d in ds]
+        return sorted((d for d in all_ if d.severity == "warning"), key=Diagnostic.sort_key)
+
+
+def loaded(config: pytest.Config, root: Path) -> LoadedProject:
+    cache = config.stash.setdefault(PROJECTS, {})
+    if root not in cache:
+        cache[root] = LoadedProject(root)
+    return cache[root]
+
+
+def _render(diagnostics: list[Diagnostic]) -> str:
+    return "\n".join(d.render() for d in sorted(diagnostics, key=Diagnostic.sort_key))
+
+
+class ExperimentFile(pytest.File):
+    def __init__(self, *, root: Path, **kwargs):
+        super().__init__(**kwargs)
+        self.root = root
+        self.experiment_id = self.path.parent.name
+        self.add_marker(pytest.mark.aqven)
+        self.extra_keyword_matches.add(self.experiment_id)
+
+    def collect(self):
+        lp = loaded(self.config, self.root)
+        if lp.errors:
+            raise self.CollectError(_render(lp.errors))
+        errors = [d for d in lp.experiment_diagnostics.get(self.experiment_id, []) if d.severity == "error"]
+        if errors:
+            raise self.CollectError(_render(errors))
+        experiment = lp.project.experiments[self.experiment_id]
+        opt = self.config.getoption
+        split = "holdout" if opt("aqven_holdout") else "dev"
+        try:
+            self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
+                                    repeats=opt("aqven_repeats"))
+        except PlanError as exc:
+            raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
+        for variant in self.series.plan.variants:
+            yield VariantNode.from_parent(self, name=variant)
+
+
+class VariantNode(pytest.Collector):
+    def collect(self):
+        for case in self.parent.series.plan.cases:
+            yield CaseNode.from_parent(self, name=case.name, case=case)
+
+
+class CaseNode(pytest.Collector):
+    def __init__(self, *, case, **kwargs):
+        super().__init__(**kwargs)
+        self.case = case
+
+    def collect(self):
+        for repeat in range(1, self.parent.parent.series.plan.repeats + 1):
+            yield AttemptItem.from_parent(self, name=str(repeat), repeat=repeat)
+
+
+class AttemptItem(pytest.Item):
+    """One attempt: a measurement, not a test. Failed checks are xfail, infrastructure errors skips."""
+
+    def __init__(self, *, repeat: int, **kwargs):
+        super().__init__(**kwargs)
+        self.repeat = repeat
+        self.record: dict | None = None
+
+    @property
+    def experiment_file(self) -> ExperimentFile:
+        return self.parent.parent.parent
+
+    def runtest(self) -> None:
+        file = self.experiment_file
+        record, reused = file.series.attempt(self.parent.parent.name, self.parent.case, self.repeat)
+        self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
+        self.record.pop("trace", None)
+        if record["outcome"] in ("infra_error", "budget_cut", "cancelled"):
+            pytest.skip(f"{record['error_code']}: {record['error_message']}")
+        if not record["passed"]:
+            failed = [f"{cid}: {c['reason'] or 'failed'}" for cid, c in record["checks"].items() if c["state"] == "failed"]
+            pytest.xfail("; ".join(failed) or f"{record['outcome']}: {record['error_message']}")
+
+    def reportinfo(self):
+        return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \
+                                             f"{self.parent.name} #{self.repeat}"

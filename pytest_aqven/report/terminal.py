@@ -1,0 +1,29 @@
+"""The `aqven verdicts` section of pytest's terminal summary."""
+from __future__ import annotations
+
+COLOURS = {"confirmed": {"green": True}, "refuted": {"red": True}, "inconclusive": {"yellow": True},
+           "invalid": {"red": True, "bold": True}, "signal": {"cyan": True}}
+
+
+def summary(tr, conclusions) -> None:
+    if not conclusions:
+        return
+    tr.write_sep("=", "aqven verdicts")
+    for nodeid, c in conclusions:
+        head = f"{c.experiment} ({c.split}, {c.done}/{c.total} attempts): "
+        if c.verdict is None:
+            tr.write_line(head + f"no verdict: {c.note}", yellow=True)
+            continue
+        word = c.state or "look"
+        tr.write(head)
+        tr.write(word, **COLOURS.get(word, {}))
+        tr.write_line(f" - {c.verdict.text}")
+        if c.finding is not None:
+            tr.write_line(f"  finding: {_shown(tr, c.finding)}")
+
+
+def _shown(tr, path) -> str:
+    try:
+        return str(path.relative_to(tr.config.invocation_params.dir))
+    except ValueError:
+        return str(path)

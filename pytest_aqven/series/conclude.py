@@ -1,0 +1,107 @@
+"""After the last attempt: the verdict of a series from its attempt records, and its end in the database."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import stats
+from ..experiments import plan as planning
+from ..project.loader import Project, load_project
+from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
+from .db import Store
+
+
+@dataclass
+class Conclusion:
+    experiment: str
+    series_id: str
+    split: str
+    done: int
+    total: int
+    verdict: stats.Verdict | None = None      # None while the series is incomplete
+    finding: Path | None = None
+    note: str | None = None                   # why there is no verdict, or what else to know
+
+    @property
+    def state(self) -> str | None:
+        return self.verdict.state if self.verdict else None
+
+
+def question_of(spec: ExperimentSpec):
+    q = spec.question
+    if isinstance(q, LookQuestion):
+        return stats.Look()
+    if isinstance(q, ThresholdQuestion):
+        return stats.Threshold(q.metric, q.above, q.below, q.margin, q.variant, q.direction)
+    assert isinstance(q, CompareQuestion)
+    return stats.Pair(q.kind, q.baseline, q.candidate, q.primary, q.margin, q.direction,
+                      tuple(stats.Guardrail(g.metric, g.margin, g.direction, g.relative) for g in q.guardrails))
+
+
+def to_attempt(record: dict) -> stats.Attempt:
+    return stats.Attempt(
+        variant=record["variant"], case=record["case"], repeat=record["repeat"], outcome=record["outcome"],
+        passed=record["passed"],
+        checks={k: stats.CheckValue(v["state"], v["value"]) for k, v in record["checks"].items()},
+        cost_usd=record["cost_usd"], latency_ms=record["latency_ms"],
+        schema_valid_first_try=record["schema_valid_first_try"])
+
+
+def conclude(root: Path, series_id: str, records: list[dict], *, family: str = "robust",
+             project: Project | None = None) -> Conclusion:
+    """Decide a series whose attempts all finished; leave it running (no verdict) when some did not."""
+    store = Store(root)
+    try:
+        series = store.series(series_id)
+        unique = {(r["variant"], r["case"], r["repeat"]): r for r in records}
+        total = len(series["cases"]) * series["repeats"] * len(series["variants"])
+        conclusion = Conclusion(series["experiment_id"], series_id, series["split"], len(unique), total)
+        if len(unique) < total:
+            conclusion.note = (f"{len(unique)} of {total} attempts ran in this session; the series stays open "
+                               "and the same command continues it")
+            return conclusion
+        project = project or load_project(root)
+        experiment = project.experiments[series["experiment_id"]]
+        spec = experiment.spec
+        try:
+            now = planning.snapshot(project, planning.plan(project, experiment, series["split"],
+                                                           len(series["cases"]), series["repeats"]))
+        except (planning.PlanError, OSError, AttributeError, KeyError):
+            now = None
+        facts = stats.SeriesFacts(
+            series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
+            check_kinds={c.id: c.kind for c in spec.checks},
+            unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
+            total_attempts=total, inputs_changed=now != series["snapshot"], family=family)
+        verdict = stats.decide(question_of(spec), [to_attempt(r) for r in unique.values()], facts)
+        conclusion.verdict = verdict
+        infra = sum(1 for r in unique.values() if r["outcome"] == "infra_error")
+        status = "failed" if infra == len(unique) else "done"
+        store.finish(series_id, status, {"verdict": {"state": verdict.state, "reason": verdict.reason,
+                                                     "text": verdict.text}, "family": family})
+        return conclusion
+    finally:
+        store.close()
+
+
+def estimate_dict(estimate: stats.Estimate) -> dict:
+    def r(x):
+        return None if x is None or x != x or x in (float("inf"), float("-inf")) else round(float(x), 6)
+    return {"value": r(estimate.value), "low": r(estimate.low), "high": r(estimate.high),
+            "method": estimate.method, "family": estimate.family, "cases": estimate.cases,
+            "attempts": estimate.attempts, "n_eff": r(estimate.n_eff), "reliability": estimate.reliability,
+            "degenerate": estimate.degenerate, "seed": estimate.seed, "resamples": estimate.resamples}
+
+
+def cell_dict(cell: stats.Cell) -> dict:
+    d = {"metric": cell.metric, "role": cell.role, "variant": cell.variant}
+    if cell.baseline is not None:
+        d["baseline"] = cell.baseline
+    d["direction"] = cell.direction
+    if cell.bound is not None:
+        d["bound"] = cell.bound
+        d["threshold"] = cell.threshold
+    d.update({"margin": cell.margin, "relative": cell.relative, "estimate": estimate_dict(cell.estimate),
+              "verdict": cell.verdict, "decided_by": cell.decided_by})
+    return d
+
