@@ -100,7 +100,7 @@ class AttemptItem(pytest.Item):
         self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
         self.record.pop("trace", None)
         if record["outcome"] in ("infra_error", "budget_cut", "cancelled"):
-            pytest.skip(f"{record['error_code']}: {record['error_message']}")
+            raise pytest.skip.Exception(f"{record['error_code']}: {record['error_message']}", _use_item_location=True)
         if not record["passed"]:
             failed = [f"{cid}: {c['reason'] or 'failed'}" for cid, c in record["checks"].items() if c["state"] == "failed"]
             pytest.xfail("; ".join(failed) or f"{record['outcome']}: {record['error_message']}")

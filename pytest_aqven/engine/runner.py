@@ -57,8 +57,9 @@ class Runner:
             roots.update(node_outputs or {})
         try:
             for node_id in assembly.order:
-                trace = self._run_node(assembly, node_id, roots)
-                result.nodes.append(trace)
+                trace = NodeTrace(node_id, assembly.node(node_id).kind)
+                result.nodes.append(trace)      # before it runs: a failed node keeps its trace
+                self._run_node(assembly, node_id, roots, trace)
                 roots[node_id] = trace.output
             if assembly.start is not None:
                 result.output = roots[assembly.end]
@@ -102,9 +103,8 @@ class Runner:
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
-    def _run_node(self, assembly: Assembly, node_id: str, roots: dict) -> NodeTrace:
+    def _run_node(self, assembly: Assembly, node_id: str, roots: dict, trace: NodeTrace) -> None:
         node = assembly.node(node_id)
-        trace = NodeTrace(node_id, node.kind)
         started = time.perf_counter()
         try:
             if isinstance(node.spec, specs.CodeNode):
@@ -117,12 +117,11 @@ class Runner:
         except RunError as err:
             err.node = err.node or node_id
             trace.status, trace.error_code, trace.error_message = "failed", err.code, err.message
-            trace.latency_ms = (time.perf_counter() - started) * 1000
             raise
-        trace.latency_ms = (time.perf_counter() - started) * 1000
-        if trace.calls:  # a model's latency is what its provider measured or reported, not our overhead
-            trace.latency_ms = sum(c.latency_ms for c in trace.calls)
-        return trace
+        finally:
+            # a model's latency is what its provider measured or reported, not our overhead
+            trace.latency_ms = (sum(c.latency_ms for c in trace.calls) if trace.calls
+                                else (time.perf_counter() - started) * 1000)
 
     # --- code nodes -----------------------------------------------------------------------
     def _code(self, flow: Flow, node: Node, node_id: str, roots: dict) -> Any:

@@ -54,13 +54,25 @@ class Store:
         self.path = root / ".aqven" / "aqven.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA busy_timeout=60000")
+        self._wal()
         with self.transaction() as db:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
             db.execute("INSERT OR IGNORE INTO aqven_schema_versions VALUES ('series', ?)", (SCHEMA_VERSION,))
+
+    def _wal(self) -> None:
+        """Switching to WAL takes a lock the busy handler does not wait for: retry it ourselves."""
+        for _ in range(600):
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+                time.sleep(0.1)
+        self._conn.execute("PRAGMA journal_mode=WAL")
 
     def close(self) -> None:
         self._conn.close()

@@ -1,0 +1,184 @@
+"""Small AQVEN projects written into a folder for tests: every file is visible in the test that uses it."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+PROVIDER = '''
+import hashlib
+from pytest_aqven import ModelRequest, ModelResponse, ProviderError
+
+
+def complete(request: ModelRequest) -> ModelResponse:
+    """Answers from the case text: 'ok', 'wrong', 'refuse', 'cut', 'crash', 'junk', 'flaky'."""
+    text = request.messages[1].content
+    a = request.attempt
+    if "crash" in text:
+        raise ProviderError("provider_error", "HTTP 503 from the test provider")
+    if "refuse" in text:
+        return ModelResponse(refusal="I cannot help with that", finish_reason="refusal")
+    if "cut" in text:
+        return ModelResponse(text='{"label": "po', finish_reason="length")
+    if "junk" in text:
+        return ModelResponse(text="not json at all", tokens_in=10, tokens_out=3, cost_usd=0.0001)
+    label = "positive"
+    if "wrong" in text:
+        label = "negative"
+    if "flaky" in text:
+        draw = hashlib.sha256(f"{a.case}|{a.repeat}|{a.variant}".encode()).digest()[0]
+        label = "negative" if draw < 77 else "positive"
+    return ModelResponse(text='{"label": "%s"}' % label, tokens_in=20, tokens_out=5, cost_usd=0.0002,
+                         latency_ms=100.0)
+'''
+
+FILES = {
+    "aqven.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Project"
+        description: "A test project"
+        package: "{package}"
+        providers:
+        - id: "fake"
+          kind: "code"
+          run: "@root.provider:complete"
+          data_policy:
+            allows_pii: false
+            allows_sensitive: false
+            retention: "zero"
+        ''',
+    "provider.py": PROVIDER,
+    "types/records/review.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Type"
+        type: "record"
+        description: "A review"
+        fields:
+        - name: "text"
+          type: "Text"
+        ''',
+    "types/records/rating.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Type"
+        type: "record"
+        description: "A rating"
+        fields:
+        - name: "label"
+          type: "Label"
+        ''',
+    "types/enums/label.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Type"
+        type: "enum"
+        description: "Sentiment"
+        values:
+        - value: "positive"
+        - value: "negative"
+        ''',
+    "agents/bot.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Agent"
+        description: "The test model"
+        model: "fake:bot-1"
+        ''',
+    "flows/rate/flow.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Flow"
+        description: "Clean a review, then rate it"
+        input: "Review"
+        output: "Rating"
+        order:
+        - "clean"
+        - "judge"
+        returns:
+        - name: "label"
+          from: "$judge.out.label"
+        ''',
+    "flows/rate/nodes/clean/clean.node.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "code"
+        description: "Strip the text"
+        run: "clean"
+        in:
+        - name: "text"
+          from: "$input.text"
+        out:
+        - name: "text"
+          type: "Text"
+        ''',
+    "flows/rate/nodes/clean/clean.py": '''
+        def clean(text: str) -> dict:
+            if "bug" in text:
+                raise RuntimeError("a bug in the flow's own code")
+            return {"text": text.strip()}
+        ''',
+    "flows/rate/nodes/judge/judge.node.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "llm"
+        description: "Rate the review"
+        agent: "bot"
+        in:
+        - name: "text"
+          from: "$clean.out.text"
+        ''',
+    "flows/rate/nodes/judge/judge.inference.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Inference"
+        description: "The sentiment of a review"
+        in:
+        - name: "text"
+          type: "Text"
+        out:
+        - name: "label"
+          type: "Label"
+        ''',
+    "flows/rate/nodes/judge/judge.prompt.md": "Rate the sentiment of the review.\n",
+}
+
+
+def dataset(cases: list[tuple[str, str]], name: str = "reviews") -> dict[str, str]:
+    """cases: (case name, review text); every expected label is positive."""
+    lines = ['apiVersion: "aqven/v1"', 'kind: "Dataset"', 'flow: "rate"', "cases:"]
+    for case, text in cases:
+        lines += [f'- name: "{case}"', "  inputs:", f'    text: "{text}"', "  expected_output:",
+                  '    label: "positive"']
+    return {f"datasets/{name}.yaml": "\n".join(lines) + "\n"}
+
+
+def experiment(name: str = "rate_ok", *, above: float = 0.5, margin: float = 0.0, cases: int | None = None,
+               repeats: int = 2, extra: str = "") -> dict[str, str]:
+    plan = f"plan:\n  repeats: {repeats}\n" + (f"  cases: {cases}\n" if cases else "")
+    text = f'''apiVersion: "aqven/v1"
+kind: "Experiment"
+description: "The rater labels reviews right in more than {above:g} of attempts"
+failure_mode: "mislabel"
+subject:
+  flow: "rate"
+cases:
+  dataset: "reviews"
+variants:
+- id: "bot"
+checks:
+- id: "label"
+  kind: "binary"
+  use: "expected"
+question:
+  kind: "threshold"
+  metric: "label"
+  above: {above}
+  margin: {margin}
+{plan}{extra}'''
+    return {f"experiments/{name}/experiment.yaml": text}
+
+
+def write(root: Path, files: dict[str, str], package: str = "testproj") -> Path:
+    for rel, text in {**FILES, **files}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n").replace("{package}", package), encoding="utf-8")
+    return root
+
+
+def cases(n: int, text: str = "fine", prefix: str = "case") -> list[tuple[str, str]]:
+    return [(f"{prefix}_{i:02d}", text) for i in range(n)]

@@ -1,0 +1,88 @@
+from pathlib import Path
+
+import pytest
+
+from pytest_aqven.experiments.attempt import outcome_of
+from pytest_aqven.experiments.plan import assemble
+from pytest_aqven.project.loader import load_project
+from pytest_aqven.providers import registry
+from pytest_aqven.engine.runner import Assembly, Runner
+
+from . import projects
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    projects.write(tmp_path, {**projects.dataset(projects.cases(4)), **projects.experiment()}, package="engineproj")
+    p = load_project(tmp_path)
+    assert p.diagnostics == []
+    return p
+
+
+def run(project, text: str, **kw):
+    providers = {s.id: registry.build(s, package=project.package, root=project.root) for s in project.spec.providers}
+    assembly = kw.pop("assembly", None) or Assembly(project.flows["rate"])
+    return Runner(project, providers).run(assembly, {"text": text}, {}, kw.get("node_outputs"))
+
+
+def test_full_flow_runs_code_then_llm_and_returns_the_output_type(project):
+    result = run(project, "  fine  ")
+    assert result.error is None
+    assert result.output == {"label": "positive"}
+    clean, judge = result.nodes
+    assert clean.output == {"text": "fine"} and clean.kind == "code"
+    assert judge.model == "fake:bot-1" and judge.calls[0].tokens_in == 20
+    assert result.cost_usd == pytest.approx(0.0002)
+    assert result.latency_ms == pytest.approx(100.0 + clean.latency_ms)
+    assert result.schema_valid_first_try is True
+
+
+def test_a_range_takes_upstream_outputs_from_node_outputs(project):
+    assembly = Assembly(project.flows["rate"], start="judge", end="judge")
+    result = run(project, "ignored", assembly=assembly, node_outputs={"clean": {"text": "wrong"}})
+    assert [n.node for n in result.nodes] == ["judge"]
+    assert result.output == {"label": "negative"}
+
+
+def test_a_range_without_its_fixture_is_an_input_error(project):
+    assembly = Assembly(project.flows["rate"], start="judge", end="judge")
+    result = run(project, "fine", assembly=assembly, node_outputs={})
+    assert result.error.code == "INPUT_INVALID"
+    assert "$clean.out.text" in result.error.message
+
+
+@pytest.mark.parametrize("text, code, outcome", [
+    ("refuse", "refusal", "refusal"),
+    ("cut", "truncated", "model_fail"),
+    ("junk", "MODEL_RETRIES_EXHAUSTED", "schema_invalid"),
+    ("crash", "provider_error", "infra_error"),
+    ("bug", "code_invalid", "infra_error"),
+])
+def test_call_outcomes_become_error_codes_and_attempt_outcomes(project, text, code, outcome):
+    result = run(project, text)
+    assert result.error.code == code
+    assert outcome_of(code) == outcome
+
+
+def test_a_schema_mismatch_is_repaired_once_and_recorded(project):
+    result = run(project, "junk")
+    judge = result.nodes[-1]
+    assert result.error.node == "judge" and judge.status == "failed"
+    assert [c.schema_valid for c in judge.calls] == [False, False]   # the answer and its one repair
+    assert result.schema_valid_first_try is False
+    assert result.cost_usd == pytest.approx(0.0002)                  # both calls are paid
+
+
+def test_variants_put_their_values_in_the_slots(tmp_path):
+    extra = 'varies:\n  what: "agent"\n  nodes:\n  - "judge"\n'
+    files = {**projects.dataset(projects.cases(2)), **projects.experiment(extra="")}
+    files["agents/other.yaml"] = projects.FILES["agents/bot.yaml"].replace("bot-1", "other-1")
+    text = files["experiments/rate_ok/experiment.yaml"].replace(
+        'variants:\n- id: "bot"\n', extra + 'variants:\n- id: "bot"\n- id: "other"\n  nodes:\n    judge: "other"\n')
+    files["experiments/rate_ok/experiment.yaml"] = text
+    projects.write(tmp_path, files, package="variantproj")
+    p = load_project(tmp_path)
+    assemblies = assemble(p, p.experiments["rate_ok"])
+    assert assemblies["bot"].agents == {} and assemblies["other"].agents == {"judge": "other"}
+    result = run(p, "fine", assembly=assemblies["other"])
+    assert result.models == {"judge": "fake:other-1"}
