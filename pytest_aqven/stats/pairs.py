@@ -14,12 +14,39 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from . import betting, intervals
-from .estimates import RESAMPLES, degenerate, stat_seed, with_hull
+from .estimates import RESAMPLES, degenerate, hull, stat_seed, with_hull
 from .model import Attempt, Cell, Estimate, Pair, SeriesFacts
 from .samples import LOWER, Sample, bounded_unit, build_sample, metric_info
 from .verdicts import _decided_by, _no_point_pass, interval_verdict
 
 MIN_PAIR_CASES = 2
+
+
+def pair_rate_interval(kc, nc, kb, nb, sign: float, scale_b: float, family: str):
+    """Paired rates, vectorised: M2 on the good-direction contrast, hulled with betting under "robust".
+
+    Contrast per case: m_c - scale_b * m_b (higher is better) or scale_b * m_b - m_c (lower).
+    Cases must already be in keyed-hash order. Returns (value, low, high, low_reliability).
+    """
+    mb = np.asarray(kb, float) / np.asarray(nb, float)
+    mc = np.asarray(kc, float) / np.asarray(nc, float)
+    if sign > 0:
+        value, low, high, flag = intervals.m2(kc, nc, kb, nb, 1.0, scale_b)
+        per_case, span = mc - scale_b * mb, (-scale_b, 1.0)
+    else:
+        value, low, high, flag = intervals.m2(kb, nb, kc, nc, scale_b, 1.0)
+        per_case, span = scale_b * mb - mc, (-1.0, scale_b)
+    if family == "robust":
+        low, high = hull(low, high, *betting.interval_on(per_case, *span))
+    return value, low, high, flag
+
+
+def paired_mean_interval(per_case, span: tuple[float, float], family: str, bounded: bool):
+    """Paired t on per-case contrasts, vectorised; hulled with betting when the contrast is bounded."""
+    value, low, high, _ = intervals.t_mean(per_case)
+    if family == "robust" and bounded:
+        low, high = hull(low, high, *betting.interval_on(per_case, *span))
+    return value, low, high
 
 
 def aligned(base: Sample, cand: Sample) -> tuple[Sample, Sample]:
