@@ -35,3 +35,7 @@ __all__ = [
     "decide",
     "metric_info",
 ]
+
+from .plan import launch_plan  # noqa: E402
+
+__all__ += ["launch_plan"]

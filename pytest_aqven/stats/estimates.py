@@ -66,6 +66,31 @@ def with_hull(
     )
 
 
+def hull(model_low, model_high, bet_low, bet_high):
+    """The robust family's interval: the hull of the model-based and the betting interval."""
+    return np.minimum(model_low, bet_low), np.maximum(model_high, bet_high)
+
+
+def rate_interval(k: np.ndarray, n: np.ndarray, family: str):
+    """Single rate, vectorised over rows: M1, hulled with the betting interval under "robust".
+
+    Cases must already be in keyed-hash order (M1 ignores the order; the betting interval does not).
+    Returns (p, low, high, n_eff, low_reliability).
+    """
+    p, low, high, n_eff, flag = intervals.m1(k, n)
+    if family == "robust":
+        low, high = hull(low, high, *betting.interval(np.asarray(k, float) / np.asarray(n, float)))
+    return p, low, high, n_eff, flag
+
+
+def mean_interval(x: np.ndarray, family: str, bounded: bool):
+    """Mean of case means, vectorised: t(C-1), hulled with the betting interval when bounded in [0, 1]."""
+    mean, low, high, _ = intervals.t_mean(x)
+    if family == "robust" and bounded:
+        low, high = hull(low, high, *betting.interval(x))
+    return mean, low, high
+
+
 def ordered(sample: Sample, series_id: str) -> np.ndarray:
     return np.array(betting.case_order(series_id, sample.cases), dtype=int)
 

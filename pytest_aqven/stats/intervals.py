@@ -162,38 +162,30 @@ def paired_ratio(y_c, x_c, y_b, x_b, log: bool):
 
 
 def bootstrap_quantiles(values: np.ndarray, case_index: np.ndarray, cases: int, q: float, idx: np.ndarray):
-    """Pooled inverted-CDF quantile of each cluster-bootstrap resample (rows of idx: case indices).
+    """Pooled inverted-CDF quantile of each cluster-bootstrap resample (rows of idx: drawn case indices).
 
-    Counts-matrix trick (§10): W[b, i] = times case i is drawn; F[i, j] = attempts of case i <= the
-    j-th candidate value; the first candidate whose weighted count reaches q * attempts is the answer.
-    Candidates are a window of sorted values around q, widened until every row is answered inside it.
+    Counts-matrix trick (§10): W[b, i] = times case i is drawn, cum[i, j] = attempts of case i at or
+    below the j-th distinct value; the first value whose weighted count reaches q * attempts is the
+    answer. Only a window of values around q is scanned; it widens until every row is answered in it.
     """
     rows = idx.shape[0]
     weights = np.zeros((rows, cases), dtype=np.float32)
     np.add.at(weights, (np.repeat(np.arange(rows), idx.shape[1]), idx.ravel()), 1.0)
-    per_case = np.bincount(case_index, minlength=cases).astype(np.float32)
-    target = q * (weights @ per_case)
-    sorted_values = np.unique(values)
-    order = np.argsort(values, kind="stable")
-    rank = np.searchsorted(sorted_values, values)  # each attempt's position among distinct values
-    total = len(sorted_values)
+    distinct, rank = np.unique(values, return_inverse=True)
+    size = len(distinct)
+    hist = np.zeros((cases, size), dtype=np.float32)
+    np.add.at(hist, (case_index, rank), 1.0)
+    cum = np.cumsum(hist, axis=1)
+    target = q * (weights.astype(float) @ hist.sum(axis=1).astype(float)) - 1e-9 * values.size
     width = 0.15
     while True:
-        start = max(int(np.floor((q - width) * total)) - 1, 0)
-        stop = min(int(np.ceil((q + width) * total)) + 1, total)
-        if width >= 1.0:
-            start, stop = 0, total
-        cand = np.arange(start, stop)
-        # F[i, j]: attempts of case i with rank <= cand[j]
-        hist = np.zeros((cases, total), dtype=np.float32)
-        np.add.at(hist, (case_index, rank), 1.0)
-        cum = np.cumsum(hist, axis=1)[:, cand]
-        counts = weights @ cum
-        reached = counts >= target[:, None] - 1e-3
-        ok_low = start == 0 or not np.any(counts[:, 0] >= target - 1e-3)
-        ok_high = bool(np.all(reached[:, -1]))
-        if (ok_low and ok_high) or (start == 0 and stop == total):
-            first = np.argmax(reached, axis=1)
-            del order
-            return sorted_values[cand[first]]
+        start = max(int(np.floor((q - width) * size)) - 1, 0)
+        stop = min(int(np.ceil((q + width) * size)) + 1, size)
+        counts = weights @ cum[:, start:stop]
+        reached = counts >= target[:, None]
+        inside = bool(np.all(reached[:, -1]))
+        if start > 0:
+            inside = inside and not np.any(weights @ cum[:, start - 1] >= target)
+        if inside or (start == 0 and stop == size):
+            return distinct[start + np.argmax(reached, axis=1)]
         width *= 2

@@ -1,0 +1,334 @@
+"""Launch plan: how many cases a question needs (statistics.md §8, reference §4.9-4.10).
+
+Closed form first: the cases that give 80% power when the truth lies one margin beyond the edge
+(C = (z + z_beta)^2 * spread^2 * deff / (R * margin^2), deff = 1 + (R - 1) * ICC). The closed form is
+optimistic for the recommended intervals (M1's guards, the robust hull), so a simulated search then
+runs the verdict pipeline itself (the same vectorised interval functions and strict edges) on
+simulated series, and takes the smallest number of cases whose P(confirmed) reaches 80%.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy import special
+
+
+from .estimates import mean_interval, rate_interval
+from .model import Attempt, LaunchPlan, Look, Pair, Threshold
+from .pairs import pair_rate_interval, paired_mean_interval
+from .samples import LOWER, build_sample, metric_info
+
+Z = 1.959963984540054
+Z_POWER = 0.8416212335729143
+POWER = 0.8
+DEFAULT_ICC = 0.3
+SIMULATED_SERIES = 1000  # per candidate number of cases: MC error of a power near 0.8 is 0.013
+MAX_SIMULATED_CASES = 3000  # beyond this the closed form stands (the answer is "far more cases" anyway)
+LOGIT_EFFECT_SD = 0.5  # case-to-case spread of a pair's effect on the logit scale (statistics.md §5.2)
+
+
+def design_effect(repeats: int, icc: float) -> float:
+    return 1 + (repeats - 1) * icc
+
+
+def standard_error(spread: float, cases: int, repeats: int, icc: float) -> float:
+    effective = cases * repeats / design_effect(repeats, icc)
+    return math.inf if effective <= 0 else spread / math.sqrt(effective)
+
+
+def closed_form_cases(spread: float, margin: float, repeats: int, icc: float) -> int:
+    needed = ((Z + Z_POWER) * spread / margin) ** 2 * design_effect(repeats, icc) / repeats
+    return max(2, math.ceil(needed))
+
+
+def icc_of(groups: Sequence[np.ndarray]) -> float | None:
+    """One-way ANOVA-style ICC of per-case values (reference §4.8)."""
+    filled = [g for g in groups if len(g)]
+    repeated = [np.var(g, ddof=1) for g in filled if len(g) >= 2]
+    if not repeated or len(filled) < 2:
+        return None
+    within = float(np.mean(repeated))
+    means = np.array([np.mean(g) for g in filled])
+    mean_repeats = float(np.mean([len(g) for g in filled]))
+    between = max(0.0, float(np.var(means, ddof=1)) - within / mean_repeats)
+    total = between + within
+    return 1.0 if total == 0 else between / total
+
+
+def _cases_text(cases: int) -> str:
+    return "1 case" if cases == 1 else f"{cases} cases"
+
+
+def _times_text(repeats: int) -> str:
+    return "once" if repeats == 1 else f"{repeats} times"
+
+
+# ---------------------------------------------------------------------------------------------
+# simulated series: (S, C) arrays fed to the verdict pipeline's own interval functions
+
+
+def beta_binomial_rates(rng, mean: float, icc: float, shape: tuple[int, int]) -> np.ndarray:
+    """Case pass rates with the given mean and beta-binomial ICC."""
+    if icc <= 0:
+        return np.full(shape, mean)
+    if icc >= 1:
+        return (rng.random(shape) < mean).astype(float)
+    k = 1 / icc - 1
+    return rng.beta(mean * k, (1 - mean) * k, size=shape)
+
+
+def _expit_mean(a: float, sd: float) -> float:
+    nodes, weights = np.polynomial.hermite_e.hermegauss(60)
+    return float(np.sum(weights * special.expit(a + sd * nodes)) / np.sqrt(2 * np.pi))
+
+
+def logit_location(mean: float, sd: float) -> float:
+    """a such that E[expit(a + sd * Z)] = mean (Gauss-Hermite)."""
+    lo, hi = -30.0, 30.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _expit_mean(mid, sd) < mean else (lo, mid)
+    return (lo + hi) / 2
+
+
+def logit_pair_rates(rng, base_mean: float, diff: float, icc: float, effect_sd: float, shape):
+    """Paired case rates (statistics.md §5.2 DGP): shared logit case effects, a spread-out effect.
+
+    sd_case from the ICC on the latent scale; the locations are solved so that the population means
+    are exactly base_mean and base_mean + diff.
+    """
+    icc = min(max(icc, 1e-6), 0.95)
+    sd_case = math.sqrt(icc / (1 - icc) * math.pi**2 / 3)
+    a_b = logit_location(base_mean, sd_case)
+    a_c = logit_location(base_mean + diff, math.hypot(sd_case, effect_sd))
+    theta = rng.normal(0, sd_case, shape)
+    u = rng.normal(0, effect_sd, shape)
+    return special.expit(a_b + theta), special.expit(a_c + theta + u)
+
+
+def simulated_power(question, info, cases: int, repeats: int, truth: Mapping, family: str, seed: int,
+                    series: int = SIMULATED_SERIES) -> float:
+    """P(the primary cell passes) over simulated series at `cases`, through the verdict pipeline."""
+    rng = np.random.default_rng([seed, cases])
+    shape = (series, cases)
+    n = np.full(shape, float(repeats))
+    if isinstance(question, Threshold):
+        edge = truth["edge"]
+        if info.shape == "rate":
+            rates = beta_binomial_rates(rng, truth["value"], truth["icc"], shape)
+            k = rng.binomial(repeats, rates).astype(float)
+            _, low, high, _, _ = rate_interval(k, n, family)
+        else:
+            x = rng.normal(truth["value"], truth["case_sd"], shape)
+            if truth["bounded"]:
+                x = np.clip(x, 0.0, 1.0)
+            _, low, high = mean_interval(x, family, truth["bounded"])
+        passed = low > edge if question.above is not None else high < edge
+        return float(np.mean(passed))
+    edge = truth["edge"]
+    if info.shape == "rate":
+        sign = -1.0 if truth["direction"] == LOWER else 1.0
+        p_b, p_c = logit_pair_rates(rng, truth["base"], sign * truth["value"], truth["icc"], LOGIT_EFFECT_SD, shape)
+        kb = rng.binomial(repeats, p_b).astype(float)
+        kc = rng.binomial(repeats, p_c).astype(float)
+        _, low, _, _ = pair_rate_interval(kc, n, kb, n, sign, 1.0, family)
+    else:
+        d = rng.normal(truth["value"], truth["case_sd"], shape)
+        if truth["bounded"]:
+            d = np.clip(d, -1.0, 1.0)
+        _, low, _ = paired_mean_interval(d, (-1.0, 1.0), family, truth["bounded"])
+    return float(np.mean(low > edge))
+
+
+def search_cases(power_at, start: int, limit: int = MAX_SIMULATED_CASES) -> tuple[int, float]:
+    """Smallest C with power_at(C) >= POWER: geometric steps from the closed form, then bisection."""
+    cache: dict[int, float] = {}
+
+    def power(c: int) -> float:
+        if c not in cache:
+            cache[c] = power_at(c)
+        return cache[c]
+
+    c = max(2, min(start, limit))
+    if power(c) >= POWER:
+        hi, lo = c, None
+        while lo is None:
+            nxt = max(2, int(hi * 0.8))
+            if nxt == hi:
+                return hi, power(hi)
+            if power(nxt) >= POWER:
+                hi = nxt
+            else:
+                lo = nxt
+    else:
+        lo, hi = c, None
+        while hi is None:
+            nxt = min(limit, max(lo + 1, math.ceil(lo * 1.25)))
+            if power(nxt) >= POWER:
+                hi = nxt
+            elif nxt >= limit:
+                return limit, power(limit)  # not reached within the limit
+            else:
+                lo = nxt
+    while hi - lo > max(1, int(0.02 * hi)):
+        mid = (lo + hi) // 2
+        if power(mid) >= POWER:
+            hi = mid
+        else:
+            lo = mid
+    return hi, power(hi)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _target(question) -> tuple[str, float | None]:
+    if isinstance(question, Threshold):
+        return question.metric, question.margin
+    return question.primary, question.margin
+
+
+def _history_groups(history: Sequence[Attempt], variant: str, info, kinds) -> list[np.ndarray]:
+    return list(build_sample(history, variant, info, kinds).values)
+
+
+def launch_plan(
+    question: Threshold | Pair | Look,
+    *,
+    cases: int,
+    repeats: int,
+    variants: int,
+    available: int,
+    check_kinds: Mapping[str, str],
+    history: Sequence[Attempt] = (),
+    family: str = "robust",
+    seed: int = 0,
+    icc: float | None = None,
+) -> LaunchPlan:
+    """The launch plan of a question; `icc` overrides the ICC (e.g. calibrated by an A/A series)."""
+    attempts = cases * repeats * variants
+    base = dict(cases=cases, repeats=repeats, variants=variants, attempts=attempts, available=available,
+                family=family)
+    if isinstance(question, Look):
+        text = f"a look runs {_cases_text(cases)} {_times_text(repeats)} each and gives no verdict"
+        return LaunchPlan(**base, half_width=None, mde=None, margin=None, spread=None, spread_source="none",
+                          icc=DEFAULT_ICC, recommended_cases=cases, reason="look", text=text,
+                          below_recommended=False)
+    metric, margin = _target(question)
+    info = metric_info(metric, check_kinds)
+    history = list(history)
+    if isinstance(question, Threshold):
+        tested = question.variant or next((a.variant for a in history), None)
+    else:
+        tested = question.candidate
+
+    icc_given = icc
+    icc = DEFAULT_ICC if icc_given is None else icc_given
+    if icc_given is None and repeats > 1 and history and tested is not None and info.shape in ("rate", "mean"):
+        measured = icc_of(_history_groups(history, tested, info, check_kinds))
+        if measured is not None:
+            icc = measured
+
+    spread, source = None, "none"
+    known = info.shape in ("rate", "mean") and info.name != "cost_usd" and (
+        info.shape == "rate" and (info.name in check_kinds or info.name in ("success_rate", "schema_valid_first_try",
+                                                                            "infra_error_rate"))
+        or info.name in check_kinds)
+    if known and history and tested is not None:
+        if isinstance(question, Threshold):
+            sample = build_sample(history, tested, info, check_kinds)
+            values = sample.case_means() if sample.n_cases >= 2 else np.array([])
+        else:
+            b = build_sample(history, question.baseline, info, check_kinds)
+            c = build_sample(history, question.candidate, info, check_kinds)
+            shared = [name for name in b.cases if name in set(c.cases)]
+            values = c.subset(shared).case_means() - b.subset(shared).case_means() if len(shared) >= 2 else np.array([])
+        if len(values) >= 2 and float(np.std(values, ddof=1)) > 0:
+            spread, source = float(np.std(values, ddof=1)), "history"
+    if spread is None and known:
+        if info.shape == "rate" and isinstance(question, Threshold):
+            bound = question.above if question.above is not None else question.below
+            s = min(max(bound, 0.05), 0.95)
+            spread, source = math.sqrt(s * (1 - s)), "prior"
+        elif info.shape == "rate":
+            spread, source = 0.5, "prior"
+        else:
+            spread, source = 0.25, "prior"
+
+    def plan(**fields) -> LaunchPlan:
+        return LaunchPlan(**base, margin=margin, spread=spread, spread_source=source, icc=icc, **fields)
+
+    if margin is None or margin <= 0:
+        return plan(half_width=None, mde=None, recommended_cases=cases, reason="no_margin",
+                    text="the question has no margin, so no number of cases can be recommended",
+                    below_recommended=False)
+    if spread is None:
+        return plan(half_width=None, mde=None, recommended_cases=cases, reason="no_history",
+                    text=f"no history or prior spread for {metric}: run the planned cases and read the interval",
+                    below_recommended=False)
+
+    se = standard_error(spread, cases, repeats, icc)
+    half_width, mde = Z * se, (Z + Z_POWER) * se
+    closed = closed_form_cases(spread, margin, repeats, icc)
+    truth = planning_truth(question, info, margin, spread, icc, repeats, history, check_kinds)
+    power = None
+    needed = closed
+    if closed <= MAX_SIMULATED_CASES:
+        needed, power = search_cases(
+            lambda c: simulated_power(question, info, c, repeats, truth, family, seed), closed
+        )
+    m = f"{margin:g}"
+    if needed > available:
+        reason = "short_of_cases"
+        text = f"about {needed} cases are needed for a half-width within the {m} margin, but only {available} are available"
+    elif needed > cases:
+        reason = "wide"
+        text = (f"at {cases} cases the expected half-width is ±{half_width:.2f}, wider than the {m} margin; "
+                f"about {needed} cases are needed")
+    else:
+        reason = "enough"
+        text = f"at {cases} cases the expected half-width is ±{half_width:.2f}, within the {m} margin"
+    return plan(half_width=half_width, mde=mde, recommended_cases=needed, reason=reason, text=text,
+                below_recommended=cases < needed, closed_form_cases=closed, power=power)
+
+
+def planning_truth(question, info, margin, spread, icc, repeats, history, kinds) -> dict:
+    """The truth the plan is powered for: one margin beyond the edge, on the good side."""
+    case_sd = spread * math.sqrt(design_effect(repeats, icc) / repeats)
+    if isinstance(question, Threshold):
+        above = question.above is not None
+        declared = question.above if above else question.below
+        edge = declared + margin if above else declared - margin
+        value = edge + margin if above else edge - margin
+        if info.shape == "rate":  # keep the planned truth inside (0, 1)
+            value = min(value, (edge + 1) / 2) if above else max(value, edge / 2)
+        bounded = info.shape == "rate" or _bounded_history(history, info, kinds)
+        return dict(edge=edge, value=value, icc=icc, case_sd=case_sd, bounded=bounded)
+    edge = margin if question.kind == "compare" else -margin
+    value = edge + margin
+    direction = question.direction or info.direction
+    base = 0.5
+    if history:
+        sample = build_sample(history, question.baseline, info, kinds)
+        if sample.n_cases and info.shape == "rate":
+            base = float(np.clip(sample.case_means().mean(), 0.02, 0.98))
+    if info.shape == "rate":  # room for the planned difference inside (0, 1)
+        sign = -1.0 if direction == LOWER else 1.0
+        room = (1 - base) if sign > 0 else base
+        value = min(value, 0.9 * room) if value > 0 else value
+    bounded = info.shape == "rate" or _bounded_history(history, info, kinds)
+    return dict(edge=edge, value=value, icc=icc, case_sd=case_sd, base=base, direction=direction, bounded=bounded)
+
+
+def _bounded_history(history, info, kinds) -> bool:
+    """Score checks are planned as [0, 1] judge scores unless history shows values outside."""
+    if info.shape != "mean" or info.name not in kinds:
+        return False
+    scores = [v.value for a in history for c, v in a.checks.items() if c == info.name and v.value is not None]
+    return all(0.0 <= s <= 1.0 for s in scores)
+
+
+

@@ -1,0 +1,142 @@
+"""Compare / noninferior / guardrails: methods, degenerate guards and exact sentences."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_aqven.stats import Attempt, CheckValue, Guardrail, Pair, decide, intervals
+from pytest_aqven.stats.estimates import stat_seed
+from pytest_aqven.stats.pairs import m6, pair_estimate
+from pytest_aqven.stats.samples import build_sample, metric_info
+
+from .helpers import binary_attempts, facts
+
+KINDS = {"promises": "binary", "critique": "continuous"}
+
+
+def _pair_data(seed=0, cases=40, repeats=10, lift=0.05, cost_ratio=1.5):
+    rng = np.random.default_rng(seed)
+    out = []
+    for c in range(cases):
+        pb = rng.uniform(0.6, 1.0)
+        pc = min(1.0, pb + lift)
+        for r in range(1, repeats + 1):
+            for variant, p, cost in (("gpt", pb, 1.0), ("mistral", pc, cost_ratio)):
+                ok = bool(rng.random() < p)
+                score = float(np.clip(p + rng.normal(0, 0.1), 0, 1))
+                out.append(Attempt(
+                    variant, f"c{c:03d}", r, "ok", ok,
+                    {"promises": CheckValue("passed" if ok else "failed", float(ok)),
+                     "critique": CheckValue("passed", score)},
+                    cost_usd=0.001 * cost * (1 + c % 3), latency_ms=float(np.exp(6 + c / 40 + rng.normal(0, 0.3))),
+                ))
+    return out
+
+
+def two(**kw):
+    return facts(("gpt", "mistral"), check_kinds=KINDS, **kw)
+
+
+def test_noninferior_sentence_with_guardrails():
+    q = Pair("noninferior", "gpt", "mistral", "critique", 0.05,
+             guardrails=(Guardrail("cost_of_pass", 0.2, "lower_is_better", relative=True), Guardrail("promises", 0.02)))
+    v = decide(q, _pair_data(), two())
+    assert v.text == (
+        "mistral vs gpt on critique: +0.058 (95% CI -0.044 to +0.148): not worse by more than the 0.05 margin; "
+        "guardrail cost_of_pass breaks; guardrail promises is unsettled."
+    )
+    assert (v.state, v.reason) == ("refuted", None)
+    primary, cost, promises = v.cells
+    assert primary.estimate.method == "paired-t" and primary.estimate.family == "robust"
+    assert cost.estimate.method == "paired-log-ratio" and cost.relative
+    assert cost.edge == pytest.approx(-math.log(1.2))
+    assert cost.estimate.high < cost.edge  # 50% dearer breaks a 20% relative guardrail
+    assert promises.estimate.method == "M2" and promises.edge == -0.02
+
+
+def test_compare_sentences_units_and_signs():
+    data = _pair_data()
+    v = decide(Pair("compare", "gpt", "mistral", "cost_usd", 0.0), data, two())
+    assert v.text == ("mistral vs gpt on cost_usd: -$0.0009875 (95% CI -$0.00112 to -$0.0008545): "
+                      "the effect is within ±0 or reversed.")
+    assert v.state == "refuted"
+    v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), data, two())
+    assert v.text == "mistral vs gpt on promises: +0.01 (95% CI -0.10 to +0.12): too wide to decide at the 0 margin."
+    assert (v.state, v.reason) == ("inconclusive", "below_mde")
+    v = decide(Pair("compare", "gpt", "mistral", "latency_p50_ms", 10.0), data, two())
+    est = v.cells[0].estimate
+    assert est.method == "M6" and est.resamples == 10_000
+    assert est.seed == stat_seed("series-1", "latency_p50_ms", "gpt", "mistral")
+    assert v.text.startswith("mistral vs gpt on latency_p50_ms: -3 (95% CI ")
+    assert v.text.endswith("): too wide to decide at the 10 margin.")
+
+
+def test_m6_is_reproducible_and_matches_brute_force():
+    data = _pair_data(cases=15, repeats=6)
+    info = metric_info("latency_p95_ms", KINDS)
+    base = build_sample(data, "gpt", info, KINDS)
+    cand = build_sample(data, "mistral", info, KINDS)
+    reps = m6(base, cand, 0.95, seed=7, resamples=300, log=True)
+    rng = np.random.default_rng(7)
+    idx = rng.integers(0, 15, size=(300, 15))
+    lat_c = np.stack(cand.values)
+    lat_b = np.stack(base.values)
+    brute = [np.log(np.quantile(lat_c[row].ravel(), 0.95, method="inverted_cdf")
+                    / np.quantile(lat_b[row].ravel(), 0.95, method="inverted_cdf")) for row in idx]
+    assert np.allclose(reps, brute)
+    assert np.array_equal(reps, m6(base, cand, 0.95, seed=7, resamples=300, log=True))
+
+
+def test_degenerate_guards_in_order_and_wording():
+    both_pass = binary_attempts("gpt", [5] * 10, 5) + binary_attempts("mistral", [5] * 10, 5)
+    v = decide(Pair("noninferior", "gpt", "mistral", "promises", 0.1), both_pass, two())
+    assert (v.state, v.reason) == ("inconclusive", "uninformative")
+    assert v.text == ("mistral vs gpt on promises: +0.00 (no 95% CI: every case passes or fails for both variants): "
+                      "too wide to decide at the 0.1 margin.")
+    same = binary_attempts("gpt", [3, 4, 5] * 4, 5) + binary_attempts("mistral", [3, 4, 5] * 4, 5)
+    v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), same, two())
+    assert (v.state, v.reason) == ("inconclusive", "no_discordance")
+    assert "(no 95% CI: the variants agree on every case)" in v.text
+    one_case = binary_attempts("gpt", [3], 5) + binary_attempts("mistral", [4], 5)
+    v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), one_case, two())
+    assert v.cells[0].estimate.degenerate == "too_few_cases"
+    assert v.text == "mistral vs gpt on promises: n/a (no 95% CI: too few cases): too wide to decide at the 0 margin."
+    v = decide(Pair("compare", "gpt", "mistral", "latency_p95_ms", 0.0), _pair_data(cases=3, repeats=3), two())
+    assert v.cells[0].estimate.degenerate == "too_few_attempts"
+    v = decide(Pair("compare", "gpt", "mistral", "cost_of_pass", 0.0),
+               binary_attempts("gpt", [0] * 5, 4) + binary_attempts("mistral", [1] * 5, 4, cost_usd=0.1), two())
+    assert (v.state, v.reason) == ("invalid", "no_data")
+
+
+def test_guardrail_refutes_and_every_guardrail_must_hold():
+    data = _pair_data(cases=60, lift=0.0, cost_ratio=3.0)
+    q = Pair("noninferior", "gpt", "mistral", "critique", 0.2,
+             guardrails=(Guardrail("cost_usd", 0.0005),))
+    v = decide(q, data, two())
+    assert v.cells[0].verdict == "pass" and v.cells[1].verdict == "fail"
+    assert v.state == "refuted" and v.text.endswith("; guardrail cost_usd breaks.")
+    v = decide(Pair("noninferior", "gpt", "mistral", "critique", 0.2), data, two())
+    assert v.state == "confirmed"
+
+
+def test_relative_rate_guardrail_is_a_linear_contrast():
+    data = _pair_data(cases=60, lift=0.0)
+    kinds = KINDS
+    info = metric_info("promises", kinds)
+    base, cand = build_sample(data, "gpt", info, kinds), build_sample(data, "mistral", info, kinds)
+    est = pair_estimate(base, cand, "higher_is_better", "s", "model", relative_margin=0.1)
+    kb, nb, kc, nc = base.sums(), base.counts(), cand.sums(), cand.counts()
+    value, low, high, _ = intervals.m2(kc, nc, kb, nb, 1.0, 0.9)
+    assert est.value == pytest.approx(float(kc.sum() / nc.sum() - 0.9 * kb.sum() / nb.sum()), abs=1e-12)
+    assert (est.low, est.high) == pytest.approx((float(low), float(high)))
+    robust = pair_estimate(base, cand, "higher_is_better", "s", "robust", relative_margin=0.1)
+    assert robust.low <= est.low and robust.high >= est.high and robust.family == "robust"
+
+
+def test_m2_reduces_to_m1_when_the_baseline_is_constant_zero_width():
+    k = np.array([3.0, 5, 4, 2, 5, 5, 1, 4])
+    n = np.full(8, 5.0)
+    p, low, high, _, _ = intervals.m1(k, n)
+    diff, dlow, dhigh, _ = intervals.m2(k, n, np.zeros(8), n, 1.0, 0.0)
+    assert (float(diff), float(dlow), float(dhigh)) == pytest.approx((float(p), float(low), float(high)))

@@ -1,0 +1,78 @@
+"""Launch plan: closed form, simulated search and the exact recommendation texts."""
+
+import math
+
+import pytest
+
+from pytest_aqven.stats import Look, Pair, Threshold, launch_plan
+from pytest_aqven.stats.plan import closed_form_cases, icc_of
+
+from .helpers import binary_attempts
+
+KINDS = {"promises": "binary", "critique": "continuous"}
+
+
+def plan(question, **kw):
+    args = dict(cases=40, repeats=5, variants=2, available=200, check_kinds=KINDS)
+    args.update(kw)
+    return launch_plan(question, **args)
+
+
+def test_look_text():
+    assert plan(Look(), cases=1, repeats=1).text == "a look runs 1 case once each and gives no verdict"
+    p = plan(Look(), cases=12, repeats=3)
+    assert (p.reason, p.text, p.attempts) == ("look", "a look runs 12 cases 3 times each and gives no verdict", 72)
+
+
+def test_no_margin_and_no_history_texts():
+    p = plan(Pair("compare", "a", "b", "promises", 0.0))
+    assert (p.reason, p.text) == ("no_margin", "the question has no margin, so no number of cases can be recommended")
+    assert p.recommended_cases == 40 and not p.below_recommended
+    p = plan(Threshold("latency_p95_ms", below=2000, margin=100))
+    assert (p.reason, p.spread_source) == ("no_history", "none")
+    assert p.text == "no history or prior spread for latency_p95_ms: run the planned cases and read the interval"
+    p = plan(Threshold("cost_usd", below=0.01, margin=0.001))
+    assert p.reason == "no_history"
+
+
+def test_closed_form_and_prior_spread():
+    p = plan(Threshold("promises", above=0.75, margin=0.05), family="model")
+    assert p.spread_source == "prior" and p.spread == pytest.approx(math.sqrt(0.75 * 0.25))
+    assert p.icc == 0.3
+    expected = math.ceil(7.848879734349 * p.spread**2 * (1 + 4 * 0.3) / 5 / 0.05**2)
+    assert p.closed_form_cases == expected == closed_form_cases(p.spread, 0.05, 5, 0.3)
+    se = p.spread / math.sqrt(40 * 5 / (1 + 4 * 0.3))
+    assert p.half_width == pytest.approx(1.959963984540054 * se)
+    assert p.mde == pytest.approx((1.959963984540054 + 0.8416212335729143) * se)
+
+
+def test_recommendation_texts_exact():
+    q = Threshold("promises", above=0.75, margin=0.05)
+    p = plan(q, family="model", available=1000)
+    needed = p.recommended_cases
+    assert p.reason == "wide" and p.below_recommended and p.power >= 0.8
+    assert p.text == (f"at 40 cases the expected half-width is ±{p.half_width:.2f}, wider than the 0.05 margin; "
+                      f"about {needed} cases are needed")
+    p = plan(q, family="model", cases=needed + 10, available=needed + 10)
+    assert p.reason == "enough" and not p.below_recommended
+    assert p.text == f"at {needed + 10} cases the expected half-width is ±{p.half_width:.2f}, within the 0.05 margin"
+    p = plan(q, family="model", available=50)
+    assert p.reason == "short_of_cases"
+    assert p.text == f"about {needed} cases are needed for a half-width within the 0.05 margin, but only 50 are available"
+
+
+def test_search_is_reproducible_and_the_robust_family_needs_more_cases():
+    q = Pair("noninferior", "a", "b", "promises", 0.05)
+    robust = plan(q, seed=3)
+    assert robust == plan(q, seed=3)
+    model = plan(q, seed=3, family="model")
+    assert robust.recommended_cases > model.recommended_cases
+
+
+def test_history_gives_spread_and_icc():
+    history = binary_attempts("a", [5, 5, 4, 0, 5, 5, 3, 5, 5, 1] * 3, 5)
+    p = plan(Threshold("promises", above=0.6, margin=0.05, variant="a"), history=history, family="model")
+    assert p.spread_source == "history"
+    groups = [[1.0] * k + [0.0] * (5 - k) for k in [5, 5, 4, 0, 5, 5, 3, 5, 5, 1] * 3]
+    assert p.icc == pytest.approx(icc_of([__import__("numpy").array(g) for g in groups]))
+    assert 0 < p.icc < 1
