@@ -12,6 +12,7 @@ from .project.loader import Project, load_project
 from .series.lifecycle import SeriesRun
 
 PROJECTS = pytest.StashKey[dict]()
+LAUNCH_PLANS = pytest.StashKey[list]()
 
 
 class LoadedProject:
@@ -62,6 +63,10 @@ class ExperimentFile(pytest.File):
                                     repeats=opt("aqven_repeats"))
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
+        if self.config.option.collectonly:
+            family = opt("aqven_intervals") or self.config.getini("aqven_intervals")
+            self.config.stash.setdefault(LAUNCH_PLANS, []).append(
+                (self.experiment_id, split, self.series.launch_plan(family)))
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)
 

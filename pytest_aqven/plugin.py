@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .collect import AttemptItem, ExperimentFile
+from .collect import LAUNCH_PLANS, AttemptItem, ExperimentFile
 from .project.loader import PROJECT_FILE
 from .report import terminal
 from .series.conclude import Conclusion, conclude
@@ -128,4 +128,5 @@ class VerdictReporter:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
+            terminal.launch_plans(terminalreporter, self.config.stash.get(LAUNCH_PLANS, []))
             terminal.summary(terminalreporter, self.conclusions)

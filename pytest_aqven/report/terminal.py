@@ -5,6 +5,19 @@ COLOURS = {"confirmed": {"green": True}, "refuted": {"red": True}, "inconclusive
            "invalid": {"red": True, "bold": True}, "signal": {"cyan": True}}
 
 
+def launch_plans(tr, plans) -> None:
+    if not plans:
+        return
+    tr.write_sep("=", "aqven launch plans")
+    for experiment, split, p in plans:
+        tr.write_line(f"{experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
+                      f"{p.variants} variants), {p.available} cases available")
+        if p.below_recommended:
+            tr.write_line(f"  below the recommended {p.recommended_cases} cases: {p.text}", yellow=True)
+        else:
+            tr.write_line(f"  {p.text}")
+
+
 def summary(tr, conclusions) -> None:
     if not conclusions:
         return

@@ -130,6 +130,17 @@ class Store:
                                   (series_id,)).fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    def history(self, experiment_id: str, limit: int = 200) -> list[dict]:
+        """The last finished attempts per variant of earlier series of an experiment (launch plans)."""
+        rows = self._conn.execute(
+            "SELECT a.variant_id, a.record FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
+            "WHERE s.experiment_id = ? AND a.state = 'finished' ORDER BY a.finished_at DESC", (experiment_id,)).fetchall()
+        per_variant: dict[str, list[dict]] = {}
+        for variant, record in rows:
+            if len(per_variant.setdefault(variant, [])) < limit:
+                per_variant[variant].append(json.loads(record))
+        return [r for records in per_variant.values() for r in records]
+
     def finish(self, series_id: str, status: str, updates: dict) -> None:
         with self.transaction() as db:
             row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()

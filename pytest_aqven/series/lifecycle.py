@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from .. import stats
 from ..experiments import plan as planning
 from ..experiments.attempt import run_attempt
 from ..experiments.checks import CheckInvalid, CompiledCheck, compile_check
@@ -10,6 +11,7 @@ from ..project.loader import Experiment, Project
 from ..project.specs import CaseSpec
 from ..providers import registry
 from ..providers.base import ProviderError
+from .conclude import question_of, to_attempt
 from .db import Store
 
 
@@ -69,3 +71,13 @@ class SeriesRun:
         record = run_attempt(self.project, self.plan, self.checks, self.providers, variant, case, repeat, series_id)
         self.store.save_attempt(record)
         return record, False
+
+    def launch_plan(self, family: str = "robust") -> stats.LaunchPlan:
+        """Attempts and the recommended cases; history only from a database that already exists."""
+        history = []
+        if (self.project.root / ".aqven" / "aqven.sqlite").exists():
+            history = [to_attempt(r) for r in self.store.history(self.experiment.id)]
+        spec = self.experiment.spec
+        return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,
+                                 variants=len(self.plan.variants), available=self.plan.available,
+                                 check_kinds={c.id: c.kind for c in spec.checks}, history=history, family=family)
