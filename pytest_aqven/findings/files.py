@@ -20,7 +20,14 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
+def _mapping(dumper: _Dumper, data: dict) -> yaml.MappingNode:
+    """Plain keys, double-quoted string values."""
+    pairs = [(yaml.ScalarNode("tag:yaml.org,2002:str", str(k)), dumper.represent_data(v)) for k, v in data.items()]
+    return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=False)
+
+
 _Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style='"'))
+_Dumper.add_representer(dict, _mapping)
 
 
 def dump(document: dict) -> str:
