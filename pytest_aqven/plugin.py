@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from .collect import LAUNCH_PLANS, AttemptItem, ExperimentFile
-from .project.loader import PROJECT_FILE
+from .project.loader import PROJECT_FILE, load_project
 from .report import terminal
 from .series.conclude import Conclusion, conclude
 from .series.findings import write_finding_for
@@ -102,9 +102,10 @@ class VerdictReporter:
     def _report(self, session: pytest.Session, series_id: str, records: list[dict]) -> None:
         root = Path(records[0]["root"])
         nodeid = f"{records[0]['file_nodeid']}::verdict"
-        conclusion = conclude(root, series_id, records, family=self.family)
-        if conclusion.verdict is not None and conclusion.split == "holdout":
-            conclusion.finding = write_finding_for(root, conclusion, records)
+        project = load_project(root)
+        conclusion = conclude(project, series_id, records, family=self.family)
+        if conclusion.verdict is not None:
+            conclusion.finding = write_finding_for(project, conclusion, records)
         self.conclusions.append((nodeid, conclusion))
         state = conclusion.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .. import stats
 from ..experiments import plan as planning
-from ..project.loader import Project, load_project
+from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
 from .db import Store
 
@@ -47,10 +47,10 @@ def to_attempt(record: dict) -> stats.Attempt:
         schema_valid_first_try=record["schema_valid_first_try"])
 
 
-def conclude(root: Path, series_id: str, records: list[dict], *, family: str = "robust",
-             project: Project | None = None) -> Conclusion:
-    """Decide a series whose attempts all finished; leave it running (no verdict) when some did not."""
-    store = Store(root)
+def conclude(project: Project, series_id: str, records: list[dict], *, family: str = "robust") -> Conclusion:
+    """Decide a series whose attempts all finished; leave it running (no verdict) when some did not.
+    `project` is loaded after the attempts ran: the snapshot taken now is compared with the one at the start."""
+    store = Store(project.root)
     try:
         series = store.series(series_id)
         unique = {(r["variant"], r["case"], r["repeat"]): r for r in records}
@@ -60,7 +60,6 @@ def conclude(root: Path, series_id: str, records: list[dict], *, family: str = "
             conclusion.note = (f"{len(unique)} of {total} attempts ran in this session; the series stays open "
                                "and the same command continues it")
             return conclusion
-        project = project or load_project(root)
         experiment = project.experiments[series["experiment_id"]]
         spec = experiment.spec
         try:

@@ -5,19 +5,19 @@ from pathlib import Path
 
 from ..findings import document
 from ..findings.files import write_finding
-from ..project.loader import load_project
+from ..project.loader import Project
 from .conclude import Conclusion
 from .db import Store
 
 
-def write_finding_for(root: Path, conclusion: Conclusion, records: list[dict]) -> Path | None:
+def write_finding_for(project: Project, conclusion: Conclusion, records: list[dict]) -> Path | None:
     if conclusion.verdict is None or conclusion.state in (None, "invalid") or conclusion.split != "holdout":
         return None
-    store = Store(root)
+    store = Store(project.root)
     try:
         series = store.series(conclusion.series_id)
     finally:
         store.close()
     unique = list({(r["variant"], r["case"], r["repeat"]): r for r in records}.values())
-    doc = document.build(load_project(root), series, conclusion, unique)
-    return write_finding(root, conclusion.experiment, conclusion.series_id, doc)
+    doc = document.build(project, series, conclusion, unique)
+    return write_finding(project.root, conclusion.experiment, conclusion.series_id, doc)
