@@ -62,6 +62,18 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     return ExperimentFile.from_parent(parent, path=file_path, root=root)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under --lf a failed verdict reruns its whole experiment: pytest's last-failed plugin selects
+    items by node id, and a verdict is not an item, so its attempts are marked as last failed."""
+    lf = config.pluginmanager.getplugin("lfplugin")
+    if lf is None or not config.getoption("lf"):
+        return
+    failed = {nodeid.rsplit("::", 1)[0] for nodeid in lf.lastfailed if nodeid.endswith("::verdict")}
+    for item in items:
+        if isinstance(item, AttemptItem) and item.experiment_file.nodeid in failed:
+            lf.lastfailed[item.nodeid] = True
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield

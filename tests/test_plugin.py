@@ -148,3 +148,16 @@ def pytest_runtest_teardown(item):
     result = pytester.runpytest("proj", "-p", "no:cacheprovider")
     assert "invalid - No finding: inputs changed during the series" in verdict_line(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_last_failed_reruns_the_experiment_whose_verdict_failed(pytester, xdist):
+    root = make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1)
+    projects.write(pytester.path / "good", {**projects.dataset(projects.cases(20)), **projects.experiment(name="good_exp")},
+                   package="goodproj")
+    first = pytester.runpytest("proj", "good", "--aqven-holdout")
+    assert first.ret == pytest.ExitCode.TESTS_FAILED
+    again = pytester.runpytest("proj", "good", "--aqven-holdout", "--lf", *xdist)
+    assert [l.split(" (")[0] for l in again.outlines if " (holdout, " in l] == ["rate_ok"]
+    assert again.ret == pytest.ExitCode.TESTS_FAILED
+    assert len(list((root / "experiments/rate_ok/findings").glob("*.yaml"))) == 2
