@@ -161,3 +161,16 @@ def test_last_failed_reruns_the_experiment_whose_verdict_failed(pytester, xdist)
     assert [l.split(" (")[0] for l in again.outlines if " (holdout, " in l] == ["rate_ok"]
     assert again.ret == pytest.ExitCode.TESTS_FAILED
     assert len(list((root / "experiments/rate_ok/findings").glob("*.yaml"))) == 2
+
+
+def test_pytest_html_shows_the_verdict_as_a_row(pytester):
+    make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1)
+    result = pytester.runpytest("proj", "--aqven-holdout", "--html=report.html", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    import html
+    import json
+    text = (pytester.path / "report.html").read_text()
+    blob = json.loads(html.unescape(re.search(r'data-jsonblob="([^"]*)"', text).group(1)))
+    rows = blob["tests"]["proj/experiments/rate_ok/experiment.yaml::verdict"]
+    assert [r["result"] for r in rows] == ["Failed"]
+    assert "verdict refuted" in rows[0]["log"]
