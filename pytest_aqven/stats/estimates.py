@@ -149,8 +149,9 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
     case_index = np.repeat(np.arange(cases), sample.counts().astype(int))
     low, high, n_above = intervals.woodruff(values, case_index, cases, info.quantile)
     low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < LOG_SCALE_BELOW) or low is None or high is None
+    reliability = "degenerate" if float(np.ptp(values)) == 0.0 else ("low" if low_reliability else "ok")
     return with_hull(point, low, high, method="M5", cases=cases, attempts=attempts, n_eff=float(cases),
-                     reliability="low" if low_reliability else "ok", unit=unit, family=family, bet=None)
+                     reliability=reliability, unit=unit, family=family, bet=None)
 
 
 def good_sign(direction: str) -> float:

@@ -19,7 +19,7 @@ from scipy import special
 from .estimates import mean_interval, rate_interval
 from .model import Attempt, LaunchPlan, Look, Pair, Threshold
 from .pairs import pair_rate_interval, paired_mean_interval
-from .samples import LOWER, build_sample, metric_info
+from .samples import LOWER, SERIES_METRICS, build_sample, metric_info
 
 Z = 1.959963984540054
 Z_POWER = 0.8416212335729143
@@ -233,10 +233,9 @@ def launch_plan(
             icc = measured
 
     spread, source = None, "none"
-    known = info.shape in ("rate", "mean") and info.name != "cost_usd" and (
-        info.shape == "rate" and (info.name in check_kinds or info.name in ("success_rate", "schema_valid_first_try",
-                                                                            "infra_error_rate"))
-        or info.name in check_kinds)
+    # spread-free: ratios, quantiles, cost_usd and names that are neither series metric nor check
+    known = (info.shape in ("rate", "mean") and info.name != "cost_usd"
+             and (info.name in SERIES_METRICS or info.name in check_kinds))
     if known and history and tested is not None:
         if isinstance(question, Threshold):
             sample = build_sample(history, tested, info, check_kinds)

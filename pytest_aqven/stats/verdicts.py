@@ -60,12 +60,16 @@ def all_metrics(attempts: Sequence[Attempt], facts: SeriesFacts, extra: Sequence
     """Every series metric and every check metric, per variant, single-variant estimates."""
     names = list(SERIES_METRICS) + [c for c in facts.check_kinds if c not in SERIES_METRICS]
     names += [m for m in extra if m not in names]
+    by_variant: dict[str, list[Attempt]] = {v: [] for v in facts.variants}
+    for attempt in attempts:
+        if attempt.variant in by_variant:
+            by_variant[attempt.variant].append(attempt)
     table: dict[str, dict[str, Estimate]] = {}
-    for variant in facts.variants:
+    for variant, own in by_variant.items():
         row = {}
         for name in names:
             info = metric_info(name, facts.check_kinds)
-            row[name] = single(build_sample(attempts, variant, info, facts.check_kinds), facts.series_id, facts.family)
+            row[name] = single(build_sample(own, variant, info, facts.check_kinds), facts.series_id, facts.family)
         table[variant] = row
     return table
 
