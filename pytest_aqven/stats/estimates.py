@@ -15,7 +15,7 @@ import numpy as np
 
 from . import betting, intervals
 from .model import Estimate
-from .samples import LOWER, Sample, bounded_unit
+from .samples import Sample, bounded_unit
 
 MIN_MEAN_CASES = 2
 LOG_SCALE_BELOW = 30  # cost means with fewer cases use the log-scale delta interval
@@ -152,7 +152,3 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
     reliability = "degenerate" if float(np.ptp(values)) == 0.0 else ("low" if low_reliability else "ok")
     return with_hull(point, low, high, method="M5", cases=cases, attempts=attempts, n_eff=float(cases),
                      reliability=reliability, unit=unit, family=family, bet=None)
-
-
-def good_sign(direction: str) -> float:
-    return -1.0 if direction == LOWER else 1.0

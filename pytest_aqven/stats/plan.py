@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import special
 
-
 from .estimates import mean_interval, rate_interval
 from .model import Attempt, LaunchPlan, Look, Pair, Threshold
 from .pairs import pair_rate_interval, paired_mean_interval
@@ -328,6 +327,3 @@ def _bounded_history(history, info, kinds) -> bool:
         return False
     scores = [v.value for a in history for c, v in a.checks.items() if c == info.name and v.value is not None]
     return all(0.0 <= s <= 1.0 for s in scores)
-
-
-

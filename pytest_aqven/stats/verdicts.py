@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from . import wording
 from .estimates import single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
-from .samples import HIGHER, LOWER, SERIES_METRICS, build_sample, is_settled, metric_info
+from .samples import SERIES_METRICS, build_sample, is_settled, metric_info
 
 INFRA_SHARE_LIMIT = 0.05
 
@@ -157,6 +157,3 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
         state, reason = "inconclusive", _inconclusive_reason(primaries)
     return Verdict(state, reason, wording.sentence(measurement), cells, metrics)
 
-
-__all__ = ["decide", "interval_verdict", "threshold_cell", "all_metrics", "HIGHER", "LOWER"]
-_ = Mapping
