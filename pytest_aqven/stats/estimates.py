@@ -91,6 +91,28 @@ def mean_interval(x: np.ndarray, family: str, bounded: bool):
     return mean, low, high
 
 
+def clears(model_low, model_high, values, span, family: str, bounded: bool, edge: float, above: bool):
+    """Whether the (hulled) interval clears `edge` on the good side, without computing the hull.
+
+    The model bound must clear the edge and, under "robust" for bounded values in `span`, the betting
+    test must reject it as well: the same decision as `low > edge` (above) or `high < edge` (below) on
+    the hull, at the cost of one capital process instead of a bisection. The planner uses it.
+    """
+    lo, hi = span
+    ok = model_low > edge if above else model_high < edge
+    if family != "robust" or not bounded:
+        return ok
+    if above:
+        m = (edge - lo) / (hi - lo)
+        scaled = (values - lo) / (hi - lo)
+    else:
+        m = (hi - edge) / (hi - lo)
+        scaled = (hi - values) / (hi - lo)
+    if m < 0:
+        return ok  # the edge lies below every possible mean: the betting bound clears it
+    return ok & betting.rejects(scaled, max(m, 1e-12))
+
+
 def ordered(sample: Sample, series_id: str) -> np.ndarray:
     return np.array(betting.case_order(series_id, sample.cases), dtype=int)
 

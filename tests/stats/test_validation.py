@@ -164,3 +164,28 @@ def test_v9_planner_reaches_power_and_is_near_minimal():
     rows = V.v9_rows()
     bad = [r for r in rows if r["power"] < 0.78 or r["power_smaller"] >= 0.8]
     assert not bad, "\n".join(str(r) for r in bad)
+
+
+def test_the_planners_edge_test_is_the_hull_decision():
+    """`clears` (used by the planner) decides exactly as `low > edge` / `high < edge` on the hull."""
+    from pytest_aqven.stats.estimates import clears, mean_interval
+    from pytest_aqven.stats.intervals import m1, m2, t_mean
+
+    rng = np.random.default_rng(5)
+    k = rng.binomial(10, rng.beta(8, 2, (3000, 30))).astype(float)
+    n = np.full_like(k, 10.0)
+    for edge in (0.6, 0.7, 0.75, 0.8, 0.85):
+        for family in ("robust", "model"):
+            _, low, high, _, _ = rate_interval(k, n, family)
+            _, m_low, m_high, _, _ = m1(k, n)
+            assert np.array_equal(clears(m_low, m_high, k / n, (0, 1), family, True, edge, True), low > edge)
+            assert np.array_equal(clears(m_low, m_high, k / n, (0, 1), family, True, edge, False), high < edge)
+            x = k / n
+            _, low, high = mean_interval(x, family, True)
+            _, t_low, t_high, _ = t_mean(x)
+            assert np.array_equal(clears(t_low, t_high, x, (0, 1), family, True, edge, True), low > edge)
+    kc = rng.binomial(10, rng.beta(8, 2, (3000, 30))).astype(float)
+    _, low, _, _ = pair_rate_interval(kc, n, k, n, 1.0, 1.0, "robust")
+    _, m_low, m_high, _ = m2(kc, n, k, n)
+    for edge in (-0.1, -0.05, 0.0, 0.05):
+        assert np.array_equal(clears(m_low, m_high, (kc - k) / n, (-1, 1), "robust", True, edge, True), low > edge)
