@@ -53,6 +53,19 @@ def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.nd
     return lo
 
 
+def rejects(x: np.ndarray, m, alpha: float = 0.05, floor: bool = True) -> np.ndarray:
+    """Whether the mean m is rejected as too small, i.e. whether lower_bound(x) > m (up to bisection
+    precision): one capital process instead of a bisection. The launch plan's power uses it."""
+    x = np.asarray(x, dtype=float)
+    a = alpha / 2
+    n = x.shape[-1]
+    mm = np.asarray(m, dtype=float)[..., None]
+    g = 1.0 / np.sqrt(n) if floor else 0.0
+    f = np.minimum(TRUNCATION, np.maximum(g, _bets(x, a) * mm))
+    log_k = np.cumsum(np.log1p(f * (x / mm - 1.0)), axis=-1)
+    return log_k.max(axis=-1) >= np.log(1.0 / a)
+
+
 def interval(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided (1 - alpha) interval for the mean of x in [0, 1]."""
     x = np.asarray(x, dtype=float)

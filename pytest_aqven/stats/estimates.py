@@ -15,7 +15,7 @@ import numpy as np
 
 from . import betting, intervals
 from .model import Estimate
-from .samples import LOWER, Sample, bounded_unit
+from .samples import Sample, bounded_unit
 
 MIN_MEAN_CASES = 2
 LOG_SCALE_BELOW = 30  # cost means with fewer cases use the log-scale delta interval
@@ -91,6 +91,28 @@ def mean_interval(x: np.ndarray, family: str, bounded: bool):
     return mean, low, high
 
 
+def clears(model_low, model_high, values, span, family: str, bounded: bool, edge: float, above: bool):
+    """Whether the (hulled) interval clears `edge` on the good side, without computing the hull.
+
+    The model bound must clear the edge and, under "robust" for bounded values in `span`, the betting
+    test must reject it as well: the same decision as `low > edge` (above) or `high < edge` (below) on
+    the hull, at the cost of one capital process instead of a bisection. The planner uses it.
+    """
+    lo, hi = span
+    ok = model_low > edge if above else model_high < edge
+    if family != "robust" or not bounded:
+        return ok
+    if above:
+        m = (edge - lo) / (hi - lo)
+        scaled = (values - lo) / (hi - lo)
+    else:
+        m = (hi - edge) / (hi - lo)
+        scaled = (hi - values) / (hi - lo)
+    if m < 0:
+        return ok  # the edge lies below every possible mean: the betting bound clears it
+    return ok & betting.rejects(scaled, max(m, 1e-12))
+
+
 def ordered(sample: Sample, series_id: str) -> np.ndarray:
     return np.array(betting.case_order(series_id, sample.cases), dtype=int)
 
@@ -149,9 +171,6 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
     case_index = np.repeat(np.arange(cases), sample.counts().astype(int))
     low, high, n_above = intervals.woodruff(values, case_index, cases, info.quantile)
     low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < LOG_SCALE_BELOW) or low is None or high is None
+    reliability = "degenerate" if float(np.ptp(values)) == 0.0 else ("low" if low_reliability else "ok")
     return with_hull(point, low, high, method="M5", cases=cases, attempts=attempts, n_eff=float(cases),
-                     reliability="low" if low_reliability else "ok", unit=unit, family=family, bet=None)
-
-
-def good_sign(direction: str) -> float:
-    return -1.0 if direction == LOWER else 1.0
+                     reliability=reliability, unit=unit, family=family, bet=None)

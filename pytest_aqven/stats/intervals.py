@@ -161,31 +161,36 @@ def paired_ratio(y_c, x_c, y_b, x_b, log: bool):
     return est, est - half, est + half
 
 
-def bootstrap_quantiles(values: np.ndarray, case_index: np.ndarray, cases: int, q: float, idx: np.ndarray):
-    """Pooled inverted-CDF quantile of each cluster-bootstrap resample (rows of idx: drawn case indices).
+def case_weights(idx: np.ndarray, cases: int) -> np.ndarray:
+    """W[b, i] = how many times resample b drew case i (float32 for the BLAS product)."""
+    rows = idx.shape[0]
+    offsets = (np.arange(rows) * cases)[:, None]
+    return np.bincount((idx + offsets).ravel(), minlength=rows * cases).reshape(rows, cases).astype(np.float32)
+
+
+def bootstrap_quantiles(values: np.ndarray, case_index: np.ndarray, cases: int, q: float, weights: np.ndarray):
+    """Pooled inverted-CDF quantile of each cluster-bootstrap resample (rows of `weights`).
 
     Counts-matrix trick (§10): W[b, i] = times case i is drawn, cum[i, j] = attempts of case i at or
     below the j-th distinct value; the first value whose weighted count reaches q * attempts is the
-    answer. Only a window of values around q is scanned; it widens until every row is answered in it.
+    answer. Only a window of values is scanned: the span a pilot of 256 rows needs, padded, and
+    widened until every row is answered inside it.
     """
-    rows = idx.shape[0]
-    weights = np.zeros((rows, cases), dtype=np.float32)
-    np.add.at(weights, (np.repeat(np.arange(rows), idx.shape[1]), idx.ravel()), 1.0)
     distinct, rank = np.unique(values, return_inverse=True)
     size = len(distinct)
     hist = np.zeros((cases, size), dtype=np.float32)
     np.add.at(hist, (case_index, rank), 1.0)
     cum = np.cumsum(hist, axis=1)
     target = q * (weights.astype(float) @ hist.sum(axis=1).astype(float)) - 1e-9 * values.size
-    width = 0.15
+    pilot = np.argmax(weights[:256] @ cum >= target[:256, None], axis=1)
+    pad = max(8, int(0.25 * (pilot.max() - pilot.min())))
     while True:
-        start = max(int(np.floor((q - width) * size)) - 1, 0)
-        stop = min(int(np.ceil((q + width) * size)) + 1, size)
+        start, stop = max(int(pilot.min()) - pad, 0), min(int(pilot.max()) + pad + 1, size)
         counts = weights @ cum[:, start:stop]
         reached = counts >= target[:, None]
         inside = bool(np.all(reached[:, -1]))
         if start > 0:
             inside = inside and not np.any(weights @ cum[:, start - 1] >= target)
-        if inside or (start == 0 and stop == size):
+        if inside:
             return distinct[start + np.argmax(reached, axis=1)]
-        width *= 2
+        pad *= 2

@@ -167,11 +167,12 @@ def m6(base: Sample, cand: Sample, q: float, seed: int, resamples: int, log: boo
     cases = base.n_cases
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, cases, size=(resamples, cases))
+    weights = intervals.case_weights(idx, cases)
     reps = []
     for arm in (cand, base):
         values = np.concatenate(arm.values)
         case_index = np.repeat(np.arange(cases), arm.counts().astype(int))
-        reps.append(intervals.bootstrap_quantiles(values, case_index, cases, q, idx))
+        reps.append(intervals.bootstrap_quantiles(values, case_index, cases, q, weights))
     qc, qb = reps
     return np.log(qc / qb) if log else qc - qb
 

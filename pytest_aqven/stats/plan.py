@@ -3,8 +3,8 @@
 Closed form first: the cases that give 80% power when the truth lies one margin beyond the edge
 (C = (z + z_beta)^2 * spread^2 * deff / (R * margin^2), deff = 1 + (R - 1) * ICC). The closed form is
 optimistic for the recommended intervals (M1's guards, the robust hull), so a simulated search then
-runs the verdict pipeline itself (the same vectorised interval functions and strict edges) on
-simulated series, and takes the smallest number of cases whose P(confirmed) reaches 80%.
+runs the verdict's own interval functions and strict edges on simulated series (1000 per candidate
+number of cases), and takes the smallest number of cases whose P(confirmed) reaches 80%.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import special
 
-
-from .estimates import mean_interval, rate_interval
+from . import intervals
+from .estimates import clears
 from .model import Attempt, LaunchPlan, Look, Pair, Threshold
-from .pairs import pair_rate_interval, paired_mean_interval
-from .samples import LOWER, build_sample, metric_info
+from .samples import LOWER, SERIES_METRICS, build_sample, metric_info
 
 Z = 1.959963984540054
 Z_POWER = 0.8416212335729143
@@ -111,36 +110,45 @@ def logit_pair_rates(rng, base_mean: float, diff: float, icc: float, effect_sd: 
 
 def simulated_power(question, info, cases: int, repeats: int, truth: Mapping, family: str, seed: int,
                     series: int = SIMULATED_SERIES) -> float:
-    """P(the primary cell passes) over simulated series at `cases`, through the verdict pipeline."""
+    """P(the primary cell passes) over simulated series at `cases`, through the verdict's own
+    interval functions (M1 / M2 / t, and the betting test under the robust family)."""
     rng = np.random.default_rng([seed, cases])
     shape = (series, cases)
     n = np.full(shape, float(repeats))
+    edge = truth["edge"]
     if isinstance(question, Threshold):
-        edge = truth["edge"]
+        above = question.above is not None
         if info.shape == "rate":
             rates = beta_binomial_rates(rng, truth["value"], truth["icc"], shape)
             k = rng.binomial(repeats, rates).astype(float)
-            _, low, high, _, _ = rate_interval(k, n, family)
+            _, low, high, _, _ = intervals.m1(k, n)
+            passed = clears(low, high, k / n, (0.0, 1.0), family, True, edge, above)
         else:
             x = rng.normal(truth["value"], truth["case_sd"], shape)
             if truth["bounded"]:
                 x = np.clip(x, 0.0, 1.0)
-            _, low, high = mean_interval(x, family, truth["bounded"])
-        passed = low > edge if question.above is not None else high < edge
+            _, low, high, _ = intervals.t_mean(x)
+            passed = clears(low, high, x, (0.0, 1.0), family, truth["bounded"], edge, above)
         return float(np.mean(passed))
-    edge = truth["edge"]
     if info.shape == "rate":
         sign = -1.0 if truth["direction"] == LOWER else 1.0
         p_b, p_c = logit_pair_rates(rng, truth["base"], sign * truth["value"], truth["icc"], LOGIT_EFFECT_SD, shape)
         kb = rng.binomial(repeats, p_b).astype(float)
         kc = rng.binomial(repeats, p_c).astype(float)
-        _, low, _, _ = pair_rate_interval(kc, n, kb, n, sign, 1.0, family)
+        if sign > 0:
+            _, low, high, _ = intervals.m2(kc, n, kb, n)
+            per_case = (kc - kb) / n
+        else:
+            _, low, high, _ = intervals.m2(kb, n, kc, n)
+            per_case = (kb - kc) / n
+        passed = clears(low, high, per_case, (-1.0, 1.0), family, True, edge, True)
     else:
         d = rng.normal(truth["value"], truth["case_sd"], shape)
         if truth["bounded"]:
             d = np.clip(d, -1.0, 1.0)
-        _, low, _ = paired_mean_interval(d, (-1.0, 1.0), family, truth["bounded"])
-    return float(np.mean(low > edge))
+        _, low, high, _ = intervals.t_mean(d)
+        passed = clears(low, high, d, (-1.0, 1.0), family, truth["bounded"], edge, True)
+    return float(np.mean(passed))
 
 
 def search_cases(power_at, start: int, limit: int = MAX_SIMULATED_CASES) -> tuple[int, float]:
@@ -233,10 +241,9 @@ def launch_plan(
             icc = measured
 
     spread, source = None, "none"
-    known = info.shape in ("rate", "mean") and info.name != "cost_usd" and (
-        info.shape == "rate" and (info.name in check_kinds or info.name in ("success_rate", "schema_valid_first_try",
-                                                                            "infra_error_rate"))
-        or info.name in check_kinds)
+    # spread-free: ratios, quantiles, cost_usd and names that are neither series metric nor check
+    known = (info.shape in ("rate", "mean") and info.name != "cost_usd"
+             and (info.name in SERIES_METRICS or info.name in check_kinds))
     if known and history and tested is not None:
         if isinstance(question, Threshold):
             sample = build_sample(history, tested, info, check_kinds)
@@ -329,6 +336,3 @@ def _bounded_history(history, info, kinds) -> bool:
         return False
     scores = [v.value for a in history for c, v in a.checks.items() if c == info.name and v.value is not None]
     return all(0.0 <= s <= 1.0 for s in scores)
-
-
-

@@ -1,6 +1,6 @@
 """Which attempts count for which metric, and the per-case samples built from them (reference §3).
 
-The case is the unit: every sample keeps the attempts grouped by case, in first-seen order.
+The case is the unit: every sample keeps the attempts grouped by case, cases sorted by name.
 Infrastructure errors are never counted as failures: they only enter infra_error_rate.
 """
 
@@ -155,16 +155,18 @@ def _value(attempt: Attempt, info: MetricInfo, check_kinds: Mapping[str, str]):
 def build_sample(
     attempts: Iterable[Attempt], variant: str, info: MetricInfo, check_kinds: Mapping[str, str]
 ) -> Sample:
-    """Group one variant's included attempts by case; cases with nothing included are dropped."""
-    groups: dict[str, list] = {}
+    """Group one variant's included attempts by case (sorted by name); cases with nothing included are dropped."""
+    keyed: dict[str, list] = {}
     for attempt in attempts:
         if attempt.variant != variant:
             continue
         value = _value(attempt, info, check_kinds)
         if value is None:
             continue
-        groups.setdefault(attempt.case, []).append(value)
-    names = tuple(groups)
+        keyed.setdefault(attempt.case, []).append((attempt.repeat, value))
+    # sorted cases and repeats: the result must not depend on the order attempts arrive (xdist)
+    names = tuple(sorted(keyed))
+    groups = {name: [value for _, value in sorted(keyed[name], key=lambda item: item[0])] for name in names}
     if info.shape == "ratio":
         costs = tuple(np.array([c for c, _ in groups[n]], dtype=float) for n in names)
         passes = tuple(np.array([p for _, p in groups[n]], dtype=float) for n in names)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from . import wording
 from .estimates import single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
-from .samples import HIGHER, LOWER, SERIES_METRICS, build_sample, is_settled, metric_info
+from .samples import SERIES_METRICS, build_sample, is_settled, metric_info
 
 INFRA_SHARE_LIMIT = 0.05
 
@@ -60,12 +60,16 @@ def all_metrics(attempts: Sequence[Attempt], facts: SeriesFacts, extra: Sequence
     """Every series metric and every check metric, per variant, single-variant estimates."""
     names = list(SERIES_METRICS) + [c for c in facts.check_kinds if c not in SERIES_METRICS]
     names += [m for m in extra if m not in names]
+    by_variant: dict[str, list[Attempt]] = {v: [] for v in facts.variants}
+    for attempt in attempts:
+        if attempt.variant in by_variant:
+            by_variant[attempt.variant].append(attempt)
     table: dict[str, dict[str, Estimate]] = {}
-    for variant in facts.variants:
+    for variant, own in by_variant.items():
         row = {}
         for name in names:
             info = metric_info(name, facts.check_kinds)
-            row[name] = single(build_sample(attempts, variant, info, facts.check_kinds), facts.series_id, facts.family)
+            row[name] = single(build_sample(own, variant, info, facts.check_kinds), facts.series_id, facts.family)
         table[variant] = row
     return table
 
@@ -153,6 +157,3 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
         state, reason = "inconclusive", _inconclusive_reason(primaries)
     return Verdict(state, reason, wording.sentence(measurement), cells, metrics)
 
-
-__all__ = ["decide", "interval_verdict", "threshold_cell", "all_metrics", "HIGHER", "LOWER"]
-_ = Mapping

@@ -140,3 +140,25 @@ def test_m2_reduces_to_m1_when_the_baseline_is_constant_zero_width():
     p, low, high, _, _ = intervals.m1(k, n)
     diff, dlow, dhigh, _ = intervals.m2(k, n, np.zeros(8), n, 1.0, 0.0)
     assert (float(diff), float(dlow), float(dhigh)) == pytest.approx((float(p), float(low), float(high)))
+
+
+def test_a_verdict_is_reproducible_from_the_same_attempts():
+    q = Pair("compare", "gpt", "mistral", "latency_p95_ms", 0.0,
+             guardrails=(Guardrail("latency_p50_ms", 0.1, relative=True),))
+    data = _pair_data(cases=25, repeats=4)
+    assert decide(q, data, two()) == decide(q, list(reversed(data)), two())
+
+
+def test_lower_is_better_rate_guardrail_and_relative_contrast_direction():
+    data = _pair_data(cases=40)
+    errors = [Attempt("mistral", f"c{i:03d}", 99, "infra_error", None, {}) for i in range(2)]
+    q = Pair("noninferior", "gpt", "mistral", "critique", 0.2,
+             guardrails=(Guardrail("infra_error_rate", 0.5), Guardrail("cost_usd", 0.1, relative=True)))
+    v = decide(q, data + errors, two())
+    infra, cost = v.cells[1], v.cells[2]
+    assert infra.direction == "lower_is_better" and infra.estimate.value < 0  # the candidate has more errors
+    assert infra.verdict == "pass"  # far inside a 0.5 margin
+    # cost: candidate is 1.5x the baseline; (1 + 0.1) * base - cand < 0 on every case
+    assert cost.estimate.method == "paired-t-contrast" and cost.edge == 0.0
+    assert cost.estimate.high < 0 and cost.verdict == "fail"
+    assert v.state == "refuted"

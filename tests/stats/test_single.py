@@ -62,7 +62,6 @@ def test_latency_quantiles_and_reliability():
 
 
 def test_cost_of_pass_is_a_ratio_of_sums_with_m7():
-    rows = [[{"cost_usd": 0.01 * (1 + i % 4)} for _ in range(5)] for i in range(30)]
     attempts = [Attempt("v", f"c{i}", r, "ok", (i + r) % 3 != 0, {}, cost_usd=0.01 * (1 + i % 4))
                 for i in range(30) for r in range(1, 6)]
     est = single(_sample("cost_of_pass", attempts), "s")
@@ -73,7 +72,6 @@ def test_cost_of_pass_is_a_ratio_of_sums_with_m7():
     assert est.high / est.value == pytest.approx(est.value / est.low)  # symmetric on the log scale
     none = single(_sample("cost_of_pass", [Attempt("v", "c", 1, "ok", False, {}, cost_usd=0.1)] * 3), "s")
     assert none.degenerate == "no_data"
-    assert rows
 
 
 def test_scores_t_on_case_means_and_hull_only_when_bounded():
