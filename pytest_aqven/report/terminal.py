@@ -31,6 +31,11 @@ def summary(tr, conclusions) -> None:
         tr.write(head)
         tr.write(word, **COLOURS.get(word, {}))
         tr.write_line(f" - {c.verdict.text}")
+        deciders = sorted({cell.decided_by for cell in c.verdict.cells if cell.decided_by})
+        if c.verdict.cells:
+            family = c.verdict.cells[0].estimate.family
+            tr.write_line(f"  intervals: {family}" + (f", decided by the {' and '.join(deciders)} interval"
+                                                      if deciders else ""))
         if c.finding is not None:
             tr.write_line(f"  finding: {_shown(tr, c.finding)}")
 

@@ -100,7 +100,7 @@ def cell_dict(cell: stats.Cell) -> dict:
     if cell.bound is not None:
         d["bound"] = cell.bound
         d["threshold"] = cell.threshold
-    d.update({"margin": cell.margin, "relative": cell.relative, "estimate": estimate_dict(cell.estimate),
-              "verdict": cell.verdict, "decided_by": cell.decided_by})
+    d.update({"margin": cell.margin, "relative": cell.relative, "edge": cell.edge,
+              "estimate": estimate_dict(cell.estimate), "verdict": cell.verdict, "decided_by": cell.decided_by})
     return d
 
