@@ -78,6 +78,7 @@ class Project:
     spec: specs.ProjectSpec | None = None
     doc: YamlDoc | None = None
     types: Registry = field(default_factory=lambda: Registry({}))
+    type_docs: dict[str, tuple[Any, YamlDoc]] = field(default_factory=dict)   # type id -> (spec, its file)
     agents: dict[str, Entity] = field(default_factory=dict)
     datasets: dict[str, Dataset] = field(default_factory=dict)
     flows: dict[str, Flow] = field(default_factory=dict)
@@ -128,9 +129,10 @@ def load_project(root: Path) -> Project:
 
     type_specs: dict[str, Any] = {}
     for path in _yaml_files(root / "types", "**/*.yaml"):
-        spec, _ = _read(path, root, specs.TypeSpec, f"type {pascal(path.stem)}", sink)
+        spec, doc = _read(path, root, specs.TypeSpec, f"type {pascal(path.stem)}", sink)
         if spec is not None:
             type_specs[pascal(path.stem)] = spec
+            project.type_docs[pascal(path.stem)] = (spec, doc)
     project.types = Registry(type_specs)
 
     agent_files = _yaml_files(root / "agents") + [p for p in _yaml_files(root / "agents", "*/*.yaml")
@@ -167,9 +169,19 @@ def load_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to: str | 
     flow = Flow(folder.name, spec, doc, folder, local_to=local_to)
     for node_path in _yaml_files(folder / "nodes", "**/*.node.yaml"):
         node = load_node(node_path, root, sink)
-        if node is not None:
+        if node is not None and _unique(node, flow.nodes, f"flow {flow.id}", sink):
             flow.nodes[node.id] = node
     return flow
+
+
+def _unique(node: Node, nodes: dict[str, Node], owner: str, sink: list[Diagnostic]) -> bool:
+    """Node ids are file stems and must be unique in a flow (or in the nodes/ of an experiment)."""
+    first = nodes.get(node.id)
+    if first is None:
+        return True
+    sink.append(node.doc.diag("E_ID_DUPLICATE", (), f"{owner}: node id {node.id} is already taken by {first.doc.file}",
+                              "rename one of the two files: a node's id is its file name and is unique in a flow"))
+    return False
 
 
 def load_node(path: Path, root: Path, sink: list[Diagnostic]) -> Node | None:
@@ -197,6 +209,14 @@ def load_node(path: Path, root: Path, sink: list[Diagnostic]) -> Node | None:
     return node
 
 
+def load_inference(project: Project, stem: str, sink: list[Diagnostic]) -> tuple[Any, YamlDoc | None]:
+    """An inference by id anywhere in the project (a judge names one), or (None, None)."""
+    path = _find_inference(project.root / "flows", stem, project.root)
+    if path is None:
+        return None, None
+    return _read(path, project.root, specs.InferenceSpec, f"inference {stem}", sink)
+
+
 def _find_inference(folder: Path, stem: str, root: Path) -> Path | None:
     """Beside the node first, then anywhere in the flows of the project (a shared inference)."""
     beside = folder / f"{stem}.inference.yaml"
@@ -217,7 +237,7 @@ def load_experiment(folder: Path, root: Path) -> Experiment:
             exp.flows[flow.id] = flow
     for node_path in _yaml_files(folder / "nodes", "**/*.node.yaml"):
         node = load_node(node_path, root, sink)
-        if node is not None:
+        if node is not None and _unique(node, exp.alternatives, f"experiment {exp.id}", sink):
             exp.alternatives[node.id] = node
     for prompt in sorted((folder / "prompts").glob("*.md")) if (folder / "prompts").is_dir() else []:
         exp.prompts[prompt.stem] = prompt
