@@ -17,8 +17,12 @@ def internal_error(file: str, what: str, exc: BaseException) -> Diagnostic:
 class CheckContext:
     def __init__(self, project: Project):
         self.project = project
-        self.types = TypeInfo(project.types)
+        self.types = TypeInfo(project.types, project.unreadable["type"])
         self.resolver = SafeResolver(project.package, project.root)
+
+    def unreadable(self, kind: str, name: str) -> bool:
+        """The file exists but did not load: its own diagnostic says why, so no "unknown" here."""
+        return name in self.project.unreadable[kind]
 
     def guarded(self, file: str, what: str, rule: Callable[[], list[Diagnostic]]) -> list[Diagnostic]:
         """Run one rule; a bug in it becomes a diagnostic and the other rules still run."""

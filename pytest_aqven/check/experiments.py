@@ -47,7 +47,9 @@ class ExperimentRules:
         self.e = f"experiment {exp.id}"
         self.out: list[Diagnostic] = []
         self.subject: Flow | None = self.find_flow(self.spec.subject.flow)
-        self.view: FlowView | None = FlowView.of(self.subject, self.find_flow) if self.subject else None
+        self.broken_flows = ctx.project.unreadable["flow"] | exp.unreadable["flow"]
+        self.view: FlowView | None = (FlowView.of(self.subject, self.find_flow, self.broken_flows)
+                                      if self.subject else None)
         self.factor_ok: dict[tuple[int, str], bool] = {}     # (variant index, slot) -> value passed the factor rules
 
     def find_flow(self, flow_id: str) -> Flow | None:
@@ -74,7 +76,7 @@ class ExperimentRules:
                 self.out.append(flow.doc.diag("E_ID_DUPLICATE", (), f"{self.e}: local flow {flow.id} has the id of a project flow",
                                               f"rename the folder experiments/{self.exp.id}/flows/{flow.id}: a local flow's "
                                               "id can't be the id of a project flow"))
-            self.out += compile_flow(self.ctx, FlowView.of(flow, self.find_flow))
+            self.out += compile_flow(self.ctx, FlowView.of(flow, self.find_flow, self.broken_flows))
 
     def orphans(self) -> None:
         folder = self.exp.folder
@@ -99,6 +101,8 @@ class ExperimentRules:
 
     def subject_rules(self) -> None:
         s = self.spec.subject
+        if self.subject is None and s.flow in self.broken_flows:
+            return
         if self.subject is None:
             self.diag("E_FLOW_UNKNOWN", ("subject", "flow"),
                       f"{self.e}: flow {s.flow} is neither a flow of experiments/{self.exp.id}/flows nor a flow of the project",
@@ -149,6 +153,8 @@ class ExperimentRules:
     def case_rules(self) -> None:
         sel, e = self.spec.cases, self.e
         dataset = self.project.datasets.get(sel.dataset)
+        if dataset is None and self.ctx.unreadable("dataset", sel.dataset):
+            return
         if dataset is None:
             self.diag("E_DATASET_UNKNOWN", ("cases", "dataset"), f"{e}: dataset {sel.dataset} does not exist in the project",
                       f"name a dataset of datasets/ ({_names(sorted(self.project.datasets))})")
@@ -294,6 +300,8 @@ class ExperimentRules:
     def value_rules(self, variant: str, path: tuple, slot: str, value: str) -> bool:
         """The value a variant puts in a slot exists and fits; True when the variant can be assembled."""
         what, e, exp_id = self.spec.varies.what, self.e, self.exp.id
+        if what == "agent" and value not in self.project.agents and self.ctx.unreadable("agent", value):
+            return False
         if what == "agent" and value not in self.project.agents:
             self.diag("E_AGENT_UNKNOWN", path, f"{e}: variant {variant} puts agent {value} at {slot}, which does not exist in the project",
                       f"name an agent of agents/ ({_names(sorted(self.project.agents))})")
@@ -304,6 +312,8 @@ class ExperimentRules:
                       f"file {value}.md; its prompts: {_names(sorted(self.exp.prompts))}",
                       f"create experiments/{exp_id}/prompts/{value}.md or name an existing prompt")
             return False
+        if what == "use" and value not in self.exp.alternatives and value in self.exp.unreadable["alternative"]:
+            return False
         if what == "use" and value not in self.exp.alternatives:
             folder = f"experiments/{exp_id}/nodes"
             self.diag("E_ALTERNATIVE_UNKNOWN", path,
@@ -313,6 +323,8 @@ class ExperimentRules:
             return False
         if what == "flow":
             flow = self.find_flow(value)
+            if flow is None and value in self.broken_flows:
+                return False
             if flow is None:
                 self.diag("E_FLOW_UNKNOWN", path,
                           f"{e}: variant {variant}: flow {value} is neither a flow of experiments/{exp_id}/flows nor a flow of the project",
@@ -494,7 +506,7 @@ class ExperimentRules:
 
     def judge_check(self, i: int, c) -> None:
         e = self.e
-        if c.agent not in self.project.agents:
+        if c.agent not in self.project.agents and not self.ctx.unreadable("agent", c.agent):
             self.diag("E_AGENT_UNKNOWN", ("checks", i, "agent"), f"{e}: check {c.id}: agent {c.agent} does not exist in the project",
                       f"name an agent of agents/ ({_names(sorted(self.project.agents))})")
         if c.validated_by is not None and c.validated_by not in self.project.experiments:
@@ -531,7 +543,7 @@ class ExperimentRules:
     def question_rules(self) -> None:
         spec, e, q = self.spec, self.e, self.spec.question
         check_ids = [c.id for c in spec.checks]
-        variant_ids = [v.id for v in spec.variants]
+        variant_ids = list(dict.fromkeys(v.id for v in spec.variants))
         metrics: list[tuple[tuple, str]] = []
         if isinstance(q, ThresholdQuestion):
             metrics.append((("question", "metric"), q.metric))
@@ -584,7 +596,7 @@ class ExperimentRules:
     def assemble(self, slots: list[tuple[str, str]]) -> FlowView:
         """The subject as a variant runs it (the seed's four factors)."""
         what = self.spec.varies.what
-        view = FlowView(self.subject, dict(self.view.nodes), self.find_flow)
+        view = FlowView(self.subject, dict(self.view.nodes), self.find_flow, broken_flows=self.broken_flows)
         for slot, value in slots:
             if what == "agent":
                 view.agents[slot] = value

@@ -26,10 +26,14 @@ class FlowView:
     calls: dict[str, str] = field(default_factory=dict)       # call node -> flow id of the variant
     prompts: dict[str, Path] = field(default_factory=dict)    # llm node -> prompt file of the variant
     replaced: set[str] = field(default_factory=set)           # ids whose node comes from the experiment's nodes/
+    broken_flows: set[str] = field(default_factory=set)       # flows whose files exist but did not load
+
+    def unreadable(self, node_id: str) -> bool:
+        return node_id in self.flow.unreadable
 
     @classmethod
-    def of(cls, flow: Flow, find_flow: Callable[[str], Flow | None]) -> "FlowView":
-        return cls(flow, dict(flow.nodes), find_flow)
+    def of(cls, flow: Flow, find_flow: Callable[[str], Flow | None], broken_flows: set[str] = frozenset()) -> "FlowView":
+        return cls(flow, dict(flow.nodes), find_flow, broken_flows=set(broken_flows))
 
     @property
     def order(self) -> list[str]:
@@ -161,6 +165,8 @@ class FlowCompiler:
                                          "list every top-level node once: the order runs each of them once"))
             seen.add(node_id)
             node = self.view.nodes.get(node_id)
+            if node is None and self.view.unreadable(node_id):
+                continue
             if node is None:
                 self.out.append(doc.diag("E_NODE_UNKNOWN", ("order", i),
                                          f"flow {f}: node {node_id} has no file nodes/{node_id}/{node_id}.node.yaml",
@@ -246,7 +252,7 @@ class FlowCompiler:
     def _llm(self, node_id: str, node: Node, scope: Scope) -> None:
         spec, doc, who = node.spec, node.doc, f"node {node_id}"
         agent = self.view.agent(node_id, node)
-        if agent not in self.ctx.project.agents:
+        if agent not in self.ctx.project.agents and not self.ctx.unreadable("agent", agent):
             self.out.append(doc.diag("E_AGENT_UNKNOWN", ("agent",), f"{who}: agent {agent} does not exist in the project",
                                      f"name an agent of agents/ ({', '.join(sorted(self.ctx.project.agents)) or 'none yet'})"))
         if node.inference is not None:
@@ -303,7 +309,9 @@ class FlowCompiler:
         spec, doc, who = node.spec, node.doc, f"node {node_id}"
         flow_id = self.view.called(node_id, node)
         called = self.view.find_flow(flow_id)
-        if called is None:
+        if called is None and flow_id in self.view.broken_flows:
+            pass
+        elif called is None:
             self.out.append(doc.diag("E_FLOW_UNKNOWN", ("flow",), f"{who}: flow {flow_id} does not exist",
                                      f"name a flow of the project ({', '.join(sorted(self.ctx.project.flows))})"))
         else:
@@ -333,7 +341,7 @@ class FlowCompiler:
         kids = children(spec)
         names = [c for _, c in kids]
         for path, child in kids:
-            if child not in self.view.nodes:
+            if child not in self.view.nodes and not self.view.unreadable(child):
                 self.out.append(doc.diag("E_NODE_UNKNOWN", path,
                                          f"{who}: child node {child} has no file {child}.node.yaml beside {node.path.name}",
                                          f"create {child}.node.yaml in the folder of {node_id}: children live flat in "
@@ -436,6 +444,8 @@ class FlowCompiler:
             return None
         if not steps or steps[0] != "out":
             return "E_REF_INVALID", f"a node reference reads ${root}.out", REF_FORMS
+        if root not in scope.nodes and root not in self.view.nodes and self.view.unreadable(root):
+            return None
         if root not in scope.nodes:
             readable = ", ".join(scope.nodes) or "no node yet"
             if root in self.view.nodes:

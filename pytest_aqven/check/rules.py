@@ -22,7 +22,8 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
     out += ctx.guarded("datasets", "checking datasets", lambda: _datasets(ctx))
     for flow in project.flows.values():
         out += ctx.guarded(flow.doc.file, f"checking flow {flow.id}",
-                           lambda flow=flow: compile_flow(ctx, FlowView.of(flow, project.flows.get)))
+                           lambda flow=flow: compile_flow(ctx, FlowView.of(flow, project.flows.get,
+                                                                           project.unreadable["flow"])))
     return out
 
 
@@ -67,7 +68,7 @@ def _datasets(ctx: CheckContext) -> list[Diagnostic]:
                                        f"case name {case.name} is already taken by cases[{seen[case.name]}] of dataset {ds.id}",
                                        "rename one of the cases: name is the case key and is unique in a dataset"))
             seen.setdefault(case.name, i)
-        if ds.spec.flow is not None and ds.spec.flow not in project.flows:
+        if ds.spec.flow is not None and ds.spec.flow not in project.flows and not ctx.unreadable("flow", ds.spec.flow):
             out.append(ds.doc.diag("E_FLOW_UNKNOWN", ("flow",), f"dataset {ds.id}: flow {ds.spec.flow} does not exist in the project",
                                    f"name a flow of the project ({', '.join(sorted(project.flows)) or 'none yet'}), or "
                                    "remove flow for a dataset that local flows of experiments run"))

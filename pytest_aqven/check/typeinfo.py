@@ -9,8 +9,9 @@ OPAQUE = {"Json", "Dynamic"}          # values whose shape is only known at run 
 
 
 class TypeInfo:
-    def __init__(self, registry: Registry):
+    def __init__(self, registry: Registry, unreadable: set[str] = frozenset()):
         self.registry = registry
+        self.unreadable = unreadable          # type files that exist but did not load
 
     def problem(self, ref: str) -> str | None:
         """Why `ref` is not a usable type reference, or None."""
@@ -18,7 +19,7 @@ class TypeInfo:
             base, _, _ = self.registry.parse_ref(ref)
         except UnknownType as exc:
             return str(exc)
-        if base not in BUILTINS and base not in OPAQUE and base not in self.registry.specs:
+        if base not in BUILTINS and base not in OPAQUE and base not in self.registry.specs and base not in self.unreadable:
             return f"type {base} is neither a built-in type nor a type of types/"
         return None
 
