@@ -226,23 +226,27 @@ class ExperimentRules:
                 f"fields of {type_id}: {_names(fields or [])}"))
 
     def expected_missing(self, i: int, check, dataset, chosen) -> None:
+        """One diagnostic per check: the first selected case that cannot be compared, and how many more."""
         fields = (check.with_ or {}).get("fields")
         fields = fields if isinstance(fields, list) and all(isinstance(f, str) for f in fields) else None
+        found = []
         for case in chosen:
             want = case.expected_output
             if want is None:
-                problem, wanted = "there is no expected_output", "expected_output"
+                found.append((case, "there is no expected_output", "expected_output"))
             elif fields and not isinstance(want, dict):
-                problem = f"expected_output is not an object with the fields {', '.join(fields)}"
-                wanted = f"an expected_output object with the fields {', '.join(fields)}"
+                found.append((case, f"expected_output is not an object with the fields {', '.join(fields)}",
+                              f"an expected_output object with the fields {', '.join(fields)}"))
             elif fields and [f for f in fields if f not in want]:
                 absent = ", ".join(f for f in fields if f not in want)
-                problem, wanted = f"expected_output lacks the fields {absent}", f"the fields {absent} under expected_output"
-            else:
-                continue
-            self.diag("E_EXPECTED_MISSING", ("checks", i, "use"),
-                      f"{self.e}: check {check.id} uses the built-in expected, but in case {case.name} {problem}",
-                      f"add {wanted} to case {case.name} of dataset {dataset.id}, or narrow cases.tags to cases that carry it")
+                found.append((case, f"expected_output lacks the fields {absent}", f"the fields {absent} under expected_output"))
+        if not found:
+            return
+        case, problem, wanted = found[0]
+        more = f" (so do {len(found) - 1} more selected cases)" if len(found) > 1 else ""
+        self.diag("E_EXPECTED_MISSING", ("checks", i, "use"),
+                  f"{self.e}: check {check.id} uses the built-in expected, but in case {case.name} {problem}{more}",
+                  f"add {wanted} to case {case.name} of dataset {dataset.id}, or narrow cases.tags to cases that carry it")
 
     # --- the factor -------------------------------------------------------------------------
     def factor_rules(self) -> None:
