@@ -12,6 +12,7 @@ from .project.loader import Project, load_project
 from .series.lifecycle import SeriesRun
 
 PROJECTS = pytest.StashKey[dict]()
+CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aqven check errors stopped
 
 
 class LoadedProject:
@@ -35,6 +36,11 @@ def loaded(config: pytest.Config, root: Path) -> LoadedProject:
     return cache[root]
 
 
+def check_warnings(config: pytest.Config) -> list[tuple[str, str]]:
+    """(module root, rendered warning) of every project this process loaded, as `aqven check` prints them."""
+    return [(str(root), d.render()) for root, lp in config.stash.get(PROJECTS, {}).items() for d in lp.warnings()]
+
+
 def _render(diagnostics: list[Diagnostic]) -> str:
     return "\n".join(d.render() for d in sorted(diagnostics, key=Diagnostic.sort_key))
 
@@ -49,10 +55,9 @@ class ExperimentFile(pytest.File):
 
     def collect(self):
         lp = loaded(self.config, self.root)
-        if lp.errors:
-            raise self.CollectError(_render(lp.errors))
-        errors = [d for d in lp.experiment_diagnostics.get(self.experiment_id, []) if d.severity == "error"]
+        errors = lp.errors or [d for d in lp.experiment_diagnostics.get(self.experiment_id, []) if d.severity == "error"]
         if errors:
+            self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
         experiment = lp.project.experiments[self.experiment_id]
         opt = self.config.getoption
