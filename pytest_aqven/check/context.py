@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pydantic import TypeAdapter
+
 from ..project.loader import Project
 from .diagnostics import Diagnostic
 from .imports import SafeResolver
@@ -19,6 +21,13 @@ class CheckContext:
         self.project = project
         self.types = TypeInfo(project.types, project.unreadable["type"])
         self.resolver = SafeResolver(project.package, project.root)
+        self._adapters: dict[str, TypeAdapter] = {}
+
+    def adapter(self, type_ref: str) -> TypeAdapter:
+        """A validator for a type reference, built once per check (building costs more than validating)."""
+        if type_ref not in self._adapters:
+            self._adapters[type_ref] = TypeAdapter(self.project.types.resolve(type_ref))
+        return self._adapters[type_ref]
 
     def unreadable(self, kind: str, name: str) -> bool:
         """The file exists but did not load: its own diagnostic says why, so no "unknown" here."""

@@ -9,7 +9,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..experiments.checks import CheckInvalid, params_model
 from ..experiments.evaluators import EvalContext
@@ -214,7 +214,7 @@ class ExperimentRules:
         partial = self.spec.subject.from_ is not None
         index = {id(c): i for i, c in enumerate(dataset.spec.cases)}
         for case in chosen:
-            errors = _input_errors(self.project.types, model, fields, case.inputs, partial)
+            errors = _input_errors(self.ctx, model, fields, case.inputs, partial)
             if not errors:
                 continue
             loc, msg = errors[0]
@@ -634,7 +634,7 @@ def _key(d: Diagnostic) -> tuple:
     return d.code, d.file, d.path, d.message
 
 
-def _input_errors(registry, model, fields, inputs: Any, partial: bool) -> list[tuple[tuple, str]]:
+def _input_errors(ctx: CheckContext, model, fields, inputs: Any, partial: bool) -> list[tuple[tuple, str]]:
     """(location, message) of what in `inputs` does not fit; a range subject checks only given fields."""
     try:
         if not partial:
@@ -647,7 +647,7 @@ def _input_errors(registry, model, fields, inputs: Any, partial: bool) -> list[t
                 return [((key,), "extra inputs are not permitted")]
             if fields is not None:
                 try:
-                    TypeAdapter(registry.resolve(fields[key])).validate_python(value)
+                    ctx.adapter(fields[key]).validate_python(value)
                 except ValidationError as exc:
                     err = exc.errors()[0]
                     return [((key,) + tuple(err["loc"]), err["msg"].lower())]
