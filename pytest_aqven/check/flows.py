@@ -453,7 +453,9 @@ class FlowCompiler:
             else:
                 why = f"{root} is not a node of flow {flow.id}"
             return "E_REF_UNRESOLVED", why, f"read $input or a node that ran before ({readable})"
-        node = self.view.nodes[root]
+        node = self.view.nodes.get(root)
+        if node is None:          # a container names a child with no file: reported at the container
+            return None
         return self._walk(node_outputs(self.ctx, self.view, root, node), f"node {root}", steps[1:])
 
     def _walk(self, fields: dict[str, str] | None, owner: str | None, steps: tuple) -> tuple[str, str, str] | None:
