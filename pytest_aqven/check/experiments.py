@@ -20,7 +20,7 @@ from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, internal_error
 from .diagnostics import Diagnostic
-from .flows import FlowView, compile_flow, node_outputs
+from .flows import FlowView, children, compile_flow, node_outputs
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
 SKIPPED_PARTS = ("__pycache__", "findings")
@@ -619,7 +619,6 @@ class ExperimentRules:
 
     def _adopt_children(self, view: FlowView, node: Node, seen: set[str]) -> None:
         """An alternative's children are looked up among the alternatives first, then in the subject."""
-        from .flows import children
         for _, child in children(node.spec):
             if child in seen:
                 continue
