@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from .check.diagnostics import Diagnostic
-from .check.rules import check_project
+from .check.rules import check_project, internal_error
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
 from .series.lifecycle import SeriesRun
@@ -17,7 +17,12 @@ CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aq
 
 class LoadedProject:
     def __init__(self, root: Path):
-        self.project: Project = load_project(root)
+        try:
+            self.project: Project = load_project(root)
+        except Exception as exc:  # a loader bug: a collection error with its message, never a traceback
+            self.project = Project(root)
+            self.diagnostics, self.experiment_diagnostics = [internal_error("aqven.yaml", "loading the project", exc)], {}
+            return
         self.diagnostics, self.experiment_diagnostics = check_project(self.project)
 
     @property
