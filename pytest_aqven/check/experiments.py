@@ -20,7 +20,7 @@ from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, internal_error
 from .diagnostics import Diagnostic
-from .flows import FlowView, children, compile_flow, node_outputs
+from .flows import FlowView, children, compile_flow, node_outputs, parse_steps
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
 SKIPPED_PARTS = ("__pycache__", "findings")
@@ -172,6 +172,7 @@ class ExperimentRules:
                       "add cases to the dataset or lower plan.cases: a series runs each selected case at most once per repeat")
         if self.subject is not None and not mismatch:
             self.case_inputs(dataset, chosen)
+            self.range_fixtures(dataset, chosen)
         for i, check in enumerate(self.spec.checks):
             if check.use == "expected":
                 self.expected_missing(i, check, dataset, chosen)
@@ -224,6 +225,33 @@ class ExperimentRules:
                 + (" (a range subject reads the fields it is given)" if partial else "")
                 + f": {'.'.join(map(str, loc)) or 'inputs'}: {msg}",
                 f"fields of {type_id}: {_names(fields or [])}"))
+
+    def range_fixtures(self, dataset, chosen) -> None:
+        """A range reads the nodes above it from each case's node_outputs: every such node must be there."""
+        s = self.spec.subject
+        if s.from_ is None or not self.range_ok:
+            return
+        order = self.subject.spec.order
+        above = set(order[: order.index(s.from_)])
+        inside: set[str] = set()
+        for top in order[order.index(s.from_): order.index(s.to) + 1]:
+            self.view.descendants(top, inside)
+        needed: dict[str, str] = {}                 # node above the range -> first reference to it
+        for node_id in sorted(inside):
+            node = self.view.nodes.get(node_id)
+            for text in _refs(node.spec.model_dump(by_alias=True)) if node else ():
+                parsed = parse_steps(text)
+                if not isinstance(parsed, str) and parsed[0] in above and parsed[1][:1] == ("out",):
+                    needed.setdefault(parsed[0], text)
+        for node_id, text in sorted(needed.items(), key=lambda kv: order.index(kv[0])):
+            missing = [c for c in chosen if node_id not in c.node_outputs]
+            if missing:
+                more = f" (so do {len(missing) - 1} more selected cases)" if len(missing) > 1 else ""
+                self.diag("E_RANGE_FIXTURE_MISSING", ("subject", "from"),
+                          f"{self.e}: the range {s.from_}..{s.to} reads {text}, but case {missing[0].name} of dataset "
+                          f"{dataset.id} has no node_outputs.{node_id}{more}",
+                          f"add node_outputs.{node_id} to the cases of dataset {dataset.id}, or start the range at "
+                          f"{node_id}: the nodes above a range do not run, their outputs come from each case")
 
     def expected_missing(self, i: int, check, dataset, chosen) -> None:
         """One diagnostic per check: the first selected case that cannot be compared, and how many more."""
@@ -627,6 +655,18 @@ class ExperimentRules:
                 view.nodes[child] = self.exp.alternatives[child]
                 view.replaced.add(child)
                 self._adopt_children(view, view.nodes[child], seen)
+
+
+def _refs(value: Any):
+    """Every $reference string inside a node's data."""
+    if isinstance(value, str) and value.startswith("$"):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _refs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _refs(v)
 
 
 def _key(d: Diagnostic) -> tuple:

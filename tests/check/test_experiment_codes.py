@@ -431,3 +431,13 @@ def test_variant_error_inside_the_alternative(showcase):
         "variant mistral: experiments/reply_noninferior_mistral/nodes/short_polish/short_polish.node.yaml:9:3: "
         "node polish: input draft: $drafts.out.reply: drafts is not a node of flow support_case\n"
         "  hint: read $input or a node that ran before (prepare, resolve, draft)")
+
+
+def test_range_fixture_missing(showcase):
+    showcase.edit("datasets/support_case_cases.yaml", '    draft:\n      reply: "We will help with refund late."\n', "")
+    assert showcase.only("E_RANGE_FIXTURE_MISSING")[0] == (      # and in the two other polish..polish experiments
+        "experiments/reply_look/experiment.yaml:6:3: error E_RANGE_FIXTURE_MISSING subject.from: experiment "
+        "reply_look: the range polish..polish reads $draft.out.reply, but case refund_late of dataset "
+        "support_case_cases has no node_outputs.draft\n"
+        "  hint: add node_outputs.draft to the cases of dataset support_case_cases, or start the range at draft: "
+        "the nodes above a range do not run, their outputs come from each case")
