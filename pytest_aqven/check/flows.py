@@ -46,15 +46,14 @@ class FlowView:
         return self.calls.get(node_id, node.spec.flow)
 
     def descendants(self, node_id: str, seen: set[str] | None = None) -> set[str]:
-        """The node and every node it runs inside it (guarding against a container naming itself)."""
+        """The node and every existing node it runs inside it (guarding against a container naming itself)."""
         seen = set() if seen is None else seen
-        if node_id in seen:
+        node = self.nodes.get(node_id)
+        if node_id in seen or node is None:       # names without a node are reported where they are named
             return seen
         seen.add(node_id)
-        node = self.nodes.get(node_id)
-        if node is not None:
-            for _, child in children(node.spec):
-                self.descendants(child, seen)
+        for _, child in children(node.spec):
+            self.descendants(child, seen)
         return seen
 
     def reachable(self) -> set[str]:

@@ -441,3 +441,16 @@ def test_range_fixture_missing(showcase):
         "support_case_cases has no node_outputs.draft\n"
         "  hint: add node_outputs.draft to the cases of dataset support_case_cases, or start the range at draft: "
         "the nodes above a range do not run, their outputs come from each case")
+
+
+def test_factor_kind_in_a_subject_with_a_missing_child(showcase):
+    """A broken container in the subject still gives the factor rules their candidates."""
+    showcase.edit("flows/polish_loop/nodes/improve/improve.node.yaml", '- "critique"\n', '- "critic"\n')
+    showcase.edit(NONI, 'flow: "support_case"\n  from: "polish"\n  to: "polish"', 'flow: "polish_loop"')
+    showcase.edit(NONI, '  - "polish"\n', '  - "improve"\n')
+    showcase.edit(NONI, 'polish: "mistral"', 'improve: "mistral"')
+    found = showcase.only("E_FACTOR_KIND", "E_NODE_UNKNOWN", "E_REF_INVALID", "E_DATASET_MISMATCH")
+    assert found[0] == (
+        "experiments/reply_noninferior_mistral/experiment.yaml:10:5: error E_FACTOR_KIND varies.nodes[0]: experiment "
+        "reply_noninferior_mistral: varies.what agent changes llm nodes, but improve is a loop node\n"
+        "  hint: name llm nodes of polish_loop (revise) or pick another varies.what")

@@ -135,13 +135,61 @@ def run_check(root) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+ALTERNATIVES = {   # a fourth experiment, so that mutations reach the use factor, alternatives and local flows
+    "experiments/reply_alternatives/experiment.yaml": """\
+apiVersion: "aqven/v1"
+kind: "Experiment"
+description: "A shorter polish keeps the reply as good"
+subject:
+  flow: "support_case"
+  from: "polish"
+  to: "polish"
+varies:
+  what: "use"
+  nodes:
+  - "polish"
+cases:
+  dataset: "support_case_cases"
+variants:
+- id: "as_written"
+- id: "short"
+  nodes:
+    polish: "short_polish"
+question:
+  kind: "compare"
+  baseline: "as_written"
+  candidate: "short"
+  primary: "success_rate"
+""",
+    "experiments/reply_alternatives/nodes/short_polish/short_polish.node.yaml": """\
+apiVersion: "aqven/v1"
+kind: "Node"
+node: "llm"
+description: "A shorter polish"
+agent: "mistral"
+inference: "polish"
+in:
+- name: "draft"
+  from: "$draft.out.reply"
+- name: "resolution"
+  from: "$resolve.out.resolution"
+- name: "locale"
+  from: "$prepare.out.locale"
+""",
+}
+
+
 @pytest.mark.slow
 def test_fuzzed_projects_never_crash_the_checker(tmp_path):
     showcase = Showcase(tmp_path / "lumen")
+    for rel, text in ALTERNATIVES.items():
+        showcase.write(rel, text)
+    assert run_check(showcase.root) == (0, "errors: 0, warnings: 0\n")
     files = sorted(p.relative_to(showcase.root).as_posix() for p in showcase.root.rglob("*")
                    if p.is_file() and p.suffix in (".yaml", ".md"))
     vocabulary = sorted({s for rel in files if rel.endswith(".yaml")
-                         for s in _strings(yaml.safe_load(showcase.read(rel)))})
+                         for s in _strings(yaml.safe_load(showcase.read(rel)))}
+                        | {"use", "prompt", "flow", "agent", "look", "threshold", "compare", "short_polish"})
     rng = random.Random(SEED)
     mutator = Mutator(rng, showcase, files, vocabulary)
     tried, errors_seen = 0, set()
