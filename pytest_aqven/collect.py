@@ -6,18 +6,24 @@ from pathlib import Path
 import pytest
 
 from .check.diagnostics import Diagnostic
-from .check.rules import check_project
+from .check.rules import check_project, internal_error
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
 from .series.lifecycle import SeriesRun
 
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
+CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aqven check errors stopped
 
 
 class LoadedProject:
     def __init__(self, root: Path):
-        self.project: Project = load_project(root)
+        try:
+            self.project: Project = load_project(root)
+        except Exception as exc:  # a loader bug: a collection error with its message, never a traceback
+            self.project = Project(root)
+            self.diagnostics, self.experiment_diagnostics = [internal_error("aqven.yaml", "loading the project", exc)], {}
+            return
         self.diagnostics, self.experiment_diagnostics = check_project(self.project)
 
     @property
@@ -36,6 +42,11 @@ def loaded(config: pytest.Config, root: Path) -> LoadedProject:
     return cache[root]
 
 
+def check_warnings(config: pytest.Config) -> list[tuple[str, str]]:
+    """(module root, rendered warning) of every project this process loaded, as `aqven check` prints them."""
+    return [(str(root), d.render()) for root, lp in config.stash.get(PROJECTS, {}).items() for d in lp.warnings()]
+
+
 def _render(diagnostics: list[Diagnostic]) -> str:
     return "\n".join(d.render() for d in sorted(diagnostics, key=Diagnostic.sort_key))
 
@@ -50,10 +61,9 @@ class ExperimentFile(pytest.File):
 
     def collect(self):
         lp = loaded(self.config, self.root)
-        if lp.errors:
-            raise self.CollectError(_render(lp.errors))
-        errors = [d for d in lp.experiment_diagnostics.get(self.experiment_id, []) if d.severity == "error"]
+        errors = lp.errors or [d for d in lp.experiment_diagnostics.get(self.experiment_id, []) if d.severity == "error"]
         if errors:
+            self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
         experiment = lp.project.experiments[self.experiment_id]
         opt = self.config.getoption

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .collect import LAUNCH_PLANS, AttemptItem, ExperimentFile
+from .collect import CHECK_FAILED, LAUNCH_PLANS, AttemptItem, ExperimentFile, check_warnings
 from .project.loader import PROJECT_FILE, load_project
 from .report import terminal
 from .series.conclude import Conclusion, conclude
@@ -74,6 +74,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             lf.lastfailed[item.nodeid] = True
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtestloop(session: pytest.Session):
+    """An experiment that aqven check rejects is a collection error of its file only: when those are the
+    only collection errors, the other experiments still run (as they do under xdist), and the session fails."""
+    option = session.config.option
+    keep = option.continue_on_collection_errors
+    stopped = session.config.stash.get(CHECK_FAILED, set())
+    if stopped and session.testsfailed == len(stopped):
+        option.continue_on_collection_errors = True
+    try:
+        return (yield)
+    finally:
+        option.continue_on_collection_errors = keep
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
@@ -92,6 +107,7 @@ class VerdictReporter:
         self.family = family
         self.records: dict[str, list[dict]] = defaultdict(list)   # series id -> attempt records
         self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
+        self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
 
     @property
     def is_worker(self) -> bool:
@@ -139,7 +155,16 @@ class VerdictReporter:
             hook.pytest_runtest_logreport(report=rep)
         hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:      # collection happens on workers: send the check warnings to the controller
+            self.config.workeroutput["aqven_warnings"] = check_warnings(self.config)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        self.worker_warnings += [tuple(w) for w in getattr(node, "workeroutput", {}).get("aqven_warnings", [])]
+
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
             terminal.launch_plans(terminalreporter, self.config.stash.get(LAUNCH_PLANS, []))
+            terminal.check_warnings(terminalreporter, check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.conclusions)

@@ -41,6 +41,7 @@ class Flow:
     folder: Path
     nodes: dict[str, Node] = field(default_factory=dict)   # every node, top-level and nested, by local id
     local_to: str | None = None                             # experiment id for a local flow
+    unreadable: set[str] = field(default_factory=set)       # node ids whose file exists but did not load
 
 
 @dataclass
@@ -66,6 +67,7 @@ class Experiment:
     alternatives: dict[str, Node] = field(default_factory=dict)   # nodes/<alt>/ for `use`
     prompts: dict[str, Path] = field(default_factory=dict)        # prompts/<name>.md
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    unreadable: dict[str, set[str]] = field(default_factory=lambda: {"flow": set(), "alternative": set()})
 
     @property
     def file(self) -> Path:
@@ -78,11 +80,15 @@ class Project:
     spec: specs.ProjectSpec | None = None
     doc: YamlDoc | None = None
     types: Registry = field(default_factory=lambda: Registry({}))
+    type_docs: dict[str, tuple[Any, YamlDoc]] = field(default_factory=dict)   # type id -> (spec, its file)
     agents: dict[str, Entity] = field(default_factory=dict)
     datasets: dict[str, Dataset] = field(default_factory=dict)
     flows: dict[str, Flow] = field(default_factory=dict)
     experiments: dict[str, Experiment] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)   # project-level (not of one experiment)
+    # ids whose file exists but did not load (its own diagnostic says why): no "unknown" cascades
+    unreadable: dict[str, set[str]] = field(default_factory=lambda: {"type": set(), "agent": set(), "dataset": set(),
+                                                                      "flow": set()})
 
     @property
     def package(self) -> str:
@@ -128,9 +134,17 @@ def load_project(root: Path) -> Project:
 
     type_specs: dict[str, Any] = {}
     for path in _yaml_files(root / "types", "**/*.yaml"):
-        spec, _ = _read(path, root, specs.TypeSpec, f"type {pascal(path.stem)}", sink)
-        if spec is not None:
-            type_specs[pascal(path.stem)] = spec
+        type_id = pascal(path.stem)
+        spec, doc = _read(path, root, specs.TypeSpec, f"type {type_id}", sink)
+        if spec is None:
+            project.unreadable["type"].add(type_id)
+        elif type_id in type_specs:
+            sink.append(doc.diag("E_ID_DUPLICATE", (), f"type {type_id}: the id is already taken by "
+                                 f"{project.type_docs[type_id][1].file}",
+                                 "rename one of the two files: a type's id is the PascalCase of its file name"))
+        else:
+            type_specs[type_id] = spec
+            project.type_docs[type_id] = (spec, doc)
     project.types = Registry(type_specs)
 
     agent_files = _yaml_files(root / "agents") + [p for p in _yaml_files(root / "agents", "*/*.yaml")
@@ -139,16 +153,22 @@ def load_project(root: Path) -> Project:
         spec, doc = _read(path, root, specs.AgentSpec, f"agent {path.stem}", sink)
         if spec is not None:
             project.agents[path.stem] = Entity(spec, doc)
+        else:
+            project.unreadable["agent"].add(path.stem)
 
     for path in _yaml_files(root / "datasets"):
         spec, doc = _read(path, root, specs.DatasetSpec, f"dataset {path.stem}", sink)
         if spec is not None:
             project.datasets[path.stem] = Dataset(path.stem, spec, doc)
+        else:
+            project.unreadable["dataset"].add(path.stem)
 
     for folder in sorted(p for p in (root / "flows").glob("*") if p.is_dir()) if (root / "flows").is_dir() else []:
         flow = load_flow(folder, root, sink)
         if flow is not None:
             project.flows[flow.id] = flow
+        elif _is_flow_folder(folder):
+            project.unreadable["flow"].add(folder.name)
 
     exp_root = root / "experiments"
     for folder in sorted(p for p in exp_root.glob("*") if p.is_dir()) if exp_root.is_dir() else []:
@@ -157,19 +177,46 @@ def load_project(root: Path) -> Project:
     return project
 
 
+def _is_flow_folder(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in ("flow.yaml", "flow.yml", "flow.py"))
+
+
+def _node_files(folder: Path) -> list[Path]:
+    """Node files, each folder's own node (nodes/<id>/<id>.node.yaml) first: it keeps its id on a clash."""
+    files = _yaml_files(folder, "**/*.node.yaml")
+    return sorted(files, key=lambda p: (p.name != f"{p.parent.name}.node.yaml", p))
+
+
 def load_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to: str | None = None) -> Flow | None:
     path = folder / "flow.yaml"
     if not path.is_file():
+        if (folder / "flow.py").is_file() or (folder / "flow.yml").is_file():
+            name = "flow.py" if (folder / "flow.py").is_file() else "flow.yml"
+            sink.append(Diagnostic("E_FLOW_UNSUPPORTED", (folder / name).relative_to(root).as_posix(), (),
+                                   f"flow {folder.name}: {name} is not read by this version of pytest-aqven",
+                                   None, None, "write the flow as flow.yaml with its nodes in nodes/"))
         return None
     spec, doc = _read(path, root, specs.FlowSpec, f"flow {folder.name}", sink)
     if spec is None:
         return None
     flow = Flow(folder.name, spec, doc, folder, local_to=local_to)
-    for node_path in _yaml_files(folder / "nodes", "**/*.node.yaml"):
+    for node_path in _node_files(folder / "nodes"):
         node = load_node(node_path, root, sink)
-        if node is not None:
+        if node is None:
+            flow.unreadable.add(node_path.name[: -len(".node.yaml")])
+        elif _unique(node, flow.nodes, f"flow {flow.id}", sink):
             flow.nodes[node.id] = node
     return flow
+
+
+def _unique(node: Node, nodes: dict[str, Node], owner: str, sink: list[Diagnostic]) -> bool:
+    """Node ids are file stems and must be unique in a flow (or in the nodes/ of an experiment)."""
+    first = nodes.get(node.id)
+    if first is None:
+        return True
+    sink.append(node.doc.diag("E_ID_DUPLICATE", (), f"{owner}: node id {node.id} is already taken by {first.doc.file}",
+                              "rename one of the two files: a node's id is its file name and is unique in a flow"))
+    return False
 
 
 def load_node(path: Path, root: Path, sink: list[Diagnostic]) -> Node | None:
@@ -197,6 +244,14 @@ def load_node(path: Path, root: Path, sink: list[Diagnostic]) -> Node | None:
     return node
 
 
+def load_inference(project: Project, stem: str, sink: list[Diagnostic]) -> tuple[Any, YamlDoc | None]:
+    """An inference by id anywhere in the project (a judge names one), or (None, None)."""
+    path = _find_inference(project.root / "flows", stem, project.root)
+    if path is None:
+        return None, None
+    return _read(path, project.root, specs.InferenceSpec, f"inference {stem}", sink)
+
+
 def _find_inference(folder: Path, stem: str, root: Path) -> Path | None:
     """Beside the node first, then anywhere in the flows of the project (a shared inference)."""
     beside = folder / f"{stem}.inference.yaml"
@@ -215,9 +270,13 @@ def load_experiment(folder: Path, root: Path) -> Experiment:
         flow = load_flow(flow_folder, root, sink, local_to=exp.id)
         if flow is not None:
             exp.flows[flow.id] = flow
-    for node_path in _yaml_files(folder / "nodes", "**/*.node.yaml"):
+        elif _is_flow_folder(flow_folder):
+            exp.unreadable["flow"].add(flow_folder.name)
+    for node_path in _node_files(folder / "nodes"):
         node = load_node(node_path, root, sink)
-        if node is not None:
+        if node is None:
+            exp.unreadable["alternative"].add(node_path.name[: -len(".node.yaml")])
+        elif _unique(node, exp.alternatives, f"experiment {exp.id}", sink):
             exp.alternatives[node.id] = node
     for prompt in sorted((folder / "prompts").glob("*.md")) if (folder / "prompts").is_dir() else []:
         exp.prompts[prompt.stem] = prompt

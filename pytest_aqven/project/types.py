@@ -66,7 +66,11 @@ class Registry:
             t = Annotated[BUILTINS[spec.base], Field(**_constraints(spec))]
         else:
             self._built[type_id] = None    # a recursive reference shows up as an error, not a loop
-            t = self.record(type_id, spec.fields)
+            try:
+                t = self.record(type_id, spec.fields)
+            except Exception:
+                del self._built[type_id]   # not a half-built type: the next caller gets the error too
+                raise
         self._built[type_id] = t
         return t
 

@@ -120,10 +120,21 @@ def spec_diagnostics(doc: YamlDoc, annotation: Any, exc: ValidationError, what: 
     return out
 
 
+_ADAPTERS: dict[int, tuple[Any, TypeAdapter]] = {}
+
+
+def _adapter(annotation: Any) -> TypeAdapter:
+    """Building a TypeAdapter costs more than validating a file with it: one per spec annotation."""
+    cached = _ADAPTERS.get(id(annotation))
+    if cached is None or cached[0] is not annotation:
+        cached = _ADAPTERS[id(annotation)] = (annotation, TypeAdapter(annotation))
+    return cached[1]
+
+
 def validate(doc: YamlDoc, annotation: type[T] | Any, what: str) -> tuple[T | None, list[Diagnostic]]:
     if not isinstance(doc.data, dict):
         return None, [doc.diag("E_SPEC_INVALID", (), f"{what}: the file must hold a mapping of keys")]
     try:
-        return TypeAdapter(annotation).validate_python(doc.data), []
+        return _adapter(annotation).validate_python(doc.data), []
     except ValidationError as exc:
         return None, spec_diagnostics(doc, annotation, exc, what)

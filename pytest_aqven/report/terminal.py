@@ -1,6 +1,8 @@
 """The `aqven verdicts` section of pytest's terminal summary."""
 from __future__ import annotations
 
+from pathlib import Path
+
 COLOURS = {"confirmed": {"green": True}, "refuted": {"red": True}, "inconclusive": {"yellow": True},
            "invalid": {"red": True, "bold": True}, "signal": {"cyan": True}}
 
@@ -16,6 +18,22 @@ def launch_plans(tr, plans) -> None:
             tr.write_line(f"  below the recommended {p.recommended_cases} cases: {p.text}", yellow=True)
         else:
             tr.write_line(f"  {p.text}")
+
+
+def check_warnings(tr, warnings: list[tuple[str, str]]) -> None:
+    """`aqven check` warnings (module root, rendered text; in check order, maybe repeated by several
+    xdist workers), printed as the CLI prints them: shown, never raised as Python warnings."""
+    if not warnings:
+        return
+    tr.write_sep("=", "aqven check warnings")
+    by_root: dict[str, list[str]] = {}
+    for root, text in dict.fromkeys(warnings):
+        by_root.setdefault(root, []).append(text)
+    for root in sorted(by_root):
+        if len(by_root) > 1:
+            tr.write_line(f"{_shown(tr, Path(root))}:")
+        for text in by_root[root]:
+            tr.write_line(text, yellow=True)
 
 
 def summary(tr, conclusions) -> None:

@@ -1,0 +1,41 @@
+"""What every rule shares during one `aqven check` run."""
+from __future__ import annotations
+
+from typing import Callable
+
+from pydantic import TypeAdapter
+
+from ..project.loader import Project
+from .diagnostics import Diagnostic
+from .imports import SafeResolver
+from .typeinfo import TypeInfo
+
+
+def internal_error(file: str, what: str, exc: BaseException) -> Diagnostic:
+    return Diagnostic("E_CHECK_INTERNAL", file, (), f"the checker failed while {what}: {type(exc).__name__}: {exc}",
+                      hint="this is a bug of pytest-aqven, not of the project: please report it with this file")
+
+
+class CheckContext:
+    def __init__(self, project: Project):
+        self.project = project
+        self.types = TypeInfo(project.types, project.unreadable["type"])
+        self.resolver = SafeResolver(project.package, project.root)
+        self._adapters: dict[str, TypeAdapter] = {}
+
+    def adapter(self, type_ref: str) -> TypeAdapter:
+        """A validator for a type reference, built once per check (building costs more than validating)."""
+        if type_ref not in self._adapters:
+            self._adapters[type_ref] = TypeAdapter(self.project.types.resolve(type_ref))
+        return self._adapters[type_ref]
+
+    def unreadable(self, kind: str, name: str) -> bool:
+        """The file exists but did not load: its own diagnostic says why, so no "unknown" here."""
+        return name in self.project.unreadable[kind]
+
+    def guarded(self, file: str, what: str, rule: Callable[[], list[Diagnostic]]) -> list[Diagnostic]:
+        """Run one rule; a bug in it becomes a diagnostic and the other rules still run."""
+        try:
+            return rule()
+        except Exception as exc:
+            return [internal_error(file, what, exc)]

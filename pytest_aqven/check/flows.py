@@ -1,0 +1,478 @@
+"""The flow compiler of `aqven check`: every node, reference, type and code reference of a flow.
+
+It works on a FlowView, the flow as one variant sees it (alternative nodes in their slots, other
+agents, prompts or called flows), so an experiment's variants are checked by the same rules."""
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..project import specs
+from ..project.loader import Flow, Node
+from .builtins import POLICIES
+from .context import CheckContext
+from .diagnostics import Diagnostic
+
+
+@dataclass
+class FlowView:
+    flow: Flow
+    nodes: dict[str, Node]                        # local id -> node (an alternative sits under its slot id)
+    find_flow: Callable[[str], Flow | None]       # local flows of the experiment first, then project flows
+    agents: dict[str, str] = field(default_factory=dict)      # node -> agent id of the variant
+    calls: dict[str, str] = field(default_factory=dict)       # call node -> flow id of the variant
+    prompts: dict[str, Path] = field(default_factory=dict)    # llm node -> prompt file of the variant
+    replaced: set[str] = field(default_factory=set)           # ids whose node comes from the experiment's nodes/
+    broken_flows: set[str] = field(default_factory=set)       # flows whose files exist but did not load
+
+    def unreadable(self, node_id: str) -> bool:
+        return node_id in self.flow.unreadable
+
+    @classmethod
+    def of(cls, flow: Flow, find_flow: Callable[[str], Flow | None], broken_flows: set[str] = frozenset()) -> "FlowView":
+        return cls(flow, dict(flow.nodes), find_flow, broken_flows=set(broken_flows))
+
+    @property
+    def order(self) -> list[str]:
+        return list(self.flow.spec.order)
+
+    def agent(self, node_id: str, node: Node) -> str:
+        return self.agents.get(node_id, node.spec.agent)
+
+    def called(self, node_id: str, node: Node) -> str:
+        return self.calls.get(node_id, node.spec.flow)
+
+    def descendants(self, node_id: str, seen: set[str] | None = None) -> set[str]:
+        """The node and every existing node it runs inside it (guarding against a container naming itself)."""
+        seen = set() if seen is None else seen
+        node = self.nodes.get(node_id)
+        if node_id in seen or node is None:       # names without a node are reported where they are named
+            return seen
+        seen.add(node_id)
+        for _, child in children(node.spec):
+            self.descendants(child, seen)
+        return seen
+
+    def reachable(self) -> set[str]:
+        out: set[str] = set()
+        for top in self.order:
+            self.descendants(top, out)
+        return out
+
+
+def children(spec: Any) -> list[tuple[tuple, str]]:
+    """(key path in the node file, child id) of every node a container runs."""
+    if isinstance(spec, specs.LoopNode):
+        return [(("body", i), c) for i, c in enumerate(spec.body)]
+    if isinstance(spec, specs.ParallelNode):
+        return [(("body", k), c) for k, c in spec.body.items()]
+    if isinstance(spec, specs.MapNode):
+        return [(("body",), spec.body)]
+    if isinstance(spec, specs.SwitchNode):
+        return [(("cases", k, "node"), c.node) for k, c in spec.cases.items() if c.node is not None]
+    return []
+
+
+def node_outputs(ctx: CheckContext, view: FlowView, node_id: str, node: Node) -> dict[str, str] | None:
+    """Output field -> type ref of a node, or None when the checker cannot know them."""
+    spec = node.spec
+    if isinstance(spec, specs.LlmNode):
+        return {f.name: f.type for f in node.inference.out} if node.inference else None
+    if isinstance(spec, specs.CallNode):
+        called = view.find_flow(view.called(node_id, node))
+        return ctx.types.fields(called.spec.output) if called else None
+    out = getattr(spec, "out", None)
+    if isinstance(spec, specs.UnsupportedNode) or out is None:
+        return None
+    return {f.name: f.type for f in out}
+
+
+# --- references -----------------------------------------------------------------------------
+
+_IDENT = r"[a-z][a-z0-9_]{0,62}"
+_ROOT = re.compile(rf"^\$({_IDENT})")
+_STEP = re.compile(rf"\.({_IDENT})|\[(\*|\d{{1,4}})\]")
+CONTEXT_KEYS = ("date", "time_zone", "locale", "tenant_id")
+SPECIAL = {
+    "item": "inside the body of a map", "index": "inside the body of a map",
+    "case": "inside the node of a switch case", "acc": "inside the body of a loop",
+    "iter": "in the out, stop and select of a loop", "loop": "in the out, stop and select of a loop",
+    "ok": "in the out of a map or parallel node", "failed": "in the out of a map node",
+    "branch": "in the out of a parallel node",
+}
+REF_FORMS = "a reference reads $input.<field>, $run.context.<key> or $<node>.out.<field>"
+
+
+def parse_steps(text: str) -> tuple[str, tuple] | str:
+    """(root, steps) or a problem."""
+    m = _ROOT.match(text)
+    if not m:
+        return "it does not start with $ and a root such as $input or $<node>"
+    pos, steps = m.end(), []
+    while pos < len(text):
+        s = _STEP.match(text, pos)
+        if not s:
+            return f"cannot read it from position {pos + 1} ({text[pos:pos + 12]!r})"
+        steps.append(s.group(1) if s.group(1) else ("*" if s.group(2) == "*" else int(s.group(2))))
+        pos = s.end()
+    return m.group(1), tuple(steps)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a reference may read at one place of a flow."""
+    nodes: tuple[str, ...]                    # node ids that ran before (readable as $<id>.out)
+    specials: frozenset[str] = frozenset()    # roots such as item, acc, iter
+    siblings: tuple[str, ...] = ()            # names after $acc. / $iter.
+    branches: tuple[str, ...] = ()            # keys after $branch.
+
+    def with_(self, *, nodes=(), specials=(), siblings=None, branches=None) -> "Scope":
+        return Scope(self.nodes + tuple(n for n in nodes if n not in self.nodes), self.specials | set(specials),
+                     self.siblings if siblings is None else tuple(siblings),
+                     self.branches if branches is None else tuple(branches))
+
+
+class FlowCompiler:
+    def __init__(self, ctx: CheckContext, view: FlowView):
+        self.ctx = ctx
+        self.view = view
+        self.out: list[Diagnostic] = []
+        self.visited: set[str] = set()
+
+    @property
+    def flow(self) -> Flow:
+        return self.view.flow
+
+    def run(self) -> list[Diagnostic]:
+        self._order_and_types()
+        for k, top in enumerate(self.view.order):
+            node = self.view.nodes.get(top)
+            if node is not None:
+                self._node(top, node, Scope(tuple(n for n in self.view.order[:k] if n in self.view.nodes)))
+        self._returns()
+        return self.out
+
+    # --- flow level -------------------------------------------------------------------------
+    def _order_and_types(self) -> None:
+        doc, f, seen = self.flow.doc, self.flow.id, set()
+        for i, node_id in enumerate(self.view.order):
+            if node_id in seen:
+                self.out.append(doc.diag("E_ID_DUPLICATE", ("order", i), f"flow {f}: node {node_id} is listed twice in order",
+                                         "list every top-level node once: the order runs each of them once"))
+            seen.add(node_id)
+            node = self.view.nodes.get(node_id)
+            if node is None and self.view.unreadable(node_id):
+                continue
+            if node is None:
+                self.out.append(doc.diag("E_NODE_UNKNOWN", ("order", i),
+                                         f"flow {f}: node {node_id} has no file nodes/{node_id}/{node_id}.node.yaml",
+                                         f"create the node or name one of: {self._top_level_names() or 'none yet'}"))
+            elif node_id not in self.view.replaced and node.path.parent.name != node_id:
+                self.out.append(doc.diag("E_NODE_UNKNOWN", ("order", i),
+                                         f"flow {f}: node {node_id} is not a top-level node: its file lies in "
+                                         f"nodes/{node.path.parent.name}/, the folder of another node",
+                                         f"move it to nodes/{node_id}/{node_id}.node.yaml, or run it inside its container"))
+        for key in ("input", "output"):
+            self._type(doc, (key,), getattr(self.flow.spec, key), f"flow {f}")
+
+    def _top_level_names(self) -> str:
+        return ", ".join(sorted(n for n, node in self.flow.nodes.items() if node.path.parent.name == n))
+
+    def _returns(self) -> None:
+        doc, spec = self.flow.doc, self.flow.spec
+        scope = Scope(tuple(n for n in self.view.order if n in self.view.nodes))
+        fields = self.ctx.types.fields(spec.output)
+        names = [b.name for b in spec.returns]
+        for i, b in enumerate(spec.returns):
+            if fields is not None and b.name not in fields:
+                self.out.append(doc.diag("E_RETURNS_INVALID", ("returns", i, "name"),
+                                         f"flow {self.flow.id}: returns {b.name}, which is not a field of its output type {spec.output}",
+                                         f"return the fields of {spec.output}: {', '.join(fields)}"))
+            if b.from_ is not None:
+                self._ref(doc, ("returns", i, "from"), b.from_, scope, f"flow {self.flow.id}: returns {b.name}")
+        for name in self.ctx.types.required(spec.output):
+            if name not in names:
+                self.out.append(doc.diag("E_RETURNS_INVALID", ("returns",),
+                                         f"flow {self.flow.id}: returns no value for field {name} of its output type {spec.output}",
+                                         f"add {{name: {name}, from: \"$<node>.out.<field>\"}} under returns"))
+
+    def _type(self, doc, path: tuple, ref: str | None, what: str) -> None:
+        if ref is None:
+            return
+        problem = self.ctx.types.problem(ref)
+        if problem:
+            self.out.append(doc.diag("E_TYPE_UNKNOWN", path, f"{what}: {problem}",
+                                     f"add types/<folder>/<snake_name>.yaml or name one of: {self.ctx.types.known_names()}"))
+
+    # --- nodes ------------------------------------------------------------------------------
+    def _node(self, node_id: str, node: Node, scope: Scope) -> None:
+        if node_id in self.visited:
+            return                       # a node named by two containers, or by itself: checked once
+        self.visited.add(node_id)
+        spec, doc, who = node.spec, node.doc, f"node {node_id}"
+        if isinstance(spec, specs.UnsupportedNode):
+            self.out.append(doc.diag("E_NODE_KIND_UNSUPPORTED", ("node",),
+                                     f"{who}: {spec.node} nodes are not supported by pytest-aqven",
+                                     "run this flow with the AQVEN engine, or replace the node with a code or llm node"))
+            return
+        if isinstance(spec, specs.LlmNode):
+            self._llm(node_id, node, scope)
+        elif isinstance(spec, specs.CodeNode):
+            self._code(node_id, node, scope)
+        elif isinstance(spec, specs.CallNode):
+            self._call(node_id, node, scope)
+        else:
+            self._container(node_id, node, scope)
+
+    def _bindings_refs(self, doc, bindings, scope: Scope, who: str, key: tuple = ("in",)) -> None:
+        for i, b in enumerate(bindings):
+            if b.from_ is not None:
+                self._ref(doc, key + (i, "from"), b.from_, scope, f"{who}: input {b.name}")
+
+    def _cover(self, doc, bindings, fields: dict[str, str] | None, target: str, who: str) -> None:
+        """Bindings name fields of the target, and bind every required one."""
+        if fields is None:
+            return
+        bound = [b.name for b in bindings]
+        for i, name in enumerate(bound):
+            if name not in fields:
+                self.out.append(doc.diag("E_BINDING_UNKNOWN", ("in", i, "name"),
+                                         f"{who}: input {name} is not a field of {target}",
+                                         f"bind the fields of {target}: {', '.join(fields) or 'none'}"))
+        for name, t in fields.items():
+            if name not in bound and not t.endswith("?"):
+                self.out.append(doc.diag("E_BINDING_MISSING", ("in",) if bound else ("node",),
+                                         f"{who}: {target} needs input {name}, which the node does not bind",
+                                         f"add {{name: {name}, from: \"$...\"}} under in"))
+
+    def _llm(self, node_id: str, node: Node, scope: Scope) -> None:
+        spec, doc, who = node.spec, node.doc, f"node {node_id}"
+        agent = self.view.agent(node_id, node)
+        if agent not in self.ctx.project.agents and not self.ctx.unreadable("agent", agent):
+            self.out.append(doc.diag("E_AGENT_UNKNOWN", ("agent",), f"{who}: agent {agent} does not exist in the project",
+                                     f"name an agent of agents/ ({', '.join(sorted(self.ctx.project.agents)) or 'none yet'})"))
+        if node.inference is not None:
+            stem = spec.inference or node.id
+            fields = {f.name: f.type for f in node.inference.in_}
+            self._cover(doc, spec.in_, fields, f"inference {stem}", who)
+            for key in ("in_", "out"):
+                for i, f in enumerate(getattr(node.inference, key)):
+                    self._type(node.inference_doc, (key.rstrip("_"), i, "type"), f.type, f"inference {stem}")
+            if node.inference.prompt is not None:
+                self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.py_path, f"inference {stem}")
+        self._bindings_refs(doc, spec.in_, scope, who)
+
+    def _code(self, node_id: str, node: Node, scope: Scope) -> None:
+        spec, doc, who = node.spec, node.doc, f"node {node_id}"
+        for i, f in enumerate(spec.in_):
+            self._type(doc, ("in", i, "type"), f.type, who)
+        for i, f in enumerate(spec.out):
+            self._type(doc, ("out", i, "type"), f.type, who)
+        self._bindings_refs(doc, spec.in_, scope, who)
+        fn = self._code_ref(doc, ("run",), spec.run, node.py_path, who)
+        if fn is not None:
+            self._signature(doc, spec, fn, who)
+
+    def _signature(self, doc, spec: specs.CodeNode, fn: Callable, who: str) -> None:
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            return
+        if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            return
+        bound = [b.name for b in spec.in_]
+        for i, name in enumerate(bound):
+            if name not in params:
+                self.out.append(doc.diag("E_CODE_SIGNATURE_MISMATCH", ("in", i, "name"),
+                                         f"{who}: input {name} is not a parameter of {spec.run} ({', '.join(params) or 'none'})",
+                                         "name the inputs like the parameters of the function: it is called with keyword arguments"))
+        for name, p in params.items():
+            required = p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            if required and name not in bound:
+                self.out.append(doc.diag("E_CODE_SIGNATURE_MISMATCH", ("run",),
+                                         f"{who}: {spec.run} needs parameter {name}, which the node does not bind",
+                                         f"add {{name: {name}, from: \"$...\"}} under in, or give the parameter a default"))
+
+    def _code_ref(self, doc, path: tuple, ref: str, here: Path, who: str) -> Callable | None:
+        fn, problem = self.ctx.resolver.resolve(ref, here)
+        if problem:
+            self.out.append(doc.diag("E_CODE_REF_UNRESOLVED", path, f"{who}: {problem}",
+                                     "write fn for a function of the .py file beside the YAML, @root.<module>:<fn> "
+                                     "or <package>.<module>:<fn>, and make the module import cleanly"))
+        return fn
+
+    def _call(self, node_id: str, node: Node, scope: Scope) -> None:
+        spec, doc, who = node.spec, node.doc, f"node {node_id}"
+        flow_id = self.view.called(node_id, node)
+        called = self.view.find_flow(flow_id)
+        if called is None and flow_id in self.view.broken_flows:
+            pass
+        elif called is None:
+            self.out.append(doc.diag("E_FLOW_UNKNOWN", ("flow",), f"{who}: flow {flow_id} does not exist",
+                                     f"name a flow of the project ({', '.join(sorted(self.ctx.project.flows))})"))
+        else:
+            self._cover(doc, spec.in_, self.ctx.types.fields(called.spec.input),
+                        f"the input {called.spec.input} of flow {flow_id}", who)
+            if self._calls_back(called, {flow_id}):
+                self.out.append(doc.diag("E_CALL_RECURSIVE", ("flow",),
+                                         f"{who}: flow {flow_id} calls flow {self.flow.id} again, directly or through other flows",
+                                         "a flow cannot call itself: move the shared nodes into a third flow that both call"))
+        self._bindings_refs(doc, spec.in_, scope, who)
+
+    def _calls_back(self, flow: Flow, seen: set[str]) -> bool:
+        for node in flow.nodes.values():
+            if isinstance(node.spec, specs.CallNode):
+                target = node.spec.flow
+                if target == self.flow.id:
+                    return True
+                if target not in seen:
+                    seen.add(target)
+                    nxt = self.view.find_flow(target)
+                    if nxt is not None and self._calls_back(nxt, seen):
+                        return True
+        return False
+
+    def _container(self, node_id: str, node: Node, scope: Scope) -> None:
+        spec, doc, who = node.spec, node.doc, f"node {node_id}"
+        kids = children(spec)
+        names = [c for _, c in kids]
+        for path, child in kids:
+            if child not in self.view.nodes and not self.view.unreadable(child):
+                self.out.append(doc.diag("E_NODE_UNKNOWN", path,
+                                         f"{who}: child node {child} has no file {child}.node.yaml beside {node.path.name}",
+                                         f"create {child}.node.yaml in the folder of {node_id}: children live flat in "
+                                         "the folder of their top-level node"))
+        for i, f in enumerate(getattr(spec, "out", [])):
+            self._type(doc, ("out", i, "type"), f.type, who)
+        if isinstance(spec, specs.LoopNode):
+            for child, bindings in spec.init.items():
+                if child not in spec.body:
+                    self.out.append(doc.diag("E_NODE_UNKNOWN", ("init", child),
+                                             f"{who}: init names {child}, which is not in the body of the loop",
+                                             f"name a node of the body ({', '.join(spec.body)})"))
+                self._bindings_refs(doc, bindings, scope, who, ("init", child))
+            after = scope.with_(specials={"iter", "loop"}, siblings=spec.body)
+            for i, p in enumerate(spec.stop):
+                self._policy(node, ("stop", i), p, "stop", after, who)
+            self._policy(node, ("select",), spec.select, "select", after, who)
+            self._out_refs(doc, spec.out, after, who)
+            for j, child in enumerate(spec.body):
+                inner = scope.with_(nodes=spec.body[:j], specials={"acc"}, siblings=spec.body)
+                self._child(child, inner)
+        elif isinstance(spec, specs.ParallelNode):
+            self._policy(node, ("join",), spec.join, "join", scope, who)
+            self._out_refs(doc, spec.out, scope.with_(specials={"ok", "branch"}, branches=list(spec.body)), who)
+            for child in names:
+                self._child(child, scope)
+        elif isinstance(spec, specs.MapNode):
+            self._ref(doc, ("over",), spec.over, scope, f"{who}: over")
+            self._policy(node, ("on_item_error",), spec.on_item_error, "on_item_error", scope, who)
+            self._out_refs(doc, spec.out, scope.with_(specials={"ok", "failed"}), who)
+            self._child(spec.body, scope.with_(specials={"item", "index"}))
+        elif isinstance(spec, specs.SwitchNode):
+            self._ref(doc, ("on",), spec.on, scope, f"{who}: on")
+            for value, case in spec.cases.items():
+                inner = scope.with_(specials={"case"})
+                self._bindings_refs(doc, case.bind, inner.with_(nodes=[case.node] if case.node else []),
+                                    f"{who}: case {value}", ("cases", value, "bind"))
+                if case.node:
+                    self._child(case.node, inner)
+
+    def _child(self, child: str, scope: Scope) -> None:
+        node = self.view.nodes.get(child)
+        if node is not None:
+            self._node(child, node, scope)
+
+    def _out_refs(self, doc, out, scope: Scope, who: str) -> None:
+        for i, f in enumerate(out):
+            self._ref(doc, ("out", i, "from"), f.from_, scope, f"{who}: out {f.name}")
+
+    def _policy(self, node: Node, path: tuple, policy: specs.PolicyRef, role: str, scope: Scope, who: str) -> None:
+        doc = node.doc
+        if policy.use is not None and policy.use not in POLICIES[role]:
+            self.out.append(doc.diag("E_POLICY_UNKNOWN", path + ("use",),
+                                     f"{who}: {role} policy {policy.use} is not a built-in policy",
+                                     f"use one of {', '.join(POLICIES[role])}, or run: \"<module>:<function>\""))
+        if policy.run is not None:
+            self._code_ref(doc, path + ("run",), policy.run, node.py_path, f"{who}: {role} policy")
+        for key, value in policy.with_.items():
+            if isinstance(value, str) and value.startswith("$"):
+                self._ref(doc, path + ("with", key), value, scope, f"{who}: {role} policy")
+
+    # --- one reference ----------------------------------------------------------------------
+    def _ref(self, doc, path: tuple, text: str, scope: Scope, who: str) -> None:
+        problem = self._ref_problem(text, scope)
+        if problem is not None:
+            code, message, hint = problem
+            self.out.append(doc.diag(code, path, f"{who}: {text}: {message}", hint))
+
+    def _ref_problem(self, text: str, scope: Scope) -> tuple[str, str, str] | None:
+        parsed = parse_steps(text)
+        if isinstance(parsed, str):
+            return "E_REF_INVALID", parsed, REF_FORMS
+        root, steps = parsed
+        flow = self.flow
+        if root == "input":
+            return self._walk(self.ctx.types.fields(flow.spec.input), flow.spec.input and f"input {flow.spec.input}", steps)
+        if root == "run":
+            if len(steps) < 2 or steps[0] != "context" or steps[1] not in CONTEXT_KEYS:
+                return "E_REF_INVALID", "the run context reads $run.context.<key>", f"keys: {', '.join(CONTEXT_KEYS)}"
+            if steps[1] not in flow.spec.context:
+                return ("E_REF_UNRESOLVED", f"flow {flow.id} does not list {steps[1]} under context",
+                        f"add {steps[1]} to context: of flow {flow.id}")
+            return None
+        if root in ("in", "out"):
+            return "E_REF_INVALID", f"${root} is read by checks of an inference, not by flow nodes", REF_FORMS
+        if root in SPECIAL:
+            if root not in scope.specials:
+                return "E_REF_UNRESOLVED", f"${root} has no value here", f"${root} is read {SPECIAL[root]}"
+            if root in ("acc", "iter"):
+                if len(steps) < 2 or steps[0] not in scope.siblings or steps[1] != "out":
+                    return ("E_REF_INVALID", f"${root} reads ${root}.<body node>.out",
+                            f"name a node of the loop body: {', '.join(scope.siblings)}")
+                sib = self.view.nodes.get(steps[0])
+                return self._walk(node_outputs(self.ctx, self.view, steps[0], sib) if sib else None,
+                                  f"node {steps[0]}", steps[2:])
+            if root == "branch" and (not steps or steps[0] not in scope.branches):
+                return "E_REF_INVALID", "$branch reads $branch.<key>", f"keys of the body: {', '.join(scope.branches)}"
+            if root == "loop" and (not steps or steps[0] not in ("iterations", "stop_reason")):
+                return "E_REF_INVALID", "$loop reads $loop.iterations or $loop.stop_reason", REF_FORMS
+            return None
+        if not steps or steps[0] != "out":
+            return "E_REF_INVALID", f"a node reference reads ${root}.out", REF_FORMS
+        if root not in scope.nodes and root not in self.view.nodes and self.view.unreadable(root):
+            return None
+        if root not in scope.nodes:
+            readable = ", ".join(scope.nodes) or "no node yet"
+            if root in self.view.nodes:
+                why = f"node {root} has not run before this point"
+            else:
+                why = f"{root} is not a node of flow {flow.id}"
+            return "E_REF_UNRESOLVED", why, f"read $input or a node that ran before ({readable})"
+        node = self.view.nodes.get(root)
+        if node is None:          # a container names a child with no file: reported at the container
+            return None
+        return self._walk(node_outputs(self.ctx, self.view, root, node), f"node {root}", steps[1:])
+
+    def _walk(self, fields: dict[str, str] | None, owner: str | None, steps: tuple) -> tuple[str, str, str] | None:
+        if fields is None or not steps:
+            return None
+        first = steps[0]
+        if not isinstance(first, str):
+            return "E_REF_FIELD_UNKNOWN", f"{owner} is a record: read a field first", f"fields: {', '.join(fields)}"
+        if first not in fields:
+            return ("E_REF_FIELD_UNKNOWN", f"{owner} has no field {first}",
+                    f"name one of its fields: {', '.join(fields) or 'none'}")
+        problem = self.ctx.types.walk(fields[first], steps[1:])
+        if problem is None:
+            return None
+        message, names = problem
+        return "E_REF_FIELD_UNKNOWN", message, (f"name one of its fields: {', '.join(names)}" if names
+                                                else "fix the path of the reference")
+
+
+def compile_flow(ctx: CheckContext, view: FlowView) -> list[Diagnostic]:
+    return FlowCompiler(ctx, view).run()
