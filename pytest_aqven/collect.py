@@ -8,6 +8,7 @@ import pytest
 from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
 from .experiments.plan import PlanError
+from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
 from .series.lifecycle import SeriesRun
 
@@ -66,6 +67,10 @@ class ExperimentFile(pytest.File):
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
         experiment = lp.project.experiments[self.experiment_id]
+        gaps = runtime_gaps(lp.project, experiment)
+        if gaps:
+            self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
+            raise self.CollectError(_render(gaps))
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         try:

@@ -174,3 +174,15 @@ def test_pytest_html_shows_the_verdict_as_a_row(pytester):
     rows = blob["tests"]["proj/experiments/rate_ok/experiment.yaml::verdict"]
     assert [r["result"] for r in rows] == ["Failed"]
     assert "verdict refuted" in rows[0]["log"]
+
+
+def test_what_the_engine_cannot_run_yet_stops_collection_with_a_diagnostic(pytester):
+    root = make(pytester, projects.cases(8))
+    (root / "flows/rate/nodes/judge/judge.prompt.md").write_text("Rate {{ text }}.\n")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([
+        "flows/rate/nodes/judge/judge.prompt.md:1:1: error E_RUNTIME_UNSUPPORTED: node judge: "
+        "Liquid prompt templates are not run yet",
+        "  hint: this version of pytest-aqven runs code and llm nodes with plain-text prompts on function providers"])
+    assert "Traceback" not in result.stdout.str()
+    assert result.ret != 0

@@ -1,0 +1,55 @@
+"""What this version of the engine cannot run yet: named before any attempt, not found in every attempt.
+
+`aqven check` accepts these (they are valid AQVEN); a series of an experiment that uses one would
+only produce infrastructure errors, so collection stops with a diagnostic instead."""
+from __future__ import annotations
+
+from ..check.diagnostics import Diagnostic
+from ..engine.prompts import is_template
+from ..project.loader import Experiment, Project
+from ..project.specs import CodeNode, LlmNode
+from .plan import assemble
+
+CODE = "E_RUNTIME_UNSUPPORTED"
+HINT = "this version of pytest-aqven runs code and llm nodes with plain-text prompts on function providers"
+
+
+def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
+    spec, doc = experiment.spec, experiment.doc
+    out: list[Diagnostic] = []
+    for i, check in enumerate(spec.checks):
+        if check.is_judge:
+            out.append(doc.diag(CODE, ("checks", i, "inference"),
+                                f"check {check.id}: judge checks are not run yet", "use a built-in or a run: check"))
+    if spec.varies is not None and spec.varies.what == "flow":
+        out.append(doc.diag(CODE, ("varies", "what"), "the flow factor is not run yet", HINT))
+        return out
+    seen: set[str] = set()
+    for variant, assembly in assemble(project, experiment).items():
+        for node_id in assembly.order:
+            node = assembly.node(node_id)
+            if str(node.path) in seen:
+                continue
+            seen.add(str(node.path))
+            if not isinstance(node.spec, (CodeNode, LlmNode)):
+                out.append(node.doc.diag(CODE, ("node",), f"node {node_id}: {node.kind} nodes are not run yet", HINT))
+                continue
+            if isinstance(node.spec, LlmNode):
+                out += _llm_gaps(project, node, assembly.prompts.get(node_id, node.prompt_path),
+                                 assembly.agents.get(node_id, node.spec.agent))
+    return out
+
+
+def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagnostic]:
+    out = []
+    if node.inference is not None and node.inference.prompt is not None:
+        out.append(node.inference_doc.diag(CODE, ("prompt",), f"node {node.id}: Python prompts are not run yet", HINT))
+    if prompt_path is not None and is_template(prompt_path.read_text(encoding="utf-8")):
+        out.append(Diagnostic(CODE, project.rel(prompt_path), (), f"node {node.id}: Liquid prompt templates are not run yet",
+                              1, 1, HINT))
+    agent = project.agents.get(agent_id)
+    for i, provider in enumerate(project.spec.providers):
+        if agent is not None and provider.id == agent.spec.provider_id and provider.kind != "code":
+            out.append(project.doc.diag(CODE, ("providers", i, "kind"),
+                                        f"provider {provider.id}: {provider.kind} providers are not run yet", HINT))
+    return out
