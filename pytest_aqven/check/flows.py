@@ -5,11 +5,11 @@ agents, prompts or called flows), so an experiment's variants are checked by the
 from __future__ import annotations
 
 import inspect
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..engine import refs
 from ..project import specs
 from ..project.loader import Flow, Node
 from .builtins import POLICIES
@@ -92,9 +92,6 @@ def node_outputs(ctx: CheckContext, view: FlowView, node_id: str, node: Node) ->
 
 # --- references -----------------------------------------------------------------------------
 
-_IDENT = r"[a-z][a-z0-9_]{0,62}"
-_ROOT = re.compile(rf"^\$({_IDENT})")
-_STEP = re.compile(rf"\.({_IDENT})|\[(\*|\d{{1,4}})\]")
 CONTEXT_KEYS = ("date", "time_zone", "locale", "tenant_id")
 SPECIAL = {
     "item": "inside the body of a map", "index": "inside the body of a map",
@@ -108,17 +105,10 @@ REF_FORMS = "a reference reads $input.<field>, $run.context.<key> or $<node>.out
 
 def parse_steps(text: str) -> tuple[str, tuple] | str:
     """(root, steps) or a problem."""
-    m = _ROOT.match(text)
-    if not m:
-        return "it does not start with $ and a root such as $input or $<node>"
-    pos, steps = m.end(), []
-    while pos < len(text):
-        s = _STEP.match(text, pos)
-        if not s:
-            return f"cannot read it from position {pos + 1} ({text[pos:pos + 12]!r})"
-        steps.append(s.group(1) if s.group(1) else ("*" if s.group(2) == "*" else int(s.group(2))))
-        pos = s.end()
-    return m.group(1), tuple(steps)
+    try:
+        return refs.lex(text)
+    except refs.RefError as exc:
+        return str(exc)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 _IDENT = r"[a-z][a-z0-9_]{0,62}"
 _STEP = re.compile(rf"\.({_IDENT})|\[(\*|\d{{1,4}})\]")
-_ROOT = re.compile(rf"^\$(run\.context|{_IDENT})")
+_ROOT = re.compile(rf"^\$({_IDENT})")
 
 
 class RefError(ValueError):
@@ -25,17 +25,29 @@ class Ref:
         return None if self.root in ("input", "run.context", "in", "out", "item", "index") else self.root
 
 
-def parse(text: str) -> Ref:
+def lex(text: str) -> tuple[str, tuple[str | int, ...]]:
+    """The grammar only: `$` + root + steps (`.field`, `[n]`, `[*]`). The checker and the runner share it."""
     m = _ROOT.match(text)
     if not m:
-        raise RefError(f"{text} is not a reference: it starts with $ and a root such as $input or $<node>.out")
-    root, pos, steps = m.group(1), m.end(), []
+        raise RefError("it does not start with $ and a root such as $input or $<node>")
+    pos, steps = m.end(), []
     while pos < len(text):
         s = _STEP.match(text, pos)
         if not s:
-            raise RefError(f"{text}: cannot read the reference from position {pos + 1}")
+            raise RefError(f"cannot read it from position {pos + 1} ({text[pos:pos + 12]!r})")
         steps.append(s.group(1) if s.group(1) else ("*" if s.group(2) == "*" else int(s.group(2))))
         pos = s.end()
+    return m.group(1), tuple(steps)
+
+
+def parse(text: str) -> Ref:
+    try:
+        root, steps = lex(text)
+    except RefError as exc:
+        raise RefError(f"{text}: {exc}") from None
+    steps = list(steps)
+    if root == "run" and steps[:1] == ["context"]:
+        root, steps = "run.context", steps[1:]
     if root not in ("input", "run.context", "in", "out", "item", "index"):
         if not steps or steps[0] != "out":
             raise RefError(f"{text}: a node reference reads $<node>.out")
