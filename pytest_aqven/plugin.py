@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from .collect import CHECK_FAILED, LAUNCH_PLANS, AttemptItem, ExperimentFile, check_warnings
-from .project.loader import PROJECT_FILE, load_project
+from .project.loader import PROJECT_FILE, Project, load_project
 from .report import terminal
 from .series.conclude import Conclusion, conclude
 from .series.findings import write_finding_for
@@ -123,14 +123,16 @@ class VerdictReporter:
         result = yield
         if self.is_worker or self.config.option.collectonly or session.shouldstop:
             return result
-        for series_id, records in self.records.items():
-            self._report(session, series_id, records)
+        projects: dict[str, Project] = {}   # loaded now, after the attempts: the end snapshot compares with it
+        for series_id, records in sorted(self.records.items(), key=lambda kv: kv[1][0]["file_nodeid"]):
+            root = records[0]["root"]
+            if root not in projects:
+                projects[root] = load_project(Path(root))
+            self._report(session, projects[root], series_id, records)
         return result
 
-    def _report(self, session: pytest.Session, series_id: str, records: list[dict]) -> None:
-        root = Path(records[0]["root"])
+    def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
         nodeid = f"{records[0]['file_nodeid']}::verdict"
-        project = load_project(root)
         conclusion = conclude(project, series_id, records, family=self.family)
         if conclusion.verdict is not None:
             conclusion.finding = write_finding_for(project, conclusion, records)
