@@ -36,9 +36,14 @@ def build(root: Path, experiments: int) -> Showcase:
     return showcase
 
 
-def read_all(files: list[Path]) -> None:
+def read_all(files: list[Path], loader=yaml.SafeLoader) -> None:
     for path in files:
-        yaml.safe_load(path.read_text(encoding="utf-8"))
+        yaml.load(path.read_text(encoding="utf-8"), Loader=loader)   # yaml.safe_load when loader is SafeLoader
+
+
+def read_all_c(files: list[Path]) -> None:
+    """The same with libyaml's parser, which the checker itself uses when PyYAML has it."""
+    read_all(files, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def timed(fn, *args) -> float:
@@ -58,15 +63,18 @@ def main() -> None:
         report = render_text(check_root(showcase.root))     # warm-up: imports the project's code once
         assert report.endswith("errors: 0, warnings: 0"), report
         read_all(files)
-        check_times, yaml_times = [], []
+        check_times, yaml_times, c_times = [], [], []
         for _ in range(args.rounds):
             check_times.append(timed(check_root, showcase.root))
             yaml_times.append(timed(read_all, files))
-    check, plain = statistics.median(check_times), statistics.median(yaml_times)
+            c_times.append(timed(read_all_c, files))
+    check, plain, fast = (statistics.median(t) for t in (check_times, yaml_times, c_times))
     print(f"project: {args.experiments} experiments, {len(files)} YAML files")
     print(f"aqven check:     median {check * 1000:8.1f} ms over {args.rounds} rounds")
     print(f"yaml.safe_load:  median {plain * 1000:8.1f} ms over {args.rounds} rounds (same files)")
+    print(f"yaml CSafeLoader: median {fast * 1000:8.1f} ms over {args.rounds} rounds (same files, libyaml)")
     print(f"ratio check / safe_load: {check / plain:.2f}")
+    print(f"ratio check / CSafeLoader: {check / fast:.2f}")
 
 
 if __name__ == "__main__":
