@@ -1,6 +1,7 @@
 """Per-metric estimates: which interval for which metric and question (statistics.md §11.2).
 
-Single variant: M1 (rates), t on case means (scores, cost), M5 (quantiles), M7 (cost_of_pass).
+Single variant: M1 (rates), t on case means (bounded scores), skewness-corrected t on case means
+(positive unbounded means: cost, open-scale scores), M5 (quantiles), M7 (cost_of_pass).
 Two variants on the same cases: M2 (rates), paired t (means), M6 (quantiles), paired linearised
 ratio (cost_of_pass); relative margins as a linear contrast. For metrics bounded in [0, 1] the
 "robust" family takes the hull with the betting interval over case values in keyed-hash order.
@@ -15,10 +16,10 @@ import numpy as np
 
 from . import betting, intervals
 from .model import Estimate
-from .samples import Sample, bounded_unit
+from .samples import Sample, bounded_unit, positive_unbounded
 
 MIN_MEAN_CASES = 2
-LOG_SCALE_BELOW = 30  # cost means with fewer cases use the log-scale delta interval
+FEW_CASES = 30  # below this, means, ratios and tail quantiles are flagged reliability "low"
 RESAMPLES = 10_000  # M6 bootstrap size (statistics.md §10: B >= 2000; V10 budget at 10k)
 
 
@@ -83,9 +84,13 @@ def rate_interval(k: np.ndarray, n: np.ndarray, family: str):
     return p, low, high, n_eff, flag
 
 
-def mean_interval(x: np.ndarray, family: str, bounded: bool):
-    """Mean of case means, vectorised: t(C-1), hulled with the betting interval when bounded in [0, 1]."""
-    mean, low, high, _ = intervals.t_mean(x)
+def mean_interval(x: np.ndarray, family: str, bounded: bool, skewed: bool = False):
+    """Mean of case means, vectorised: t(C-1), or the skewness-corrected t for positive unbounded
+    metrics (`skewed`), hulled with the betting interval when bounded in [0, 1]."""
+    if skewed:
+        mean, low, high = intervals.skew_t_mean(x, right_skewed=True)
+    else:
+        mean, low, high, _ = intervals.t_mean(x)
     if family == "robust" and bounded:
         low, high = hull(low, high, *betting.interval(x))
     return mean, low, high
@@ -139,12 +144,11 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
         if cases < MIN_MEAN_CASES:
             return degenerate("too_few_cases", method, cases, attempts, unit, value=_f(means.mean()))
         value = float(means.mean())
-        if info.name == "cost_usd" and cases < LOG_SCALE_BELOW and np.all(means > 0):
-            method = "log-t-case-means"
-            _, low, high = intervals.log_t_mean(means)
-        else:
-            _, low, high, _ = intervals.t_mean(means)
-        reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < LOG_SCALE_BELOW else "ok")
+        skewed = positive_unbounded(sample)
+        if skewed:
+            method = "skew-t-case-means"
+        _, low, high = mean_interval(means, "model", False, skewed)
+        reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < FEW_CASES else "ok")
         bet = None
         if family == "robust" and bounded_unit(sample):
             bet = betting.interval(means[ordered(sample, series_id)])
@@ -158,7 +162,7 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
             return degenerate("too_few_cases", "M7", cases, attempts, unit, value=float(y.sum() / x.sum()))
         ratio, low, high = intervals.m7(y, x)
         return with_hull(ratio, low, high, method="M7", cases=cases, attempts=attempts, n_eff=float(cases),
-                         reliability="low" if cases < LOG_SCALE_BELOW else "ok", unit=unit, family=family, bet=None)
+                         reliability="low" if cases < FEW_CASES else "ok", unit=unit, family=family, bet=None)
     # quantile
     if cases == 0:
         return degenerate("no_data", "M5", 0, 0, unit)
@@ -170,7 +174,7 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
         return degenerate("too_few_cases", "M5", cases, attempts, unit, value=point)
     case_index = np.repeat(np.arange(cases), sample.counts().astype(int))
     low, high, n_above = intervals.woodruff(values, case_index, cases, info.quantile)
-    low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < LOG_SCALE_BELOW) or low is None or high is None
+    low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < FEW_CASES) or low is None or high is None
     reliability = "degenerate" if float(np.ptp(values)) == 0.0 else ("low" if low_reliability else "ok")
     return with_hull(point, low, high, method="M5", cases=cases, attempts=attempts, n_eff=float(cases),
                      reliability=reliability, unit=unit, family=family, bet=None)

@@ -188,3 +188,21 @@ def bounded_unit(sample: Sample) -> bool:
         return False
     everything = np.concatenate(sample.values)
     return bool(np.all((everything >= 0.0) & (everything <= 1.0)))
+
+
+def positive_unbounded(sample: Sample) -> bool:
+    """Whether the metric is a mean that is never negative and has no upper bound, so its case means
+    are right-skewed by nature (cost, latency, scores on open scales): the skewness-corrected t applies.
+
+    cost_usd always is; a score check is when every observed score is >= 0 and some lie above 1
+    (scores in [0, 1] are bounded; an ordinal scale is bounded by its levels).
+    """
+    info = sample.info
+    if info.shape != "mean" or not sample.values:
+        return False
+    if info.unit in ("usd", "ms"):
+        return True
+    if info.unit != "score":
+        return False
+    everything = np.concatenate(sample.values)
+    return bool(np.all(everything >= 0.0) and np.any(everything > 1.0))
