@@ -166,14 +166,13 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
     # quantile
     if cases == 0:
         return degenerate("no_data", "M5", 0, 0, unit)
-    values = np.concatenate(sample.values)
+    values = sample.flat
     point = float(np.quantile(values, info.quantile, method="linear"))
     if attempts < info.min_attempts:
         return degenerate("too_few_attempts", "M5", cases, attempts, unit, value=point)
     if cases < 2:
         return degenerate("too_few_cases", "M5", cases, attempts, unit, value=point)
-    case_index = np.repeat(np.arange(cases), sample.counts().astype(int))
-    low, high, n_above = intervals.woodruff(values, case_index, cases, info.quantile)
+    low, high, n_above = intervals.woodruff(values, sample.case_index, cases, info.quantile)
     low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < FEW_CASES) or low is None or high is None
     reliability = "degenerate" if float(np.ptp(values)) == 0.0 else ("low" if low_reliability else "ok")
     return with_hull(point, low, high, method="M5", cases=cases, attempts=attempts, n_eff=float(cases),

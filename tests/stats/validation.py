@@ -266,7 +266,7 @@ def v7_rows(series=S, repeats=5):
 
 def _latency_sample(values: np.ndarray, q: float) -> Sample:
     info = metric_info("latency_p95_ms" if q > 0.5 else "latency_p50_ms", {})
-    return Sample(info, tuple(f"c{i}" for i in range(len(values))), tuple(values))
+    return Sample.from_groups(info, [f"c{i}" for i in range(len(values))], list(values))
 
 
 def v8_m5_rows(series=1000, repeats=10):
