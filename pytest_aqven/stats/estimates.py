@@ -122,18 +122,33 @@ def ordered(sample: Sample, series_id: str) -> np.ndarray:
     return np.array(betting.case_order(series_id, sample.cases), dtype=int)
 
 
-def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
-    """The single-variant estimate of one metric (threshold questions and the metrics table)."""
+def betting_input(sample: Sample, series_id: str, family: str) -> np.ndarray | None:
+    """The case values `single` runs the betting interval on (keyed-hash order), or None when the
+    robust hull does not apply: rates, and means bounded in [0, 1] with enough cases."""
+    if family != "robust" or sample.n_cases == 0:
+        return None
+    shape = sample.info.shape
+    if shape == "rate" or (shape == "mean" and sample.n_cases >= MIN_MEAN_CASES and bounded_unit(sample)):
+        return sample.case_means()[ordered(sample, series_id)]
+    return None
+
+
+def single(sample: Sample, series_id: str, family: str = "robust", bet=None) -> Estimate:
+    """The single-variant estimate of one metric (threshold questions and the metrics table).
+
+    `bet`: the betting interval of `betting_input(sample, ...)` when the caller computed it already
+    (the metrics table computes them all in one vectorised call); otherwise computed here.
+    """
     info = sample.info
+    if bet is None:
+        values = betting_input(sample, series_id, family)
+        bet = None if values is None else betting.interval(values)
     cases, attempts, unit = sample.n_cases, sample.n_attempts, info.unit
     if info.shape == "rate":
         if cases == 0:
             return degenerate("no_data", "M1", 0, 0, unit)
         k, n = sample.sums(), sample.counts()
         p, low, high, n_eff, flag = intervals.m1(k, n)
-        bet = None
-        if family == "robust":
-            bet = betting.interval((k / n)[ordered(sample, series_id)])
         return with_hull(p, low, high, method="M1", cases=cases, attempts=attempts, n_eff=n_eff,
                          reliability="low" if flag else "ok", unit=unit, family=family, bet=bet)
     if info.shape == "mean":
@@ -149,9 +164,6 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
             method = "skew-t-case-means"
         _, low, high = mean_interval(means, "model", False, skewed)
         reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < FEW_CASES else "ok")
-        bet = None
-        if family == "robust" and bounded_unit(sample):
-            bet = betting.interval(means[ordered(sample, series_id)])
         return with_hull(value, low, high, method=method, cases=cases, attempts=attempts, n_eff=float(cases),
                          reliability=reliability, unit=unit, family=family, bet=bet)
     if info.shape == "ratio":

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
+from itertools import repeat as endless
 from operator import attrgetter
 
 import numpy as np
@@ -168,6 +169,12 @@ _COLUMNS = attrgetter(
 )
 
 
+_OUTCOMES = ("ok", "model_fail", "schema_invalid", "refusal", "infra_error", "budget_cut", "cancelled")
+_OUTCOME_CODES = {name: i for i, name in enumerate(_OUTCOMES)}
+_UNKNOWN = len(_OUTCOMES)  # the code of any other outcome
+_COUNTED_CODES = np.array([name in COUNTED_OUTCOMES for name in _OUTCOMES] + [False])
+
+
 class AttemptTable:
     """Attempts as numpy columns, sorted by variant, case name and repeat: read once, sampled per metric.
 
@@ -181,39 +188,42 @@ class AttemptTable:
         if not rows:
             rows = [("", "", 0, False, "cancelled", None, None, None, None, {})]  # one row that counts nowhere
         variant, case, repeat, finished, outcome, passed, cost, latency, schema, checks = zip(*rows)
+        size = len(rows)
         self.variants = sorted(set(variant))
         self.names = sorted(set(case))
         v_code = {name: i for i, name in enumerate(self.variants)}
         c_code = {name: i for i, name in enumerate(self.names)}
-        variant_index = np.array([v_code[v] for v in variant])
-        case_index = np.array([c_code[c] for c in case])
-        order = np.lexsort((np.array(repeat), case_index, variant_index))
+        variant_index = np.fromiter(map(v_code.__getitem__, variant), int, size)
+        case_index = np.fromiter(map(c_code.__getitem__, case), int, size)
+        repeat = np.fromiter(repeat, int, size)
+        key = (variant_index * len(self.names) + case_index) * (int(repeat.max()) + 1) + (repeat - int(repeat.min()))
+        order = np.argsort(key, kind="stable")
         self.variant_index = variant_index[order]
         self.case_index = case_index[order]
-        finished = np.array(finished, dtype=bool)[order]
+        finished = np.fromiter(finished, bool, size)[order]
         self.finished = int(finished.sum())
-        outcome = np.array(outcome)[order]
-        self.settled = finished & (outcome != "cancelled")
-        self.counted = finished & np.isin(outcome, list(COUNTED_OUTCOMES))
-        self.infra_error = outcome == "infra_error"
+        outcome = np.fromiter(map(_OUTCOME_CODES.get, outcome, endless(_UNKNOWN)), int, size)[order]
+        self.settled = finished & (outcome != _OUTCOME_CODES["cancelled"])
+        self.counted = finished & _COUNTED_CODES[outcome]
+        self.infra_error = outcome == _OUTCOME_CODES["infra_error"]
         self.cost = np.array(cost, dtype=float)[order]
         self.latency = np.array(latency, dtype=float)[order]
         self.schema = np.array(schema, dtype=float)[order]
-        self.checks = [checks[i] for i in order]
+        self._checks, self._order = checks, order  # check columns are read when first asked for
         passed = np.array(passed, dtype=float)[order]
         unset = np.flatnonzero(np.isnan(passed))
         if unset.size:  # derived from the binary checks, as attempt_passed does
-            ok = outcome[unset] == "ok"
-            passed[unset] = [bool(o) and _all_binary_passed(self.checks[i], check_kinds) for i, o in zip(unset, ok)]
+            ok = outcome[unset] == _OUTCOME_CODES["ok"]
+            passed[unset] = [bool(o) and _all_binary_passed(checks[order[i]], check_kinds) for i, o in zip(unset, ok)]
         self.passed = passed
         self._check_columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _check(self, name: str):
         """(scored, passed, value) of one check on every attempt; value NaN when unset."""
         if name not in self._check_columns:
-            found = [c.get(name) for c in self.checks]
-            state = np.array([None if v is None else v.state for v in found], dtype=object)
-            value = np.array([None if v is None else v.value for v in found], dtype=float)
+            found = [c.get(name) for c in self._checks]
+            state = np.array([None if v is None else v.state for v in found], dtype=object)[self._order]
+            value = np.array([None if v is None else v.value for v in found], dtype=float)[self._order]
             passed = state == "passed"
             self._check_columns[name] = (passed | (state == "failed"), passed, value)
         return self._check_columns[name]

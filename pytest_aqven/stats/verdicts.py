@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import wording
-from .estimates import single
+from . import betting
+from .estimates import betting_input, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
 from .samples import SERIES_METRICS, AttemptTable, metric_info
 
@@ -61,9 +62,13 @@ def all_metrics(table: AttemptTable, facts: SeriesFacts, extra: Sequence[str] = 
     names = list(SERIES_METRICS) + [c for c in facts.check_kinds if c not in SERIES_METRICS]
     names += [m for m in extra if m not in names]
     infos = [metric_info(name, facts.check_kinds) for name in names]
+    samples = {(v, info.name): table.sample(v, info) for v in facts.variants for info in infos}
+    inputs = {key: betting_input(s, facts.series_id, facts.family) for key, s in samples.items()}
+    bets = betting.intervals({key: x for key, x in inputs.items() if x is not None})
     return {
-        variant: {info.name: single(table.sample(variant, info), facts.series_id, facts.family) for info in infos}
-        for variant in facts.variants
+        v: {info.name: single(samples[v, info.name], facts.series_id, facts.family, bets.get((v, info.name)))
+            for info in infos}
+        for v in facts.variants
     }
 
 
