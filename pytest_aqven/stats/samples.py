@@ -15,7 +15,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from .model import Attempt
+from .model import Attempt, CheckValue
 
 COUNTED_OUTCOMES = frozenset({"ok", "model_fail", "schema_invalid", "refusal"})
 SCORED_STATES = frozenset({"passed", "failed"})
@@ -169,6 +169,10 @@ _COLUMNS = attrgetter(
 )
 
 
+_ABSENT = CheckValue("absent", None)
+_STATE, _VALUE = attrgetter("state"), attrgetter("value")
+_STATE_CODES = {"passed": 1, "failed": 2}  # scored states; any other state: 0
+
 _OUTCOMES = ("ok", "model_fail", "schema_invalid", "refusal", "infra_error", "budget_cut", "cancelled")
 _OUTCOME_CODES = {name: i for i, name in enumerate(_OUTCOMES)}
 _UNKNOWN = len(_OUTCOMES)  # the code of any other outcome
@@ -221,11 +225,11 @@ class AttemptTable:
     def _check(self, name: str):
         """(scored, passed, value) of one check on every attempt; value NaN when unset."""
         if name not in self._check_columns:
-            found = [c.get(name) for c in self._checks]
-            state = np.array([None if v is None else v.state for v in found], dtype=object)[self._order]
-            value = np.array([None if v is None else v.value for v in found], dtype=float)[self._order]
-            passed = state == "passed"
-            self._check_columns[name] = (passed | (state == "failed"), passed, value)
+            found = [c.get(name, _ABSENT) for c in self._checks]
+            size = len(found)
+            state = np.fromiter(map(_STATE_CODES.get, map(_STATE, found), endless(0)), int, size)[self._order]
+            value = np.array(list(map(_VALUE, found)), dtype=float)[self._order]
+            self._check_columns[name] = (state > 0, state == _STATE_CODES["passed"], value)
         return self._check_columns[name]
 
     def sample(self, variant: str, info: MetricInfo) -> Sample:
