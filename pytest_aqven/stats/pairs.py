@@ -9,13 +9,12 @@ on the log ratio against log(1-m) or -log(1+m).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from . import betting, intervals
 from .estimates import RESAMPLES, degenerate, hull, stat_seed, with_hull
-from .model import Attempt, Cell, Estimate, Pair, SeriesFacts
+from .model import Cell, Estimate, Pair, SeriesFacts
 from .samples import LOWER, AttemptTable, Sample, bounded_unit, metric_info
 from .verdicts import _decided_by, _no_point_pass, interval_verdict
 
