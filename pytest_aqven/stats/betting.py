@@ -14,8 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 TRUNCATION = 0.95  # c: the largest fraction of capital ever bet
-STEPS = 42  # bits of the bound on [0, 1]: resolution 2e-13 (divisible by the 3 bits a small round takes)
-SMALL = 4096  # inputs up to this many values search 3 bits a round
+STEPS = 42  # bits of the bound on [0, 1]: resolution 2e-13 (divisible by 1, 2 and 3 bits a round)
 
 
 def case_order(series_id: str, cases: Sequence[str]) -> list[int]:
@@ -45,8 +44,8 @@ def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.nd
     Rejection is monotone in m (each bet's log-wealth falls as m rises), so the bound is found on the
     grid of multiples of 2^-STEPS. Each round tests 2^b - 1 evenly spaced m in the current bracket
     and keeps the sub-bracket where rejection stops: b = 1 is bisection. Every b lands on the same
-    grid point; small inputs (one verdict) take 3 bits a round, fewer Python steps, and large ones
-    (simulation grids) 1, less arithmetic.
+    grid point; small inputs (one verdict) take 3 bits a round, fewer Python steps, medium ones (a
+    metrics table) 2, and large ones (simulation grids) 1, less arithmetic.
     """
     x = np.asarray(x, dtype=float)
     a = alpha / 2
@@ -54,7 +53,7 @@ def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.nd
     lam = _bets(x, a)[..., None, :]
     g = 1.0 / np.sqrt(n) if floor else 0.0
     log_target = np.log(1.0 / a)
-    bits = 3 if x.size <= SMALL else 1
+    bits = 3 if x.size <= 512 else 2 if x.size <= 4096 else 1
     tried = np.arange(1, 2**bits)
     xs = x[..., None, :]
     lo = np.zeros(x.shape[:-1])
