@@ -163,10 +163,11 @@ def attempt_passed(attempt: Attempt, check_kinds: Mapping[str, str]) -> bool:
     return _all_binary_passed(attempt.checks, check_kinds)
 
 
-_COLUMNS = attrgetter(
+_COLUMNS = (
     "variant", "case", "repeat", "finished", "outcome", "passed", "cost_usd", "latency_ms",
     "schema_valid_first_try", "checks",
 )
+_NOTHING = Attempt("", "", 0, "cancelled", None, finished=False)  # stands in for no attempts: counts nowhere
 
 
 _ABSENT = CheckValue("absent", None)
@@ -187,12 +188,14 @@ class AttemptTable:
     """
 
     def __init__(self, attempts: Iterable[Attempt], check_kinds: Mapping[str, str]):
-        rows = list(map(_COLUMNS, attempts))
+        attempts = list(attempts) or [_NOTHING]
         self.check_kinds = check_kinds
-        if not rows:
-            rows = [("", "", 0, False, "cancelled", None, None, None, None, {})]  # one row that counts nowhere
-        variant, case, repeat, finished, outcome, passed, cost, latency, schema, checks = zip(*rows)
-        size = len(rows)
+
+        def column(name: str) -> list:
+            return list(map(attrgetter(name), attempts))
+
+        variant, case, repeat, finished, outcome, passed, cost, latency, schema, checks = map(column, _COLUMNS)
+        size = len(attempts)
         self.variants = sorted(set(variant))
         self.names = sorted(set(case))
         v_code = {name: i for i, name in enumerate(self.variants)}
@@ -200,7 +203,8 @@ class AttemptTable:
         variant_index = np.fromiter(map(v_code.__getitem__, variant), int, size)
         case_index = np.fromiter(map(c_code.__getitem__, case), int, size)
         repeat = np.fromiter(repeat, int, size)
-        key = (variant_index * len(self.names) + case_index) * (int(repeat.max()) + 1) + (repeat - int(repeat.min()))
+        repeat -= repeat.min()
+        key = (variant_index * len(self.names) + case_index) * (int(repeat.max()) + 1) + repeat
         order = np.argsort(key, kind="stable")
         self.variant_index = variant_index[order]
         self.case_index = case_index[order]
