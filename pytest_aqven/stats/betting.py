@@ -8,18 +8,24 @@ order that must not depend on outcomes (see `case_order`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
 
 TRUNCATION = 0.95  # c: the largest fraction of capital ever bet
-STEPS = 42  # bisection steps on [0, 1]: resolution 2e-13
+STEPS = 42  # bits of the bound on [0, 1]: resolution 2e-13 (divisible by 1, 2 and 3 bits a round)
 
 
 def case_order(series_id: str, cases: Sequence[str]) -> list[int]:
     """Indices of `cases` sorted by a keyed hash: fixed before the data, never by score."""
+    return list(_case_order(series_id, tuple(cases)))
+
+
+@lru_cache(maxsize=64)
+def _case_order(series_id: str, cases: tuple[str, ...]) -> tuple[int, ...]:
     keys = [hashlib.sha256(f"{series_id}\x00{name}".encode()).hexdigest() for name in cases]
-    return sorted(range(len(cases)), key=lambda i: keys[i])
+    return tuple(sorted(range(len(cases)), key=lambda i: keys[i]))
 
 
 def _bets(x: np.ndarray, a: float) -> np.ndarray:
@@ -33,23 +39,33 @@ def _bets(x: np.ndarray, a: float) -> np.ndarray:
 
 
 def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.ndarray:
-    """Largest m rejected as too small by max_t K_t(m) >= 1/a, a = alpha/2; x in [0, 1]."""
+    """Largest m rejected as too small by max_t K_t(m) >= 1/a, a = alpha/2; x in [0, 1].
+
+    Rejection is monotone in m (each bet's log-wealth falls as m rises), so the bound is found on the
+    grid of multiples of 2^-STEPS. Each round tests 2^b - 1 evenly spaced m in the current bracket
+    and keeps the sub-bracket where rejection stops: b = 1 is bisection. Every b lands on the same
+    grid point; small inputs (one verdict) take 3 bits a round, fewer Python steps, medium ones (a
+    metrics table) 2, and large ones (simulation grids) 1, less arithmetic.
+    """
     x = np.asarray(x, dtype=float)
     a = alpha / 2
     n = x.shape[-1]
-    lam = _bets(x, a)
+    lam = _bets(x, a)[..., None, :]
     g = 1.0 / np.sqrt(n) if floor else 0.0
     log_target = np.log(1.0 / a)
+    bits = 3 if x.size <= 512 else 2 if x.size <= 4096 else 1
+    tried = np.arange(1, 2**bits)
+    xs = x[..., None, :]
     lo = np.zeros(x.shape[:-1])
-    hi = np.ones(x.shape[:-1])
-    for _ in range(STEPS):
-        m = (lo + hi) / 2
-        mm = m[..., None]
+    width = 1.0
+    for _ in range(STEPS // bits):
+        width /= 2**bits
+        mm = (lo[..., None] + width * tried)[..., None]
         f = np.minimum(TRUNCATION, np.maximum(g, lam * mm))
-        log_k = np.cumsum(np.log1p(f * (x / mm - 1.0)), axis=-1)
+        log_k = np.cumsum(np.log1p(f * (xs / mm - 1.0)), axis=-1)
         rejected = log_k.max(axis=-1) >= log_target
-        lo = np.where(rejected, m, lo)
-        hi = np.where(rejected, hi, m)
+        # the tried points rejected before the first one that is not
+        lo = lo + width * np.where(rejected.all(axis=-1), len(tried), rejected.argmin(axis=-1))
     return lo
 
 
@@ -67,9 +83,23 @@ def rejects(x: np.ndarray, m, alpha: float = 0.05, floor: bool = True) -> np.nda
 
 
 def interval(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided (1 - alpha) interval for the mean of x in [0, 1]."""
+    """Two-sided (1 - alpha) interval for the mean of x in [0, 1]: the lower bounds of x and 1 - x,
+    found in one bisection (each row's arithmetic is the same as bisecting them apart)."""
     x = np.asarray(x, dtype=float)
-    return lower_bound(x, alpha, floor), 1.0 - lower_bound(1.0 - x, alpha, floor)
+    low, flipped = lower_bound(np.stack([x, 1.0 - x]), alpha, floor)
+    return low, 1.0 - flipped
+
+
+def intervals(rows: Mapping[Hashable, np.ndarray], alpha: float = 0.05) -> dict:
+    """`interval` of every row, rows of the same length stacked into one vectorised call."""
+    by_length: dict[int, list] = {}
+    for key, x in rows.items():
+        by_length.setdefault(len(x), []).append(key)
+    out = {}
+    for keys in by_length.values():
+        low, high = interval(np.stack([rows[key] for key in keys]), alpha)
+        out.update({key: (low[i], high[i]) for i, key in enumerate(keys)})
+    return out
 
 
 def interval_on(x: np.ndarray, low: float, high: float, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:

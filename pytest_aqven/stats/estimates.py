@@ -1,6 +1,7 @@
 """Per-metric estimates: which interval for which metric and question (statistics.md §11.2).
 
-Single variant: M1 (rates), t on case means (scores, cost), M5 (quantiles), M7 (cost_of_pass).
+Single variant: M1 (rates), t on case means (bounded scores), skewness-corrected t on case means
+(positive unbounded means: cost, open-scale scores), M5 (quantiles), M7 (cost_of_pass).
 Two variants on the same cases: M2 (rates), paired t (means), M6 (quantiles), paired linearised
 ratio (cost_of_pass); relative margins as a linear contrast. For metrics bounded in [0, 1] the
 "robust" family takes the hull with the betting interval over case values in keyed-hash order.
@@ -15,10 +16,10 @@ import numpy as np
 
 from . import betting, intervals
 from .model import Estimate
-from .samples import Sample, bounded_unit
+from .samples import Sample, bounded_unit, positive_unbounded
 
 MIN_MEAN_CASES = 2
-LOG_SCALE_BELOW = 30  # cost means with fewer cases use the log-scale delta interval
+FEW_CASES = 30  # below this, means, ratios and tail quantiles are flagged reliability "low"
 RESAMPLES = 10_000  # M6 bootstrap size (statistics.md §10: B >= 2000; V10 budget at 10k)
 
 
@@ -83,9 +84,13 @@ def rate_interval(k: np.ndarray, n: np.ndarray, family: str):
     return p, low, high, n_eff, flag
 
 
-def mean_interval(x: np.ndarray, family: str, bounded: bool):
-    """Mean of case means, vectorised: t(C-1), hulled with the betting interval when bounded in [0, 1]."""
-    mean, low, high, _ = intervals.t_mean(x)
+def mean_interval(x: np.ndarray, family: str, bounded: bool, skewed: bool = False):
+    """Mean of case means, vectorised: t(C-1), or the skewness-corrected t for positive unbounded
+    metrics (`skewed`), hulled with the betting interval when bounded in [0, 1]."""
+    if skewed:
+        mean, low, high = intervals.skew_t_mean(x, right_skewed=True)
+    else:
+        mean, low, high, _ = intervals.t_mean(x)
     if family == "robust" and bounded:
         low, high = hull(low, high, *betting.interval(x))
     return mean, low, high
@@ -117,18 +122,33 @@ def ordered(sample: Sample, series_id: str) -> np.ndarray:
     return np.array(betting.case_order(series_id, sample.cases), dtype=int)
 
 
-def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
-    """The single-variant estimate of one metric (threshold questions and the metrics table)."""
+def betting_input(sample: Sample, series_id: str, family: str) -> np.ndarray | None:
+    """The case values `single` runs the betting interval on (keyed-hash order), or None when the
+    robust hull does not apply: rates, and means bounded in [0, 1] with enough cases."""
+    if family != "robust" or sample.n_cases == 0:
+        return None
+    shape = sample.info.shape
+    if shape == "rate" or (shape == "mean" and sample.n_cases >= MIN_MEAN_CASES and bounded_unit(sample)):
+        return sample.case_means()[ordered(sample, series_id)]
+    return None
+
+
+def single(sample: Sample, series_id: str, family: str = "robust", bet=None) -> Estimate:
+    """The single-variant estimate of one metric (threshold questions and the metrics table).
+
+    `bet`: the betting interval of `betting_input(sample, ...)` when the caller computed it already
+    (the metrics table computes them all in one vectorised call); otherwise computed here.
+    """
     info = sample.info
+    if bet is None:
+        values = betting_input(sample, series_id, family)
+        bet = None if values is None else betting.interval(values)
     cases, attempts, unit = sample.n_cases, sample.n_attempts, info.unit
     if info.shape == "rate":
         if cases == 0:
             return degenerate("no_data", "M1", 0, 0, unit)
         k, n = sample.sums(), sample.counts()
         p, low, high, n_eff, flag = intervals.m1(k, n)
-        bet = None
-        if family == "robust":
-            bet = betting.interval((k / n)[ordered(sample, series_id)])
         return with_hull(p, low, high, method="M1", cases=cases, attempts=attempts, n_eff=n_eff,
                          reliability="low" if flag else "ok", unit=unit, family=family, bet=bet)
     if info.shape == "mean":
@@ -139,15 +159,11 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
         if cases < MIN_MEAN_CASES:
             return degenerate("too_few_cases", method, cases, attempts, unit, value=_f(means.mean()))
         value = float(means.mean())
-        if info.name == "cost_usd" and cases < LOG_SCALE_BELOW and np.all(means > 0):
-            method = "log-t-case-means"
-            _, low, high = intervals.log_t_mean(means)
-        else:
-            _, low, high, _ = intervals.t_mean(means)
-        reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < LOG_SCALE_BELOW else "ok")
-        bet = None
-        if family == "robust" and bounded_unit(sample):
-            bet = betting.interval(means[ordered(sample, series_id)])
+        skewed = positive_unbounded(sample)
+        if skewed:
+            method = "skew-t-case-means"
+        _, low, high = mean_interval(means, "model", False, skewed)
+        reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < FEW_CASES else "ok")
         return with_hull(value, low, high, method=method, cases=cases, attempts=attempts, n_eff=float(cases),
                          reliability=reliability, unit=unit, family=family, bet=bet)
     if info.shape == "ratio":
@@ -158,19 +174,18 @@ def single(sample: Sample, series_id: str, family: str = "robust") -> Estimate:
             return degenerate("too_few_cases", "M7", cases, attempts, unit, value=float(y.sum() / x.sum()))
         ratio, low, high = intervals.m7(y, x)
         return with_hull(ratio, low, high, method="M7", cases=cases, attempts=attempts, n_eff=float(cases),
-                         reliability="low" if cases < LOG_SCALE_BELOW else "ok", unit=unit, family=family, bet=None)
+                         reliability="low" if cases < FEW_CASES else "ok", unit=unit, family=family, bet=None)
     # quantile
     if cases == 0:
         return degenerate("no_data", "M5", 0, 0, unit)
-    values = np.concatenate(sample.values)
+    values = sample.flat
     point = float(np.quantile(values, info.quantile, method="linear"))
     if attempts < info.min_attempts:
         return degenerate("too_few_attempts", "M5", cases, attempts, unit, value=point)
     if cases < 2:
         return degenerate("too_few_cases", "M5", cases, attempts, unit, value=point)
-    case_index = np.repeat(np.arange(cases), sample.counts().astype(int))
-    low, high, n_above = intervals.woodruff(values, case_index, cases, info.quantile)
-    low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < LOG_SCALE_BELOW) or low is None or high is None
+    low, high, n_above = intervals.woodruff(values, sample.case_index, cases, info.quantile)
+    low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < FEW_CASES) or low is None or high is None
     reliability = "degenerate" if float(np.ptp(values)) == 0.0 else ("low" if low_reliability else "ok")
     return with_hull(point, low, high, method="M5", cases=cases, attempts=attempts, n_eff=float(cases),
                      reliability=reliability, unit=unit, family=family, bet=None)

@@ -9,14 +9,13 @@ on the log ratio against log(1-m) or -log(1+m).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from . import betting, intervals
 from .estimates import RESAMPLES, degenerate, hull, stat_seed, with_hull
-from .model import Attempt, Cell, Estimate, Pair, SeriesFacts
-from .samples import LOWER, Sample, bounded_unit, build_sample, metric_info
+from .model import Cell, Estimate, Pair, SeriesFacts
+from .samples import LOWER, AttemptTable, Sample, bounded_unit, metric_info
 from .verdicts import _decided_by, _no_point_pass, interval_verdict
 
 MIN_PAIR_CASES = 2
@@ -51,7 +50,10 @@ def paired_mean_interval(per_case, span: tuple[float, float], family: str, bound
 
 def aligned(base: Sample, cand: Sample) -> tuple[Sample, Sample]:
     """Only cases with included attempts for both variants, in the baseline's order."""
-    shared = [name for name in base.cases if name in set(cand.cases)]
+    if base.cases == cand.cases:
+        return base, cand
+    theirs = set(cand.cases)
+    shared = [name for name in base.cases if name in theirs]
     return base.subset(shared), cand.subset(shared)
 
 
@@ -170,19 +172,16 @@ def m6(base: Sample, cand: Sample, q: float, seed: int, resamples: int, log: boo
     weights = intervals.case_weights(idx, cases)
     reps = []
     for arm in (cand, base):
-        values = np.concatenate(arm.values)
-        case_index = np.repeat(np.arange(cases), arm.counts().astype(int))
-        reps.append(intervals.bootstrap_quantiles(values, case_index, cases, q, weights))
+        reps.append(intervals.bootstrap_quantiles(arm.flat, arm.case_index, cases, q, weights))
     qc, qb = reps
     return np.log(qc / qb) if log else qc - qb
 
 
 def _quantile(base, cand, sign, relative, method, unit, cases, attempts, seed, resamples) -> Estimate:
     q = base.info.quantile
-    point_c = float(np.quantile(np.concatenate(cand.values), q))
-    point_b = float(np.quantile(np.concatenate(base.values), q))
-    if relative and (point_c <= 0 or point_b <= 0 or min(np.concatenate(base.values).min(),
-                                                         np.concatenate(cand.values).min()) <= 0):
+    point_c = float(np.quantile(cand.flat, q))
+    point_b = float(np.quantile(base.flat, q))
+    if relative and (point_c <= 0 or point_b <= 0 or min(base.flat.min(), cand.flat.min()) <= 0):
         return degenerate("no_data", method, cases, attempts, unit)
     reps = sign * m6(base, cand, q, seed, resamples, relative)
     low, high = np.quantile(reps, [0.025, 0.975])
@@ -201,16 +200,13 @@ def _cell(metric, role, question: Pair, direction, margin, relative, estimate, e
     )
 
 
-def pair_cells(
-    question: Pair, attempts: Sequence[Attempt], facts: SeriesFacts, metrics: Mapping | None = None
-) -> tuple[list[Cell], list[Cell]]:
+def pair_cells(question: Pair, table: AttemptTable, facts: SeriesFacts) -> tuple[list[Cell], list[Cell]]:
     kinds = facts.check_kinds
     names = (question.baseline, question.candidate)
 
     def samples(metric):
         info = metric_info(metric, kinds)
-        return (build_sample(attempts, question.baseline, info, kinds),
-                build_sample(attempts, question.candidate, info, kinds), info)
+        return table.sample(question.baseline, info), table.sample(question.candidate, info), info
 
     base, cand, info = samples(question.primary)
     direction = question.direction or info.direction

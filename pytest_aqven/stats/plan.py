@@ -16,7 +16,7 @@ import numpy as np
 from scipy import special
 
 from . import intervals
-from .estimates import clears
+from .estimates import clears, mean_interval
 from .model import Attempt, LaunchPlan, Look, Pair, Threshold
 from .samples import LOWER, SERIES_METRICS, build_sample, metric_info
 
@@ -127,7 +127,7 @@ def simulated_power(question, info, cases: int, repeats: int, truth: Mapping, fa
             x = rng.normal(truth["value"], truth["case_sd"], shape)
             if truth["bounded"]:
                 x = np.clip(x, 0.0, 1.0)
-            _, low, high, _ = intervals.t_mean(x)
+            _, low, high = mean_interval(x, "model", False, truth.get("skewed", False))
             passed = clears(low, high, x, (0.0, 1.0), family, truth["bounded"], edge, above)
         return float(np.mean(passed))
     if info.shape == "rate":
@@ -313,7 +313,8 @@ def planning_truth(question, info, margin, spread, icc, repeats, history, kinds)
         if info.shape == "rate":  # keep the planned truth inside (0, 1)
             value = min(value, (edge + 1) / 2) if above else max(value, edge / 2)
         bounded = info.shape == "rate" or _bounded_history(history, info, kinds)
-        return dict(edge=edge, value=value, icc=icc, case_sd=case_sd, bounded=bounded)
+        skewed = not bounded and _positive_unbounded_history(history, info, kinds)
+        return dict(edge=edge, value=value, icc=icc, case_sd=case_sd, bounded=bounded, skewed=skewed)
     edge = margin if question.kind == "compare" else -margin
     value = edge + margin
     direction = question.direction or info.direction
@@ -336,3 +337,13 @@ def _bounded_history(history, info, kinds) -> bool:
         return False
     scores = [v.value for a in history for c, v in a.checks.items() if c == info.name and v.value is not None]
     return all(0.0 <= s <= 1.0 for s in scores)
+
+
+def _positive_unbounded_history(history, info, kinds) -> bool:
+    """Whether the verdict will use the skewness-corrected t (samples.positive_unbounded) for this mean."""
+    if info.shape != "mean":
+        return False
+    if info.unit in ("usd", "ms"):
+        return True
+    scores = [v.value for a in history for c, v in a.checks.items() if c == info.name and v.value is not None]
+    return info.unit == "score" and bool(scores) and min(scores) >= 0.0 and max(scores) > 1.0

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import compress
+from itertools import repeat as endless
+from operator import attrgetter
 
 import numpy as np
 
-from .model import Attempt
+from .model import Attempt, CheckValue
 
 COUNTED_OUTCOMES = frozenset({"ok", "model_fail", "schema_invalid", "refusal"})
 SCORED_STATES = frozenset({"passed", "failed"})
@@ -62,18 +66,29 @@ def metric_info(name: str, check_kinds: Mapping[str, str]) -> MetricInfo:
     return MetricInfo(name, "rate", HIGHER, "rate")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sample:
-    """Per-case groups of one metric for one variant.
+    """Per-case groups of one metric for one variant, stored flat.
 
-    values[i] holds case i's attempt values (rates: 1.0/0.0, means: scores, quantiles: latencies).
-    For ratios values[i] is the case's costs and passes[i] its 0/1 passes.
+    flat holds every included attempt's value case by case (cases sorted by name, repeats in order;
+    rates: 1.0/0.0, means: scores, quantiles: latencies) and sizes[i] is case i's number of attempts.
+    For ratios flat holds the costs and flat_passes the matching 0/1 passes.
     """
 
     info: MetricInfo
     cases: tuple[str, ...]
-    values: tuple[np.ndarray, ...]
-    passes: tuple[np.ndarray, ...] | None = None
+    flat: np.ndarray
+    sizes: np.ndarray
+    flat_passes: np.ndarray | None = None
+
+    @classmethod
+    def from_groups(cls, info: MetricInfo, cases: Sequence[str], values: Sequence, passes: Sequence | None = None):
+        """Build from one array per case (values[i] = case i's attempts)."""
+        def join(groups):
+            return np.concatenate([np.asarray(g, dtype=float) for g in groups]) if len(groups) else np.zeros(0)
+
+        sizes = np.array([len(v) for v in values], dtype=int)
+        return cls(info, tuple(cases), join(values), sizes, None if passes is None else join(passes))
 
     @property
     def n_cases(self) -> int:
@@ -81,26 +96,54 @@ class Sample:
 
     @property
     def n_attempts(self) -> int:
-        return int(sum(len(v) for v in self.values))
+        return int(self.flat.size)
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(int)
+
+    @cached_property
+    def case_index(self) -> np.ndarray:
+        """The case (0..C-1) of every entry of flat."""
+        return np.repeat(np.arange(self.n_cases), self.sizes)
+
+    @cached_property
+    def values(self) -> tuple[np.ndarray, ...]:
+        return tuple(np.split(self.flat, self.starts[1:])) if self.n_cases else ()
+
+    @cached_property
+    def passes(self) -> tuple[np.ndarray, ...] | None:
+        if self.flat_passes is None:
+            return None
+        return tuple(np.split(self.flat_passes, self.starts[1:])) if self.n_cases else ()
+
+    def _per_case(self, flat: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(flat, self.starts) if self.n_cases else np.zeros(0)
 
     def counts(self) -> np.ndarray:
-        return np.array([len(v) for v in self.values], dtype=float)
+        return self.sizes.astype(float)
 
     def sums(self) -> np.ndarray:
-        return np.array([float(np.sum(v)) for v in self.values], dtype=float)
+        return self._per_case(self.flat)
 
     def case_means(self) -> np.ndarray:
         return self.sums() / self.counts()
 
     def pass_counts(self) -> np.ndarray:
-        assert self.passes is not None
-        return np.array([float(np.sum(p)) for p in self.passes], dtype=float)
+        assert self.flat_passes is not None
+        return self._per_case(self.flat_passes)
 
     def subset(self, names: Sequence[str]) -> Sample:
+        """The given cases, in the given order."""
+        if tuple(names) == self.cases:
+            return self
         where = {name: i for i, name in enumerate(self.cases)}
-        rows = [where[name] for name in names]
-        passes = None if self.passes is None else tuple(self.passes[i] for i in rows)
-        return Sample(self.info, tuple(names), tuple(self.values[i] for i in rows), passes)
+        rows = np.array([where[name] for name in names], dtype=int)
+        sizes = self.sizes[rows]
+        # entry j of case r sits at starts[r] + j: gather every selected case's entries in order
+        take = np.repeat(self.starts[rows] - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        passes = None if self.flat_passes is None else self.flat_passes[take]
+        return Sample(self.info, tuple(names), self.flat[take], sizes, passes)
 
 
 def is_counted(attempt: Attempt) -> bool:
@@ -117,61 +160,126 @@ def attempt_passed(attempt: Attempt, check_kinds: Mapping[str, str]) -> bool:
         return bool(attempt.passed)
     if attempt.outcome != "ok":
         return False
+    return _all_binary_passed(attempt.checks, check_kinds)
+
+
+_COLUMNS = (
+    "variant", "case", "repeat", "finished", "outcome", "passed", "cost_usd", "latency_ms",
+    "schema_valid_first_try", "checks",
+)
+_NOTHING = Attempt("", "", 0, "cancelled", None, finished=False)  # stands in for no attempts: counts nowhere
+
+
+_ABSENT = CheckValue("absent", None)
+_STATE, _VALUE = attrgetter("state"), attrgetter("value")
+_STATE_CODES = {"passed": 1, "failed": 2}  # scored states; any other state: 0
+
+_OUTCOMES = ("ok", "model_fail", "schema_invalid", "refusal", "infra_error", "budget_cut", "cancelled")
+_OUTCOME_CODES = {name: i for i, name in enumerate(_OUTCOMES)}
+_UNKNOWN = len(_OUTCOMES)  # the code of any other outcome
+_COUNTED_CODES = np.array([name in COUNTED_OUTCOMES for name in _OUTCOMES] + [False])
+
+
+class AttemptTable:
+    """Attempts as numpy columns, sorted by variant, case name and repeat: read once, sampled per metric.
+
+    The order never depends on the order attempts arrive (xdist). A value left unset (None) is NaN
+    here, and a NaN value counts as unknown: the attempt is left out of that metric.
+    """
+
+    def __init__(self, attempts: Iterable[Attempt], check_kinds: Mapping[str, str]):
+        attempts = list(attempts) or [_NOTHING]
+        self.check_kinds = check_kinds
+
+        def column(name: str) -> list:
+            return list(map(attrgetter(name), attempts))
+
+        variant, case, repeat, finished, outcome, passed, cost, latency, schema, checks = map(column, _COLUMNS)
+        size = len(attempts)
+        self.variants = sorted(set(variant))
+        self.names = sorted(set(case))
+        v_code = {name: i for i, name in enumerate(self.variants)}
+        c_code = {name: i for i, name in enumerate(self.names)}
+        variant_index = np.fromiter(map(v_code.__getitem__, variant), int, size)
+        case_index = np.fromiter(map(c_code.__getitem__, case), int, size)
+        repeat = np.fromiter(repeat, int, size)
+        repeat -= repeat.min()
+        key = (variant_index * len(self.names) + case_index) * (int(repeat.max()) + 1) + repeat
+        order = np.argsort(key, kind="stable")
+        self.variant_index = variant_index[order]
+        self.case_index = case_index[order]
+        finished = np.fromiter(finished, bool, size)[order]
+        self.finished = int(finished.sum())
+        outcome = np.fromiter(map(_OUTCOME_CODES.get, outcome, endless(_UNKNOWN)), int, size)[order]
+        self.settled = finished & (outcome != _OUTCOME_CODES["cancelled"])
+        self.counted = finished & _COUNTED_CODES[outcome]
+        self.infra_error = outcome == _OUTCOME_CODES["infra_error"]
+        self.cost = np.array(cost, dtype=float)[order]
+        self.latency = np.array(latency, dtype=float)[order]
+        self.schema = np.array(schema, dtype=float)[order]
+        self._checks, self._order = checks, order  # check columns are read when first asked for
+        passed = np.array(passed, dtype=float)[order]
+        unset = np.flatnonzero(np.isnan(passed))
+        if unset.size:  # derived from the binary checks, as attempt_passed does
+            ok = outcome[unset] == _OUTCOME_CODES["ok"]
+            passed[unset] = [bool(o) and _all_binary_passed(checks[order[i]], check_kinds) for i, o in zip(unset, ok)]
+        self.passed = passed
+        self._check_columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def _check(self, name: str):
+        """(scored, passed, value) of one check on every attempt; value NaN when unset."""
+        if name not in self._check_columns:
+            found = [c.get(name, _ABSENT) for c in self._checks]
+            size = len(found)
+            state = np.fromiter(map(_STATE_CODES.get, map(_STATE, found), endless(0)), int, size)[self._order]
+            value = np.array(list(map(_VALUE, found)), dtype=float)[self._order]
+            self._check_columns[name] = (state > 0, state == _STATE_CODES["passed"], value)
+        return self._check_columns[name]
+
+    def sample(self, variant: str, info: MetricInfo) -> Sample:
+        """One variant's included attempts of one metric, grouped by case; cases with none are dropped."""
+        if variant not in self.variants:
+            return Sample(info, (), np.zeros(0), np.zeros(0, dtype=int), np.zeros(0) if info.shape == "ratio" else None)
+        mine = self.variant_index == self.variants.index(variant)
+        name = info.name
+        passes = None
+        if name == "infra_error_rate":
+            keep, values = mine & self.settled, self.infra_error.astype(float)
+        else:
+            keep = mine & self.counted
+            if name == "success_rate":
+                values = self.passed
+            elif name == "schema_valid_first_try":
+                values = self.schema
+            elif name in ("cost_usd", "cost_of_pass"):
+                values = self.cost  # unknown cost: out of numerator and denominator alike
+                passes = self.passed if name == "cost_of_pass" else None
+            elif info.shape == "quantile":
+                values = self.latency
+            else:
+                scored, passed, value = self._check(name)
+                keep = keep & scored
+                values = passed.astype(float) if info.shape == "rate" else value
+            keep = keep & ~np.isnan(values)
+        sizes = np.bincount(self.case_index[keep], minlength=len(self.names))
+        present = sizes > 0
+        cases = tuple(compress(self.names, present))
+        return Sample(info, cases, values[keep], sizes[present], None if passes is None else passes[keep])
+
+
+def _all_binary_passed(checks: Mapping, check_kinds: Mapping[str, str]) -> bool:
     return all(
         value.state == "passed"
-        for check, value in attempt.checks.items()
+        for check, value in checks.items()
         if check_kinds.get(check, "binary") == "binary" and value.state in SCORED_STATES
     )
-
-
-def _value(attempt: Attempt, info: MetricInfo, check_kinds: Mapping[str, str]):
-    """The attempt's contribution to the metric, or None when the attempt is not included."""
-    name = info.name
-    if name == "infra_error_rate":
-        return (1.0 if attempt.outcome == "infra_error" else 0.0) if is_settled(attempt) else None
-    if not is_counted(attempt):
-        return None
-    if name == "success_rate":
-        return 1.0 if attempt_passed(attempt, check_kinds) else 0.0
-    if name == "schema_valid_first_try":
-        known = attempt.schema_valid_first_try
-        return None if known is None else (1.0 if known else 0.0)
-    if name == "cost_usd":
-        return attempt.cost_usd
-    if name == "cost_of_pass":
-        if attempt.cost_usd is None:
-            return None  # unknown cost: leave the attempt out of numerator and denominator alike
-        return (attempt.cost_usd, 1.0 if attempt_passed(attempt, check_kinds) else 0.0)
-    if info.shape == "quantile":
-        return attempt.latency_ms
-    check = attempt.checks.get(name)
-    if check is None or check.state not in SCORED_STATES:
-        return None
-    if info.shape == "rate":
-        return 1.0 if check.state == "passed" else 0.0
-    return None if check.value is None else float(check.value)
 
 
 def build_sample(
     attempts: Iterable[Attempt], variant: str, info: MetricInfo, check_kinds: Mapping[str, str]
 ) -> Sample:
-    """Group one variant's included attempts by case (sorted by name); cases with nothing included are dropped."""
-    keyed: dict[str, list] = {}
-    for attempt in attempts:
-        if attempt.variant != variant:
-            continue
-        value = _value(attempt, info, check_kinds)
-        if value is None:
-            continue
-        keyed.setdefault(attempt.case, []).append((attempt.repeat, value))
-    # sorted cases and repeats: the result must not depend on the order attempts arrive (xdist)
-    names = tuple(sorted(keyed))
-    groups = {name: [value for _, value in sorted(keyed[name], key=lambda item: item[0])] for name in names}
-    if info.shape == "ratio":
-        costs = tuple(np.array([c for c, _ in groups[n]], dtype=float) for n in names)
-        passes = tuple(np.array([p for _, p in groups[n]], dtype=float) for n in names)
-        return Sample(info, names, costs, passes)
-    return Sample(info, names, tuple(np.array(groups[n], dtype=float) for n in names))
+    """Group one variant's included attempts of one metric by case (sorted by name)."""
+    return AttemptTable(attempts, check_kinds).sample(variant, info)
 
 
 def bounded_unit(sample: Sample) -> bool:
@@ -184,7 +292,23 @@ def bounded_unit(sample: Sample) -> bool:
         return True
     if sample.info.shape != "mean" or sample.info.unit not in ("score", "ordinal"):
         return False
-    if not sample.values:
+    if not sample.n_attempts:
         return False
-    everything = np.concatenate(sample.values)
-    return bool(np.all((everything >= 0.0) & (everything <= 1.0)))
+    return bool(np.all((sample.flat >= 0.0) & (sample.flat <= 1.0)))
+
+
+def positive_unbounded(sample: Sample) -> bool:
+    """Whether the metric is a mean that is never negative and has no upper bound, so its case means
+    are right-skewed by nature (cost, latency, scores on open scales): the skewness-corrected t applies.
+
+    cost_usd always is; a score check is when every observed score is >= 0 and some lie above 1
+    (scores in [0, 1] are bounded; an ordinal scale is bounded by its levels).
+    """
+    info = sample.info
+    if info.shape != "mean" or not sample.n_attempts:
+        return False
+    if info.unit in ("usd", "ms"):
+        return True
+    if info.unit != "score":
+        return False
+    return bool(np.all(sample.flat >= 0.0) and np.any(sample.flat > 1.0))

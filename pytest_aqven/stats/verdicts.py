@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import wording
-from .estimates import single
+from . import betting
+from .estimates import betting_input, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
-from .samples import SERIES_METRICS, build_sample, is_settled, metric_info
+from .samples import SERIES_METRICS, AttemptTable, metric_info
 
 INFRA_SHARE_LIMIT = 0.05
 
@@ -56,22 +57,19 @@ def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direct
     )
 
 
-def all_metrics(attempts: Sequence[Attempt], facts: SeriesFacts, extra: Sequence[str] = ()) -> dict:
+def all_metrics(table: AttemptTable, facts: SeriesFacts, extra: Sequence[str] = ()) -> dict:
     """Every series metric and every check metric, per variant, single-variant estimates."""
     names = list(SERIES_METRICS) + [c for c in facts.check_kinds if c not in SERIES_METRICS]
     names += [m for m in extra if m not in names]
-    by_variant: dict[str, list[Attempt]] = {v: [] for v in facts.variants}
-    for attempt in attempts:
-        if attempt.variant in by_variant:
-            by_variant[attempt.variant].append(attempt)
-    table: dict[str, dict[str, Estimate]] = {}
-    for variant, own in by_variant.items():
-        row = {}
-        for name in names:
-            info = metric_info(name, facts.check_kinds)
-            row[name] = single(build_sample(own, variant, info, facts.check_kinds), facts.series_id, facts.family)
-        table[variant] = row
-    return table
+    infos = [metric_info(name, facts.check_kinds) for name in names]
+    samples = {(v, info.name): table.sample(v, info) for v in facts.variants for info in infos}
+    inputs = {key: betting_input(s, facts.series_id, facts.family) for key, s in samples.items()}
+    bets = betting.intervals({key: x for key, x in inputs.items() if x is not None})
+    return {
+        v: {info.name: single(samples[v, info.name], facts.series_id, facts.family, bets.get((v, info.name)))
+            for info in infos}
+        for v in facts.variants
+    }
 
 
 def _direction(metric: str, override: str | None, facts: SeriesFacts) -> str:
@@ -99,20 +97,20 @@ def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
 def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts: SeriesFacts) -> Verdict:
     from .pairs import pair_cells  # noqa: PLC0415  (pairs builds on this module)
 
-    attempts = list(attempts)
+    table = AttemptTable(attempts, facts.check_kinds)
     extra: list[str] = []
     if isinstance(question, Threshold):
         extra = [question.metric]
     elif isinstance(question, Pair):
         extra = [question.primary] + [g.metric for g in question.guardrails]
-    metrics = all_metrics(attempts, facts, extra)
+    metrics = all_metrics(table, facts, extra)
 
     def invalid(reason: str, text: str) -> Verdict:
         return Verdict("invalid", reason, text, (), metrics)
 
     if isinstance(question, Look):
         return Verdict(None, None, wording.LOOK_TEXT, (), metrics)
-    done = sum(1 for a in attempts if a.finished)
+    done = table.finished
     total = facts.total_attempts
     if facts.cancelled:
         return invalid("cancelled", wording.cancelled_text(done, total))
@@ -120,8 +118,8 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
         return invalid("budget_cut", wording.budget_cut_text(done, total))
     if facts.inputs_changed:
         return invalid("inputs_changed", wording.INPUTS_CHANGED_TEXT)
-    settled = sum(1 for a in attempts if is_settled(a))
-    errors = sum(1 for a in attempts if is_settled(a) and a.outcome == "infra_error")
+    settled = int(table.settled.sum())
+    errors = int((table.settled & table.infra_error).sum())
     if settled and errors / settled > INFRA_SHARE_LIMIT:
         return invalid("infra_errors", wording.infra_errors_text(errors, settled))
 
@@ -135,7 +133,7 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
         judged = [metric]
         measurement = wording.threshold_measurement(primaries, unit) if primaries else ""
     else:
-        primaries, guards = pair_cells(question, attempts, facts, metrics)
+        primaries, guards = pair_cells(question, table, facts)
         unit = metric_info(question.primary, facts.check_kinds).unit
         judged = [question.primary] + [g.metric for g in question.guardrails]
         measurement = wording.pair_measurement(question.kind, primaries[0], unit, guards) if primaries else ""

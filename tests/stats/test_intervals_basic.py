@@ -73,3 +73,25 @@ def test_interval_on_rescales_paired_differences():
     low, high = betting.interval_on(d, -1.0, 1.0)
     y_low, y_high = betting.interval((d + 1) / 2)
     assert float(low) == pytest.approx(2 * y_low - 1) and float(high) == pytest.approx(2 * y_high - 1)
+
+
+def _bisection_lower_bound(x, alpha=0.05):
+    """The betting lower bound by plain bisection (one bit a step), for comparison."""
+    a = alpha / 2
+    n = x.shape[-1]
+    lam = betting._bets(x, a)
+    g = 1.0 / np.sqrt(n)
+    lo, hi = np.zeros(x.shape[:-1]), np.ones(x.shape[:-1])
+    for _ in range(betting.STEPS):
+        m = (lo + hi) / 2
+        f = np.minimum(betting.TRUNCATION, np.maximum(g, lam * m[..., None]))
+        rejected = np.cumsum(np.log1p(f * (x / m[..., None] - 1.0)), axis=-1).max(axis=-1) >= np.log(1 / a)
+        lo, hi = np.where(rejected, m, lo), np.where(rejected, hi, m)
+    return lo
+
+
+def test_betting_bound_is_the_bisection_bound_whatever_the_bits_per_round():
+    rng = np.random.default_rng(11)
+    for shape in ((40,), (3, 100), (12, 100), (60, 100)):  # 3, 3, 2 and 1 bits a round
+        x = rng.binomial(10, rng.beta(6, 1.5, shape)) / 10
+        assert np.array_equal(betting.lower_bound(x), _bisection_lower_bound(x)), shape

@@ -98,3 +98,45 @@ def test_zero_variance_score_never_confirms():
     cell = v.cells[0]
     assert cell.estimate.reliability == "degenerate" and cell.estimate.low == cell.estimate.high == 4.0
     assert cell.verdict == "unclear" and v.state == "inconclusive"
+
+
+def test_skew_corrected_t_hand_values():
+    # x = [1, 1, 1, 5]: mean 2, s = 2, se = 1, adjusted skewness G1 = 2 (g1 = 6 / 3^1.5, times sqrt(12) / 2);
+    # a = G1 / (3 sqrt 4) = 1/3, b = G1 / (6 sqrt 4) = 1/6, q = t(0.975, 3);
+    # low = 2 - 3 (cbrt(1 + (q - 1/6)) - 1), high = 2 - 3 (cbrt(1 - (q + 1/6)) - 1); CV = 1 -> floor 2 = G1
+    x = np.array([1.0, 1.0, 1.0, 5.0])
+    assert intervals.skewness(x) == pytest.approx(2.0)
+    q = stats.t.ppf(0.975, 3)
+    low = 2 - 3 * (np.cbrt(1 + (q - 1 / 6)) - 1)
+    high = 2 - 3 * (np.cbrt(1 - (q + 1 / 6)) - 1)
+    assert (low, high) == pytest.approx((0.23153, 8.98803), abs=1e-4)
+    for skewed in (False, True):
+        mean, lo, hi = intervals.skew_t_mean(x, right_skewed=skewed)
+        assert (mean, lo, hi) == pytest.approx((2.0, low, high))
+    # no skew in the sample and no floor: exactly the t interval
+    sym = np.array([1.0, 2.0, 3.0, 4.0])
+    assert intervals.skew_t_mean(sym)[1:] == pytest.approx(intervals.t_mean(sym)[1:3], abs=1e-12)
+    # a floor above the sample skewness widens only the upper bound
+    flat = np.array([0.2, 0.9, 1.0, 1.1, 1.8])
+    _, lo0, hi0 = intervals.skew_t_mean(flat)
+    _, lo1, hi1 = intervals.skew_t_mean(flat, right_skewed=True)
+    assert lo1 == lo0 and hi1 > hi0
+
+
+def test_which_means_get_the_skew_correction():
+    rng = np.random.default_rng(3)
+    attempts = [Attempt("v", f"c{i}", r, "ok", True,
+                        {"critique": CheckValue("passed", float(np.clip(0.7 + 0.1 * rng.normal(), 0, 1))),
+                         "stars": CheckValue("passed", float(rng.integers(1, 6)))},
+                        cost_usd=float(np.exp(rng.normal(-5, 1))))
+                for i in range(40) for r in range(1, 4)]
+    cost = single(_sample("cost_usd", attempts), "s")
+    means = _sample("cost_usd", attempts).case_means()
+    _, low, high = intervals.skew_t_mean(means, right_skewed=True)
+    assert cost.method == "skew-t-case-means" and (cost.low, cost.high) == pytest.approx((float(low), float(high)))
+    assert cost.high - cost.value > cost.value - cost.low  # longer on the skewed side
+    assert single(_sample("critique", attempts), "s").method == "t-case-means"  # bounded in [0, 1]
+    assert single(_sample("stars", attempts), "s").method == "t-case-means"  # ordinal: bounded scale
+    open_scale = [Attempt("v", f"c{i}", 1, "ok", True, {"critique": CheckValue("passed", float(np.exp(rng.normal(1, 1))))})
+                  for i in range(40)]
+    assert single(_sample("critique", open_scale), "s").method == "skew-t-case-means"
