@@ -68,10 +68,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     lf = config.pluginmanager.getplugin("lfplugin")
     if lf is None or not config.getoption("lf"):
         return
-    failed = {nodeid.rsplit("::", 1)[0] for nodeid in lf.lastfailed if nodeid.endswith("::verdict")}
+    # keys are node id strings, or NodeId objects since pytest 9.2 (whose str() is the node id)
+    failed = {str(key).rsplit("::", 1)[0] for key in lf.lastfailed if str(key).endswith("::verdict")}
     for item in items:
         if isinstance(item, AttemptItem) and item.experiment_file.nodeid in failed:
-            lf.lastfailed[item.nodeid] = True
+            lf.lastfailed[getattr(item, "id", item.nodeid)] = True
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
