@@ -37,6 +37,9 @@ def test_collect_only_shows_the_tree_and_runs_nothing(pytester):
     ids = [l for l in result.outlines if "::" in l]
     dev = [n for n, s in halves(n for n, _ in projects.cases(8)).items() if s == "dev"]
     assert ids == [f"proj/experiments/rate_ok/experiment.yaml::bot::{c}::{r}" for c in dev for r in (1, 2)]
+    for keyword, count in ((dev[0], 2), ("rate_ok and bot", 2 * len(dev)), ("not rate_ok", 0)):
+        picked = pytester.runpytest("proj", "--collect-only", "-q", "-k", keyword)
+        assert len([l for l in picked.outlines if "::" in l]) == count, keyword
     assert not (root / ".aqven").exists()
 
 
