@@ -133,23 +133,34 @@ class VerdictReporter:
         return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
-        nodeid = f"{records[0]['file_nodeid']}::verdict"
-        conclusion = conclude(project, series_id, records, family=self.family)
-        if conclusion.verdict is not None:
-            conclusion.finding = write_finding_for(project, conclusion, records)
-        self.conclusions.append((nodeid, conclusion))
+        file_nodeid = records[0]["file_nodeid"]
+        try:
+            conclusion = conclude(project, series_id, records, family=self.family)
+            if conclusion.verdict is not None:
+                conclusion.finding = write_finding_for(project, conclusion, records)
+        except Exception as exc:  # our bug: the verdict test fails with its message, the session goes on
+            message = f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}"
+            self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
+            return
+        self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         state = conclusion.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
         if conclusion.verdict is None:
-            outcome, longrepr = "skipped", (str(records[0]["file_nodeid"]), None, f"Skipped: {conclusion.note}")
+            outcome, longrepr = "skipped", (str(file_nodeid), None, f"Skipped: {conclusion.note}")
         elif failing:
             outcome, longrepr = "failed", f"verdict {state}: {conclusion.verdict.text}"
         else:
             outcome, longrepr = "passed", None
+        self._fire(session, file_nodeid, outcome, longrepr, [
+            ("aqven_verdict", str(state)), ("aqven_series", series_id),
+            ("aqven_sentence", conclusion.verdict.text if conclusion.verdict else conclusion.note)])
+
+    def _fire(self, session: pytest.Session, file_nodeid: str, outcome: str, longrepr, props: list) -> None:
+        """Report `<experiment file>::verdict` as every reporter expects a test: logstart, the three phases,
+        logfinish."""
+        nodeid = f"{file_nodeid}::verdict"
         session.testscollected += 1       # keeps pytest's progress percentage right
-        location = (records[0]["file_nodeid"], None, "verdict")
-        props = [("aqven_verdict", str(state)), ("aqven_series", series_id),
-                 ("aqven_sentence", conclusion.verdict.text if conclusion.verdict else conclusion.note)]
+        location = (file_nodeid, None, "verdict")
         hook = self.config.hook
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         for when in ("setup", "call", "teardown"):

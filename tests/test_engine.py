@@ -86,3 +86,15 @@ def test_variants_put_their_values_in_the_slots(tmp_path):
     assert assemblies["bot"].agents == {} and assemblies["other"].agents == {"judge": "other"}
     result = run(p, "fine", assembly=assemblies["other"])
     assert result.models == {"judge": "fake:other-1"}
+
+
+def test_an_engine_bug_is_an_internal_infrastructure_error_not_a_crash(project, monkeypatch):
+    from pytest_aqven.engine import prompts
+
+    def broken(*args):
+        raise KeyError("oops")
+    monkeypatch.setattr(prompts, "render", broken)
+    result = run(project, "fine")
+    assert result.error.code == "INTERNAL" and "KeyError" in result.error.message
+    assert outcome_of(result.error.code) == "infra_error"
+    assert result.nodes[-1].status == "failed"

@@ -118,6 +118,10 @@ class Runner:
             err.node = err.node or node_id
             trace.status, trace.error_code, trace.error_message = "failed", err.code, err.message
             raise
+        except Exception as exc:  # a bug of the engine: an infrastructure error of this attempt, not a crash
+            trace.status, trace.error_code = "failed", "INTERNAL"
+            trace.error_message = f"node {node_id}: {type(exc).__name__}: {exc}"
+            raise RunError("INTERNAL", trace.error_message, node_id) from exc
         finally:
             # a model's latency is what its provider measured or reported, not our overhead
             trace.latency_ms = (sum(c.latency_ms for c in trace.calls) if trace.calls
