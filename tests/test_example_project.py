@@ -34,6 +34,7 @@ def test_the_example_gives_the_predicted_verdict(pytester, experiment, split, st
     lines = [l for l in result.outlines if l.startswith(f"{experiment} ({split}, ")]
     assert len(lines) == 1, result.outlines
     assert f": {state} - " in lines[0]
-    assert result.ret == 0
+    fails = split == "holdout" and state in ("refuted", "inconclusive", "invalid")
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if fails else pytest.ExitCode.OK)
     findings = list((pytester.path / "example_project/experiments" / experiment / "findings").glob("*.yaml"))
     assert len(findings) == (1 if split == "holdout" else 0)
