@@ -98,3 +98,25 @@ def test_an_engine_bug_is_an_internal_infrastructure_error_not_a_crash(project, 
     assert result.error.code == "INTERNAL" and "KeyError" in result.error.message
     assert outcome_of(result.error.code) == "infra_error"
     assert result.nodes[-1].status == "failed"
+
+
+def test_the_snapshot_covers_every_file_of_an_alternative_node(tmp_path):
+    from pytest_aqven.experiments.plan import plan, snapshot
+
+    files = {**projects.dataset(projects.cases(4)), **projects.experiment()}
+    text = files["experiments/rate_ok/experiment.yaml"].replace(
+        'variants:\n- id: "bot"\n',
+        'varies:\n  what: "use"\n  nodes:\n  - "judge"\nvariants:\n- id: "bot"\n- id: "alt"\n  nodes:\n    judge: "judge_alt"\n')
+    files["experiments/rate_ok/experiment.yaml"] = text
+    alt = "experiments/rate_ok/nodes/judge_alt/"
+    files[alt + "judge_alt.node.yaml"] = projects.FILES["flows/rate/nodes/judge/judge.node.yaml"]
+    files[alt + "judge_alt.inference.yaml"] = projects.FILES["flows/rate/nodes/judge/judge.inference.yaml"]
+    files[alt + "judge_alt.prompt.md"] = "Rate it, briefly.\n"
+    projects.write(tmp_path, files, package="snapproj")
+    p = load_project(tmp_path)
+    series = plan(p, p.experiments["rate_ok"], "dev")
+    before = snapshot(p, series)
+    (tmp_path / alt / "judge_alt.prompt.md").write_text("Rate it, at length.\n")
+    after = snapshot(p, series)
+    assert before["flows_sha256"] != after["flows_sha256"]
+    assert {k for k in before if before[k] != after[k]} == {"flows_sha256"}

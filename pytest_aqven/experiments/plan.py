@@ -84,9 +84,9 @@ def snapshot(project: Project, series: SeriesPlan) -> dict[str, str]:
     dataset_path = root / "datasets" / f"{series.spec.cases.dataset}.yaml"
     flows = {}
     for variant, a in series.variants.items():
-        files = sorted(p for p in a.flow.folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-        files += sorted(n.path.parent / f for n in a.nodes.values() for f in (n.path.name,))
-        files += sorted(a.prompts.values())
+        folders = [a.flow.folder, *(n.path.parent for n in a.nodes.values())]   # the flow and its alternatives
+        files = sorted({p for folder in folders for p in folder.rglob("*")
+                        if p.is_file() and "__pycache__" not in p.parts} | set(a.prompts.values()))
         flows[variant] = canonical_hash({p.relative_to(root).as_posix(): file_hash(p) for p in files})
     code = {p.relative_to(root).as_posix(): file_hash(p)
             for p in sorted(root.rglob("*.py")) if ".aqven" not in p.parts and "__pycache__" not in p.parts}
