@@ -106,7 +106,8 @@ class VerdictReporter:
         self.config = config
         self.fail_on = fail_on
         self.family = family
-        self.records: dict[str, list[dict]] = defaultdict(list)   # series id -> attempt records
+        # series id -> attempt (variant, case, repeat) -> its record: one record per attempt, however reported
+        self.records: dict[str, dict[tuple, dict]] = defaultdict(dict)
         self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
         self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
 
@@ -117,7 +118,7 @@ class VerdictReporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)
         if record is not None and not self.is_worker:
-            self.records[record["series_id"]].append(record)
+            self.records[record["series_id"]][(record["variant"], record["case"], record["repeat"])] = record
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -125,7 +126,9 @@ class VerdictReporter:
         if self.is_worker or self.config.option.collectonly or session.shouldstop:
             return result
         projects: dict[str, Project] = {}   # loaded now, after the attempts: the end snapshot compares with it
-        for series_id, records in sorted(self.records.items(), key=lambda kv: kv[1][0]["file_nodeid"]):
+        for series_id, by_attempt in sorted(self.records.items(),
+                                            key=lambda kv: next(iter(kv[1].values()))["file_nodeid"]):
+            records = list(by_attempt.values())
             root = records[0]["root"]
             if root not in projects:
                 projects[root] = load_project(Path(root))

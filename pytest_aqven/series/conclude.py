@@ -49,15 +49,14 @@ def to_attempt(record: dict) -> stats.Attempt:
 
 def conclude(project: Project, series_id: str, records: list[dict], *, family: str = "robust") -> Conclusion:
     """Decide a series whose attempts all finished; leave it running (no verdict) when some did not.
-    `project` is loaded after the attempts ran: the snapshot taken now is compared with the one at the start."""
+    `records` holds one record per attempt. `project` is loaded after the attempts ran: the snapshot taken now is compared with the one at the start."""
     store = Store(project.root)
     try:
         series = store.series(series_id)
-        unique = {(r["variant"], r["case"], r["repeat"]): r for r in records}
         total = len(series["cases"]) * series["repeats"] * len(series["variants"])
-        conclusion = Conclusion(series["experiment_id"], series_id, series["split"], len(unique), total)
-        if len(unique) < total:
-            conclusion.note = (f"{len(unique)} of {total} attempts ran in this session; the series stays open "
+        conclusion = Conclusion(series["experiment_id"], series_id, series["split"], len(records), total)
+        if len(records) < total:
+            conclusion.note = (f"{len(records)} of {total} attempts ran in this session; the series stays open "
                                "and the same command continues it")
             return conclusion
         experiment = project.experiments[series["experiment_id"]]
@@ -72,10 +71,10 @@ def conclude(project: Project, series_id: str, records: list[dict], *, family: s
             check_kinds={c.id: c.kind for c in spec.checks},
             unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
             total_attempts=total, inputs_changed=now != series["snapshot"], family=family)
-        verdict = stats.decide(question_of(spec), [to_attempt(r) for r in unique.values()], facts)
+        verdict = stats.decide(question_of(spec), [to_attempt(r) for r in records], facts)
         conclusion.verdict = verdict
-        infra = sum(1 for r in unique.values() if r["outcome"] == "infra_error")
-        status = "failed" if infra == len(unique) else "done"
+        infra = sum(1 for r in records if r["outcome"] == "infra_error")
+        status = "failed" if infra == len(records) else "done"
         store.finish(series_id, status, {"verdict": {"state": verdict.state, "reason": verdict.reason,
                                                      "text": verdict.text}, "family": family})
         return conclusion

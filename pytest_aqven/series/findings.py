@@ -18,6 +18,5 @@ def write_finding_for(project: Project, conclusion: Conclusion, records: list[di
         series = store.series(conclusion.series_id)
     finally:
         store.close()
-    unique = list({(r["variant"], r["case"], r["repeat"]): r for r in records}.values())
-    doc = document.build(project, series, conclusion, unique)
+    doc = document.build(project, series, conclusion, records)
     return write_finding(project.root, conclusion.experiment, conclusion.series_id, doc)
