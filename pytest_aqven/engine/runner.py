@@ -54,6 +54,7 @@ class Frame:
     address: Address
     depth: int = 0                   # call depth
     calls: tuple[str, ...] = ()      # flows being called (cycle guard)
+    init: dict[str, dict[str, Any]] = field(default_factory=dict)   # loop init: child id -> input values
 
     def enter(self, node_id: str, **address) -> "Frame":
         """The frame of a container's children: their outputs stay in the container's own scope."""
@@ -68,13 +69,18 @@ class Runner:
         self.providers = providers
         self.identity = identity
         self.result = RunResult()
+        self.answers: dict[str, Any] = {}     # human answers of the case: node id -> payload
         limits = (project.spec.limits if project.spec else None) or {}
         self.default_timeout = float(limits.get("seconds") or usercode.DEFAULT_TIMEOUT)
+        self._records: dict[tuple, Any] = {}
 
     # --- the flow ---------------------------------------------------------------------------
     async def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
-                  node_outputs: dict | None = None) -> RunResult:
+                  node_outputs: dict | None = None, answers: dict | None = None) -> RunResult:
+        """`node_outputs` feed a range's upstream references and answer human nodes; `answers` are the
+        case's scripted human answers (node id -> payload), which win over node_outputs."""
         result = self.result = RunResult()
+        self.answers = {**(node_outputs or {}), **(answers or {})}
         top: dict[str, Any] = {"input": inputs, "run.context": context or {}}
         if assembly.start is not None:
             top.update(node_outputs or {})
@@ -106,9 +112,18 @@ class Runner:
             raise RunError("RETURNS_UNRESOLVED", str(exc)) from None
         return self._validate(model, out, "RETURNS_UNRESOLVED", f"flow {flow.id} output")
 
+    def bind(self, bindings, frame: Frame, node_id: str) -> dict[str, Any]:
+        """A node's inputs from its bindings; a loop's `init` replaces them on the first pass."""
+        out = self._bind(bindings, frame.values, node_id)
+        if frame.init.get(node_id):
+            out.update(frame.init[node_id])
+        return out
+
     def _bind(self, bindings, values, node_id: str) -> dict[str, Any]:
         out = {}
         for b in bindings:
+            if isinstance(b, dict):
+                b = specs.Binding.model_validate(b)
             if b.from_ is None:
                 out[b.name] = b.value
                 continue
@@ -118,11 +133,40 @@ class Runner:
                 raise RunError("INPUT_INVALID", f"node {node_id}: input {b.name}: {exc}", node_id) from None
         return out
 
+    def record(self, name: str, fields) -> type[BaseModel]:
+        """A record model for a field list, built once per runner (pydantic model creation is slow)."""
+        key = (name, tuple(fields))
+        model = self._records.get(key)
+        if model is None:
+            model = self._records[key] = self.project.types.record(name, list(fields))
+        return model
+
+    def find_flow(self, flow_id: str, caller: Flow) -> Flow | None:
+        """A called flow: a local flow of the experiment first, then a flow of the project."""
+        experiment = self.project.experiments.get(caller.local_to or self.identity.experiment)
+        local = experiment.flows.get(flow_id) if experiment is not None else None
+        return local or self.project.flows.get(flow_id)
+
+    def case_key(self, value: Any, cases: dict) -> str | None:
+        """The switch case for a value: its text (true/false for booleans), or a union variant's name."""
+        if isinstance(value, dict):
+            for discriminator in ("kind", "type", "variant"):
+                name = value.get(discriminator)
+                if isinstance(name, str) and name in cases:
+                    return name
+            return "default" if "default" in cases else None
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return text if text in cases else ("default" if "default" in cases else None)
+
     def _validate(self, model, value: Any, code: str, what: str) -> Any:
         try:
             if isinstance(model, type) and issubclass(model, BaseModel):
                 return to_json(model.model_validate(value))
-            return value
+            if model is Any:
+                return value
+            from pydantic import TypeAdapter
+            adapter = TypeAdapter(model)
+            return adapter.dump_python(adapter.validate_python(value), mode="json")
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
@@ -139,11 +183,12 @@ class Runner:
         self.result.nodes.append(trace)     # before it runs: a failed node keeps its trace
         started = time.perf_counter()
         try:
-            executor = EXECUTORS.get(type(node.spec))
+            executor = EXECUTORS.get(node.kind)
             if executor is None:
                 raise RunError("MODEL_FEATURE_UNSUPPORTED",
                                f"node {addr.node}: {node.kind} nodes are not run by this version of pytest-aqven")
             trace.output = await executor(self, frame, node, node_id, trace)
+            trace.status = "ok"
         except RunError as err:
             err.node = err.node or addr.node
             trace.status, trace.error_code, trace.error_message = "failed", err.code, err.message
@@ -160,10 +205,11 @@ class Runner:
         frame.values[node_id] = trace.output
         return trace.output
 
-    async def call_user(self, fn, kwargs: dict, node: Node, what: str, code: str = "code_invalid") -> Any:
+    async def call_user(self, fn, kwargs: dict, node: Node, what: str, code: str = "code_invalid",
+                        args: tuple = ()) -> Any:
         """A user function with the node's time limit; its failure is an infrastructure error naming where."""
         try:
-            return await usercode.call(fn, timeout=self.timeout(node), **kwargs)
+            return await usercode.call(fn, *args, timeout=self.timeout(node), **kwargs)
         except usercode.UserCallTimeout as exc:
             raise RunError("timeout", f"{what} {exc}") from None
         except usercode.UserCodeError as exc:
@@ -179,11 +225,11 @@ class Runner:
 # --- code nodes -----------------------------------------------------------------------------
 async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
     spec: specs.CodeNode = node.spec
-    kwargs = runner._bind(spec.in_, frame.values, node_id)
+    kwargs = runner.bind(spec.in_, frame, node_id)
     trace.input = kwargs
     fn = runner.resolve_code(spec.run, node, f"node {node_id}")
     value = await runner.call_user(fn, kwargs, node, f"node {node_id}: {spec.run}")
-    model = runner.project.types.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
+    model = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
 
 
@@ -202,10 +248,10 @@ async def run_llm(runner: Runner, frame: Frame, node: Node, node_id: str, trace:
         raise RunError(provider.code, f"node {node_id}: {provider}")
     if provider is None:
         raise RunError("PLAN_MISSING", f"node {node_id}: provider {agent.provider_id} is not declared in aqven.yaml")
-    inputs = runner._bind(spec.in_, frame.values, node_id)
+    inputs = runner.bind(spec.in_, frame, node_id)
     trace.input = inputs
     stem = spec.inference or node.id
-    out_model = runner.project.types.record(f"{pascal(stem)}Out", inference.out)
+    out_model = runner.record(f"{pascal(stem)}Out", inference.out)
     prompt_path = assembly.prompts.get(node_id, node.prompt_path)
     try:
         messages = list(prompts.render(prompt_path.read_text(encoding="utf-8"), inference, inputs))
@@ -280,7 +326,64 @@ def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
 
 
+# --- human and narrow nodes -----------------------------------------------------------------
+def _field(spec, name: str, default: Any = None) -> Any:
+    """A node key, from the spec class the loader made (or from its extra keys)."""
+    value = getattr(spec, name, None)
+    if value is None:
+        value = (getattr(spec, "model_extra", None) or {}).get(name.rstrip("_"))
+    return default if value is None else value
+
+
+async def run_human(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
+    """Answered from the case (scripted answers, then node_outputs); a series never waits for a person."""
+    trace.input = runner.bind(_field(node.spec, "in_", []), frame, node_id)
+    address = frame.address.at(node_id).node
+    for key in (address, node_id):
+        if key in runner.answers:
+            answer = runner.answers[key]
+            break
+    else:
+        on_timeout = _field(node.spec, "on_timeout")
+        policy = on_timeout.get("policy") if isinstance(on_timeout, dict) else getattr(on_timeout, "policy", None)
+        if policy == "default":
+            answer = on_timeout.get("value") if isinstance(on_timeout, dict) else getattr(on_timeout, "value", None)
+            trace.detail["answered_by"] = "on_timeout default"
+        else:
+            raise RunError("HUMAN_TIMED_OUT", f"node {address}: the case has no answer for this human node "
+                           f"(give one under node_outputs.{address} or metadata.human_answers.{address})")
+    form = _field(node.spec, "form")
+    try:
+        model = runner.project.types.named(form)
+    except LookupError as exc:
+        raise RunError("INPUT_INVALID", f"node {address}: form {form}: {exc}") from None
+    return runner._validate(model, answer, "INPUT_INVALID", f"node {address}: the answer of the case")
+
+
+async def run_narrow(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
+    source, target = _field(node.spec, "from_"), _field(node.spec, "to")
+    try:
+        value = refs.resolve(refs.parse(source), frame.values)
+    except refs.RefError as exc:
+        raise RunError("INPUT_INVALID", f"node {node_id}: from: {exc}") from None
+    trace.input = value
+    try:
+        model = runner.project.types.named(target)
+    except LookupError as exc:
+        raise RunError("INPUT_INVALID", f"node {node_id}: to {target}: {exc}") from None
+    return runner._validate(model, value, "output_invalid", f"node {node_id}: the value narrowed to {target}")
+
+
+from . import containers  # noqa: E402 - they call back into Runner
+
 EXECUTORS = {
-    specs.CodeNode: run_code,
-    specs.LlmNode: run_llm,
+    "code": run_code,
+    "llm": run_llm,
+    "call": containers.run_call,
+    "parallel": containers.run_parallel,
+    "map": containers.run_map,
+    "loop": containers.run_loop,
+    "switch": containers.run_switch,
+    "human": run_human,
+    "narrow": run_narrow,
 }

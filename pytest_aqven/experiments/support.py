@@ -7,11 +7,12 @@ from __future__ import annotations
 from ..check.diagnostics import Diagnostic
 from ..engine.prompts import is_template
 from ..project.loader import Experiment, Project
-from ..project.specs import CodeNode, LlmNode
+from ..project.specs import LlmNode
 from .plan import assemble
 
 CODE = "E_RUNTIME_UNSUPPORTED"
-HINT = "this version of pytest-aqven runs code and llm nodes with plain-text prompts on function providers"
+HINT = "this version of pytest-aqven runs every node kind but tool nodes, with plain-text prompts on function providers"
+RUNS = {"llm", "code", "call", "parallel", "map", "loop", "switch", "human", "narrow"}
 
 
 def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
@@ -24,20 +25,36 @@ def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
     if spec.varies is not None and spec.varies.what == "flow":
         out.append(doc.diag(CODE, ("varies", "what"), "the flow factor is not run yet", HINT))
         return out
-    seen: set[str] = set()
+    seen: set[tuple] = set()
     for variant, assembly in assemble(project, experiment).items():
-        for node_id in assembly.order:
-            node = assembly.node(node_id)
-            if str(node.path) in seen:
+        # (node, its id, its flow, the variant's slots: only top-level nodes of the subject have slots)
+        todo = [(assembly.node(n), n, assembly.flow, assembly) for n in assembly.order]
+        while todo:
+            node, node_id, flow, slots = todo.pop()
+            agent = slots.agents.get(node_id) if slots else None
+            prompt = slots.prompts.get(node_id) if slots else None
+            if (node.path, agent, prompt) in seen:
                 continue
-            seen.add(str(node.path))
-            if not isinstance(node.spec, (CodeNode, LlmNode)):
+            seen.add((node.path, agent, prompt))
+            if node.kind not in RUNS:
                 out.append(node.doc.diag(CODE, ("node",), f"node {node_id}: {node.kind} nodes are not run yet", HINT))
                 continue
             if isinstance(node.spec, LlmNode):
-                out += _llm_gaps(project, node, assembly.prompts.get(node_id, node.prompt_path),
-                                 assembly.agents.get(node_id, node.spec.agent))
+                out += _llm_gaps(project, node, prompt or node.prompt_path, agent or node.spec.agent)
+            todo += _inside(project, experiment, flow, node)
     return out
+
+
+def _inside(project: Project, experiment: Experiment, flow, node) -> list:
+    """The nodes a container runs (its children, by id in its flow) and the top-level nodes of a called flow."""
+    from ..check.flows import children
+
+    if node.kind == "call":
+        called = project.flow_for(experiment, node.spec.flow)
+        if called is None:
+            return []
+        return [(called.nodes[n], n, called, None) for n in called.spec.order if n in called.nodes]
+    return [(flow.nodes[c], c, flow, None) for _, c in children(node.spec) if c in flow.nodes]
 
 
 def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagnostic]:
