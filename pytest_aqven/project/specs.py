@@ -61,7 +61,7 @@ class Limits(Spec):
     tool_calls: int | None = Field(default=None, ge=0)
     tokens: int | None = Field(default=None, ge=1)
     usd_micros: int | None = Field(default=None, ge=0)
-    seconds: int | None = Field(default=None, ge=1)
+    seconds: float | None = Field(default=None, gt=0)     # AQVEN writes whole seconds; tests use fractions
 
 
 class ProjectSpec(Spec):
