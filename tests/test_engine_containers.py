@@ -290,10 +290,8 @@ def test_a_call_cycle_is_stopped(tmp_path):
 
 
 def human_files(on_timeout: dict | None = None) -> dict:
-    spec = {"form": "Answer", "assignee": "lead", "timeout_seconds": 60,
+    spec = {"form": "Answer", "assignee": "lead", "timeout_seconds": 60, "on_timeout": on_timeout or {"policy": "fail"},
             "in": [{"name": "text", "from": "$input.text"}]}
-    if on_timeout:
-        spec["on_timeout"] = on_timeout
     return {
         "flows/ask/flow.yaml": flow(["approve", "narrowed"], {"text": "$narrowed.out.text"}),
         "flows/ask/nodes/approve/approve.node.yaml": node("human", **spec),

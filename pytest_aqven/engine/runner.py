@@ -150,7 +150,8 @@ class Runner:
     def case_key(self, value: Any, cases: dict) -> str | None:
         """The switch case for a value: its text (true/false for booleans), or a union variant's name."""
         if isinstance(value, dict):
-            for discriminator in ("kind", "type", "variant"):
+            unions = [s.discriminator for s in self.project.types.specs.values() if isinstance(s, specs.UnionTypeSpec)]
+            for discriminator in dict.fromkeys([*unions, "kind"]):
                 name = value.get(discriminator)
                 if isinstance(name, str) and name in cases:
                     return name
@@ -327,51 +328,43 @@ def _errors(exc: ValidationError) -> str:
 
 
 # --- human and narrow nodes -----------------------------------------------------------------
-def _field(spec, name: str, default: Any = None) -> Any:
-    """A node key, from the spec class the loader made (or from its extra keys)."""
-    value = getattr(spec, name, None)
-    if value is None:
-        value = (getattr(spec, "model_extra", None) or {}).get(name.rstrip("_"))
-    return default if value is None else value
-
-
 async def run_human(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
-    """Answered from the case (scripted answers, then node_outputs); a series never waits for a person."""
-    trace.input = runner.bind(_field(node.spec, "in_", []), frame, node_id)
+    """Answered from the case (scripted answers, then node_outputs); a series never waits for a person.
+    Without an answer the timeout has passed: on_timeout default gives its value, fail and escalate
+    (nobody answers in a series) are HUMAN_TIMED_OUT."""
+    spec: specs.HumanNode = node.spec
+    trace.input = runner.bind(spec.in_, frame, node_id)
     address = frame.address.at(node_id).node
     for key in (address, node_id):
         if key in runner.answers:
             answer = runner.answers[key]
             break
     else:
-        on_timeout = _field(node.spec, "on_timeout")
-        policy = on_timeout.get("policy") if isinstance(on_timeout, dict) else getattr(on_timeout, "policy", None)
-        if policy == "default":
-            answer = on_timeout.get("value") if isinstance(on_timeout, dict) else getattr(on_timeout, "value", None)
-            trace.detail["answered_by"] = "on_timeout default"
-        else:
+        if spec.on_timeout.policy != "default":
             raise RunError("HUMAN_TIMED_OUT", f"node {address}: the case has no answer for this human node "
                            f"(give one under node_outputs.{address} or metadata.human_answers.{address})")
-    form = _field(node.spec, "form")
+        answer = spec.on_timeout.value
+        trace.detail["answered_by"] = "on_timeout default"
     try:
-        model = runner.project.types.named(form)
+        model = runner.project.types.resolve(spec.form)
     except LookupError as exc:
-        raise RunError("INPUT_INVALID", f"node {address}: form {form}: {exc}") from None
+        raise RunError("INPUT_INVALID", f"node {address}: form {spec.form}: {exc}") from None
     return runner._validate(model, answer, "INPUT_INVALID", f"node {address}: the answer of the case")
 
 
 async def run_narrow(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
-    source, target = _field(node.spec, "from_"), _field(node.spec, "to")
+    """A dynamic value validated into a registry type; a value that does not fit names its field."""
+    spec: specs.NarrowNode = node.spec
     try:
-        value = refs.resolve(refs.parse(source), frame.values)
+        value = refs.resolve(refs.parse(spec.from_), frame.values)
     except refs.RefError as exc:
         raise RunError("INPUT_INVALID", f"node {node_id}: from: {exc}") from None
     trace.input = value
     try:
-        model = runner.project.types.named(target)
+        model = runner.project.types.resolve(spec.to)
     except LookupError as exc:
-        raise RunError("INPUT_INVALID", f"node {node_id}: to {target}: {exc}") from None
-    return runner._validate(model, value, "output_invalid", f"node {node_id}: the value narrowed to {target}")
+        raise RunError("INPUT_INVALID", f"node {node_id}: to {spec.to}: {exc}") from None
+    return runner._validate(model, value, "output_invalid", f"node {node_id}: the value narrowed to {spec.to}")
 
 
 from . import containers  # noqa: E402 - they call back into Runner
