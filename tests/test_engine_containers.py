@@ -40,6 +40,14 @@ def shout(word: str, index: int) -> dict:
     return {"text": f"{index}:{word.upper()}"}
 
 
+pairs = threading.Barrier(2, timeout=5)
+
+
+def shout_pair(word: str, index: int) -> dict:
+    pairs.wait()            # two items at a time, or this times out
+    return shout(word, index)
+
+
 def revise(previous: str | None) -> dict:
     return {"reply": (previous or "") + "+"}
 
@@ -50,9 +58,18 @@ def critique(reply: str, before: dict | None) -> dict:
 
 def two_of_three(state, params):
     from pytest_aqven.engine.policies import Done, Fail, Wait
-    if len(state.values) >= 2:
-        return Done(state.values[:2])
-    return Fail("too few") if not state.pending else Wait()
+    if state.pending:
+        return Wait()
+    kept = tuple(v for v in state.values if not v["text"].startswith("one"))
+    return Done(kept) if len(kept) >= 2 else Fail("too few")
+
+
+meeting = threading.Barrier(3, timeout=5)
+
+
+def meet(who: str, text: str) -> dict:
+    meeting.wait()          # returns only when the three branches run at the same time
+    return {"text": who}
 
 
 def stop_at(state, params) -> object:
@@ -95,8 +112,8 @@ def make(tmp_path, files: dict, package: str):
 
 @pytest.mark.parametrize("join, text, expected", [
     ({"use": "all"}, "hi", ["one:hi", "two:hi", "three:hi"]),
-    ({"use": "any"}, "hi", ["two:hi"]),                              # the first to finish
-    ({"use": "first_success"}, "hi fail-two", ["three:hi fail-two"]),
+    ({"use": "any"}, "hi", {"one:hi", "two:hi", "three:hi"}),       # one: the first to finish
+    ({"use": "first_success"}, "hi fail-two", {"one:hi fail-two", "three:hi fail-two"}),
     ({"use": "quorum", "with": {"min_ok": 2, "on_error": "skip"}}, "hi fail-one", ["two:hi fail-one", "three:hi fail-one"]),
     ({"run": "@root.lib:two_of_three"}, "hi", ["two:hi", "three:hi"]),
 ])
@@ -105,7 +122,10 @@ def test_parallel_joins(tmp_path, join, text, expected):
     result = run(project, "fan", {"text": text})
     assert result.error is None, result.error
     drafts = next(n for n in result.nodes if n.node == "drafts")
-    assert drafts.output["candidates"] == expected
+    if isinstance(expected, set):        # which branch finishes first depends on the machine's load
+        assert len(drafts.output["candidates"]) == 1 and drafts.output["candidates"][0] in expected
+    else:
+        assert drafts.output["candidates"] == expected
     branches = {n.branch: n for n in result.nodes if n.parent == "drafts"}
     assert set(branches) <= {"one", "two", "three"} and branches["two"].node == "drafts__two"
 
@@ -125,13 +145,15 @@ def test_parallel_join_failures(tmp_path, join, code):
 
 
 def test_parallel_branches_run_concurrently(tmp_path):
-    project = make(tmp_path, parallel_flow({"use": "all"}), "parconc")
-    result = run(project, "fan", {"text": "hi"})
-    drafts = next(n for n in result.nodes if n.node == "drafts")
-    assert drafts.wall_ms < 0.03 * 1000 + 0.01 * 1000 + 0.02 * 1000   # less than the three in a row
+    files = parallel_flow({"use": "all"})
+    for who in ("one", "two", "three"):
+        files[f"flows/fan/nodes/drafts/{who}.node.yaml"]["run"] = "@root.lib:meet"
+    result = run(make(tmp_path, files, "parconc"), "fan", {"text": "hi"})
+    assert result.error is None, result.error
+    assert by(result, "drafts").output["candidates"] == ["one", "two", "three"]
 
 
-def map_flow(on_item_error: dict, concurrency: int | None = 2) -> dict:
+def map_flow(on_item_error: dict, concurrency: int | None = 2, body: str = "shout_pair") -> dict:
     spec = {"over": "$split.out.words", "body": "shout", "on_item_error": on_item_error,
             "out": [{"name": "words", "type": TEXTS, "from": "$ok[*].text"}, {"name": "failed", "type": "Json", "from": "$failed"}]}
     if concurrency:
@@ -142,7 +164,7 @@ def map_flow(on_item_error: dict, concurrency: int | None = 2) -> dict:
                                                        in_=[{"name": "text", "from": "$input.text"}],
                                                        out=[{"name": "words", "type": TEXTS}]),
         "flows/each/nodes/loud/loud.node.yaml": node("map", **spec),
-        "flows/each/nodes/loud/shout.node.yaml": node("code", run="@root.lib:shout",
+        "flows/each/nodes/loud/shout.node.yaml": node("code", run=f"@root.lib:{body}",
                                                       in_=[{"name": "word", "from": "$item"}, {"name": "index", "from": "$index"}],
                                                       out=TEXT),
     }
@@ -160,11 +182,11 @@ def test_map_item_errors_recovered(tmp_path, policy, words, failed):
     assert loud.output["words"] == words
     assert [f["index"] for f in loud.output["failed"]] == failed and loud.output["failed"][0]["code"] == "code_invalid"
     assert {n.item for n in result.nodes if n.parent == "loud"} == {0, 1, 2, 3}
-    assert sys.modules[f"map_{policy['use']}.lib"].peak == 2          # concurrency 2
+    assert sys.modules[f"map_{policy['use']}.lib"].peak == 2          # concurrency 2: pairs meet, never three
 
 
 def test_map_item_error_fail_stops_with_the_items_error(tmp_path):
-    project = make(tmp_path, map_flow({"use": "fail"}, None), "mapfail")
+    project = make(tmp_path, map_flow({"use": "fail"}, None, "shout"), "mapfail")
     result = run(project, "each", {"text": "a bad c"})
     assert result.error.code == "code_invalid" and "item 1" in result.error.message
     assert outcome_of(result.error.code) == "infra_error"

@@ -87,20 +87,20 @@ Guide: {{ variants.guide }}
 
 
 def test_liquid_messages_fragments_case_variants_and_output_format(tmp_path):
-    p = project(tmp_path, "liquid", prompt=LIQUID,
+    p = project(tmp_path, "liquidproj", prompt=LIQUID,
                 inf_extra={"variants": {"guide": {"on": "$in.ids[0]", "cases": {"a": "alpha"}, "default": "other"}}},
                 extra_files={"fragments/tone.md": "Be brief.",
                              "flows/qa/nodes/answer/answer.variants/guide/alpha.md": "Alpha guide for {{ text }}.",
                              "flows/qa/nodes/answer/answer.variants/guide/other.md": "Other guide."})
     result = run(p, "qa", ASK)
     assert result.error is None, result.error
-    system, user = seen("liquid")[0].messages
+    system, user = seen("liquidproj")[0].messages
     assert (system.role, system.content) == ("system", "Answer as Lumen. Be brief.")
     assert user.content.startswith("Question: where is my parcel\nGuide: Alpha guide for where is my parcel.\n"
                                    "Output fields (answer with one JSON object):")
     assert result.nodes[0].detail["variants"] == {"guide": "Alpha guide for where is my parcel."}
     run(p, "qa", {"text": "hi", "ids": ["z"]})
-    assert "Greeting.\nGuide: Other guide." in seen("liquid")[1].messages[1].content
+    assert "Greeting.\nGuide: Other guide." in seen("liquidproj")[1].messages[1].content
 
 
 @pytest.mark.parametrize("prompt, problem", [
@@ -220,10 +220,10 @@ def test_allowed_sets_keep_id_outputs_to_the_inputs_values(tmp_path):
 
 
 CHECKS = '''
-from pytest_aqven import Verdict
+from pytest_aqven import NoParams, Verdict
 
 
-def polite(value, context, params) -> Verdict:
+def polite(value, context, params: NoParams) -> Verdict:
     return Verdict(passed="please" in value.reply, reason="say please")
 '''
 
@@ -249,3 +249,22 @@ def test_inference_checks_are_scored_with_the_experiment_evaluators(tmp_path, on
         assert trace.calls[0].cause == "check @root.checks:polite" and result.schema_valid_first_try is True
     if code:
         assert outcome_of(code) == "model_fail"
+
+
+PY_PROMPT = '''
+from types import SimpleNamespace
+
+
+def render(text: str, ids: list) -> object:
+    message = lambda role, text: SimpleNamespace(role=role, text=text)
+    return SimpleNamespace(messages=(message("system", "Be short."), message("user", f"{text} / {len(ids)} ids")))
+'''
+
+
+def test_a_python_prompt_renders_the_messages(tmp_path):
+    p = project(tmp_path, "pyprompt", inf_extra={"prompt": "render"},
+                extra_files={"flows/qa/nodes/answer/answer.py": PY_PROMPT})
+    result = run(p, "qa", ASK)
+    assert result.error is None, result.error
+    assert [(m.role, m.content) for m in seen("pyprompt")[0].messages] == [
+        ("system", "Be short."), ("user", "where is my parcel / 2 ids")]

@@ -36,9 +36,11 @@ def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) 
     text = agent.instructions
     if not text:
         return None
-    if text.startswith("./") or text.endswith(".md"):
+    if agent.instructions_file:
         entity = runner.project.agents[agent_id]
-        path = (runner.project.root / entity.doc.file).parent / text
+        rel = agent.instructions_file
+        path = runner.project.root / rel.removeprefix("@root/") if rel.startswith("@root/") else \
+            (runner.project.root / entity.doc.file).parent / rel
         try:
             return path.read_text(encoding="utf-8").strip()
         except OSError as exc:
@@ -72,12 +74,18 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     allowed = allowed_sets(inference, inputs, node_id)
     prompt_path = assembly.prompts.get(node_id, node.prompt_path) if frame.address.node == "" else node.prompt_path
     root = runner.project.root
+    if inference.prompt is not None:        # level 3: a Python function renders the messages
+        fn = runner.resolve_code(inference.prompt, node, f"node {node_id}: prompt")
+        text_inputs = {f.name: inputs.get(f.name) for f in inference.in_ if not prompts.media_kind(f.type)}
+        prompt_text = await runner.call_user(fn, text_inputs, node, f"node {node_id}: prompt {inference.prompt}",
+                                             "prompt_invalid")
     try:
-        text = prompt_path.read_text(encoding="utf-8")
+        if inference.prompt is None:
+            prompt_text = prompt_path.read_text(encoding="utf-8")
         inf_folder = (root / node.inference_doc.file).parent if node.inference_doc else node.path.parent
         variants = prompts.variant_texts(inference, inputs, inf_folder, stem, root)
         media = prompts.media_parts(inference, inputs, root)
-        messages = list(prompts.render(text, inference, inputs, root=root, variants=variants, allowed=allowed,
+        messages = list(prompts.render(prompt_text, inference, inputs, root=root, variants=variants, allowed=allowed,
                                        instructions=agent_instructions(runner, agent_id, agent), media=media))
     except prompts.MediaUnavailable as exc:
         raise RunError("media_unavailable", f"node {node_id}: {exc}") from None
@@ -230,15 +238,14 @@ def allowed_sets(inference: specs.InferenceSpec, inputs: dict, node_id: str) -> 
     """Output field -> the values it may take: `allowed_sets: [{type, from: "$in...", labels_from?}]`
     restricts every output field of that id type to the values present in the input."""
     out: dict[str, list] = {}
-    for item in getattr(inference, "allowed_sets", None) or []:
-        item = item if isinstance(item, dict) else item.model_dump(by_alias=True)
+    for item in inference.allowed_sets:
         try:
-            values = refs.resolve(refs.parse(item["from"]), {"in": inputs})
-        except (refs.RefError, KeyError) as exc:
+            values = refs.resolve(refs.parse(item.from_), {"in": inputs})
+        except refs.RefError as exc:
             raise RunError("prompt_invalid", f"node {node_id}: allowed_sets: {exc}") from None
         values = [v for v in (values if isinstance(values, list) else [values]) if v is not None]
         for f in inference.out:
-            if f.type.rstrip("?").removesuffix("[]").rstrip("?") == item.get("type"):
+            if f.type.rstrip("?").removesuffix("[]").rstrip("?") == item.type:
                 out[f.name] = values
     return out
 

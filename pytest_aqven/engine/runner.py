@@ -4,7 +4,6 @@ A Runner belongs to one attempt; every value of a run lives in its Scope chain a
 many attempts can share one event loop."""
 from __future__ import annotations
 
-import json
 import time
 from collections import ChainMap
 from dataclasses import dataclass, field
@@ -16,9 +15,9 @@ from pydantic import BaseModel, ValidationError
 from ..project import coderefs, specs
 from ..project.loader import Flow, Node, Project
 from ..project.types import pascal
-from ..providers.base import AttemptIdentity, Message, ModelRequest, Provider, ProviderError
-from . import prompts, refs, usercode
-from .trace import Address, CallTrace, NodeTrace, RunError, RunResult
+from ..providers.base import AttemptIdentity, Provider, ProviderError
+from . import refs, usercode
+from .trace import Address, NodeTrace, RunError, RunResult
 
 
 @dataclass
@@ -216,6 +215,12 @@ class Runner:
         except usercode.UserCodeError as exc:
             raise RunError(code, f"{what} raised {exc}", location=exc.location, traceback=exc.traceback) from None
 
+    async def agent_tools(self, agent: specs.AgentSpec, node: Node, node_id: str) -> dict:
+        """The tools an agent may call, by name (tools of tools/ and of its MCP servers)."""
+        if not agent.tools and not agent.mcp_servers:
+            return {}
+        raise RunError("MODEL_FEATURE_UNSUPPORTED", f"node {node_id}: agent tools are not run yet")
+
     def resolve_code(self, ref: str, node: Node, what: str):
         try:
             return coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
@@ -232,95 +237,6 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     value = await runner.call_user(fn, kwargs, node, f"node {node_id}: {spec.run}")
     model = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
-
-
-# --- llm nodes ------------------------------------------------------------------------------
-async def run_llm(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
-    spec: specs.LlmNode = node.spec
-    assembly = frame.assembly
-    inference = node.inference
-    agent_id = assembly.agents.get(node_id, spec.agent)
-    agent_entity = runner.project.agents.get(agent_id)
-    if inference is None or agent_entity is None:
-        raise RunError("PLAN_MISSING", f"node {node_id}: agent {agent_id} or its inference is missing")
-    agent: specs.AgentSpec = agent_entity.spec
-    provider = runner.providers.get(agent.provider_id)
-    if isinstance(provider, ProviderError):
-        raise RunError(provider.code, f"node {node_id}: {provider}")
-    if provider is None:
-        raise RunError("PLAN_MISSING", f"node {node_id}: provider {agent.provider_id} is not declared in aqven.yaml")
-    inputs = runner.bind(spec.in_, frame, node_id)
-    trace.input = inputs
-    stem = spec.inference or node.id
-    out_model = runner.record(f"{pascal(stem)}Out", inference.out)
-    prompt_path = assembly.prompts.get(node_id, node.prompt_path)
-    try:
-        messages = list(prompts.render(prompt_path.read_text(encoding="utf-8"), inference, inputs))
-    except (OSError, ValueError, AttributeError) as exc:
-        raise RunError("prompt_invalid", f"node {node_id}: {exc}") from None
-    settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
-    settings.update(agent.settings.provider_options)
-    trace.model = agent.model
-    budget = agent.output.retries + 1
-    for attempt in range(budget):
-        request = ModelRequest(agent.model_name, tuple(messages), settings, out_model.model_json_schema(),
-                               agent.output.mode, runner.identity, node_id)
-        response = await _complete(runner, provider, request, node, node_id, agent.model, trace)
-        call = CallTrace(agent.model, response.outcome, response.tokens_in, response.tokens_out,
-                         response.cost_usd, "provider" if response.cost_usd is not None else "unknown",
-                         response.latency_ms or 0.0)
-        trace.calls.append(call)
-        last = attempt == budget - 1
-        if response.outcome != "ok":
-            policy = {"refusal": agent.output.on_refusal, "truncated": agent.output.on_truncated,
-                      "error": agent.output.on_error}[response.outcome]
-            if policy == "retry" and not last:
-                continue
-            code = {"refusal": "refusal", "truncated": "truncated", "error": "provider_error"}[response.outcome]
-            raise RunError(code, f"node {node_id}: the model answered with outcome {response.outcome}"
-                           + (f": {response.refusal or response.error}" if response.refusal or response.error else ""))
-        value, problem, code = _parse(response, out_model)
-        call.schema_valid = problem is None
-        if problem is None:
-            return value
-        if last:
-            raise RunError(code if budget == 1 else "MODEL_RETRIES_EXHAUSTED", f"node {node_id}: {problem}")
-        messages += [Message("assistant", response.text or json.dumps(response.parsed)),
-                     Message("user", f"Your answer does not fit the output fields: {problem}. "
-                                     "Answer again with one JSON object.")]
-    raise AssertionError("unreachable")
-
-
-async def _complete(runner: Runner, provider, request: ModelRequest, node: Node, node_id: str, model: str,
-                    trace: NodeTrace):
-    import asyncio
-
-    seconds = runner.timeout(node)
-    try:
-        async with asyncio.timeout(seconds):
-            return await provider.complete(request)
-    except ProviderError as exc:
-        trace.calls.append(CallTrace(model, "error", error=str(exc)))
-        raise RunError(exc.code, f"node {node_id}: {exc}") from None
-    except TimeoutError:
-        trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s"))
-        raise RunError("timeout", f"node {node_id}: the model call did not return within {seconds:g} s") from None
-
-
-def _parse(response, model) -> tuple[Any, str | None, str]:
-    raw = response.parsed
-    if raw is None:
-        text = (response.text or "").strip()
-        if text.startswith("```"):
-            text = text.strip("`").removeprefix("json").strip()
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return None, f"the answer is not JSON ({exc.msg})", "MODEL_INVALID_JSON"
-    try:
-        return to_json(model.model_validate(raw)), None, ""
-    except ValidationError as exc:
-        return None, _errors(exc), "MODEL_SCHEMA_MISMATCH"
 
 
 def _errors(exc: ValidationError) -> str:
@@ -367,11 +283,11 @@ async def run_narrow(runner: Runner, frame: Frame, node: Node, node_id: str, tra
     return runner._validate(model, value, "output_invalid", f"node {node_id}: the value narrowed to {spec.to}")
 
 
-from . import containers  # noqa: E402 - they call back into Runner
+from . import containers, llm  # noqa: E402 - they call back into Runner
 
 EXECUTORS = {
     "code": run_code,
-    "llm": run_llm,
+    "llm": llm.run_llm,
     "call": containers.run_call,
     "parallel": containers.run_parallel,
     "map": containers.run_map,

@@ -5,13 +5,12 @@ only produce infrastructure errors, so collection stops with a diagnostic instea
 from __future__ import annotations
 
 from ..check.diagnostics import Diagnostic
-from ..engine.prompts import is_template
 from ..project.loader import Experiment, Project
 from ..project.specs import LlmNode
 from .plan import assemble
 
 CODE = "E_RUNTIME_UNSUPPORTED"
-HINT = "this version of pytest-aqven runs every node kind but tool nodes, with plain-text prompts on function providers"
+HINT = "this version of pytest-aqven runs every node kind but tool nodes, on function providers"
 RUNS = {"llm", "code", "call", "parallel", "map", "loop", "switch", "human", "narrow"}
 
 
@@ -59,12 +58,14 @@ def _inside(project: Project, experiment: Experiment, flow, node) -> list:
 
 def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagnostic]:
     out = []
-    if node.inference is not None and node.inference.prompt is not None:
-        out.append(node.inference_doc.diag(CODE, ("prompt",), f"node {node.id}: Python prompts are not run yet", HINT))
-    if prompt_path is not None and is_template(prompt_path.read_text(encoding="utf-8")):
-        out.append(Diagnostic(CODE, project.rel(prompt_path), (), f"node {node.id}: Liquid prompt templates are not run yet",
-                              1, 1, HINT))
+    for i, check in enumerate(node.inference.checks if node.inference is not None else []):
+        if check.inference is not None:
+            out.append(node.inference_doc.diag(CODE, ("checks", i, "inference"),
+                                               f"node {node.id}: judge inference checks are not run yet", HINT))
     agent = project.agents.get(agent_id)
+    if agent is not None and (agent.spec.tools or agent.spec.mcp_servers or agent.spec.subagents):
+        key = "tools" if agent.spec.tools else "mcp_servers" if agent.spec.mcp_servers else "subagents"
+        out.append(agent.doc.diag(CODE, (key,), f"agent {agent_id}: agent {key.replace('_', ' ')} are not run yet", HINT))
     for i, provider in enumerate(project.spec.providers):
         if agent is not None and provider.id == agent.spec.provider_id and provider.kind != "code":
             out.append(project.doc.diag(CODE, ("providers", i, "kind"),
