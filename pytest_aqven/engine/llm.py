@@ -94,7 +94,10 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     if variants:
         trace.detail["variants"] = variants
     checks = compile_checks(runner, node, node_id, inference)
-    tools = await runner.agent_tools(agent, node, node_id)
+    from . import tools as agent_tools
+
+    tools = await agent_tools.for_agent(runner, agent, node, node_id)
+    address = frame.address.at(node_id).node
     settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
     settings.update(agent.settings.provider_options)
     schema = out_model.model_json_schema()
@@ -119,7 +122,8 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
             answers += 1
             request = ModelRequest(model_name, tuple(conversation), settings, schema, mode, runner.identity, node_id,
                                    tool_defs, agent.output.strict)
-            response = await call_model(runner, provider, request, node, node_id, model, trace, tools, conversation)
+            response = await call_model(runner, provider, request, node, node_id, model, trace, tools, conversation,
+                                        agent, address)
             call = trace.calls[-1]
             last = answers >= budget
             if response.outcome != "ok":
@@ -169,7 +173,8 @@ def resolve_mode(mode: str, provider, model_name: str) -> str:
 
 
 async def call_model(runner: "Runner", provider, request: ModelRequest, node: "Node", node_id: str, model: str,
-                     trace: "NodeTrace", tools: dict, conversation: list[Message]) -> ModelResponse:
+                     trace: "NodeTrace", tools: dict, conversation: list[Message], agent: specs.AgentSpec,
+                     address: str) -> ModelResponse:
     """One answer of the model. Tool calls it asks for run, their results go back, and it is asked again."""
     for _ in range(MAX_TOOL_ROUNDS + 1):
         response = await complete(runner, provider, request, node, node_id, model, trace)
@@ -178,7 +183,10 @@ async def call_model(runner: "Runner", provider, request: ModelRequest, node: "N
             return response
         trace.calls[-1].action, trace.calls[-1].cause = "tools", ", ".join(c.name for c in asked)
         conversation.append(Message("assistant", response.text or "", tool_calls=tuple(response.tool_calls)))
-        results = await asyncio.gather(*(runner.agent_tool_call(tools, c, node, node_id, trace) for c in asked))
+        from .tools import agent_call
+
+        results = await asyncio.gather(*(agent_call(runner, agent, tools, c, node, node_id, address, trace)
+                                         for c in asked))
         for c, result in zip(asked, results):
             conversation.append(Message("tool", json.dumps(result, ensure_ascii=False), tool_call_id=c.id))
         request = ModelRequest(request.model, tuple(conversation), request.settings, request.output_schema,

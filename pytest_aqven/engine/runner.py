@@ -4,6 +4,7 @@ A Runner belongs to one attempt; every value of a run lives in its Scope chain a
 many attempts can share one event loop."""
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import ChainMap
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class Runner:
         limits = project.spec.limits if project.spec else None
         self.default_timeout = float((limits and limits.seconds) or usercode.DEFAULT_TIMEOUT)
         self._records: dict[tuple, Any] = {}
+        self._mcp: dict[str, Any] = {}        # server id -> open connection (this run's)
 
     # --- the flow ---------------------------------------------------------------------------
     async def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
@@ -94,6 +96,8 @@ class Runner:
                 result.output = self._returns(assembly.flow, top)
         except RunError as err:
             result.error = err
+        finally:
+            await self.close()
         result.wall_ms = (time.perf_counter() - started) * 1000
         result.latency_ms = sum(n.latency_ms for n in result.nodes if n.parent is None)
         return result
@@ -215,11 +219,28 @@ class Runner:
         except usercode.UserCodeError as exc:
             raise RunError(code, f"{what} raised {exc}", location=exc.location, traceback=exc.traceback) from None
 
-    async def agent_tools(self, agent: specs.AgentSpec, node: Node, node_id: str) -> dict:
-        """The tools an agent may call, by name (tools of tools/ and of its MCP servers)."""
-        if not agent.tools and not agent.mcp_servers:
-            return {}
-        raise RunError("MODEL_FEATURE_UNSUPPORTED", f"node {node_id}: agent tools are not run yet")
+    async def mcp(self, server_id: str, node: Node, node_id: str):
+        """This run's connection to an MCP server, started on first use."""
+        from .tools import McpConnection
+
+        connection = self._mcp.get(server_id)
+        if connection is None:
+            entity = self.project.mcp_servers.get(server_id)
+            if entity is None:
+                raise RunError("tool_unknown", f"node {node_id}: MCP server {server_id} does not exist in mcp/")
+            if entity.spec.transport != "stdio":
+                raise RunError("MODEL_FEATURE_UNSUPPORTED", f"node {node_id}: MCP server {server_id}: "
+                               f"{entity.spec.transport} servers are not run by this version of pytest-aqven")
+            connection = self._mcp[server_id] = McpConnection(server_id, entity.spec, self.project.root)
+            connection.opening = asyncio.ensure_future(connection.open(self.timeout(node)))
+        await asyncio.shield(connection.opening)
+        return connection
+
+    async def close(self) -> None:
+        """Stop what the run started (MCP servers)."""
+        connections, self._mcp = list(self._mcp.values()), {}
+        for connection in connections:
+            await connection.close()
 
     def resolve_code(self, ref: str, node: Node, what: str):
         try:
@@ -283,6 +304,20 @@ async def run_narrow(runner: Runner, frame: Frame, node: Node, node_id: str, tra
     return runner._validate(model, value, "output_invalid", f"node {node_id}: the value narrowed to {spec.to}")
 
 
+async def run_tool(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
+    """A tool as a flow step: the inputs validated into the tool's in fields, its output into its out fields."""
+    from . import tools
+
+    spec: specs.ToolNode = node.spec
+    arguments = runner.bind(spec.in_, frame, node_id)
+    trace.input = arguments
+    found = await tools.tool(runner, spec.tool, node, node_id)
+    if found.in_model is not None:
+        arguments = runner._validate(found.in_model, arguments, "INPUT_INVALID", f"node {node_id}: the input of "
+                                     f"tool {spec.tool}")
+    return await found.run(arguments, node, node_id)
+
+
 from . import containers, llm  # noqa: E402 - they call back into Runner
 
 EXECUTORS = {
@@ -293,6 +328,7 @@ EXECUTORS = {
     "map": containers.run_map,
     "loop": containers.run_loop,
     "switch": containers.run_switch,
+    "tool": run_tool,
     "human": run_human,
     "narrow": run_narrow,
 }

@@ -10,8 +10,8 @@ from ..project.specs import LlmNode
 from .plan import assemble
 
 CODE = "E_RUNTIME_UNSUPPORTED"
-HINT = "this version of pytest-aqven runs every node kind but tool nodes, on function providers"
-RUNS = {"llm", "code", "call", "parallel", "map", "loop", "switch", "human", "narrow"}
+HINT = "this version of pytest-aqven runs every node kind on function providers; see docs/engine.md"
+RUNS = {"llm", "code", "tool", "call", "parallel", "map", "loop", "switch", "human", "narrow"}
 
 
 def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
@@ -63,9 +63,8 @@ def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagno
             out.append(node.inference_doc.diag(CODE, ("checks", i, "inference"),
                                                f"node {node.id}: judge inference checks are not run yet", HINT))
     agent = project.agents.get(agent_id)
-    if agent is not None and (agent.spec.tools or agent.spec.mcp_servers or agent.spec.subagents):
-        key = "tools" if agent.spec.tools else "mcp_servers" if agent.spec.mcp_servers else "subagents"
-        out.append(agent.doc.diag(CODE, (key,), f"agent {agent_id}: agent {key.replace('_', ' ')} are not run yet", HINT))
+    if agent is not None and agent.spec.subagents:
+        out.append(agent.doc.diag(CODE, ("subagents",), f"agent {agent_id}: agent subagents are not run yet", HINT))
     for i, provider in enumerate(project.spec.providers):
         if agent is not None and provider.id == agent.spec.provider_id and provider.kind != "code":
             out.append(project.doc.diag(CODE, ("providers", i, "kind"),
