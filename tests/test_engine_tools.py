@@ -10,12 +10,21 @@ from .test_engine_llm import PROVIDER, seen
 
 TOOLS = '''
 import asyncio
+import threading
 import time
 
 
 def lookup(order_id: str) -> dict:
     time.sleep(0.05)
     return {"status": "shipped" if order_id.startswith("A") else "lost"}
+
+
+ten = threading.Barrier(10, timeout=5)
+
+
+def meet(order_id: str) -> dict:
+    ten.wait()              # returns only when the ten calls run at the same time
+    return {"status": order_id}
 
 
 async def credit(order_id: str, amount: float) -> dict:
@@ -35,6 +44,7 @@ BASE = {
     "tools/lookup.yaml": tool_yaml("Order status", "@root.tools.functions:lookup", {"order_id": "Text"}, {"status": "Text"}),
     "tools/credit.yaml": tool_yaml("Store credit", "@root.tools.functions:credit", {"order_id": "Text", "amount": "Float"},
                                    {"status": "Text"}),
+    "tools/meet.yaml": tool_yaml("Meets", "@root.tools.functions:meet", {"order_id": "Text"}, {"status": "Text"}),
     "tools/__init__.py": "",
     "tools/functions.py": TOOLS,
 }
@@ -53,23 +63,21 @@ def test_a_tool_node_runs_a_sync_or_an_async_function_tool(tmp_path):
     files["flows/t/nodes/pay/pay.node.yaml"]["in"][1]["value"] = 500
     p = load(write(tmp_path / "b", files, "toolnodebad"))
     bad = run(p, "t", {"text": "A1"})
-    assert bad.error.code == "code_invalid" and "ValueError: too much at functions.py:13" in bad.error.message
+    assert bad.error.code == "code_invalid" and "ValueError: too much at functions.py:22" in bad.error.message
 
 
-def test_ten_parallel_tool_calls_take_about_one_call(tmp_path):
+def test_ten_parallel_tool_calls_run_at_the_same_time(tmp_path):
     body = {f"b{i}": f"b{i}" for i in range(10)}
     files = {**BASE,
              "flows/t/flow.yaml": flow(["fan"], {"text": "$fan.out.statuses[0]"}),
              "flows/t/nodes/fan/fan.node.yaml": node("parallel", body=body,
                                                      out=[{"name": "statuses", "type": "Text[]", "from": "$ok[*].status"}]),
-             **{f"flows/t/nodes/fan/b{i}.node.yaml": node("tool", tool="lookup",
+             **{f"flows/t/nodes/fan/b{i}.node.yaml": node("tool", tool="meet",
                                                           in_=[{"name": "order_id", "from": "$input.text"}]) for i in range(10)}}
     p = load(write(tmp_path, files, "toolfan"))
-    run(p, "t", {"text": "A1"})                      # warm: imports
     result = run(p, "t", {"text": "A1"})
-    assert result.error is None and len(result.output) == 1
-    fan = result.nodes[0]
-    assert fan.wall_ms < 10 * 50 / 2                 # far from the 500 ms of ten calls in a row
+    assert result.error is None, result.error
+    assert result.nodes[0].output == {"statuses": ["A1"] * 10}     # bench/bench_engine.py times it
 
 
 AGENT_SCRIPT = {"bot": [

@@ -60,9 +60,10 @@ async def run_call(runner: "Runner", frame: "Frame", node: "Node", node_id: str,
     from .trace import Address
 
     spec: specs.CallNode = node.spec
-    flow = runner.find_flow(spec.flow, frame.assembly.flow)
+    flow_id = frame.assembly.flows.get(node_id, spec.flow)       # a flow factor's variant plugs its flow in
+    flow = runner.find_flow(flow_id, frame.assembly.flow)
     if flow is None:
-        raise RunError("FLOW_NOT_FOUND", f"node {node_id}: flow {spec.flow} does not exist")
+        raise RunError("FLOW_NOT_FOUND", f"node {node_id}: flow {flow_id} does not exist")
     if flow.id in frame.calls or flow.id == frame.assembly.flow.id:
         raise RunError("E_CALL_RECURSIVE", f"node {node_id}: flow {flow.id} is already running "
                        f"({' -> '.join((*frame.calls, frame.assembly.flow.id, flow.id))})")

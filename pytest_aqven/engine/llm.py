@@ -61,7 +61,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     spec: specs.LlmNode = node.spec
     assembly = frame.assembly
     inference = node.inference
-    agent_id = assembly.agents.get(node_id, spec.agent) if frame.address.node == "" else spec.agent
+    agent_id = assembly.agents.get(node_id, spec.agent)     # a variant's slot, at any depth of the subject
     agent_entity = runner.project.agents.get(agent_id)
     if inference is None or agent_entity is None:
         raise RunError("PLAN_MISSING", f"node {node_id}: agent {agent_id} or its inference is missing")
@@ -72,7 +72,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     in_model = runner.record(f"{pascal(stem)}In", inference.in_) if inference.in_ else None
     out_model = runner.record(f"{pascal(stem)}Out", inference.out)
     allowed = allowed_sets(inference, inputs, node_id)
-    prompt_path = assembly.prompts.get(node_id, node.prompt_path) if frame.address.node == "" else node.prompt_path
+    prompt_path = assembly.prompts.get(node_id, node.prompt_path)
     root = runner.project.root
     if inference.prompt is not None:        # level 3: a Python function renders the messages
         fn = runner.resolve_code(inference.prompt, node, f"node {node_id}: prompt")
@@ -138,6 +138,8 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                     fall_back = True
                     break
                 detail = response.refusal or response.error
+                if isinstance(response, ProviderFailed):
+                    raise RunError("provider_error", f"node {node_id}: {detail}")
                 raise RunError(OUTCOME_CODES[response.outcome], f"node {node_id}: the model {model} answered with "
                                f"outcome {response.outcome}" + (f": {detail}" if detail else ""))
             value, problem = parse(response, out_model, mode)
@@ -204,7 +206,7 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
     except ProviderError as exc:
         trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code))
         if exc.code == "provider_error":    # the provider ended with an error: the on_error policy applies
-            return ModelResponse(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0)
+            return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0)
         raise RunError(exc.code, f"node {node_id}: {exc}") from None
     except TimeoutError:
         trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s", cause="timeout"))
@@ -215,6 +217,10 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
     trace.calls.append(CallTrace(model, response.outcome, response.tokens_in, response.tokens_out,
                                  response.cost_usd, source, response.latency_ms or 0.0))
     return response
+
+
+class ProviderFailed(ModelResponse):
+    """A call the provider failed (ProviderError provider_error), standing in as an `error` outcome."""
 
 
 def parse(response: ModelResponse, model: type[BaseModel], mode: str) -> tuple[Any, Problem | None]:

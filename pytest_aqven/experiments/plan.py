@@ -52,6 +52,8 @@ def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
                 a.prompts[node_id] = experiment.prompts[value]
             elif what == "use":
                 a.nodes[node_id] = experiment.alternatives[value]
+            elif what == "flow":
+                a.flows[node_id] = value
             else:
                 raise PlanError(f"variant {variant.id}: varies.what {what} is not run by this version of pytest-aqven")
         out[variant.id] = a

@@ -21,9 +21,6 @@ def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
         if check.is_judge:
             out.append(doc.diag(CODE, ("checks", i, "inference"),
                                 f"check {check.id}: judge checks are not run yet", "use a built-in or a run: check"))
-    if spec.varies is not None and spec.varies.what == "flow":
-        out.append(doc.diag(CODE, ("varies", "what"), "the flow factor is not run yet", HINT))
-        return out
     seen: set[tuple] = set()
     for variant, assembly in assemble(project, experiment).items():
         # (node, its id, its flow, the variant's slots: only top-level nodes of the subject have slots)
@@ -40,16 +37,18 @@ def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
                 continue
             if isinstance(node.spec, LlmNode):
                 out += _llm_gaps(project, node, prompt or node.prompt_path, agent or node.spec.agent)
-            todo += _inside(project, experiment, flow, node)
+            plugged = slots.flows.get(node_id) if slots else None
+            todo += _inside(project, experiment, flow, node, plugged)
     return out
 
 
-def _inside(project: Project, experiment: Experiment, flow, node) -> list:
-    """The nodes a container runs (its children, by id in its flow) and the top-level nodes of a called flow."""
+def _inside(project: Project, experiment: Experiment, flow, node, plugged: str | None = None) -> list:
+    """The nodes a container runs (its children, by id in its flow) and the top-level nodes of a called flow
+    (`plugged`: the flow a variant's flow factor puts in the call's slot)."""
     from ..check.flows import children
 
     if node.kind == "call":
-        called = project.flow_for(experiment, node.spec.flow)
+        called = project.flow_for(experiment, plugged or node.spec.flow)
         if called is None:
             return []
         return [(called.nodes[n], n, called, None) for n in called.spec.order if n in called.nodes]
