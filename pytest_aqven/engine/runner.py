@@ -73,7 +73,8 @@ class Runner:
         self.answers: dict[str, Any] = {}     # human answers of the case: node id -> payload
         limits = project.spec.limits if project.spec else None
         self.default_timeout = float((limits and limits.seconds) or usercode.DEFAULT_TIMEOUT)
-        self._records: dict[tuple, Any] = {}
+        # models, code and compiled checks built from the project's files, shared by every run of the project
+        self._records: dict[tuple, Any] = project.__dict__.setdefault("_engine_cache", {})
         self._mcp: dict[str, Any] = {}        # server id -> open connection (this run's)
 
     # --- the flow ---------------------------------------------------------------------------
@@ -138,8 +139,9 @@ class Runner:
         return out
 
     def record(self, name: str, fields) -> type[BaseModel]:
-        """A record model for a field list, built once per runner (pydantic model creation is slow)."""
-        key = (name, tuple(fields))
+        """A record model for a field list, built once per project (pydantic model creation is slow).
+        The field list is the project's own (it lives as long as the project), so its id is its key."""
+        key = ("record", name, id(fields))
         model = self._records.get(key)
         if model is None:
             model = self._records[key] = self.project.types.record(name, list(fields))
@@ -244,10 +246,15 @@ class Runner:
             await connection.close()
 
     def resolve_code(self, ref: str, node: Node, what: str):
-        try:
-            return coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
-        except coderefs.CodeRefError as exc:
-            raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
+        key = ("code", ref, node.py_path)
+        fn = self._records.get(key)
+        if fn is None:
+            try:
+                fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
+            except coderefs.CodeRefError as exc:
+                raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
+            self._records[key] = fn
+        return fn
 
 
 # --- code nodes -----------------------------------------------------------------------------
