@@ -39,6 +39,11 @@ def test_the_whole_flow(project):
     assert by(result, "polish").detail["stop_reason"] == "policy"
     assert by(result, "route").detail["case"] == "defect"
     assert result.models["drafts__gpt"] == "fake:gpt-1"
+    # latency: the models' reported 50 ms per call; the slowest branch of a parallel, the sum of a loop
+    assert by(result, "drafts").latency_ms == 50.0 and by(result, "polish").latency_ms == 200.0
+    assert by(result, "panel__judges").latency_ms == 50.0
+    assert by(result, "panel").latency_ms == pytest.approx(sum(by(result, f"panel__{n}").latency_ms
+                                                               for n in ("judges", "aggregate", "settle", "finish")))
     lines = support_case.trace_lines(result)
     assert len(lines) == len(result.nodes) and lines[0].startswith("prepare [code] ok")
 

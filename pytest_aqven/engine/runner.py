@@ -207,10 +207,24 @@ class Runner:
             raise RunError("INTERNAL", trace.error_message, addr.node) from exc
         finally:
             trace.wall_ms = (time.perf_counter() - started) * 1000
-            # a model's latency is what its provider measured or reported, not our overhead
-            trace.latency_ms = sum(c.latency_ms for c in trace.calls) if trace.calls else trace.wall_ms
+            trace.latency_ms = self._latency(trace, node)
         frame.values[node_id] = trace.output
         return trace.output
+
+    def _latency(self, trace: NodeTrace, node: Node) -> float:
+        """A model's latency is what its provider measured or reported, not our overhead; a container's is
+        its children's: the slowest branch of a parallel (or of a map without a concurrency limit), the sum
+        over `concurrency` slots of a map, the sum for a loop, a call or a switch."""
+        if trace.calls:
+            return sum(c.latency_ms for c in trace.calls)
+        children = [n.latency_ms for n in self.result.nodes if n.parent == trace.node]
+        if not children:
+            return trace.wall_ms
+        if trace.kind == "parallel" or (trace.kind == "map" and not node.spec.concurrency):
+            return max(children)
+        if trace.kind == "map":
+            return sum(children) / min(node.spec.concurrency, len(children))
+        return sum(children)
 
     async def call_user(self, fn, kwargs: dict, node: Node, what: str, code: str = "code_invalid",
                         args: tuple = ()) -> Any:
