@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from pytest_aqven import ModelResponse, ProviderError
-from pytest_aqven.providers.base import ToolCall
+from pytest_aqven import ToolCall
 
 SEEN = []
 COUNTS = {}
