@@ -269,8 +269,9 @@ def _part(p) -> dict[str, Any]:
 def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvider:
     """From a ProviderSpec (and its catalog entry, None for openai_compatible)."""
     params = dict(spec.params or {})
-    retry = RetryPolicy(**{k: type(getattr(RetryPolicy, k))(params.pop(f"retry_{k}"))
-                           for k in ("retries", "base_s", "cap_s", "total_s") if f"retry_{k}" in params})
+    knobs = {"retries": "retries", "retry_base_s": "base_s", "retry_cap_s": "cap_s", "retry_total_s": "total_s"}
+    retry = RetryPolicy(**{field: type(getattr(RetryPolicy, field))(params.pop(key))
+                           for key, field in knobs.items() if key in params})
     timeout_s = float(params.pop("timeout_s", 60.0))
     headers = {str(k): str(v) for k, v in (params.pop("headers", None) or {}).items()}
     limits = spec.limits

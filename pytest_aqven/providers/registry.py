@@ -11,9 +11,30 @@ from .catalog import CATALOG
 from .function import FunctionProvider
 
 
-def build(spec: ProviderSpec, *, package: str, root: Path) -> Provider:
+_cassettes: dict[tuple[Path, str], "Cassettes"] = {}
+
+
+def build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | None = None) -> Provider:
     """The provider, or ProviderError (an infrastructure error of every attempt that uses it) raised
-    before any request: a bad code reference, an unknown prefix, a missing key."""
+    before any request: a bad code reference, an unknown prefix, a missing key.
+
+    `cassettes` (record | replay | record_missing) puts an HTTP provider behind the module root's
+    cassettes; replaying needs no key."""
+    if spec.kind == "code" or cassettes is None:
+        return _live(spec, package=package, root=root)
+    from .cassettes import CassetteProvider, Cassettes
+    if (root, cassettes) not in _cassettes:
+        _cassettes[(root, cassettes)] = Cassettes(root, cassettes)
+    try:
+        live = _live(spec, package=package, root=root)
+    except ProviderError as exc:
+        if cassettes == "record":
+            raise
+        live = exc                     # raised only when a call is missing from the cassettes
+    return CassetteProvider(spec.id, live, _cassettes[(root, cassettes)])
+
+
+def _live(spec: ProviderSpec, *, package: str, root: Path) -> Provider:
     if spec.kind == "code":
         try:
             fn = coderefs.resolve(spec.run, package=package, root=root, here=root / "aqven.py")
@@ -30,7 +51,11 @@ def build(spec: ProviderSpec, *, package: str, root: Path) -> Provider:
                                 "base_url for another endpoint")
         if entry.unsupported:
             raise ProviderError("MODEL_FEATURE_UNSUPPORTED", f"provider {spec.id}: {entry.unsupported}")
-    return openai_compat.build(spec, entry, root=root, api_key=api_key(spec, entry, root))
+    key = api_key(spec, entry, root)
+    try:
+        return openai_compat.build(spec, entry, root=root, api_key=key)
+    except (TypeError, ValueError) as exc:
+        raise ProviderError("provider_config_invalid", f"provider {spec.id}: params: {exc}") from None
 
 
 def key_variables(spec: ProviderSpec, entry) -> tuple[tuple[str, ...], bool]:
