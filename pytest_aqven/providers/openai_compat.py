@@ -12,7 +12,6 @@ import base64
 import json
 import random
 import time
-import weakref
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -50,7 +49,7 @@ class OpenAICompatProvider:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self.extra_body = extra_body or {}
-        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._clients: dict = {}         # event loop -> its client
 
     def __repr__(self) -> str:          # never shows the key
         return f"OpenAICompatProvider({self.provider_id!r}, {self.url!r})"
@@ -61,6 +60,8 @@ class OpenAICompatProvider:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
+            for closed in [lp for lp in self._clients if lp.is_closed()]:
+                del self._clients[closed]       # its connections died with their loop
             timeout = httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
             client = httpx.AsyncClient(timeout=timeout, headers=self._headers,
                                        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
