@@ -50,8 +50,11 @@ def labeller(body: dict) -> dict:
     return {"label": "negative" if "wrong" in text else "positive"}
 
 
-def make(pytester, server, case_list, *, limits="", repeats=1, key=CANARY, **exp):
-    root = pytester.path / "proj"
+def make(pytester, server, case_list, **kw):
+    return make_files(pytester.path / "proj", server, case_list, **kw)
+
+
+def make_files(root, server, case_list, *, limits="", repeats=1, key=CANARY, **exp):
     files = {**projects.dataset(case_list), **projects.experiment(repeats=repeats, **exp),
              "aqven.yaml": aqven_yaml(server.url, limits),
              "agents/bot.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "A model"\n'
@@ -78,10 +81,14 @@ def records(root) -> list[dict]:
         db.close()
 
 
-def verdict_line(result) -> str:
-    lines = [l for l in result.outlines if l.startswith("rate_ok (")]
-    assert len(lines) == 1, result.outlines
+def verdict_of(output: str) -> str:
+    lines = [l for l in output.splitlines() if l.startswith("rate_ok (")]
+    assert len(lines) == 1, output
     return lines[0]
+
+
+def verdict_line(result) -> str:
+    return verdict_of(result.stdout.str())
 
 
 def test_a_series_on_an_http_provider_records_costs_and_retries(pytester, server):
