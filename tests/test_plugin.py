@@ -188,7 +188,7 @@ def test_what_the_engine_cannot_run_yet_stops_collection_with_a_diagnostic(pytes
     result = pytester.runpytest("proj", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines([
         "agents/bot.yaml:5:1: error E_RUNTIME_UNSUPPORTED subagents: agent bot: agent subagents are not run yet",
-        "  hint: this version of pytest-aqven runs every node kind on function providers; see docs/engine.md"])
+        "  hint: see docs/engine.md for what this version of pytest-aqven runs"])
     assert "Traceback" not in result.stdout.str()
     assert result.ret != 0
 

@@ -204,7 +204,8 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
         async with asyncio.timeout(seconds):
             response = await provider.complete(request)
     except ProviderError as exc:
-        trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code))
+        trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code,
+                                     retries=[list(r) for r in getattr(exc, "retries", ())]))
         if exc.code == "provider_error":    # the provider ended with an error: the on_error policy applies
             return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0)
         raise RunError(exc.code, f"node {node_id}: {exc}") from None
@@ -213,9 +214,10 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
         raise RunError("timeout", f"node {node_id}: the model call did not return within {seconds:g} s") from None
     if not isinstance(response, ModelResponse):
         raise RunError("provider_error", f"node {node_id}: provider returned {type(response).__name__}")
-    source = getattr(response, "cost_source", None) or ("provider" if response.cost_usd is not None else "unknown")
+    source = response.cost_source or ("provider" if response.cost_usd is not None else "unknown")
     trace.calls.append(CallTrace(model, response.outcome, response.tokens_in, response.tokens_out,
-                                 response.cost_usd, source, response.latency_ms or 0.0))
+                                 response.cost_usd, source, response.latency_ms or 0.0,
+                                 retries=[list(r) for r in response.retries]))
     return response
 
 
