@@ -195,3 +195,22 @@ def test_an_mcp_tool_error_is_the_nodes_error(tmp_path):
     p = load(write(tmp_path, files, "mcpfail"))
     result = run(p, "t", {"text": "no luck"})
     assert result.error.code == "code_invalid" and "MCP tool tiny.fail failed" in result.error.message
+
+
+def test_only_stdio_mcp_servers_run_the_others_are_named_at_collection(tmp_path):
+    from pytest_aqven.experiments.support import _http_servers
+
+    far = {"apiVersion": "aqven/v1", "kind": "McpServer", "description": "far", "transport": "streamable_http",
+           "url": "https://mcp.example/tools"}
+    p = load(write(tmp_path, {**mcp_files(), "mcp/far.yaml": far}, "mcpgate"))
+    (diag,) = _http_servers(p, ["far", "tiny", "far"])
+    assert (diag.code, diag.file, diag.line) == ("E_RUNTIME_UNSUPPORTED", "mcp/far.yaml", 4)
+    assert "streamable_http servers are not run yet" in diag.message
+
+
+def test_a_stdio_server_needs_its_command(tmp_path):
+    from pytest_aqven.project.loader import load_project
+
+    bad = {"apiVersion": "aqven/v1", "kind": "McpServer", "description": "no command", "transport": "stdio"}
+    p = load_project(write(tmp_path, {"mcp/bad.yaml": bad}, "mcpbad"))
+    assert any("a stdio server sets command" in d.message for d in p.diagnostics)
