@@ -23,6 +23,12 @@ def draft(who: str, text: str) -> dict:
     return {"text": f"{who}:{text}"}
 
 
+async def slow_draft(who: str, text: str) -> dict:
+    import asyncio
+    await asyncio.sleep(5)
+    return {"text": who}
+
+
 def split(text: str) -> dict:
     return {"words": text.split()}
 
@@ -340,3 +346,12 @@ def test_a_wrong_answer_or_narrow_names_the_field(tmp_path):
     project = make(tmp_path, human_files(), "humanbad")
     result = run(project, "ask", {"text": "hi"}, node_outputs={"approve": {"txt": "x"}})
     assert result.error.code == "INPUT_INVALID" and "text: Field required" in result.error.message
+
+
+def test_branches_still_running_when_the_join_decides_are_cancelled(tmp_path):
+    files = parallel_flow({"use": "first_success"})
+    files["flows/fan/nodes/drafts/one.node.yaml"]["run"] = "@root.lib:slow_draft"
+    result = run(make(tmp_path, files, "parcancel"), "fan", {"text": "hi"})
+    assert result.error is None, result.error
+    assert by(result, "drafts__one").status == "cancelled"
+    assert by(result, "drafts").output["candidates"] in (["two:hi"], ["three:hi"])

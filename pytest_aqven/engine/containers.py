@@ -153,13 +153,11 @@ def _key_of(errors: dict[str, RunError], error: RunError) -> str:
 
 
 async def _cancel(pending, runner: "Runner", tasks, body, frame: "Frame", node_id: str) -> None:
+    """Branches still running when the join decided: cancelled (their traces say so)."""
     for task in pending:
         task.cancel()
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
-        for trace in runner.result.nodes:
-            if trace.status == "running":
-                trace.status = "cancelled"
 
 
 # --- map ------------------------------------------------------------------------------------

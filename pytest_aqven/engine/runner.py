@@ -201,6 +201,9 @@ class Runner:
             trace.status, trace.error_code, trace.error_message = "failed", err.code, err.message
             trace.error_location = err.location
             raise
+        except asyncio.CancelledError:        # a join or a map decided without this execution
+            trace.status = "cancelled"
+            raise
         except Exception as exc:  # a bug of the engine: an infrastructure error of this attempt, not a crash
             trace.status, trace.error_code = "failed", "INTERNAL"
             trace.error_message = f"node {addr.node}: {type(exc).__name__}: {exc}"
