@@ -186,8 +186,12 @@ CUT = {"text": '{"reply": "fi', "finish_reason": "length"}
     ({"on_refusal": "fallback"}, {"bot": [REFUSE], "backup": [OK]}, None, ["fake:bot", "fake:backup"]),
     ({"on_truncated": "fallback"}, {"bot": [CUT], "backup": [CUT]}, "truncated", ["fake:bot", "fake:backup"]),
     ({"on_truncated": "fail"}, {"bot": [CUT]}, "truncated", ["fake:bot"]),
-    ({"on_error": "retry"}, {"bot": [{"raise": True}, OK]}, None, ["fake:bot", "fake:bot"]),
-    ({"on_error": "retry", "retries": 0}, {"bot": [{"raise": True}, OK]}, "provider_error", ["fake:bot"]),
+    ({"on_error": "retry"}, {"bot": [{"finish_reason": "error", "error": "bad call"}, OK]}, None,
+     ["fake:bot", "fake:bot"]),
+    ({"on_error": "retry", "retries": 0}, {"bot": [{"finish_reason": "error"}, OK]}, "provider_error", ["fake:bot"]),
+    # a ProviderError comes after the provider's own transport retries: not retried, but a fallback moves on
+    ({"on_error": "retry"}, {"bot": [{"raise": True}, OK]}, "provider_error", ["fake:bot"]),
+    ({"on_error": "fallback"}, {"bot": [{"raise": True}], "backup": [OK]}, None, ["fake:bot", "fake:backup"]),
     ({"on_error": "fallback"}, {"bot": [{"finish_reason": "error", "error": "bad call"}], "backup": [OK]}, None,
      ["fake:bot", "fake:backup"]),
 ])

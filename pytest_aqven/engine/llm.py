@@ -130,7 +130,8 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                 policy = {"refusal": agent.output.on_refusal, "truncated": agent.output.on_truncated,
                           "error": agent.output.on_error}[response.outcome]
                 call.cause = response.outcome
-                if policy == "retry" and not last:
+                raised = isinstance(response, ProviderFailed)   # the provider's own retries are behind it
+                if policy == "retry" and not last and not raised:
                     call.action = "retry"
                     continue
                 if policy == "fallback" and model_index + 1 < len(models):
@@ -206,7 +207,7 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
     except ProviderError as exc:
         trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code,
                                      retries=[list(r) for r in getattr(exc, "retries", ())]))
-        if exc.code == "provider_error":    # the provider ended with an error: the on_error policy applies
+        if exc.code == "provider_error":    # on_error: fallback may still move on to the next model
             return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0)
         raise RunError(exc.code, f"node {node_id}: {exc}") from None
     except TimeoutError:
@@ -222,7 +223,8 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
 
 
 class ProviderFailed(ModelResponse):
-    """A call the provider failed (ProviderError provider_error), standing in as an `error` outcome."""
+    """A call the provider failed (ProviderError provider_error, after its own transport retries): it is
+    not retried on the same model, but `on_error: fallback` moves on to the next model."""
 
 
 def parse(response: ModelResponse, model: type[BaseModel], mode: str) -> tuple[Any, Problem | None]:
