@@ -83,6 +83,15 @@ def stop_at(state, params) -> object:
     return Stop("three passes") if len(state.iterations) >= params["passes"] else Continue()
 
 
+def mark_bad(item, error, params):
+    from pytest_aqven.engine.policies import Default, Fail
+    return Default({"text": f"<{error.code}>"}) if item == "bad" else Fail("unexpected")
+
+
+def second_pass(state, params) -> int:
+    return 1
+
+
 def alpha(case: dict, text: str) -> dict:
     return {"text": f"{case['kind']}:{text}"}
 '''
@@ -355,3 +364,32 @@ def test_branches_still_running_when_the_join_decides_are_cancelled(tmp_path):
     assert result.error is None, result.error
     assert by(result, "drafts__one").status == "cancelled"
     assert by(result, "drafts").output["candidates"] in (["two:hi"], ["three:hi"])
+
+
+def test_map_custom_item_policy(tmp_path):
+    project = make(tmp_path, map_flow({"run": "@root.lib:mark_bad"}), "mapcustom")
+    result = run(project, "each", {"text": "a bad c d"})
+    assert result.error is None, result.error
+    assert by(result, "loud").output["words"] == ["0:A", "<code_invalid>", "2:C", "3:D"]
+
+
+def test_loop_custom_select(tmp_path):
+    project = make(tmp_path, loop_flow([], {"run": "@root.lib:second_pass"}, max_iter=3), "loopselect")
+    result = run(project, "poli", {"text": "ab"})
+    assert by(result, "polish").output == {"reply": "ab++", "score": 0.4, "iterations": 3, "why": "max_iter"}
+
+
+def test_a_narrow_that_does_not_fit_names_the_node_and_field(tmp_path):
+    files = human_files()
+    files["flows/ask/nodes/narrowed/narrowed.node.yaml"]["from"] = "$approve.out.text"
+    project = make(tmp_path, files, "narrowbad")
+    result = run(project, "ask", {"text": "x"}, node_outputs={"approve": {"text": "ok"}})
+    assert result.error.code == "output_invalid" and result.error.node == "narrowed"
+    assert "node narrowed: the value narrowed to Answer does not fit its type" in result.error.message
+
+
+def test_the_flow_input_is_validated_before_a_full_run(tmp_path):
+    project = make(tmp_path, human_files(), "inputcheck")
+    result = run(project, "ask", {"txt": "x"}, node_outputs={"approve": {"text": "ok"}})
+    assert result.error.code == "INPUT_INVALID" and result.nodes == []
+    assert "text: Field required" in result.error.message

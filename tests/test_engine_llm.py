@@ -40,8 +40,9 @@ OK = {"text": '{"reply": "fine", "ids": ["a"]}'}
 
 
 def project(tmp_path, package, *, prompt="Answer the customer.", script=None, agent_extra=None, inf_extra=None,
-            ins=None, extra_files=None):
+            ins=None, outs=None, extra_files=None):
     ins = ins or {"text": "Text", "ids": "Text[]"}
+    outs = outs or {"reply": "Text", "ids": "Text[]"}
     files = {
         "provider.py": PROVIDER,
         "script.json": json.dumps(script or {"bot": [OK]}),
@@ -52,8 +53,7 @@ def project(tmp_path, package, *, prompt="Answer the customer.", script=None, ag
         "types/reply.yaml": record("A reply", reply="Text"),
         "flows/qa/nodes/answer/answer.node.yaml": node("llm", agent="bot",
                                                        in_=[{"name": k, "from": f"$input.{k}"} for k in ins]),
-        "flows/qa/nodes/answer/answer.inference.yaml": inference(ins, {"reply": "Text", "ids": "Text[]"},
-                                                                 **(inf_extra or {})),
+        "flows/qa/nodes/answer/answer.inference.yaml": inference(ins, outs, **(inf_extra or {})),
         "flows/qa/nodes/answer/answer.prompt.md": prompt,
         **(extra_files or {}),
     }
@@ -212,10 +212,9 @@ def test_outcome_policies(tmp_path, output, script, code, models):
 def test_allowed_sets_keep_id_outputs_to_the_inputs_values(tmp_path):
     script = {"bot": [{"text": '{"reply": "x", "ids": ["zz"]}'}, {"text": '{"reply": "x", "ids": ["b"]}'}]}
     p = project(tmp_path, "allowed", script=script, inf_extra={"allowed_sets": [{"type": "ChunkId", "from": "$in.ids[*]"}]},
-                ins={"text": "Text", "ids": "ChunkId[]"},
-                extra_files={"types/chunk_id.yaml": {"apiVersion": "aqven/v1", "kind": "Type", "type": "value",
-                                                     "description": "A chunk id", "base": "Text"}})
-    p.flows["qa"].nodes["answer"].inference.out[1].__dict__["type"] = "ChunkId[]"
+                ins={"text": "Text", "ids": "ChunkId[]"}, outs={"reply": "Text", "ids": "ChunkId[]"},
+                extra_files={"types/chunk_id.yaml": {"apiVersion": "aqven/v1", "kind": "Type", "type": "id",
+                                                     "description": "A chunk id", "allowed_set": "dynamic"}})
     result = run(p, "qa", ASK)
     assert result.error is None, result.error
     assert result.output == {"reply": "x"}

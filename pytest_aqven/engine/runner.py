@@ -90,6 +90,8 @@ class Runner:
         frame = Frame(assembly, ChainMap(top), Address(""))
         started = time.perf_counter()
         try:
+            if assembly.start is None:     # a range reads only the inputs it needs (its fixtures give the rest)
+                top["input"] = self._input(assembly.flow, inputs)
             for node_id in assembly.order:
                 await self.run_node(frame, node_id)
             if assembly.start is not None:
@@ -103,6 +105,13 @@ class Runner:
         result.wall_ms = (time.perf_counter() - started) * 1000
         result.latency_ms = sum(n.latency_ms for n in result.nodes if n.parent is None)
         return result
+
+    def _input(self, flow: Flow, inputs: Any) -> Any:
+        try:
+            model = self.project.types.named(flow.spec.input)
+        except LookupError as exc:
+            raise RunError("INPUT_INVALID", f"flow {flow.id}: input {flow.spec.input}: {exc}") from None
+        return self._validate(model, inputs, "INPUT_INVALID", f"flow {flow.id}: the case's inputs")
 
     def _returns(self, flow: Flow, values) -> Any:
         out = {}
