@@ -266,11 +266,12 @@ class FlowCompiler:
                 self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.py_path, f"inference {stem}")
             self._inference(stem, node)
         prompt = self.view.prompts.get(node_id, node.prompt_path)
-        if prompt is not None:
+        if prompt is not None and str(prompt) not in self.ctx.inferences_seen:
+            self.ctx.inferences_seen.add(str(prompt))       # one line per file, however many nodes read it
             problem = text_problem(prompt)
             if problem:
                 self.out.append(Diagnostic("E_FILE_UNREADABLE", self.ctx.project.rel(prompt), (),
-                                           f"{who}: prompt file {prompt.name} {problem}", None, None,
+                                           f"prompt file {prompt.name} {problem}", None, None,
                                            "save the prompt as UTF-8 text"))
         self._bindings_refs(doc, spec.in_, scope, who)
 
