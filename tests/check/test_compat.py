@@ -79,6 +79,10 @@ def test_aqven_api_names_resolve_to_pytest_aqvens_classes(spoke):
     assert (EvalContext, NoParams, Verdict) == (evaluators.EvalContext, evaluators.NoParams, evaluators.Verdict)
     assert ToolContext(secrets={"k": "v"}).secret("k") == "v"
     assert JobDone[int](value=3).value == 3 and JobHandle(job_id="j").job_id == "j"
+    from aqven.runtime import JobPending, JobPoll
+    from pydantic import TypeAdapter
+    assert TypeAdapter(JobPoll[int]).validate_python({"value": 4}) == JobDone[int](value=4)
+    assert isinstance(TypeAdapter(JobPoll[int]).validate_python({}), JobPending)
     assert Image.model_validate({"$media": "image/png", "file": "@root/x.png"}).media_type == "image/png"
     with pytest.raises(ValidationError):
         Image.model_validate({"$media": "audio/wav", "file": "@root/x.wav"})

@@ -54,4 +54,8 @@ class JobFailed(BaseModel):
     message: str
 
 
-JobPoll = Union[JobPending, JobDone[T], JobFailed]
+class JobPoll:
+    """What a poll function returns: `JobPoll[T]` is `JobPending | JobDone[T] | JobFailed`."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return Union[JobPending, JobDone[item], JobFailed]
