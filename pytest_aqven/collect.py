@@ -148,6 +148,13 @@ class AttemptItem(pytest.Item):
             failed = [f"{cid}: {c['reason'] or 'failed'}" for cid, c in record["checks"].items() if c["state"] == "failed"]
             pytest.xfail("; ".join(failed) or f"{record['outcome']}: {record['error_message']}")
 
+    def repr_failure(self, excinfo, style=None):
+        """A failed check is an xfail whose reason says it all: pytest would otherwise format (and drop) a
+        traceback with the source of every frame, which cost more than the attempt itself."""
+        if isinstance(excinfo.value, pytest.xfail.Exception):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
     def reportinfo(self):
         return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \
                                              f"{self.parent.name} #{self.repeat}"
