@@ -24,9 +24,11 @@ def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
     seen: set[tuple] = set()
     for variant, assembly in assemble(project, experiment).items():
         # (node, its id, its flow, the variant's slots: only top-level nodes of the subject have slots)
-        todo = [(assembly.node(n), n, assembly.flow, assembly) for n in assembly.order]
+        todo = [(assembly.nodes.get(n) or assembly.flow.nodes.get(n), n, assembly.flow, assembly) for n in assembly.order]
         while todo:
             node, node_id, flow, slots = todo.pop()
+            if node is None:                  # a node that did not load: its own diagnostic says why
+                continue
             agent = slots.agents.get(node_id) if slots else None
             prompt = slots.prompts.get(node_id) if slots else None
             if (node.path, agent, prompt) in seen:
