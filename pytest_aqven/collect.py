@@ -122,7 +122,8 @@ class AttemptItem(pytest.Item):
         if record["outcome"] in ("infra_error", "budget_cut", "cancelled"):
             raise pytest.skip.Exception(f"{record['error_code']}: {record['error_message']}", _use_item_location=True)
         if not record["passed"]:
-            failed = [f"{cid}: {c['reason'] or 'failed'}" for cid, c in record["checks"].items() if c["state"] == "failed"]
+            failed = [f"{cid}: {c['reason'] or c['state']}" for cid, c in record["checks"].items()
+                      if c["state"] in ("failed", "error")]
             pytest.xfail("; ".join(failed) or f"{record['outcome']}: {record['error_message']}")
 
     def reportinfo(self):

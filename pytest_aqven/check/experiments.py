@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..experiments.checks import CheckInvalid, params_model
 from ..experiments.evaluators import EvalContext
+from ..experiments.factors import use_nodes
 from ..experiments.split import selected
 from ..project import specs
 from ..project.loader import Experiment, Flow, Node, load_inference
@@ -636,25 +637,11 @@ class ExperimentRules:
                 view.prompts[slot] = self.exp.prompts[value]
             elif what == "flow":
                 view.calls[slot] = value
-            else:
-                view.nodes[slot] = self.exp.alternatives[value]
-                view.replaced.add(slot)
-                self._adopt_children(view, self.exp.alternatives[value], set())
-        if what == "use":     # subject nodes nothing reaches any more are dropped
-            reach = view.reachable()
-            view.nodes = {k: n for k, n in view.nodes.items() if k in reach}
+        if what == "use":     # the runner assembles the same nodes (one implementation)
+            view.nodes, view.replaced = use_nodes(view.nodes, view.order,
+                                                  {slot: self.exp.alternatives[value] for slot, value in slots},
+                                                  self.exp.alternatives)
         return view
-
-    def _adopt_children(self, view: FlowView, node: Node, seen: set[str]) -> None:
-        """An alternative's children are looked up among the alternatives first, then in the subject."""
-        for _, child in children(node.spec):
-            if child in seen:
-                continue
-            seen.add(child)
-            if child in self.exp.alternatives:
-                view.nodes[child] = self.exp.alternatives[child]
-                view.replaced.add(child)
-                self._adopt_children(view, view.nodes[child], seen)
 
 
 def _refs(value: Any):
