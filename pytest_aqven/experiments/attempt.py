@@ -12,6 +12,7 @@ from ..project.loader import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Provider
+from ..providers.secrets import scrub_data
 from .checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
 from .evaluators import EvalContext
 from .judges import JudgeCheck, judge_scope
@@ -107,7 +108,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     trace = result.to_dict()
     if judge_runs:          # the judges' own runs, kept with the attempt
         trace["judges"] = {cid: r.to_dict() for cid, r in judge_runs.items()}
-    return {
+    # provider and user-code text may carry a key: scrubbed before the record is stored or shown
+    return scrub_data({
         "series_id": series_id,
         "experiment": plan.experiment.id,
         "variant": variant,
@@ -130,4 +132,4 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "started_at": started,
         "finished_at": time.time(),
         "trace": trace,
-    }
+    })
