@@ -129,6 +129,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "models": result.models,
         "error_code": error_code,
         "error_message": error_message,
+        "first_failed_node": result.error.node if result.error else None,
         "started_at": started,
         "finished_at": time.time(),
         "trace": trace,

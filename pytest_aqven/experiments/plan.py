@@ -52,11 +52,7 @@ def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
             elif what == "prompt":
                 a.prompts[node_id] = experiment.prompts[value]
             elif what == "flow":
-                called = project.flow_for(experiment, value)
-                if called is None:
-                    raise PlanError(f"variant {variant.id}: flow {value} is neither a flow of the experiment "
-                                    "nor of the project")
-                a.calls[node_id] = called
+                a.flows[node_id] = value
             elif what != "use":
                 raise PlanError(f"variant {variant.id}: varies.what {what} is not run by this version of pytest-aqven")
         if what == "use" and variant.nodes:
@@ -94,8 +90,9 @@ def snapshot(project: Project, series: SeriesPlan) -> dict[str, str]:
     dataset_path = root / "datasets" / f"{series.spec.cases.dataset}.yaml"
     flows = {}
     for variant, a in series.variants.items():
+        plugged = [project.flow_for(series.experiment, f) for f in a.flows.values()]
         folders = [a.flow.folder, *(n.path.parent for n in a.nodes.values()),   # the flow, its alternatives
-                   *(f.folder for f in a.calls.values())]                          # and the flows in its slots
+                   *(f.folder for f in plugged if f is not None)]                # and the flows in its slots
         files = sorted({p for folder in folders for p in folder.rglob("*")
                         if p.is_file() and "__pycache__" not in p.parts} | set(a.prompts.values()))
         flows[variant] = canonical_hash({p.relative_to(root).as_posix(): file_hash(p) for p in files})
