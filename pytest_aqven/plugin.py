@@ -140,6 +140,11 @@ class VerdictReporter:
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        collect = _collect_module()
+        if collect is not None and self.config.option.collectonly and not self.is_worker:
+            self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)
         if record is not None and not self.is_worker:
