@@ -5,6 +5,7 @@ import json
 import sqlite3
 
 import pytest
+import yaml
 
 from . import engine_projects as ep
 
@@ -95,6 +96,8 @@ def test_an_unvalidated_deciding_judge_gives_a_signal_that_says_why(pytester, xd
     lines = {l.split(" ")[0]: l for l in result.outlines if l.startswith("graded")}
     assert "signal - Signal only, judge grade has no validated_by" in lines["graded"], lines
     assert "confirmed - bot: grade is 0.90" in lines["graded_validated"], lines
+    finding = yaml.safe_load(next((pytester.path / "proj/experiments/graded_validated/findings").glob("*.yaml")).read_text())
+    assert finding["judges"] == [{"check": "grade", "inference": "grade", "agent": "critic", "validated_by": "graded"}]
     assert result.ret == 0
 
 
