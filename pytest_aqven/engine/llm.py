@@ -50,11 +50,16 @@ def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) 
 
 @dataclass
 class Problem:
-    """Why an ok answer is not taken: it goes back to the model as feedback when a repair is left."""
+    """Why an ok answer is not taken: the error's detail (naming the field), and the model's feedback when a
+    repair is left."""
     code: str
     cause: str
-    feedback: str
+    detail: str
     checks: list = field(default_factory=list)
+
+    @property
+    def feedback(self) -> str:
+        return f"Your answer is not accepted: {self.detail}"
 
 
 async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
@@ -155,10 +160,10 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                 return value
             call.cause = problem.cause
             if problem.code == "check_failed" and not problem.checks:
-                raise RunError("check_failed", f"node {node_id}: {problem.feedback}")
+                raise RunError("check_failed", f"node {node_id}: {problem.detail}")
             if last:
                 code = problem.code if budget == 1 or problem.code == "check_failed" else "MODEL_RETRIES_EXHAUSTED"
-                raise RunError(code, f"node {node_id}: {problem.feedback}")
+                raise RunError(code, f"node {node_id}: {problem.detail}")
             call.action = "repair"
             conversation += [Message("assistant", response.text or json.dumps(response.parsed)),
                              Message("user", f"{problem.feedback}. Answer again with one JSON object.")]
@@ -235,7 +240,7 @@ def parse(response: ModelResponse, model: type[BaseModel], mode: str) -> tuple[A
             raw = final[0].arguments
         elif not (response.text or "").strip():
             return None, Problem("MODEL_NO_STRUCTURED_OUTPUT", "no_structured_output",
-                                 f"Your answer did not call {OUTPUT_TOOL}")
+                                 f"the answer did not call {OUTPUT_TOOL}")
     if raw is None:
         text = (response.text or "").strip()
         if text.startswith("```"):
@@ -243,12 +248,11 @@ def parse(response: ModelResponse, model: type[BaseModel], mode: str) -> tuple[A
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
-            return None, Problem("MODEL_INVALID_JSON", "invalid_json", f"Your answer is not JSON ({exc.msg})")
+            return None, Problem("MODEL_INVALID_JSON", "invalid_json", f"the answer is not JSON ({exc.msg})")
     try:
         return to_json(model.model_validate(raw)), None
     except ValidationError as exc:
-        return None, Problem("MODEL_SCHEMA_MISMATCH", "schema_invalid",
-                             f"Your answer does not fit the output fields: {errors_text(exc)}")
+        return None, Problem("MODEL_SCHEMA_MISMATCH", "schema_invalid", errors_text(exc))
 
 
 # --- allowed sets ---------------------------------------------------------------------------
@@ -274,7 +278,7 @@ def check_allowed(value: dict, inference, allowed: dict[str, list]) -> Problem |
         outside = [v for v in (got if isinstance(got, list) else [got]) if v is not None and v not in values]
         if outside:
             return Problem("MODEL_SCHEMA_MISMATCH", "schema_invalid",
-                           f"Your answer has {name} values outside the allowed set: {', '.join(map(str, outside))} "
+                           f"{name} values outside the allowed set: {', '.join(map(str, outside))} "
                            f"(allowed: {', '.join(map(str, values))})")
     return None
 
@@ -353,6 +357,6 @@ async def run_checks(runner: "Runner", node: "Node", node_id: str, checks: list[
         return Problem("check_failed", f"check {check.label}", f"check {check.label} failed: {verdict.reason or ''}")
     if retry:
         feedback = "; ".join(f"check {c.label} failed: {v.reason or 'no reason given'}" for c, v in retry)
-        return Problem("check_failed", f"check {retry[0][0].label}", f"Your answer failed {feedback}",
+        return Problem("check_failed", f"check {retry[0][0].label}", feedback,
                        checks=[c for c, _ in retry])
     return None

@@ -7,6 +7,8 @@ from __future__ import annotations
 from ..check.diagnostics import Diagnostic
 from ..project.loader import Experiment, Project
 from ..project.specs import LlmNode
+from .checks import CheckInvalid
+from .judges import compile_judge
 from .plan import assemble
 
 CODE = "E_RUNTIME_UNSUPPORTED"
@@ -17,13 +19,17 @@ RUNS = {"llm", "code", "tool", "call", "parallel", "map", "loop", "switch", "hum
 def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
     spec, doc = experiment.spec, experiment.doc
     out: list[Diagnostic] = []
-    for i, check in enumerate(spec.checks):
+    for check in spec.checks:       # a judge runs as an llm node: the same gaps apply
         if check.is_judge:
-            out.append(doc.diag(CODE, ("checks", i, "inference"),
-                                f"check {check.id}: judge checks are not run yet", "use a built-in or a run: check"))
+            try:
+                judge = compile_judge(check, project)
+            except CheckInvalid:    # the series reports it on every attempt, with its reason
+                continue
+            node = judge.assembly.node(check.id)
+            out += _llm_gaps(project, node, node.prompt_path, check.agent)
     seen: set[tuple] = set()
     for variant, assembly in assemble(project, experiment).items():
-        # (node, its id, its flow, the variant's slots: only top-level nodes of the subject have slots)
+        # (node, its id, its flow, the variant's slots: nodes of the subject have them, those of a called flow not)
         todo = [(assembly.nodes.get(n) or assembly.flow.nodes.get(n), n, assembly.flow, assembly) for n in assembly.order]
         while todo:
             node, node_id, flow, slots = todo.pop()
@@ -44,11 +50,11 @@ def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
             if isinstance(node.spec, LlmNode):
                 out += _llm_gaps(project, node, prompt or node.prompt_path, agent or node.spec.agent)
             plugged = slots.flows.get(node_id) if slots else None
-            todo += _inside(project, experiment, flow, node, plugged)
+            todo += _inside(project, experiment, flow, node, plugged, slots)
     return out
 
 
-def _inside(project: Project, experiment: Experiment, flow, node, plugged: str | None = None) -> list:
+def _inside(project: Project, experiment: Experiment, flow, node, plugged: str | None = None, slots=None) -> list:
     """The nodes a container runs (its children, by id in its flow) and the top-level nodes of a called flow
     (`plugged`: the flow a variant's flow factor puts in the call's slot)."""
     from ..check.flows import children
@@ -58,7 +64,10 @@ def _inside(project: Project, experiment: Experiment, flow, node, plugged: str |
         if called is None:
             return []
         return [(called.nodes[n], n, called, None) for n in called.spec.order if n in called.nodes]
-    return [(flow.nodes[c], c, flow, None) for _, c in children(node.spec) if c in flow.nodes]
+    # a container's children run with the variant's slots; an alternative's children may be alternatives too
+    nodes = (slots.nodes if slots else {})
+    return [(nodes.get(c) or flow.nodes[c], c, flow, slots) for _, c in children(node.spec)
+            if c in nodes or c in flow.nodes]
 
 
 def _http_servers(project: Project, servers: list[str]) -> list[Diagnostic]:
