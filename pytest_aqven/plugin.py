@@ -7,7 +7,9 @@ file is collected, and the verdict machinery when there is a verdict to decide (
 from __future__ import annotations
 
 import sys
+import threading
 from collections import defaultdict
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -147,6 +149,8 @@ class VerdictReporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)
         if record is not None and not self.is_worker:
+            if not self.records:
+                _import_in_background(DECIDING)
             self.records[record["series_id"]][(record["variant"], record["case"], record["repeat"])] = record
 
     @pytest.hookimpl(wrapper=True, trylast=True)
@@ -226,6 +230,22 @@ class VerdictReporter:
             terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [])
             terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.conclusions)
+
+
+# what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
+# thread from the first attempt record on, while the attempts run, so the session end only decides
+DECIDING = ("series.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "series.findings")
+
+
+def _import_in_background(modules: tuple[str, ...]) -> None:
+    def run() -> None:
+        try:
+            for name in modules:
+                import_module(f"{__package__}.{name}")
+            import_module("scipy.special")
+        except Exception:   # the session end imports them again and reports what fails
+            pass
+    threading.Thread(target=run, name="aqven-imports", daemon=True).start()
 
 
 def _check_warnings(config: pytest.Config) -> list[tuple[str, str]]:
