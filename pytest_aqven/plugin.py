@@ -199,7 +199,9 @@ class VerdictReporter:
             outcome, longrepr = "passed", None
         self._fire(session, file_nodeid, outcome, longrepr, [
             ("aqven_verdict", str(state)), ("aqven_series", series_id),
-            ("aqven_sentence", conclusion.verdict.text if conclusion.verdict else conclusion.note)])
+            ("aqven_sentence", conclusion.verdict.text if conclusion.verdict else conclusion.note),
+            ("aqven_spend_usd", f"{conclusion.spend_usd:.6f}"),
+            ("aqven_spend_lower_bound", "true" if conclusion.unpriced_calls else "false")])
 
     def _fire(self, session: pytest.Session, file_nodeid: str, outcome: str, longrepr, props: list) -> None:
         """Report `<experiment file>::verdict` as every reporter expects a test: logstart, the three phases,
