@@ -156,9 +156,11 @@ class VerdictReporter:
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
         result = yield
-        db = sys.modules.get(f"{__package__}.series.db")
-        if db is not None:      # attempt records are group-committed: the last batch, before anyone reads them
-            db.flush_all()
+        # attempt records are group-committed: the last batch, before anyone reads them (the module may be
+        # half imported by the background import thread: then this process opened no store)
+        flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
+        if flush_all is not None:
+            flush_all()
         if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.records:
             return result
         from .project.loader import load_project
