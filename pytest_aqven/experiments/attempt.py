@@ -80,7 +80,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
                     "node_outputs": {**case.node_outputs,
                                      **{n.node: n.output for n in result.nodes if n.parent is None}}}
         context = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
-                              cost_usd=result.cost_usd, latency_ms=int(result.latency_ms))
+                              cost_usd=None if result.unpriced_calls else result.cost_usd,  # unknown, never free
+                              latency_ms=int(result.latency_ms))
         value = typed(output_model(project, assembly), result.output)
         try:
             scored = {c.id: await c.score(value, context, runner.default_timeout) for c in checks}
