@@ -13,16 +13,21 @@ from pydantic import BaseModel, ValidationError
 
 from ..experiments.checks import CheckInvalid, params_model
 from ..experiments.evaluators import EvalContext
+from ..experiments.factors import use_nodes
+from ..engine.refs import RefError, lex
 from ..experiments.split import selected
 from ..project import specs
 from ..project.loader import Experiment, Flow, Node, load_inference
 from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
+from ..project.types import BUILTINS as BUILTIN_TYPES
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, internal_error
 from .diagnostics import Diagnostic
 from .flows import FlowView, children, compile_flow, node_outputs, parse_steps
+from .typeinfo import OPAQUE
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
+SCORING_BUILTINS = {"cost_usd": "the subject's cost in USD", "latency_ms": "the subject's latency in ms"}
 SKIPPED_PARTS = ("__pycache__", "findings")
 
 
@@ -173,6 +178,7 @@ class ExperimentRules:
         if self.subject is not None and not mismatch:
             self.case_inputs(dataset, chosen)
             self.range_fixtures(dataset, chosen)
+            self.expected_fit(dataset, chosen)
         for i, check in enumerate(self.spec.checks):
             if check.use == "expected":
                 self.expected_missing(i, check, dataset, chosen)
@@ -225,6 +231,35 @@ class ExperimentRules:
                 + (" (a range subject reads the fields it is given)" if partial else "")
                 + f": {'.'.join(map(str, loc)) or 'inputs'}: {msg}",
                 f"fields of {type_id}: {_names(fields or [])}"))
+
+    def expected_fit(self, dataset, chosen) -> None:
+        """An expected_output the subject can never produce (an enum value that does not exist, a number
+        where text is expected) would silently bias every metric that compares with it."""
+        fields, side = self.subject_output()
+        if fields is None:
+            return
+        index = {id(c): i for i, c in enumerate(dataset.spec.cases)}
+        for case in chosen:
+            want = case.expected_output
+            if not isinstance(want, dict):
+                continue
+            for key, value in want.items():
+                path = ("cases", index[id(case)], "expected_output", key)
+                if key not in fields:
+                    continue            # other fields serve other subjects (a range reads a part of the output)
+                try:
+                    self.ctx.adapter(fields[key]).validate_python(value)
+                    continue
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    loc = tuple(err["loc"])
+                    problem = f"{'.'.join(map(str, (key,) + loc))}: {err['msg'].lower()}"
+                except LookupError:        # an unknown type is reported where it is named
+                    continue
+                self.out.append(dataset.doc.diag(
+                    "E_EXPECTED_INVALID", path + loc,
+                    f"{self.e}: case {case.name}: expected_output does not fit {side}: {problem}",
+                    f"fields of {side}: {_names(fields)}; a value the subject cannot produce biases the metric"))
 
     def range_fixtures(self, dataset, chosen) -> None:
         """A range reads the nodes above it from each case's node_outputs: every such node must be there."""
@@ -294,6 +329,8 @@ class ExperimentRules:
         wanted = WANTED_KIND.get(varies.what)
         for j, node_id in enumerate(varies.nodes):
             node = self.view.nodes.get(node_id)
+            if node is None and self.view.unreadable(node_id):
+                continue                 # its file exists but did not load: its own diagnostic says why
             if node is None or node_id not in inside:
                 if node is None or s.from_ is None:
                     problem, fix = f"which is not a node of flow {s.flow}", f"name nodes of {s.flow} ({_names(sorted(inside))})"
@@ -465,6 +502,72 @@ class ExperimentRules:
             return
         if self.with_params(i, c, model, f"use: {c.use}"):
             self.check_paths(i, c)
+            self.builtin_intent(i, c)
+
+    def builtin_intent(self, i: int, c) -> None:
+        """Warnings where a valid declaration cannot measure what its author meant."""
+        e = self.e
+        if c.use in SCORING_BUILTINS and c.kind == "binary":
+            self.diag("W_CHECK_NEVER_FAILS", ("checks", i, "kind"),
+                      f"{e}: check {c.id}: the built-in {c.use} always passes, so as a binary check its rate is 1 "
+                      f"whatever the attempts measure",
+                      f"set kind: continuous to read its score ({SCORING_BUILTINS[c.use]}), or use the series metric "
+                      f"{'cost_usd' if c.use == 'cost_usd' else 'latency_p50_ms'} in the question")
+        elif c.use not in SCORING_BUILTINS and c.kind != "binary":
+            self.diag("W_CHECK_NO_SCORE", ("checks", i, "kind"),
+                      f"{e}: check {c.id}: the built-in {c.use} passes or fails and gives no score, so as a {c.kind} "
+                      f"check every attempt scores an error",
+                      "set kind: binary (its metric is the pass rate)")
+        if c.use == "unique_items" and self.subject is not None:
+            path = (c.with_ or {}).get("field")
+            item = self.item_type(path) if isinstance(path, str) else None
+            if item is not None and self.not_record(item):
+                self.diag("W_CHECK_ITEMS_NOT_RECORDS", ("checks", i, "with", "field"),
+                          f"{e}: check {c.id}: unique_items compares the key {c.with_.get('key')} of each item, but the "
+                          f"items of {path} are {item}, not records: every key reads null, so two items always "
+                          f"count as duplicates",
+                          "point field at a list of records (key names one of their fields)")
+
+    def item_type(self, path: str) -> str | None:
+        """The item type of the list a $out/$in path leads to, or None when the checker cannot tell."""
+        try:
+            root, steps = lex(path)
+        except RefError:
+            return None
+        fields = (self.subject_output() if root == "out" else self.subject_input())[0]
+        if not steps or not isinstance(steps[0], str) or fields is None or steps[0] not in fields:
+            return None
+        current = fields[steps[0]]
+        for step in steps[1:]:
+            try:
+                base, lists, _ = self.ctx.types.registry.parse_ref(current)
+            except Exception:
+                return None
+            if step == "*" or isinstance(step, int):
+                if not lists:
+                    return None
+                current = base + "[]" * (lists - 1)
+            else:
+                inner = self.ctx.types.fields(current)
+                if inner is None or step not in inner:
+                    return None
+                current = inner[step]
+        try:
+            base, lists, _ = self.ctx.types.registry.parse_ref(current)
+        except Exception:
+            return None
+        return base + "[]" * (lists - 1) if lists else None
+
+    def not_record(self, ref: str) -> bool:
+        """Known not to be a record: a list, a scalar built-in, an enum, value or id type (Json, unions and
+        unknown types may hold records)."""
+        try:
+            base, lists, _ = self.ctx.types.registry.parse_ref(ref)
+        except Exception:
+            return False
+        spec = self.ctx.types.registry.specs.get(base)
+        return bool(lists) or (base in BUILTIN_TYPES and base not in OPAQUE) or isinstance(
+            spec, (specs.EnumTypeSpec, specs.ValueTypeSpec, specs.IdTypeSpec))
 
     def with_params(self, i: int, c, model: type[BaseModel], label: str) -> bool:
         try:
@@ -636,25 +739,11 @@ class ExperimentRules:
                 view.prompts[slot] = self.exp.prompts[value]
             elif what == "flow":
                 view.calls[slot] = value
-            else:
-                view.nodes[slot] = self.exp.alternatives[value]
-                view.replaced.add(slot)
-                self._adopt_children(view, self.exp.alternatives[value], set())
-        if what == "use":     # subject nodes nothing reaches any more are dropped
-            reach = view.reachable()
-            view.nodes = {k: n for k, n in view.nodes.items() if k in reach}
+        if what == "use":     # the runner assembles the same nodes (one implementation)
+            view.nodes, view.replaced = use_nodes(view.nodes, view.order,
+                                                  {slot: self.exp.alternatives[value] for slot, value in slots},
+                                                  self.exp.alternatives)
         return view
-
-    def _adopt_children(self, view: FlowView, node: Node, seen: set[str]) -> None:
-        """An alternative's children are looked up among the alternatives first, then in the subject."""
-        for _, child in children(node.spec):
-            if child in seen:
-                continue
-            seen.add(child)
-            if child in self.exp.alternatives:
-                view.nodes[child] = self.exp.alternatives[child]
-                view.replaced.add(child)
-                self._adopt_children(view, view.nodes[child], seen)
 
 
 def _refs(value: Any):

@@ -8,6 +8,8 @@ from ..check.diagnostics import Diagnostic
 from ..engine.prompts import is_template
 from ..project.loader import Experiment, Project
 from ..project.specs import CodeNode, LlmNode
+from .checks import CheckInvalid
+from .judges import compile_judge
 from .plan import assemble
 
 CODE = "E_RUNTIME_UNSUPPORTED"
@@ -17,18 +19,22 @@ HINT = "this version of pytest-aqven runs code and llm nodes with plain-text pro
 def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
     spec, doc = experiment.spec, experiment.doc
     out: list[Diagnostic] = []
-    for i, check in enumerate(spec.checks):
+    for check in spec.checks:       # a judge runs as an llm node: the same gaps apply
         if check.is_judge:
-            out.append(doc.diag(CODE, ("checks", i, "inference"),
-                                f"check {check.id}: judge checks are not run yet", "use a built-in or a run: check"))
+            try:
+                judge = compile_judge(check, project)
+            except CheckInvalid:    # the series reports it on every attempt, with its reason
+                continue
+            node = judge.assembly.node(check.id)
+            out += _llm_gaps(project, node, node.prompt_path, check.agent)
     if spec.varies is not None and spec.varies.what == "flow":
         out.append(doc.diag(CODE, ("varies", "what"), "the flow factor is not run yet", HINT))
         return out
     seen: set[str] = set()
     for variant, assembly in assemble(project, experiment).items():
         for node_id in assembly.order:
-            node = assembly.node(node_id)
-            if str(node.path) in seen:
+            node = assembly.nodes.get(node_id) or assembly.flow.nodes.get(node_id)
+            if node is None or str(node.path) in seen:     # a node that did not load: its own diagnostic says why
                 continue
             seen.add(str(node.path))
             if not isinstance(node.spec, (CodeNode, LlmNode)):
@@ -44,7 +50,7 @@ def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagno
     out = []
     if node.inference is not None and node.inference.prompt is not None:
         out.append(node.inference_doc.diag(CODE, ("prompt",), f"node {node.id}: Python prompts are not run yet", HINT))
-    if prompt_path is not None and is_template(prompt_path.read_text(encoding="utf-8")):
+    if prompt_path is not None and is_template(prompt_path.read_text(encoding="utf-8", errors="replace")):
         out.append(Diagnostic(CODE, project.rel(prompt_path), (), f"node {node.id}: Liquid prompt templates are not run yet",
                               1, 1, HINT))
     return out
