@@ -70,7 +70,8 @@ def conclude(project: Project, series_id: str, records: list[dict], *, family: s
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
             check_kinds={c.id: c.kind for c in spec.checks},
             unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
-            total_attempts=total, inputs_changed=now != series["snapshot"], family=family)
+            total_attempts=total, inputs_changed=now != series["snapshot"], family=family,
+            salt=stats.experiment_salt(project.package, experiment.id))
         verdict = stats.decide(question_of(spec), [to_attempt(r) for r in records], facts)
         conclusion.verdict = verdict
         infra = sum(1 for r in records if r["outcome"] == "infra_error")

@@ -15,6 +15,7 @@ from .model import (
     SeriesFacts,
     Threshold,
     Verdict,
+    experiment_salt,
 )
 from .samples import SERIES_METRICS, metric_info
 from .verdicts import decide
@@ -33,6 +34,7 @@ __all__ = [
     "Verdict",
     "SERIES_METRICS",
     "decide",
+    "experiment_salt",
     "metric_info",
 ]
 

@@ -63,10 +63,10 @@ def all_metrics(table: AttemptTable, facts: SeriesFacts, extra: Sequence[str] = 
     names += [m for m in extra if m not in names]
     infos = [metric_info(name, facts.check_kinds) for name in names]
     samples = {(v, info.name): table.sample(v, info) for v in facts.variants for info in infos}
-    inputs = {key: betting_input(s, facts.series_id, facts.family) for key, s in samples.items()}
+    inputs = {key: betting_input(s, facts.salt, facts.family) for key, s in samples.items()}
     bets = betting.intervals({key: x for key, x in inputs.items() if x is not None})
     return {
-        v: {info.name: single(samples[v, info.name], facts.series_id, facts.family, bets.get((v, info.name)))
+        v: {info.name: single(samples[v, info.name], facts.salt, facts.family, bets.get((v, info.name)))
             for info in infos}
         for v in facts.variants
     }

@@ -8,7 +8,7 @@ import pytest
 from pytest_aqven.stats import Attempt, CheckValue, Guardrail, Pair, decide, intervals
 from pytest_aqven.stats.estimates import stat_seed
 from pytest_aqven.stats.pairs import m6, pair_estimate
-from pytest_aqven.stats.samples import build_sample, metric_info
+from pytest_aqven.stats.samples import AttemptTable, build_sample, metric_info
 
 from .helpers import binary_attempts, facts
 
@@ -43,7 +43,7 @@ def test_noninferior_sentence_with_guardrails():
              guardrails=(Guardrail("cost_of_pass", 0.2, "lower_is_better", relative=True), Guardrail("promises", 0.02)))
     v = decide(q, _pair_data(), two())
     assert v.text == (
-        "mistral vs gpt on critique: +0.058 (95% CI -0.044 to +0.148): not worse by more than the 0.05 margin; "
+        "mistral vs gpt on critique: +0.058 (95% CI -0.044 to +0.149): not worse by more than the 0.05 margin; "
         "guardrail cost_of_pass breaks; guardrail promises is unsettled."
     )
     assert (v.state, v.reason) == ("refuted", None)
@@ -67,7 +67,10 @@ def test_compare_sentences_units_and_signs():
     v = decide(Pair("compare", "gpt", "mistral", "latency_p50_ms", 10.0), data, two())
     est = v.cells[0].estimate
     assert est.method == "M6" and est.resamples == 10_000
-    assert est.seed == stat_seed("series-1", "latency_p50_ms", "gpt", "mistral")
+    table = AttemptTable(data, two().check_kinds)
+    info = metric_info("latency_p50_ms", {})
+    assert est.seed == stat_seed("", "latency_p50_ms", "gpt", "mistral",
+                                 data=(table.sample("gpt", info), table.sample("mistral", info)))
     assert v.text.startswith("mistral vs gpt on latency_p50_ms: -3 (95% CI ")
     assert v.text.endswith("): too wide to decide at the 10 margin.")
 
