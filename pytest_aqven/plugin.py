@@ -10,6 +10,7 @@ from .collect import CHECK_FAILED, LAUNCH_PLANS, AttemptItem, ExperimentFile, ch
 from .project.loader import PROJECT_FILE, Project, load_project
 from .report import terminal
 from .series.conclude import Conclusion, conclude
+from .findings.files import FindingsRefused
 from .series.findings import write_finding_for
 
 FAILING = ("refuted", "inconclusive", "invalid")
@@ -137,10 +138,14 @@ class VerdictReporter:
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
         file_nodeid = records[0]["file_nodeid"]
+        refused = None
         try:
             conclusion = conclude(project, series_id, records, family=self.family)
             if conclusion.verdict is not None:
-                conclusion.finding = write_finding_for(project, conclusion, records)
+                try:
+                    conclusion.finding = write_finding_for(project, conclusion, records)
+                except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten
+                    refused = exc
         except Exception as exc:  # our bug: the verdict test fails with its message, the session goes on
             message = f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}"
             self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
@@ -148,7 +153,10 @@ class VerdictReporter:
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         state = conclusion.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
-        if conclusion.verdict is None:
+        if refused is not None:
+            outcome, longrepr = "failed", (f"verdict {state}: {conclusion.verdict.text}\nthe finding is recorded in "
+                                           f"the project database but its files were not written:\n{refused}")
+        elif conclusion.verdict is None:
             outcome, longrepr = "skipped", (str(file_nodeid), None, f"Skipped: {conclusion.note}")
         elif failing:
             outcome, longrepr = "failed", f"verdict {state}: {conclusion.verdict.text}"

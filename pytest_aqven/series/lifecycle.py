@@ -13,6 +13,7 @@ from ..providers import registry
 from ..providers.base import ProviderError
 from .conclude import question_of, to_attempt
 from .db import Store
+from .findings import unpublished_series
 
 
 class SeriesRun:
@@ -54,6 +55,10 @@ class SeriesRun:
                 "experiment": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                 "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
                 "snapshot": snapshot})
+            # a held-out series decided but never published (a crash): continue it, never run the half again
+            self._series_id = unpublished_series(self.store, key)
+            if self._series_id is not None:
+                return self._series_id
             self._series_id, _ = self.store.open_series(
                 plan_key=key, experiment_id=self.experiment.id, flow_id=spec.subject.flow,
                 dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,

@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 TRUNCATION = 0.95  # c: the largest fraction of capital ever bet
+ORDERS = 1  # case orders the wealth is averaged over (docs/statistics.md: averaged vs single order)
 STEPS = 42  # bits of the bound on [0, 1]: resolution 2e-13 (divisible by 1, 2 and 3 bits a round)
 
 

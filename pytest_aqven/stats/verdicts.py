@@ -95,9 +95,14 @@ def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
 
 
 def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts: SeriesFacts) -> Verdict:
+    return decide_table(question, AttemptTable(attempts, facts.check_kinds), facts)
+
+
+def decide_table(question: Threshold | Pair | Look, table, facts: SeriesFacts) -> Verdict:
+    """The verdict from a table of per-case samples: an AttemptTable, or a finding's sufficient data
+    (`evidence.EvidenceTable`) when `aqven check` recomputes it."""
     from .pairs import pair_cells  # noqa: PLC0415  (pairs builds on this module)
 
-    table = AttemptTable(attempts, facts.check_kinds)
     extra: list[str] = []
     if isinstance(question, Threshold):
         extra = [question.metric]
@@ -110,7 +115,7 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
 
     if isinstance(question, Look):
         return Verdict(None, None, wording.LOOK_TEXT, (), metrics)
-    done = table.finished
+    done, settled, errors = table.tallies()
     total = facts.total_attempts
     if facts.cancelled:
         return invalid("cancelled", wording.cancelled_text(done, total))
@@ -118,8 +123,6 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
         return invalid("budget_cut", wording.budget_cut_text(done, total))
     if facts.inputs_changed:
         return invalid("inputs_changed", wording.INPUTS_CHANGED_TEXT)
-    settled = int(table.settled.sum())
-    errors = int((table.settled & table.infra_error).sum())
     if settled and errors / settled > INFRA_SHARE_LIMIT:
         return invalid("infra_errors", wording.infra_errors_text(errors, settled))
 
