@@ -1,19 +1,29 @@
-"""pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries."""
+"""pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries.
+
+pytest imports this module in every run of an environment where the plugin is installed, so it imports
+nothing heavy: the node tree (and with it pydantic, numpy, scipy) is imported when the first experiment
+file is collected, and the verdict machinery when there is a verdict to decide (docs/performance.md).
+"""
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .collect import CHECK_FAILED, LAUNCH_PLANS, AttemptItem, ExperimentFile, check_warnings
-from .project.loader import PROJECT_FILE, Project, load_project
-from .report import terminal
-from .series.conclude import Conclusion, conclude
-from .findings.files import FindingsRefused
-from .series.findings import write_finding_for
+if TYPE_CHECKING:
+    from .project.loader import Project
+    from .series.conclude import Conclusion
 
 FAILING = ("refuted", "inconclusive", "invalid")
+PROJECT_FILE = "aqven.yaml"     # project.loader.PROJECT_FILE, without importing the loader
+
+
+def _collect_module():
+    """pytest_aqven.collect once this process collected an experiment file, else None."""
+    return sys.modules.get(f"{__package__}.collect")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +70,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     root = file_path.parent.parent.parent
     if not (root / PROJECT_FILE).is_file():
         return None
+    from .collect import ExperimentFile
     return ExperimentFile.from_parent(parent, path=file_path, root=root)
 
 
@@ -67,12 +78,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under --lf a failed verdict reruns its whole experiment: pytest's last-failed plugin selects
     items by node id, and a verdict is not an item, so its attempts are marked as last failed."""
     lf = config.pluginmanager.getplugin("lfplugin")
-    if lf is None or not config.getoption("lf"):
+    collect = _collect_module()
+    if lf is None or not config.getoption("lf") or collect is None:
         return
     # keys are node id strings, or NodeId objects since pytest 9.2 (whose str() is the node id)
     failed = {str(key).rsplit("::", 1)[0] for key in lf.lastfailed if str(key).endswith("::verdict")}
     for item in items:
-        if isinstance(item, AttemptItem) and item.experiment_file.nodeid in failed:
+        if isinstance(item, collect.AttemptItem) and item.experiment_file.nodeid in failed:
             lf.lastfailed[getattr(item, "id", item.nodeid)] = True
 
 
@@ -82,7 +94,8 @@ def pytest_runtestloop(session: pytest.Session):
     only collection errors, the other experiments still run (as they do under xdist), and the session fails."""
     option = session.config.option
     keep = option.continue_on_collection_errors
-    stopped = session.config.stash.get(CHECK_FAILED, set())
+    collect = _collect_module()
+    stopped = session.config.stash.get(collect.CHECK_FAILED, set()) if collect else set()
     if stopped and session.testsfailed == len(stopped):
         option.continue_on_collection_errors = True
     try:
@@ -94,7 +107,8 @@ def pytest_runtestloop(session: pytest.Session):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
-    if isinstance(item, AttemptItem) and report.when == "call" and item.record is not None:
+    collect = _collect_module()
+    if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:
         report.aqven_attempt = item.record          # plain data: travels through xdist unchanged
     return report
 
@@ -124,8 +138,9 @@ class VerdictReporter:
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
         result = yield
-        if self.is_worker or self.config.option.collectonly or session.shouldstop:
+        if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.records:
             return result
+        from .project.loader import load_project
         projects: dict[str, Project] = {}   # loaded now, after the attempts: the end snapshot compares with it
         for series_id, by_attempt in sorted(self.records.items(),
                                             key=lambda kv: next(iter(kv[1].values()))["file_nodeid"]):
@@ -137,6 +152,9 @@ class VerdictReporter:
         return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
+        from .findings.files import FindingsRefused
+        from .series.conclude import conclude
+        from .series.findings import write_finding_for
         file_nodeid = records[0]["file_nodeid"]
         refused = None
         try:
@@ -182,7 +200,7 @@ class VerdictReporter:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:      # collection happens on workers: send the check warnings to the controller
-            self.config.workeroutput["aqven_warnings"] = check_warnings(self.config)
+            self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -190,6 +208,13 @@ class VerdictReporter:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
-            terminal.launch_plans(terminalreporter, self.config.stash.get(LAUNCH_PLANS, []))
-            terminal.check_warnings(terminalreporter, check_warnings(self.config) + self.worker_warnings)
+            from .report import terminal
+            collect = _collect_module()
+            terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [])
+            terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.conclusions)
+
+
+def _check_warnings(config: pytest.Config) -> list[tuple[str, str]]:
+    collect = _collect_module()
+    return collect.check_warnings(config) if collect else []
