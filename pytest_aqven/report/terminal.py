@@ -12,12 +12,16 @@ def launch_plans(tr, plans) -> None:
         return
     tr.write_sep("=", "aqven launch plans")
     for experiment, split, p in plans:
-        tr.write_line(f"{experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
-                      f"{p.variants} variants), {p.available} cases available")
+        tr.write_line(f"{experiment} ({split}): {_n(p.attempts, 'attempt')} ({_n(p.cases, 'case')} × "
+                      f"{_n(p.repeats, 'repeat')} × {_n(p.variants, 'variant')}), {p.available} cases available")
         if p.below_recommended:
             tr.write_line(f"  below the recommended {p.recommended_cases} cases: {p.text}", yellow=True)
         else:
             tr.write_line(f"  {p.text}")
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def check_warnings(tr, warnings: list[tuple[str, str]]) -> None:

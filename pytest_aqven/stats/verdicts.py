@@ -89,6 +89,8 @@ def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
     for reason in ("uninformative", "no_discordance"):
         if any(c.estimate.degenerate == reason for c in primaries):
             return reason
+    if any(c.verdict == "unclear" and wording.zero_width(c.estimate) for c in primaries):
+        return "uninformative"  # a constant: no width to be too wide
     if any(c.verdict == "unclear" and _below_mde(c) for c in primaries):
         return "below_mde"
     return None
