@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import stats
+from ..experiments import inputs
 from ..experiments import plan as planning
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
@@ -77,7 +78,9 @@ def conclude(project: Project, series_id: str, records: list[dict], *, family: s
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
             check_kinds={c.id: c.kind for c in spec.checks},
             unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
-            total_attempts=total, inputs_changed=now != series["snapshot"], family=family,
+            total_attempts=total, family=family,
+            # changed now, or touched at any time since the start (even if changed back: the mtime moved)
+            inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {}))),
             salt=stats.experiment_salt(project.package, experiment.id))
         attempts = [to_attempt(r, facts.salt) for r in records]
         conclusion.question = question_of(spec)

@@ -50,7 +50,8 @@ class SeriesRun:
     def series_id(self) -> str:
         """Opened on first use, in a transaction, so every process of the run gets the same series."""
         if self._series_id is None:
-            snapshot = planning.snapshot(self.project, self.plan)
+            paths = planning.input_paths(self.project, self.plan)
+            snapshot = planning.snapshot(self.project, self.plan, paths)
             spec = self.plan.spec
             key = planning.canonical_hash({
                 "experiment": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
@@ -65,7 +66,8 @@ class SeriesRun:
                 dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,
                 record={"experiment_id": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                         "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
-                        "snapshot": snapshot, "package": self.project.package})
+                        "snapshot": snapshot, "package": self.project.package,
+                        "fingerprints": planning.fingerprints(paths)})
         return self._series_id
 
     def attempt(self, variant: str, case: CaseSpec, repeat: int) -> tuple[dict, bool]:
