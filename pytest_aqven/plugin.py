@@ -39,6 +39,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-intervals", choices=("robust", "model"), default=None,
                     help="robust: model-based interval hulled with a distribution-free one (default); "
                          "model: the model-based interval alone")
+    group.addoption("--aqven-record", action="store_true", default=False,
+                    help="call the models and record every call in cassettes under <project>/cassettes")
+    group.addoption("--aqven-record-missing", action="store_true", default=False,
+                    help="replay recorded calls; call the models only for calls missing from the cassettes")
+    group.addoption("--aqven-replay", action="store_true", default=False,
+                    help="answer every model call from the cassettes, offline; a missing call is cassette_miss")
     parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
 
@@ -50,6 +56,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--aqven-cases must be at least 1")
     if repeats is not None and not 1 <= repeats <= 20:
         raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
+    if sum(map(bool, (config.getoption("aqven_record"), config.getoption("aqven_record_missing"),
+                      config.getoption("aqven_replay")))) > 1:
+        raise pytest.UsageError("--aqven-record, --aqven-record-missing and --aqven-replay exclude each other")
     reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")
@@ -129,6 +138,11 @@ class VerdictReporter:
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        collect = _collect_module()
+        if collect is not None and self.config.option.collectonly and not self.is_worker:
+            self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)

@@ -15,15 +15,17 @@ from ..providers.base import ProviderError
 from .conclude import question_of, to_attempt
 from .db import Store
 from .findings import unpublished_series
+from .plans import SearchCache
 
 
 class SeriesRun:
     def __init__(self, project: Project, experiment: Experiment, split: str, *,
-                 cases: int | None = None, repeats: int | None = None):
+                 cases: int | None = None, repeats: int | None = None, cassettes: str | None = None):
         self.project = project
         self.experiment = experiment
         self.plan = planning.plan(project, experiment, split, cases, repeats)
         self._series_id: str | None = None
+        self.cassettes = cassettes          # record | replay | record_missing | None (live)
 
     @cached_property
     def store(self) -> Store:
@@ -34,7 +36,8 @@ class SeriesRun:
         out: dict = {}
         for spec in self.project.spec.providers:
             try:
-                out[spec.id] = registry.build(spec, package=self.project.package, root=self.project.root)
+                out[spec.id] = registry.build(spec, package=self.project.package, root=self.project.root,
+                                              cassettes=self.cassettes)
             except ProviderError as exc:
                 out[spec.id] = exc
         return out
@@ -82,12 +85,14 @@ class SeriesRun:
         self.store.save_attempt(record)
         return record, False
 
-    def launch_plan(self, family: str = "robust") -> stats.LaunchPlan:
-        """Attempts and the recommended cases; history only from a database that already exists."""
+    def launch_plan(self, family: str = "robust", *, simulate: bool = True) -> stats.LaunchPlan:
+        """Attempts and the recommended cases; history only from a database that already exists.
+        The simulated search is read from .aqven/plans/, else run when `simulate` and cached there."""
         history = []
         if (self.project.root / ".aqven" / "aqven.sqlite").exists():
             history = [to_attempt(r) for r in self.store.history(self.experiment.id)]
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,
                                  variants=len(self.plan.variants), available=self.plan.available,
-                                 check_kinds={c.id: c.kind for c in spec.checks}, history=history, family=family)
+                                 check_kinds={c.id: c.kind for c in spec.checks}, history=history, family=family,
+                                 simulate=simulate, cache=SearchCache(self.project.root))
