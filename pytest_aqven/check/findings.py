@@ -51,8 +51,8 @@ def _stale(root: Path, standing: list, any_finding: bool) -> list[Diagnostic]:
     target = root / "FINDINGS.md"
     expected = render_findings_md(root, standing)
     actual = target.read_text(encoding="utf-8") if target.exists() else None
-    if actual == expected or (actual is None and not expected) or not (any_finding or actual):
-        return []
+    if actual == expected or (actual is None and not expected) or not any_finding:
+        return []   # (a FINDINGS.md without any finding, in files or in the database, is the project's own)
     if actual is None:
         message = "FINDINGS.md is missing"
     else:
