@@ -35,9 +35,13 @@ def main(runs: int = 11, experiment: str = "rate_ok") -> None:
         projects.write(project, {**projects.dataset(cases), **projects.experiment(above=0.77, margin=0.02, repeats=5)},
                        package="helpdesk")
         env = {**os.environ, "PYTHONPATH": str(here)}
-        for _ in range(runs):
-            subprocess.run([sys.executable, "-m", "pytest", str(project), "--aqven-holdout", "-q", "-p", "no:cacheprovider",
-                            "--aqven-fail-on=invalid"], cwd=tmp, env=env, capture_output=True, check=False)
+        for i in range(runs):
+            done = subprocess.run([sys.executable, "-m", "pytest", str(project), "--aqven-holdout", "-q", "-p",
+                                   "no:cacheprovider", "--aqven-fail-on=invalid"], cwd=tmp, env=env, capture_output=True,
+                                  text=True, check=False)
+            verdict = [line for line in done.stdout.splitlines() if line.startswith(f"{experiment} (")]
+            print(f"run {i + 1}: exit {done.returncode}: {verdict[0][:100] if verdict else done.stdout[-300:]}",
+                  flush=True)
         files = sorted((project / "experiments" / experiment / "findings").glob("*.yaml"),
                        key=lambda p: yaml.safe_load(p.read_text())["scope"]["finished_at"])
         print(f"{len(files)} held-out runs of {experiment} on identical data")
