@@ -33,7 +33,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, records: list[
             "models": models,
             "metrics": {m: estimate_dict(e) for m, e in sorted(verdict.metrics.get(v.id, {}).items())},
         })
-    spend = sum(Decimal(repr(r["cost_usd"])) + Decimal(repr(r["check_cost_usd"])) for r in records)
+    spend = sum(Decimal(repr(r["cost_usd"] or 0.0)) + Decimal(repr(r.get("check_cost_usd") or 0.0)) for r in records)  # None: unpriced
     case_names_sha = canonical_hash(sorted({r["case"] for r in records}))
     others = [f for _, f in read_findings(project.root, project.package) if f["experiment"] == experiment.id
               and f["series"] != conclusion.series_id and f["scope"]["case_names_sha256"] == case_names_sha]

@@ -26,6 +26,8 @@ class Conclusion:
     facts: stats.SeriesFacts | None = None    # what the verdict was decided with
     attempts: list[stats.Attempt] | None = None   # the records as decided: cases named by their salted key
     question: object = None                   # the stats question decided
+    spend_usd: float = 0.0                    # what the priced calls cost
+    unpriced_calls: int = 0                   # calls nothing priced: spend_usd is then a lower bound
 
     @property
     def state(self) -> str | None:
@@ -51,7 +53,8 @@ def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
         variant=record["variant"], case=case, repeat=record["repeat"], outcome=record["outcome"],
         passed=record["passed"],
         checks={k: stats.CheckValue(v["state"], v["value"]) for k, v in record["checks"].items()},
-        cost_usd=record["cost_usd"], latency_ms=record["latency_ms"],
+        # a call nothing priced makes the attempt's cost unknown: cost metrics leave it out, never count it free
+        cost_usd=None if record.get("unpriced_calls") else record["cost_usd"], latency_ms=record["latency_ms"],
         schema_valid_first_try=record["schema_valid_first_try"])
 
 
@@ -63,6 +66,8 @@ def conclude(project: Project, series_id: str, records: list[dict], *, family: s
         series = store.series(series_id)
         total = len(series["cases"]) * series["repeats"] * len(series["variants"])
         conclusion = Conclusion(series["experiment_id"], series_id, series["split"], len(records), total)
+        conclusion.spend_usd = sum((r["cost_usd"] or 0.0) + (r.get("check_cost_usd") or 0.0) for r in records)
+        conclusion.unpriced_calls = sum(r.get("unpriced_calls") or 0 for r in records)
         if len(records) < total:
             conclusion.note = (f"{len(records)} of {total} attempts ran in this session; the series stays open "
                                "and the same command continues it")
