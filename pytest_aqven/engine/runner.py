@@ -28,6 +28,7 @@ class Assembly:
     agents: dict[str, str] = field(default_factory=dict)       # node -> agent id
     prompts: dict[str, Path] = field(default_factory=dict)     # node -> prompt text file
     nodes: dict[str, Node] = field(default_factory=dict)       # node -> alternative node (runs under the slot id)
+    flows: dict[str, str] = field(default_factory=dict)        # call node -> the flow it calls instead
     start: str | None = None
     end: str | None = None
 

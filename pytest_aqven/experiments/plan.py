@@ -11,6 +11,7 @@ from ..project.loader import Experiment, Project
 from ..project.specs import CaseSpec, ExperimentSpec
 from . import inputs
 from . import split as splitting
+from .factors import use_nodes
 
 ENGINE_VERSION = "pytest-aqven/0.1"
 
@@ -51,10 +52,15 @@ def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
                 a.agents[node_id] = value
             elif what == "prompt":
                 a.prompts[node_id] = experiment.prompts[value]
-            elif what == "use":
-                a.nodes[node_id] = experiment.alternatives[value]
-            else:
+            elif what == "flow":
+                a.flows[node_id] = value
+            elif what != "use":
                 raise PlanError(f"variant {variant.id}: varies.what {what} is not run by this version of pytest-aqven")
+        if what == "use" and variant.nodes:
+            nodes, replaced = use_nodes(flow.nodes, list(flow.spec.order),
+                                        {slot: experiment.alternatives[alt] for slot, alt in variant.nodes.items()},
+                                        experiment.alternatives)
+            a.nodes = {k: nodes[k] for k in replaced}
         out[variant.id] = a
     return out
 
@@ -84,14 +90,22 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     root = project.root
     flows = {}
     for variant, a in series.variants.items():
-        folders = [a.flow.folder, *(n.path.parent for n in a.nodes.values())]   # the flow and its alternatives
+        plugged = [project.flow_for(series.experiment, f) for f in a.flows.values()]
+        folders = [a.flow.folder, *(n.path.parent for n in a.nodes.values()),   # the flow, its alternatives
+                   *(f.folder for f in plugged if f is not None)]                # and the flows in its slots
         flows[variant] = sorted({p for folder in folders for p in folder.rglob("*")
                                  if p.is_file() and "__pycache__" not in p.parts} | set(a.prompts.values()))
     shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
+    judges = {}
+    for check in series.spec.checks:
+        if check.is_judge:
+            from .judges import judge_files
+            judges[f"judge:{check.id}"] = sorted(judge_files(project, check.inference))
     return {
         "experiment": inputs._files(series.experiment.file.parent),
         "dataset": [root / "datasets" / f"{series.spec.cases.dataset}.yaml"],
         **{f"flow:{variant}": files for variant, files in flows.items()},
+        **judges,
         "project": shared,
         "code": inputs.project_code(root),
         "modules": inputs.outside_modules(root, project.package),
@@ -111,6 +125,7 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
         return {named(p): file_hash(p) for p in files if p.is_file()}
 
     flows = {k.split(":", 1)[1]: canonical_hash(hashes(v)) for k, v in paths.items() if k.startswith("flow:")}
+    judges = {k.split(":", 1)[1]: canonical_hash(hashes(v)) for k, v in paths.items() if k.startswith("judge:")}
     return {
         "experiment_sha256": file_hash(series.experiment.file),
         "experiment_folder_sha256": canonical_hash(hashes(paths["experiment"])),
@@ -119,6 +134,7 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
         "flows_sha256": canonical_hash(flows),
         "project_sha256": canonical_hash(hashes(paths["project"])),
         "code_sha256": canonical_hash(hashes(paths["code"])),
+        "judges_sha256": canonical_hash(judges),
         "modules_sha256": canonical_hash(hashes(paths["modules"])),
         "modules": sorted(named(p) for p in paths["modules"]),
         "engine_version": ENGINE_VERSION,
