@@ -184,13 +184,18 @@ class VerdictReporter:
         return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
+        from .findings.files import FindingsRefused
         from .series.conclude import conclude
         from .series.findings import write_finding_for
         file_nodeid = records[0]["file_nodeid"]
+        refused = None
         try:
             conclusion = conclude(project, series_id, records, family=self.family)
             if conclusion.verdict is not None:
-                conclusion.finding = write_finding_for(project, conclusion, records)
+                try:
+                    conclusion.finding = write_finding_for(project, conclusion, records)
+                except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten
+                    refused = exc
         except Exception as exc:  # our bug: the verdict test fails with its message, the session goes on
             message = f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}"
             self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
@@ -198,7 +203,10 @@ class VerdictReporter:
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         state = conclusion.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
-        if conclusion.verdict is None:
+        if refused is not None:
+            outcome, longrepr = "failed", (f"verdict {state}: {conclusion.verdict.text}\nthe finding is recorded in "
+                                           f"the project database but its files were not written:\n{refused}")
+        elif conclusion.verdict is None:
             outcome, longrepr = "skipped", (str(file_nodeid), None, f"Skipped: {conclusion.note}")
         elif failing:
             outcome, longrepr = "failed", f"verdict {state}: {conclusion.verdict.text}"
