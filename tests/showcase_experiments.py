@@ -34,15 +34,11 @@ def draw(*parts) -> float:
     return hashlib.sha256("|".join(map(str, parts)).encode()).digest()[0] / 256
 
 
-def first_user(request) -> str:
-    """The plain-text prompt is one user message: the instruction, then the inputs, then the output fields."""
-    return next(m.text for m in request.messages if m.role == "user")
-
-
 def inputs(request):
     """The engine's plain-text prompt lists the inputs as `- name: json`."""
     out = {}
-    for line in first_user(request).splitlines():
+    asked = next(m.text for m in request.messages if m.role == "user")    # the first: repairs come later
+    for line in asked.splitlines():
         if line.startswith("- ") and ": " in line:
             name, _, value = line[2:].partition(": ")
             try:
@@ -72,7 +68,7 @@ def complete(request: ModelRequest) -> ModelResponse:
     elif request.node in ("deepseek", "qwen", "llama", "judge"):
         right = "a" if "correct" in x["answer_a"] else "b"
         wrong = "b" if right == "a" else "a"
-        careful = "claims first" in first_user(request)      # the prompt opens the user message
+        careful = any("claims first" in m.text for m in request.messages)
         err = 0.0 if careful else ERRS.get(request.model, 0.15)
         answer = {"winner": wrong if draw(a.case, a.repeat, a.variant, request.model) < err else right}
     else:
@@ -322,11 +318,11 @@ def flow_factor_files() -> dict:
     f[f"{e}/flows/single_judge/nodes/judge/judge.node.yaml"] = _llm(
         "qwen", "pick", {k: f"$input.{k}" for k in ("question", "answer_a", "answer_b")})
     f[f"{e}/experiment.yaml"] = _experiment(
-        "One judge costs at least $0.001 less per case than the panel, without more infrastructure errors",
+        "One judge costs at least $0.001 less per case than the panel, and not more per right pick",
         {"flow": "winner_pick"}, "panel_cases",
         {"kind": "compare", "baseline": "panel", "candidate": "single_judge", "primary": "cost_usd",
          "direction": "lower_is_better", "margin": 0.001,
-         "guardrails": [{"metric": "infra_error_rate", "margin": 0.05}]},
+         "guardrails": [{"metric": "cost_of_pass", "direction": "lower_is_better", "margin": 0.2, "relative": True}]},
         varies={"what": "flow", "nodes": ["panel"]},
         variants=[{"id": "panel"}, {"id": "single_judge", "nodes": {"panel": "single_judge"}}],
         checks=[{"id": "winner", "kind": "binary", "use": "expected", "with": {"fields": ["winner"]}}])

@@ -18,12 +18,12 @@ from pytest_aqven import ModelRequest, ModelResponse
 
 def complete(request: ModelRequest) -> ModelResponse:
     """The replier spoils a case whose text says 'bad'; the judge `grade` sees the reply and scores it."""
-    user = request.messages[-1].text
+    user = next(m.text for m in request.messages if m.role == "user")     # the first: repairs come later
     if request.node == "answer":
         reply = "bad reply" if "bad" in user else "good reply"
         return ModelResponse(text=json.dumps({"reply": reply}), tokens_in=20, tokens_out=5, cost_usd=0.0002,
                              latency_ms=40.0)
-    if "no judge" in next(m.text for m in request.messages if m.role == "user"):   # also after a repair
+    if "no judge" in user:
         return ModelResponse(text="{}", cost_usd=0.001)
     bad = "bad reply" in user
     return ModelResponse(text=json.dumps({"score": 0.1 if bad else 0.9, "rationale": "it says bad" if bad else "fine"}),
@@ -109,7 +109,8 @@ def test_a_judge_that_gives_no_score_is_a_check_error_not_a_failure(pytester):
     for r in records(pytester.path):
         grade = r["checks"]["grade"]
         assert grade["state"] == "error" and grade["value"] is None
-        assert grade["reason"].startswith("judge grade (critic) failed: MODEL_RETRIES_EXHAUSTED: node grade: score")
+        assert grade["reason"].startswith("judge grade (critic) failed: MODEL_RETRIES_EXHAUSTED: node grade: ")
+        assert "score: Field required" in grade["reason"]
         assert len(r["trace"]["judges"]["grade"]["nodes"][0]["calls"]) == 2     # the engine's repair turn ran
         assert r["outcome"] == "ok" and r["passed"] is True     # a continuous check never decides `passed`
 

@@ -55,7 +55,8 @@ def test_verbose_adds_the_output_and_the_failing_node(pytester):
     assert cut, "no cut case on the working half"
     assert rows[cut[0]].split()[:4] == [rows[cut[0]].split()[0], "[model_fail]", "bot", "FAIL:"]
     assert rows[cut[0] + 1] == "  output: null"
-    assert rows[cut[0] + 2] == "  failing node: answer: truncated: node answer: the model fake:bot-1 answered with outcome truncated"
+    assert rows[cut[0] + 2].startswith("  failing node: answer: truncated: node answer: the model")
+    assert rows[cut[0] + 2].endswith("answered with outcome truncated")
 
 
 def test_a_held_out_look_shows_no_case(pytester):

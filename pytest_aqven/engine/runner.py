@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..project import coderefs, specs
 from ..project.loader import Flow, Node, Project
 from ..project.types import pascal
+from ..project.typesmodule import typed_arguments
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 from . import refs, usercode
 from .trace import Address, NodeTrace, RunError, RunResult
@@ -289,7 +290,7 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     kwargs = runner.bind(spec.in_, frame, node_id)
     trace.input = kwargs
     fn = runner.resolve_code(spec.run, node, f"node {node_id}")
-    value = await runner.call_user(fn, kwargs, node, f"node {node_id}: {spec.run}")
+    value = await runner.call_user(fn, typed_arguments(fn, kwargs), node, f"node {node_id}: {spec.run}")
     model = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
 
