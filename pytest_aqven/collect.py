@@ -10,6 +10,7 @@ from .check.rules import check_project, internal_error
 from .experiments.plan import PlanError
 from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
+from .report import attempts
 from .series.lifecycle import SeriesRun
 
 PROJECTS = pytest.StashKey[dict]()
@@ -109,6 +110,7 @@ class AttemptItem(pytest.Item):
         super().__init__(**kwargs)
         self.repeat = repeat
         self.record: dict | None = None
+        self.details: dict | None = None      # what pytest-html shows; None when held out
 
     @property
     def experiment_file(self) -> ExperimentFile:
@@ -118,12 +120,17 @@ class AttemptItem(pytest.Item):
         file = self.experiment_file
         record, reused = file.series.attempt(self.parent.parent.name, self.parent.case, self.repeat)
         self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
-        self.record.pop("trace", None)
-        if record["outcome"] in ("infra_error", "budget_cut", "cancelled"):
-            raise pytest.skip.Exception(f"{record['error_code']}: {record['error_message']}", _use_item_location=True)
+        self.details = attempts.details(self.record, self.record.pop("trace", None), self.parent.case.inputs)
+        if record["outcome"] in attempts.INFRA:
+            raise pytest.skip.Exception(attempts.reason(self.record), _use_item_location=True)
         if not record["passed"]:
-            failed = [f"{cid}: {c['reason'] or 'failed'}" for cid, c in record["checks"].items() if c["state"] == "failed"]
-            pytest.xfail("; ".join(failed) or f"{record['outcome']}: {record['error_message']}")
+            pytest.xfail(attempts.reason(self.record))
+
+    def repr_failure(self, excinfo, style=None):
+        """The attempt's own story (failed checks with reasons, or its error), not pytest's traceback."""
+        if self.record is not None:
+            return attempts.longrepr(self.record)
+        return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
         return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \

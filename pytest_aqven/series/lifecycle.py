@@ -72,7 +72,7 @@ class SeriesRun:
         self.store.save_attempt(record)
         return record, False
 
-    def launch_plan(self, family: str = "robust") -> stats.LaunchPlan:
+    def launch_plan(self, family: str = "robust", simulate: bool = True) -> stats.LaunchPlan:
         """Attempts and the recommended cases; history only from a database that already exists."""
         history = []
         if (self.project.root / ".aqven" / "aqven.sqlite").exists():
@@ -80,4 +80,5 @@ class SeriesRun:
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,
                                  variants=len(self.plan.variants), available=self.plan.available,
-                                 check_kinds={c.id: c.kind for c in spec.checks}, history=history, family=family)
+                                 check_kinds={c.id: c.kind for c in spec.checks}, history=history, family=family,
+                                 simulate=simulate)

@@ -215,8 +215,10 @@ def launch_plan(
     family: str = "robust",
     seed: int = 0,
     icc: float | None = None,
+    simulate: bool = True,
 ) -> LaunchPlan:
-    """The launch plan of a question; `icc` overrides the ICC (e.g. calibrated by an A/A series)."""
+    """The launch plan of a question; `icc` overrides the ICC (e.g. calibrated by an A/A series);
+    `simulate=False` gives the closed form alone (instant: the line printed before a run)."""
     attempts = cases * repeats * variants
     base = dict(cases=cases, repeats=repeats, variants=variants, attempts=attempts, available=available,
                 family=family)
@@ -283,7 +285,7 @@ def launch_plan(
     truth = planning_truth(question, info, margin, spread, icc, repeats, history, check_kinds)
     power = None
     needed = closed
-    if closed <= MAX_SIMULATED_CASES:
+    if simulate and closed <= MAX_SIMULATED_CASES:
         needed, power = search_cases(
             lambda c: simulated_power(question, info, c, repeats, truth, family, seed), closed
         )
