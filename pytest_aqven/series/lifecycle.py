@@ -1,6 +1,7 @@
 """A series as one process sees it: open or continue it, run or reuse its attempts."""
 from __future__ import annotations
 
+import asyncio
 from functools import cached_property
 
 from .. import stats
@@ -68,7 +69,9 @@ class SeriesRun:
         done = self.store.finished_attempt(series_id, variant, case.name, repeat)
         if done is not None:
             return done, True
-        record = run_attempt(self.project, self.plan, self.checks, self.providers, variant, case, repeat, series_id)
+        # one event loop per attempt for now; the series scheduler runs many attempts on one loop
+        record = asyncio.run(run_attempt(self.project, self.plan, self.checks, self.providers, variant, case,
+                                         repeat, series_id))
         self.store.save_attempt(record)
         return record, False
 
