@@ -9,6 +9,7 @@ import pytest
 from .collect import CHECK_FAILED, LAUNCH_PLANS, AttemptItem, ExperimentFile, check_warnings
 from .project.loader import PROJECT_FILE, Project, load_project
 from .report import data, junit, terminal
+from .report.progress import Progress
 from .series.conclude import Conclusion, conclude
 from .series.findings import write_finding_for
 
@@ -30,6 +31,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "model: the model-based interval alone")
     group.addoption("--aqven-json", default=None, metavar="PATH",
                     help="write every series of the session (verdict, cells, intervals, spend, finding) as JSON")
+    group.addoption("--aqven-progress", type=float, default=None, metavar="SECONDS",
+                    help="a progress line (attempts, spend of cap, time left) every SECONDS of a run (default 30; 0: none)")
+    parser.addini("aqven_progress", "seconds between progress lines (0: none)", default="30")
     parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
 
@@ -169,12 +173,20 @@ class VerdictReporter:
         self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
         self.entries: list[dict] = []                             # each series as data (report/data.py)
         self.plans_shown = False
+        every = config.getoption("aqven_progress")
+        self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
         self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
 
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        files = {i.experiment_file for i in session.items if isinstance(i, AttemptItem)}
+        self.progress.planned(sum(1 for i in session.items if isinstance(i, AttemptItem)),
+                              {str(f.root): float(f.series.project.spec.research.spend_cap_usd) for f in files})
+
+    @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)
         if record is not None and not self.is_worker:
@@ -183,6 +195,11 @@ class VerdictReporter:
             self.records[record["series_id"]][key] = record
             if new:
                 self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
+                self.progress.attempt(record)
+        if report.when == "call" and not self.is_worker:
+            tr = self.config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                self.progress.write(tr)
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -277,9 +294,10 @@ class VerdictReporter:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
         """Under xdist the controller never collects: the launch plan lines come from the first worker's ids."""
-        if self.plans_shown or self.config.get_verbosity() < 0:
+        if self.plans_shown:
             return
         self.plans_shown = True
+        attempt_ids = [i for i in ids if i.split("::")[0].endswith("experiment.yaml") and i.count("::") == 3]
         from .series.lifecycle import SeriesRun
 
         opt = self.config.getoption
@@ -293,6 +311,9 @@ class VerdictReporter:
             root = path.parent.parent.parent
             try:
                 project = projects.get(root) or projects.setdefault(root, load_project(root))
+                self.progress.planned(len(attempt_ids), {str(root): float(project.spec.research.spend_cap_usd)})
+                if self.config.get_verbosity() < 0:
+                    continue
                 run = SeriesRun(project, project.experiments[path.parent.name], split,
                                 cases=opt("aqven_cases"), repeats=opt("aqven_repeats"))
                 tr.write_line(terminal.plan_line(path.parent.name, split, run.launch_plan(self.family, simulate=False)))

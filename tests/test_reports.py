@@ -51,7 +51,7 @@ def call_reports(reprec):
 
 
 def test_attempt_reports_carry_the_failed_checks_not_a_traceback(pytester):
-    make(pytester, cases_in("dev", ["wrong", "refuse", "crash"], 1) + cases_in("dev", ["fine"], 4), repeats=1)
+    make(pytester, cases_in("dev", ["wrong", "refuse", "crash", "bug"], 1) + cases_in("dev", ["fine"], 4), repeats=1)
     reprec = pytester.inline_run("proj", "-p", "no:cacheprovider")
     by_case = {r.nodeid.split("::")[2]: r for r in call_reports(reprec) if "::verdict" not in r.nodeid}
     wrong = next(r for c, r in by_case.items() if c.startswith("wrong"))
@@ -63,6 +63,9 @@ def test_attempt_reports_carry_the_failed_checks_not_a_traceback(pytester):
     assert "Traceback" not in text and "_pytest" not in text and len(text) < 300
     assert "label: failed - the run produced no output: refusal" in str(refuse.longrepr)
     assert crash.skipped and crash.longrepr[2] == "Skipped: provider_error: node judge: HTTP 503 from the test provider"
+    bug = next(r for c, r in by_case.items() if c.startswith("bug"))      # the user's code raised: where
+    assert re.fullmatch(r"Skipped: code_invalid: .*RuntimeError: a bug in the flow's own code at clean\.py:\d+",
+                        bug.longrepr[2]), bug.longrepr
 
 
 @pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
@@ -190,3 +193,64 @@ def test_hooks_see_each_attempt_and_verdict_once_and_can_veto_a_series(pytester,
     assert len(attempts) == dev * 2 and all(l.endswith(" ok") for l in attempts)
     result.stdout.fnmatch_lines([f"SKIPPED [[]{dev * 3}[]] *: series not started: {dev * 3} attempts exceed the team budget of 10"])
     assert result.ret == 0
+
+
+def test_terminal_table_then_sentences_and_what_to_do_next(pytester):
+    make(pytester, projects.cases(16, "flaky"), repeats=2, above=0.9, margin=0.05)
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider")
+    out = result.outlines
+    plan = next(l for l in out if l.startswith("aqven plan rate_ok (dev): "))
+    assert "attempts (" in plan and "cases × 2 repeats × 1 variant)" in plan
+    head = out.index(next(l for l in out if l.startswith("experiment ")))
+    assert out[head].split() == ["experiment", "question", "variants", "verdict", "estimate", "[95%", "CI]", "against",
+                                 "cases×repeats", "attempts", "infra", "spend", "of", "cap"]
+    row = out[head + 1].split()
+    assert row[:4] == ["rate_ok", "threshold", "bot", "signal"]
+    assert re.fullmatch(r"0\.\d\d", row[4]) and re.fullmatch(r"\[0\.\d\d,", row[5])
+    assert row[7:12] == ["above", "0.9", "with", "margin", "0.05"]
+    assert re.fullmatch(r"\d+×2", row[12]) and row[14] == "0" and row[15].startswith("$") and row[-1] == "$1"
+    sentence = out.index(next(l for l in out if l.startswith("rate_ok (dev, ")))
+    assert out[sentence + 1].startswith("  next: keep exploring on the working cases") and "launch plan: " in out[sentence + 1]
+    quiet = pytester.runpytest("proj", "-q", "-p", "no:cacheprovider").outlines
+    assert not any(l.startswith("experiment ") for l in quiet) and not any("next:" in l for l in quiet)
+    assert any(l.startswith("rate_ok (dev, ") for l in quiet)
+    verbose = pytester.runpytest("proj", "-v", "-p", "no:cacheprovider").outlines
+    assert any(l.startswith("  primary bot label: ") for l in verbose)
+    assert any(re.match(r"  stability bot: \d+ cases always passed, \d+ never, \d+ flaky; pass\^2 [01]\.\d\d", l)
+               for l in verbose)
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_progress_lines_leave_pytests_progress_intact(pytester, xdist):
+    make(pytester, projects.cases(100), repeats=3)      # about 150 attempts: pytest wraps its line of dots
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-progress=0.000001", *xdist)
+    lines = [l for l in result.outlines if l.startswith("aqven: ")]
+    assert lines, result.outlines
+    for line in lines:
+        assert re.fullmatch(r"aqven: \d+/\d+ attempts, \$[\d.]+ of \$1 cap spent, about \d+s left", line), line
+    dots = [l for l in result.outlines if re.fullmatch(r"(proj/\S+ )?[.x]+ *\[ *\d+%\]", l)]
+    assert dots and all("aqven" not in l for l in dots)
+    assert not [l for l in result.outlines if "aqven:" in l and not l.startswith("aqven: ")]
+    quiet = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
+    assert not [l for l in quiet.outlines if l.startswith("aqven: ")]     # short runs: no progress line
+
+
+def test_html_shows_each_working_attempt_escaped_and_a_verdict_section(pytester):
+    import html as htmllib
+
+    make(pytester, [("c_wrong", "<script>alert(1)</script> wrong"), *projects.cases(8)], repeats=1)
+    out = pytester.path / "report.html"
+    pytester.runpytest("proj", "-p", "no:cacheprovider", f"--html={out}", "--self-contained-html")
+    text = out.read_text()
+    blob = json.loads(htmllib.unescape(re.search(r'data-jsonblob="([^"]*)"', text).group(1)))
+    tests = blob["tests"]
+    wrong = tests["proj/experiments/rate_ok/experiment.yaml::bot::c_wrong::1"][0]["log"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; wrong" in wrong and "<script>" not in wrong
+    assert "<th>inputs<td>" in wrong and "fields differ from expected_output: label" in wrong
+    assert "<th>node<th>kind" in wrong and "<td>judge<td>llm<td>ok" in wrong
+    verdict = tests["proj/experiments/rate_ok/experiment.yaml::verdict"][0]["log"]
+    assert "verdict signal: Signal on dev, not a finding: bot: label is" in verdict      # a passing verdict's sentence
+    section = re.search(r'<section class="aqven-verdict aqven-state-signal" data-experiment="rate_ok">.*?</section>',
+                        text, re.S).group(0)
+    assert '<svg class="aqven-plot"' in section and 'class="aqven-ci unclear"' in section
+    assert "<script>alert" not in text

@@ -39,7 +39,7 @@ def next_step(state: str, reason: str | None, plan: dict | None = None) -> str |
     if state in ("open", "none", "confirmed"):
         return None
     text = NEXT.get((state, reason)) or NEXT.get((state, None))
-    if plan and plan.get("recommended_cases") and state in ("inconclusive", "signal", "refuted"):
+    if plan and plan["reason"] in ("wide", "short_of_cases", "enough") and state in ("inconclusive", "signal", "refuted"):
         text = f"{text}; launch plan: {plan['text']}" if text else f"launch plan: {plan['text']}"
     return text
 
