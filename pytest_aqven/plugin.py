@@ -1,19 +1,31 @@
-"""pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries."""
+"""pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries.
+
+pytest imports this module in every run of an environment where the plugin is installed, so it imports
+nothing heavy: the node tree (and with it pydantic, numpy, scipy) is imported when the first experiment
+file is collected, and the verdict machinery when there is a verdict to decide (docs/performance.md).
+"""
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .collect import CHECK_FAILED, LAUNCH_PLANS, AttemptItem, ExperimentFile, check_warnings
-from .project.loader import PROJECT_FILE, Project, load_project
-from .report import data, junit, terminal
 from .report.progress import Progress
-from .series.conclude import Conclusion, conclude
-from .series.findings import write_finding_for
+
+if TYPE_CHECKING:
+    from .project.loader import Project
+    from .series.conclude import Conclusion
 
 FAILING = ("refuted", "inconclusive", "invalid")
+PROJECT_FILE = "aqven.yaml"     # project.loader.PROJECT_FILE, without importing the loader
+
+
+def _collect_module():
+    """pytest_aqven.collect once this process collected an experiment file, else None."""
+    return sys.modules.get(f"{__package__}.collect")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,6 +87,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     root = file_path.parent.parent.parent
     if not (root / PROJECT_FILE).is_file():
         return None
+    from .collect import ExperimentFile
     return ExperimentFile.from_parent(parent, path=file_path, root=root)
 
 
@@ -82,12 +95,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under --lf a failed verdict reruns its whole experiment: pytest's last-failed plugin selects
     items by node id, and a verdict is not an item, so its attempts are marked as last failed."""
     lf = config.pluginmanager.getplugin("lfplugin")
-    if lf is None or not config.getoption("lf"):
+    collect = _collect_module()
+    if lf is None or not config.getoption("lf") or collect is None:
         return
     # keys are node id strings, or NodeId objects since pytest 9.2 (whose str() is the node id)
     failed = {str(key).rsplit("::", 1)[0] for key in lf.lastfailed if str(key).endswith("::verdict")}
     for item in items:
-        if isinstance(item, AttemptItem) and item.experiment_file.nodeid in failed:
+        if isinstance(item, collect.AttemptItem) and item.experiment_file.nodeid in failed:
             lf.lastfailed[getattr(item, "id", item.nodeid)] = True
 
 
@@ -97,7 +111,8 @@ def pytest_runtestloop(session: pytest.Session):
     only collection errors, the other experiments still run (as they do under xdist), and the session fails."""
     option = session.config.option
     keep = option.continue_on_collection_errors
-    stopped = session.config.stash.get(CHECK_FAILED, set())
+    collect = _collect_module()
+    stopped = session.config.stash.get(collect.CHECK_FAILED, set()) if collect else set()
     if stopped and session.testsfailed == len(stopped):
         option.continue_on_collection_errors = True
     try:
@@ -109,19 +124,23 @@ def pytest_runtestloop(session: pytest.Session):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
-    if isinstance(item, AttemptItem) and report.when == "call" and item.record is not None:
+    collect = _collect_module()
+    if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:
         report.aqven_attempt = item.record          # plain data: travels through xdist unchanged
         if item.details is not None:
             report.aqven_details = item.details     # for pytest-html; never set for held-out attempts
+        from .report import junit
         item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
     return report
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Before a real run, one launch plan line per experiment (closed form: instant)."""
-    if config.option.collectonly or config.get_verbosity() < 0:
+    collect = _collect_module()
+    if collect is None or config.option.collectonly or config.get_verbosity() < 0:
         return []
-    files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, AttemptItem)))
+    from .report import terminal
+    files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, collect.AttemptItem)))
     family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
     return [terminal.plan_line(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
             for f in files]
@@ -132,8 +151,9 @@ VETOES = pytest.StashKey[dict]()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """aqven_series_start may veto an experiment, asked once per process before its first attempt."""
-    if not isinstance(item, AttemptItem):
+    """pytest_aqven_series_start may veto an experiment, asked once per process before its first attempt."""
+    collect = _collect_module()
+    if collect is None or not isinstance(item, collect.AttemptItem):
         return
     file = item.experiment_file
     vetoes = item.config.stash.setdefault(VETOES, {})
@@ -171,20 +191,23 @@ class VerdictReporter:
         # series id -> attempt (variant, case, repeat) -> its record: one record per attempt, however reported
         self.records: dict[str, dict[tuple, dict]] = defaultdict(dict)
         self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
+        self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
         self.entries: list[dict] = []                             # each series as data (report/data.py)
         self.plans_shown = False
         every = config.getoption("aqven_progress")
         self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
-        self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
 
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        files = {i.experiment_file for i in session.items if isinstance(i, AttemptItem)}
-        self.progress.planned(sum(1 for i in session.items if isinstance(i, AttemptItem)),
-                              {str(f.root): float(f.series.project.spec.research.spend_cap_usd) for f in files})
+        collect = _collect_module()
+        if collect is None:
+            return
+        items = [i for i in session.items if isinstance(i, collect.AttemptItem)]
+        self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
+                                           for f in {i.experiment_file for i in items}})
 
     @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -204,8 +227,9 @@ class VerdictReporter:
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
         result = yield
-        if self.is_worker or self.config.option.collectonly or session.shouldstop:
+        if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.records:
             return result
+        from .project.loader import load_project
         projects: dict[str, Project] = {}   # loaded now, after the attempts: the end snapshot compares with it
         for series_id, by_attempt in sorted(self.records.items(),
                                             key=lambda kv: next(iter(kv[1].values()))["file_nodeid"]):
@@ -217,6 +241,8 @@ class VerdictReporter:
         return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
+        from .series.conclude import conclude
+        from .series.findings import write_finding_for
         file_nodeid = records[0]["file_nodeid"]
         try:
             conclusion = conclude(project, series_id, records, family=self.family)
@@ -227,10 +253,11 @@ class VerdictReporter:
             self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
             return
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
+        from .report import data, junit
         entry = self._entry(project, conclusion, records)
         self.entries.append(entry)
         self.config.hook.pytest_aqven_verdict(config=self.config, series=entry, verdict=entry["verdict"],
-                                       cells=entry["cells"], finding_path=entry["finding_path"])
+                                              cells=entry["cells"], finding_path=entry["finding_path"])
         state = conclusion.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
         text = conclusion.verdict.text if conclusion.verdict else conclusion.note
@@ -244,6 +271,7 @@ class VerdictReporter:
         self._fire(session, file_nodeid, outcome, longrepr, junit.verdict_properties(entry), [("aqven verdict", section)])
 
     def _entry(self, project: Project, conclusion: Conclusion, records: list[dict]) -> dict:
+        from .report import data
         from .series.db import Store
 
         store = Store(project.root)
@@ -277,7 +305,7 @@ class VerdictReporter:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:      # collection happens on workers: send the check warnings to the controller
-            self.config.workeroutput["aqven_warnings"] = check_warnings(self.config)
+            self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
             return
         path = self.config.getoption("aqven_json")
         if path:
@@ -289,6 +317,8 @@ class VerdictReporter:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         xml = getattr(config.option, "xmlpath", None)
         if xml and not self.is_worker and self.entries:
+            from .report import junit
+
             junit.sort_testcases(Path(xml))
 
     @pytest.hookimpl(optionalhook=True)
@@ -298,15 +328,19 @@ class VerdictReporter:
             return
         self.plans_shown = True
         attempt_ids = [i for i in ids if i.split("::")[0].endswith("experiment.yaml") and i.count("::") == 3]
+        if not attempt_ids:
+            return
+        from .project.loader import load_project
+        from .report import terminal
         from .series.lifecycle import SeriesRun
 
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         projects: dict[Path, Project] = {}
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        for file_nodeid in dict.fromkeys(i.split("::")[0] for i in ids):
+        for file_nodeid in dict.fromkeys(i.split("::")[0] for i in attempt_ids):
             path = self.config.rootpath / file_nodeid
-            if path.name != "experiment.yaml" or tr is None:
+            if tr is None:
                 continue
             root = path.parent.parent.parent
             try:
@@ -317,7 +351,7 @@ class VerdictReporter:
                 run = SeriesRun(project, project.experiments[path.parent.name], split,
                                 cases=opt("aqven_cases"), repeats=opt("aqven_repeats"))
                 tr.write_line(terminal.plan_line(path.parent.name, split, run.launch_plan(self.family, simulate=False)))
-            except Exception:  # the workers collected it; a plan line is not worth a crash
+            except Exception:  # the workers collected it and report its errors; a plan line is not worth a crash
                 continue
 
     @pytest.hookimpl(optionalhook=True)
@@ -326,6 +360,13 @@ class VerdictReporter:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
-            terminal.launch_plans(terminalreporter, self.config.stash.get(LAUNCH_PLANS, []))
-            terminal.check_warnings(terminalreporter, check_warnings(self.config) + self.worker_warnings)
+            from .report import terminal
+            collect = _collect_module()
+            terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [])
+            terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.entries)
+
+
+def _check_warnings(config: pytest.Config) -> list[tuple[str, str]]:
+    collect = _collect_module()
+    return collect.check_warnings(config) if collect else []
