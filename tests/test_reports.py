@@ -238,13 +238,14 @@ def test_progress_lines_leave_pytests_progress_intact(pytester, xdist):
 def test_html_shows_each_working_attempt_escaped_and_a_verdict_section(pytester):
     import html as htmllib
 
-    make(pytester, [("c_wrong", "<script>alert(1)</script> wrong"), *projects.cases(8)], repeats=1)
+    name = next(n for n in (f"wrong_{i}" for i in range(100)) if split_of(PACKAGE, "reviews", n) == "dev")
+    make(pytester, [(name, "<script>alert(1)</script> wrong"), *projects.cases(8)], repeats=1)
     out = pytester.path / "report.html"
     pytester.runpytest("proj", "-p", "no:cacheprovider", f"--html={out}", "--self-contained-html")
     text = out.read_text()
     blob = json.loads(htmllib.unescape(re.search(r'data-jsonblob="([^"]*)"', text).group(1)))
     tests = blob["tests"]
-    wrong = tests["proj/experiments/rate_ok/experiment.yaml::bot::c_wrong::1"][0]["log"]
+    wrong = tests[f"proj/experiments/rate_ok/experiment.yaml::bot::{name}::1"][0]["log"]
     assert "&lt;script&gt;alert(1)&lt;/script&gt; wrong" in wrong and "<script>" not in wrong
     assert "<th>inputs<td>" in wrong and "fields differ from expected_output: label" in wrong
     assert "<th>node<th>kind" in wrong and "<td>judge<td>llm<td>ok" in wrong
