@@ -53,6 +53,14 @@ def _render(diagnostics: list[Diagnostic]) -> str:
     return "\n".join(d.render() for d in sorted(diagnostics, key=Diagnostic.sort_key))
 
 
+def cassette_mode(config: pytest.Config) -> str | None:
+    for option, mode in (("aqven_record", "record"), ("aqven_record_missing", "record_missing"),
+                         ("aqven_replay", "replay")):
+        if config.getoption(option):
+            return mode
+    return None
+
+
 class ExperimentFile(pytest.File):
     def __init__(self, *, root: Path, **kwargs):
         super().__init__(**kwargs)
@@ -76,7 +84,7 @@ class ExperimentFile(pytest.File):
         split = "holdout" if opt("aqven_holdout") else "dev"
         try:
             self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
-                                    repeats=opt("aqven_repeats"))
+                                    repeats=opt("aqven_repeats"), cassettes=cassette_mode(self.config))
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
         if self.config.option.collectonly:

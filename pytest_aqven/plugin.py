@@ -46,6 +46,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-progress", type=float, default=None, metavar="SECONDS",
                     help="a progress line (attempts, spend of cap, time left) every SECONDS of a run (default 30; 0: none)")
     parser.addini("aqven_progress", "seconds between progress lines (0: none)", default="30")
+    group.addoption("--aqven-record", action="store_true", default=False,
+                    help="call the models and record every call in cassettes under <project>/cassettes")
+    group.addoption("--aqven-record-missing", action="store_true", default=False,
+                    help="replay recorded calls; call the models only for calls missing from the cassettes")
+    group.addoption("--aqven-replay", action="store_true", default=False,
+                    help="answer every model call from the cassettes, offline; a missing call is cassette_miss")
     parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
 
@@ -63,6 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--aqven-cases must be at least 1")
     if repeats is not None and not 1 <= repeats <= 20:
         raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
+    if sum(map(bool, (config.getoption("aqven_record"), config.getoption("aqven_record_missing"),
+                      config.getoption("aqven_replay")))) > 1:
+        raise pytest.UsageError("--aqven-record, --aqven-record-missing and --aqven-replay exclude each other")
     reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")

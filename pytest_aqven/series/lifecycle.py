@@ -18,11 +18,12 @@ from .db import Store
 
 class SeriesRun:
     def __init__(self, project: Project, experiment: Experiment, split: str, *,
-                 cases: int | None = None, repeats: int | None = None):
+                 cases: int | None = None, repeats: int | None = None, cassettes: str | None = None):
         self.project = project
         self.experiment = experiment
         self.plan = planning.plan(project, experiment, split, cases, repeats)
         self._series_id: str | None = None
+        self.cassettes = cassettes          # record | replay | record_missing | None (live)
 
     @cached_property
     def store(self) -> Store:
@@ -33,7 +34,8 @@ class SeriesRun:
         out: dict = {}
         for spec in self.project.spec.providers:
             try:
-                out[spec.id] = registry.build(spec, package=self.project.package, root=self.project.root)
+                out[spec.id] = registry.build(spec, package=self.project.package, root=self.project.root,
+                                              cassettes=self.cassettes)
             except ProviderError as exc:
                 out[spec.id] = exc
         return out
