@@ -255,3 +255,16 @@ def test_html_shows_each_working_attempt_escaped_and_a_verdict_section(pytester)
                         text, re.S).group(0)
     assert '<svg class="aqven-plot"' in section and 'class="aqven-ci unclear"' in section
     assert "<script>alert" not in text
+
+
+def test_what_to_do_next_scales_the_observed_interval_and_trusts_no_optimistic_enough():
+    from pytest_aqven.report.data import next_step
+
+    cell = {"role": "primary", "margin": 0.1, "estimate": {"low": -0.17, "high": 0.12, "cases": 26}}
+    enough = {"reason": "enough", "text": "at 26 cases the expected half-width is ±0.02, within the 0.1 margin"}
+    text = next_step("inconclusive", "below_mde", enough, [cell])
+    assert text == ("run a new held-out series of the recommended size on fresh cases (never rerun the same cases); "
+                    "the observed ±0.14 at 26 cases suggests about 55 cases for ±0.1")
+    wide = {"reason": "wide", "text": "about 90 cases are needed"}
+    assert next_step("signal", "dev_split", wide, []).endswith("; launch plan: about 90 cases are needed")
+    assert next_step("confirmed", None, wide, [cell]) is None and next_step("none", None) is None

@@ -35,13 +35,27 @@ def state_word(conclusion) -> str:
     return conclusion.state or "none"
 
 
-def next_step(state: str, reason: str | None, plan: dict | None = None) -> str | None:
+def next_step(state: str, reason: str | None, plan: dict | None = None, cells: list[dict] = ()) -> str | None:
+    """The advice for the verdict's reason, then how many cases would settle it: from the observed interval
+    of the primary cell (cases × (half-width / margin)²), or the closed-form launch plan when that asks for
+    more cases than ran (the closed form alone is optimistic: it never says 'enough' here)."""
     if state in ("open", "none", "confirmed"):
         return None
     text = NEXT.get((state, reason)) or NEXT.get((state, None))
-    if plan and plan["reason"] in ("wide", "short_of_cases", "enough") and state in ("inconclusive", "signal", "refuted"):
-        text = f"{text}; launch plan: {plan['text']}" if text else f"launch plan: {plan['text']}"
-    return text
+    if state not in ("inconclusive", "signal", "refuted"):
+        return text
+    more = []
+    primary = next((c for c in cells if c["role"] == "primary"), None)
+    e = primary["estimate"] if primary else None
+    if state != "refuted" and e and e["low"] is not None and e["high"] is not None and (primary["margin"] or 0) > 0:
+        half = (e["high"] - e["low"]) / 2
+        if half > primary["margin"] and e["cases"]:
+            needed = math.ceil(e["cases"] * (half / primary["margin"]) ** 2)
+            more.append(f"the observed ±{half:.2g} at {e['cases']} cases suggests about {needed} cases for "
+                        f"±{primary['margin']:g}")
+    if plan and plan["reason"] in ("wide", "short_of_cases"):
+        more.append(f"launch plan: {plan['text']}")
+    return "; ".join([text, *more]) if text else "; ".join(more) or None
 
 
 def _num(x) -> float | None:
@@ -109,7 +123,7 @@ def series_entry(conclusion, records: list[dict], layout: dict, cap_usd: float |
         "spend": {"usd": _num(spend), "cap_usd": _num(cap_usd), "unpriced_calls": unpriced,
                   "lower_bound": unpriced > 0},
         "launch_plan": plan,
-        "next": next_step(word, reason, plan),
+        "next": next_step(word, reason, plan, [cell_entry(c) for c in verdict.cells] if verdict else []),
         "finding_path": None if conclusion.finding is None else str(conclusion.finding),
     }
 
