@@ -87,12 +87,19 @@ class ExperimentFile(pytest.File):
                                     repeats=opt("aqven_repeats"), cassettes=cassette_mode(self.config))
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
-        if self.config.option.collectonly:
-            family = opt("aqven_intervals") or self.config.getini("aqven_intervals")
-            self.config.stash.setdefault(LAUNCH_PLANS, []).append(
-                (self.experiment_id, split, self.series.launch_plan(family)))
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)
+
+
+def launch_plans(session: pytest.Session) -> list:
+    """(experiment, split, launch plan) of each experiment with a selected attempt, so -k and -m cost
+    nothing: the closed form, or the simulated search when `aqven plan` cached it (docs/performance.md)."""
+    config = session.config
+    family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
+    files = {item.experiment_file.nodeid: item.experiment_file for item in session.items
+             if isinstance(item, AttemptItem)}
+    return [(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
+            for f in files.values()]
 
 
 class VariantNode(pytest.Collector):

@@ -214,6 +214,8 @@ class VerdictReporter:
         collect = _collect_module()
         if collect is None:
             return
+        if self.config.option.collectonly and not self.is_worker:
+            self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
         items = [i for i in session.items if isinstance(i, collect.AttemptItem)]
         self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
                                            for f in {i.experiment_file for i in items}})

@@ -264,7 +264,7 @@ def test_what_to_do_next_scales_the_observed_interval_and_trusts_no_optimistic_e
     enough = {"reason": "enough", "text": "at 26 cases the expected half-width is ±0.02, within the 0.1 margin"}
     text = next_step("inconclusive", "below_mde", enough, [cell])
     assert text == ("run a new held-out series of the recommended size on fresh cases (never rerun the same cases); "
-                    "the observed ±0.14 at 26 cases suggests about 55 cases for ±0.1")
+                    "the observed ±0.15 at 26 cases suggests about 55 cases for ±0.1")
     wide = {"reason": "wide", "text": "about 90 cases are needed"}
     assert next_step("signal", "dev_split", wide, []).endswith("; launch plan: about 90 cases are needed")
     assert next_step("confirmed", None, wide, [cell]) is None and next_step("none", None) is None

@@ -14,6 +14,7 @@ from ..providers import registry
 from ..providers.base import ProviderError
 from .conclude import question_of, to_attempt
 from .db import Store
+from .plans import SearchCache
 
 
 class SeriesRun:
@@ -77,8 +78,9 @@ class SeriesRun:
         self.store.save_attempt(record)
         return record, False
 
-    def launch_plan(self, family: str = "robust", simulate: bool = True) -> stats.LaunchPlan:
-        """Attempts and the recommended cases; history only from a database that already exists."""
+    def launch_plan(self, family: str = "robust", *, simulate: bool = True) -> stats.LaunchPlan:
+        """Attempts and the recommended cases; history only from a database that already exists.
+        The simulated search is read from .aqven/plans/, else run when `simulate` and cached there."""
         history = []
         if (self.project.root / ".aqven" / "aqven.sqlite").exists():
             history = [to_attempt(r) for r in self.store.history(self.experiment.id)]
@@ -86,4 +88,4 @@ class SeriesRun:
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,
                                  variants=len(self.plan.variants), available=self.plan.available,
                                  check_kinds={c.id: c.kind for c in spec.checks}, history=history, family=family,
-                                 simulate=simulate)
+                                 simulate=simulate, cache=SearchCache(self.project.root))
