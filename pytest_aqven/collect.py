@@ -142,9 +142,12 @@ class AttemptItem(pytest.Item):
             pytest.xfail(attempts.reason(self.record))
 
     def repr_failure(self, excinfo, style=None):
-        """The attempt's own story (failed checks with reasons, or its error), not pytest's traceback."""
+        """The attempt's own story (failed checks with reasons, or its error), not pytest's traceback: a
+        traceback with the source of every frame cost more than the attempt itself, and said nothing."""
         if self.record is not None:
             return attempts.longrepr(self.record)
+        if isinstance(excinfo.value, pytest.xfail.Exception):
+            return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):

@@ -38,8 +38,24 @@ def module_name(package: str, root: Path, file: Path) -> str:
     return ".".join((package, *rel.parts))
 
 
+# (ref, package, root, here) -> (the package module it was resolved under, the callable): every attempt
+# resolves its nodes' code again, and path resolution and imports cost more than the node itself
+_RESOLVED: dict[tuple[str, str, Path, Path], tuple[Any, Callable[..., Any]]] = {}
+
+
 def resolve(ref: str, *, package: str, root: Path, here: Path) -> Callable[..., Any]:
-    """`fn` (the .py beside the YAML), `@root.mod:fn`, `@here.mod:fn` or `pkg.mod:fn`."""
+    """`fn` (the .py beside the YAML), `@root.mod:fn`, `@here.mod:fn` or `pkg.mod:fn`. Cached while the
+    package module it was resolved under is still the mounted one (another project may remount it)."""
+    key = (ref, package, root, here)
+    hit = _RESOLVED.get(key)
+    if hit is not None and sys.modules.get(package) is hit[0]:
+        return hit[1]
+    fn = _resolve(ref, package=package, root=root, here=here)
+    _RESOLVED[key] = (sys.modules.get(package), fn)
+    return fn
+
+
+def _resolve(ref: str, *, package: str, root: Path, here: Path) -> Callable[..., Any]:
     if ":" not in ref:
         module = module_name(package, root, here)
         function = ref
