@@ -7,6 +7,7 @@ import pytest
 
 from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
+from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
@@ -71,12 +72,19 @@ class ExperimentFile(pytest.File):
 
     def collect(self):
         lp = loaded(self.config, self.root)
-        errors = lp.errors or [d for d in lp.experiment_diagnostics.get(self.experiment_id, []) if d.severity == "error"]
+        experiment = lp.project.experiments.get(self.experiment_id)
+        own = lp.experiment_diagnostics.get(self.experiment_id, [])
+        if experiment is None:
+            errors = lp.errors
+        else:
+            errors = collection_errors(lp.project, experiment, lp.diagnostics, own)
         if errors:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
-        experiment = lp.project.experiments[self.experiment_id]
-        gaps = runtime_gaps(lp.project, experiment)
+        try:
+            gaps = runtime_gaps(lp.project, experiment)
+        except Exception as exc:  # a bug of the gate: a collection error with its message, never a traceback
+            gaps = [internal_error(lp.project.rel(experiment.file), "looking for what this engine cannot run", exc)]
         if gaps:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(gaps))

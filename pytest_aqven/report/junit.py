@@ -33,7 +33,7 @@ def verdict_properties(entry: dict) -> list[tuple[str, str]]:
         props.append((f"aqven_cell.{name}.{cell['metric']}", cell_text(cell)))
     a, s = entry["attempts"], entry["spend"]
     props += [("aqven_attempts", f"{a['done']}/{a['total']}"), ("aqven_infra_errors", str(a["infra_errors"])),
-              ("aqven_spend_usd", ("at least " if s["lower_bound"] else "") + f"{s['usd'] or 0:g}"),
+              ("aqven_spend_usd", f"{s['usd'] or 0:.6f}"), ("aqven_spend_lower_bound", str(s["lower_bound"]).lower()),
               ("aqven_cap_usd", "" if s["cap_usd"] is None else f"{s['cap_usd']:g}"),
               ("aqven_unpriced_calls", str(s["unpriced_calls"]))]
     if entry["next"]:

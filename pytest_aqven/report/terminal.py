@@ -135,6 +135,10 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
             pass_k = "n/a" if s["pass_hat_k"] is None else f"{s['pass_hat_k']:.2f}"
             tr.write_line(f"  stability {variant}: {s['always']} cases always passed, {s['never']} never, "
                           f"{s['flaky']} flaky; pass^{s['k']} {pass_k}")
+    spend = entry["spend"]
+    if spend["unpriced_calls"]:
+        tr.write_line(f"  spend: at least ${spend['usd'] or 0:.4f}, a lower bound: {spend['unpriced_calls']} calls had no "
+                      "known price (cost metrics leave their attempts out)", yellow=True)
     if entry["next"] and verbosity >= 0:
         tr.write_line(f"  next: {entry['next']}")
     if entry["finding_path"]:
