@@ -143,7 +143,10 @@ class AttemptItem(pytest.Item):
         file = self.experiment_file
         record, reused = file.series.attempt(self.parent.parent.name, self.parent.case, self.repeat)
         self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
-        self.details = attempts.details(self.record, self.record.pop("trace", None), self.parent.case.inputs)
+        trace = self.record.pop("trace", None) or {}
+        if file.series.plan.spec.question.kind == "look" and record["split"] == "dev":
+            self.record["output"] = trace.get("output")     # a look shows each working case's output (-v)
+        self.details = attempts.details(self.record, trace, self.parent.case.inputs)
         if record["outcome"] in attempts.INFRA:
             raise pytest.skip.Exception(attempts.reason(self.record), _use_item_location=True)
         if not record["passed"]:

@@ -205,6 +205,7 @@ class VerdictReporter:
         self.plans_shown = False
         every = config.getoption("aqven_progress")
         self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
+        self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
 
     @property
     def is_worker(self) -> bool:
@@ -256,6 +257,10 @@ class VerdictReporter:
                 lp = collected.get(Path(root))
                 projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
             self._report(session, projects[root], series_id, records)
+            experiment = projects[root].experiments.get(records[0]["experiment"])
+            if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look":
+                self.looks.append((experiment.id, records[0]["split"], records,
+                                   {c.id: c.kind for c in experiment.spec.checks}))
         return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
@@ -383,6 +388,10 @@ class VerdictReporter:
             terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [])
             terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.entries)
+            if self.looks:
+                from .report import look
+                for experiment, split, records, kinds in self.looks:
+                    look.table(terminalreporter, experiment, split, records, kinds)
 
 
 def _check_warnings(config: pytest.Config) -> list[tuple[str, str]]:

@@ -15,7 +15,8 @@ def held_out(record: dict) -> bool:
 
 
 def failed_checks(record: dict) -> list[tuple[str, str]]:
-    return [(cid, c.get("reason") or "failed") for cid, c in record["checks"].items() if c["state"] == "failed"]
+    return [(cid, c.get("reason") or c["state"]) for cid, c in record["checks"].items()
+            if c["state"] in ("failed", "error")]
 
 
 def reason(record: dict) -> str:
@@ -38,7 +39,7 @@ def longrepr(record: dict) -> str:
         return f"{head} ({HELD_OUT}; `aqven series show --reveal` shows them)"
     if record["outcome"] in INFRA:
         return f"{head}\n  {record['error_code']}: {record['error_message']}"
-    lines = [head] + [f"  {cid}: failed - {why}" for cid, why in failed_checks(record)]
+    lines = [head] + [f"  {cid}: {record['checks'][cid]['state']} - {why}" for cid, why in failed_checks(record)]
     if len(lines) == 1 and record.get("error_message"):
         lines.append(f"  {record['error_code']}: {record['error_message']}")
     return "\n".join(lines)
