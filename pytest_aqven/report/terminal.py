@@ -18,8 +18,8 @@ def launch_plans(tr, plans) -> None:
 
 def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
     """A launch plan as (line, is a warning) pairs: pytest --collect-only and `aqven plan` print the same."""
-    lines = [(f"{experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
-              f"{p.variants} variants), {p.available} cases available", False)]
+    lines = [(f"{experiment} ({split}): {_n(p.attempts, 'attempt')} ({_n(p.cases, 'case')} × "
+              f"{_n(p.repeats, 'repeat')} × {_n(p.variants, 'variant')}), {p.available} cases available", False)]
     if p.below_recommended:
         lines.append((f"  below the recommended {p.recommended_cases} cases: {p.text}", True))
     else:
@@ -40,6 +40,10 @@ def plan_line(experiment: str, split: str, p) -> str:
         how = " (closed form)" if p.search_pending else ""
         return f"{line}; below the recommended {p.recommended_cases} cases{how}: {p.text}"
     return f"{line}; {p.text}"
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def check_warnings(tr, warnings: list[tuple[str, str]]) -> None:
