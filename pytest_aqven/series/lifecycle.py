@@ -14,6 +14,7 @@ from ..providers import registry
 from ..providers.base import ProviderError
 from .conclude import question_of, to_attempt
 from .db import Store
+from .findings import unpublished_series
 from .plans import SearchCache
 
 
@@ -52,18 +53,24 @@ class SeriesRun:
     def series_id(self) -> str:
         """Opened on first use, in a transaction, so every process of the run gets the same series."""
         if self._series_id is None:
-            snapshot = planning.snapshot(self.project, self.plan)
+            paths = planning.input_paths(self.project, self.plan)
+            snapshot = planning.snapshot(self.project, self.plan, paths)
             spec = self.plan.spec
             key = planning.canonical_hash({
                 "experiment": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                 "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
                 "snapshot": snapshot})
+            # a held-out series decided but never published (a crash): continue it, never run the half again
+            self._series_id = unpublished_series(self.store, key)
+            if self._series_id is not None:
+                return self._series_id
             self._series_id, _ = self.store.open_series(
                 plan_key=key, experiment_id=self.experiment.id, flow_id=spec.subject.flow,
                 dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,
                 record={"experiment_id": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                         "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
-                        "snapshot": snapshot, "package": self.project.package})
+                        "snapshot": snapshot, "package": self.project.package,
+                        "fingerprints": planning.fingerprints(paths)})
         return self._series_id
 
     def attempt(self, variant: str, case: CaseSpec, repeat: int) -> tuple[dict, bool]:
