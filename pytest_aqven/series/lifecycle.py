@@ -18,6 +18,18 @@ from .findings import unpublished_series
 from .plans import SearchCache
 
 
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """One event loop for the attempts of this process: asyncio.run per attempt built and tore down a loop
+    (and its default thread pool) every time, which cost more than a trivial attempt."""
+    global _LOOP
+    if _LOOP is None or _LOOP.is_closed():
+        _LOOP = asyncio.new_event_loop()
+    return _LOOP
+
+
 class SeriesRun:
     def __init__(self, project: Project, experiment: Experiment, split: str, *,
                  cases: int | None = None, repeats: int | None = None, cassettes: str | None = None):
@@ -80,7 +92,7 @@ class SeriesRun:
         if done is not None:
             return done, True
         # one event loop per attempt for now; the series scheduler runs many attempts on one loop
-        record = asyncio.run(run_attempt(self.project, self.plan, self.checks, self.providers, variant, case,
+        record = _loop().run_until_complete(run_attempt(self.project, self.plan, self.checks, self.providers, variant, case,
                                          repeat, series_id))
         self.store.save_attempt(record)
         return record, False
