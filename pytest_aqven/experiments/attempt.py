@@ -82,7 +82,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         metadata = {"case": case.name, "tags": dict(case.tags), "split": plan.split, "variant": variant,
                     "repeat": repeat, "node_outputs": top}
         context = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
-                              cost_usd=result.cost_usd, latency_ms=int(result.latency_ms))
+                              cost_usd=None if result.unpriced_calls else result.cost_usd,  # unknown, never free
+                              latency_ms=int(result.latency_ms))
         value = typed(output_model(project, assembly), result.output)
         try:
             for c in checks:
@@ -122,6 +123,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "cost_usd": result.cost_usd,
         "check_cost_usd": sum(r.cost_usd for r in judge_runs.values()),   # series spend, not the cost metric
         "unpriced_calls": result.unpriced_calls + sum(r.unpriced_calls for r in judge_runs.values()),
+        "cost_known": result.unpriced_calls == 0,    # the subject's calls all priced: cost metrics may use it
         "latency_ms": result.latency_ms,
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,

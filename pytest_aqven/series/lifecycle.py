@@ -14,7 +14,20 @@ from ..providers import registry
 from ..providers.base import ProviderError
 from .conclude import question_of, to_attempt
 from .db import Store
+from .findings import unpublished_series
 from .plans import SearchCache
+
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """One event loop for the attempts of this process: asyncio.run per attempt built and tore down a loop
+    (and its default thread pool) every time, which cost more than a trivial attempt."""
+    global _LOOP
+    if _LOOP is None or _LOOP.is_closed():
+        _LOOP = asyncio.new_event_loop()
+    return _LOOP
 
 
 class SeriesRun:
@@ -52,18 +65,24 @@ class SeriesRun:
     def series_id(self) -> str:
         """Opened on first use, in a transaction, so every process of the run gets the same series."""
         if self._series_id is None:
-            snapshot = planning.snapshot(self.project, self.plan)
+            paths = planning.input_paths(self.project, self.plan)
+            snapshot = planning.snapshot(self.project, self.plan, paths)
             spec = self.plan.spec
             key = planning.canonical_hash({
                 "experiment": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                 "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
                 "snapshot": snapshot})
+            # a held-out series decided but never published (a crash): continue it, never run the half again
+            self._series_id = unpublished_series(self.store, key)
+            if self._series_id is not None:
+                return self._series_id
             self._series_id, _ = self.store.open_series(
                 plan_key=key, experiment_id=self.experiment.id, flow_id=spec.subject.flow,
                 dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,
                 record={"experiment_id": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                         "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
-                        "snapshot": snapshot, "package": self.project.package})
+                        "snapshot": snapshot, "package": self.project.package,
+                        "fingerprints": planning.fingerprints(paths)})
         return self._series_id
 
     def attempt(self, variant: str, case: CaseSpec, repeat: int) -> tuple[dict, bool]:
@@ -73,7 +92,7 @@ class SeriesRun:
         if done is not None:
             return done, True
         # one event loop per attempt for now; the series scheduler runs many attempts on one loop
-        record = asyncio.run(run_attempt(self.project, self.plan, self.checks, self.providers, variant, case,
+        record = _loop().run_until_complete(run_attempt(self.project, self.plan, self.checks, self.providers, variant, case,
                                          repeat, series_id))
         self.store.save_attempt(record)
         return record, False
