@@ -9,7 +9,7 @@ import pytest
 from . import showcase_experiments as showcase
 
 XDIST = [[], ["-n", "2"]]
-FLOW_FACTOR = False        # the flow-factor experiments need call nodes in the engine
+FLOW_FACTOR = True
 EXPECTED = {**showcase.VERDICTS, **(showcase.FLOW_VERDICTS if FLOW_FACTOR else {})}
 
 
