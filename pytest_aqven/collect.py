@@ -10,11 +10,15 @@ from .check.rules import check_project, internal_error
 from .experiments.plan import PlanError
 from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
+from .series.cap import CapError, series_cap
 from .series.lifecycle import SeriesRun
 
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
 CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aqven check errors stopped
+SCHEDULER = pytest.StashKey["Scheduler"]()
+RUN_TOKEN = pytest.StashKey[str]()        # the same on every xdist worker of one run
+LAUNCH_NOTES = pytest.StashKey[dict]()    # experiment id -> lines the launch plan adds (cap, warnings)
 
 
 class LoadedProject:
@@ -74,14 +78,20 @@ class ExperimentFile(pytest.File):
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         try:
+            cap = series_cap(self.root, lp.project.spec, option=opt("aqven_cap"),
+                             experiment_cap=experiment.spec.cap_usd)
             self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
-                                    repeats=opt("aqven_repeats"))
+                                    repeats=opt("aqven_repeats"), cap=cap,
+                                    fresh_for=self.config.stash[RUN_TOKEN] if opt("aqven_new_series") else None)
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
+        except CapError as exc:
+            raise self.CollectError(f"error: {exc}") from None
         if self.config.option.collectonly:
             family = opt("aqven_intervals") or self.config.getini("aqven_intervals")
             self.config.stash.setdefault(LAUNCH_PLANS, []).append(
                 (self.experiment_id, split, self.series.launch_plan(family)))
+        self.config.stash.setdefault(LAUNCH_NOTES, {})[self.experiment_id] = [cap.describe(), *self.series.warnings()]
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)
 
@@ -114,9 +124,17 @@ class AttemptItem(pytest.Item):
     def experiment_file(self) -> ExperimentFile:
         return self.parent.parent.parent
 
+    def schedule(self, scheduler):
+        return scheduler.submit(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
+
     def runtest(self) -> None:
         file = self.experiment_file
-        record, reused = file.series.attempt(self.parent.parent.name, self.parent.case, self.repeat)
+        outcome = wait(self.schedule(scheduler(self.config)))
+        if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
+            raise pytest.skip.Exception(outcome.why, _use_item_location=True)
+        record, reused = outcome.record, outcome.kind == "reused"
+        if reused:
+            self.user_properties.append(("aqven_reused", "true"))
         self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
         self.record.pop("trace", None)
         if record["outcome"] in ("infra_error", "budget_cut", "cancelled"):
@@ -128,3 +146,22 @@ class AttemptItem(pytest.Item):
     def reportinfo(self):
         return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \
                                              f"{self.parent.name} #{self.repeat}"
+
+
+def scheduler(config: pytest.Config):
+    """This process's attempt scheduler, started on first use."""
+    if SCHEDULER not in config.stash:
+        from .series.scheduler import Scheduler
+        config.stash[SCHEDULER] = Scheduler(config.getoption("aqven_concurrency")
+                                            or int(config.getini("aqven_concurrency") or 1))
+    return config.stash[SCHEDULER]
+
+
+def wait(future):
+    """Block for an attempt, in short waits so Ctrl-C reaches pytest at once."""
+    import concurrent.futures
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except concurrent.futures.TimeoutError:
+            continue

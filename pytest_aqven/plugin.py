@@ -1,12 +1,14 @@
 """pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries."""
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from .collect import CHECK_FAILED, LAUNCH_PLANS, AttemptItem, ExperimentFile, check_warnings
+from .collect import (CHECK_FAILED, LAUNCH_NOTES, LAUNCH_PLANS, RUN_TOKEN, SCHEDULER, AttemptItem, ExperimentFile,
+                      check_warnings, scheduler)
 from .project.loader import PROJECT_FILE, Project, load_project
 from .report import terminal
 from .series.conclude import Conclusion, conclude
@@ -28,6 +30,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-intervals", choices=("robust", "model"), default=None,
                     help="robust: model-based interval hulled with a distribution-free one (default); "
                          "model: the model-based interval alone")
+    group.addoption("--aqven-concurrency", type=int, default=None, metavar="N",
+                    help="attempts in flight per process (default 1; with -n it multiplies)")
+    group.addoption("--aqven-cap", default=None, metavar="USD",
+                    help="this run's series cap in USD; above the project cap the series waits for approval")
+    group.addoption("--aqven-new-series", action="store_true", default=False,
+                    help="start a new series instead of continuing an unfinished one (which is cancelled)")
+    parser.addini("aqven_concurrency", "attempts in flight per process", default="1")
     parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
 
@@ -39,9 +48,25 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--aqven-cases must be at least 1")
     if repeats is not None and not 1 <= repeats <= 20:
         raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
+    concurrency = config.getoption("aqven_concurrency")
+    try:
+        concurrency = int(config.getini("aqven_concurrency") or 1) if concurrency is None else concurrency
+    except ValueError:
+        raise pytest.UsageError("aqven_concurrency (ini) must be a whole number") from None
+    if not 1 <= concurrency <= 1024:
+        raise pytest.UsageError("--aqven-concurrency must be between 1 and 1024")
+    if config.getoption("aqven_cap") is not None:
+        from .series.cap import CapError, parse_usd
+        try:
+            parse_usd(config.getoption("aqven_cap"), "--aqven-cap")
+        except CapError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    workerinput = getattr(config, "workerinput", None)
+    config.stash[RUN_TOKEN] = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
     reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")
+    config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
 
 
 def _fail_on(config: pytest.Config) -> frozenset[str]:
@@ -88,6 +113,114 @@ def pytest_runtestloop(session: pytest.Session):
         return (yield)
     finally:
         option.continue_on_collection_errors = keep
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Storage faults stop the session here, with one message, before any worker starts."""
+    from .series.storage import StorageError, preflight
+    for root in _project_roots(session.config):
+        try:
+            preflight(root)
+        except StorageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def _project_roots(config: pytest.Config) -> list[Path]:
+    from .project.loader import find_root
+    roots = []
+    for arg in config.args or [str(config.invocation_params.dir)]:
+        path = Path(config.invocation_params.dir, arg.split("::")[0])
+        found = find_root(path) if path.exists() else None
+        if found is None and path.is_dir():
+            found_below = [p.parent for p in path.glob("*/aqven.yaml")] + [p.parent for p in path.glob("aqven.yaml")]
+            roots += found_below
+        elif found is not None:
+            roots.append(found)
+    return list(dict.fromkeys(roots))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
+    """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
+    items still report in order (each item's runtest waits only for its own attempt)."""
+    if not isinstance(item, AttemptItem) or item.session.shouldstop or item.session.shouldfail:
+        return None
+    sched = scheduler(item.config)
+    for upcoming in _upcoming(item, 2 * sched.concurrency + 2):
+        if isinstance(upcoming, AttemptItem):
+            upcoming.schedule(sched)
+    return None
+
+
+def _upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
+    """This item and the next ones this process runs: under xdist only those the worker was given."""
+    session = item.session
+    worker = next((p for p in item.config.pluginmanager.get_plugins()
+                   if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
+    if worker is not None:
+        try:
+            with worker.torun.lock() as queue:
+                indices = [worker.nextitem_index, *queue]
+        except Exception:       # xdist internals changed: no look-ahead, attempts still run
+            return [item]
+        return [item, *(session.items[i] for i in indices[:count] if isinstance(i, int))]
+    positions = session.stash.get(_POSITIONS, None)
+    if positions is None:
+        positions = session.stash[_POSITIONS] = {id(it): i for i, it in enumerate(session.items)}
+    start = positions.get(id(item))
+    return [item] if start is None else session.items[start:start + count]
+
+
+_POSITIONS = pytest.StashKey[dict]()
+
+
+class StopWatch:
+    """-x / --maxfail decided to stop: no new attempt starts from now on (pytest sets shouldfail in its own
+    pytest_runtest_logreport, which runs before this trylast one)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        session = self.session
+        if session is not None and (session.shouldfail or session.shouldstop):
+            sched = self.config.stash.get(SCHEDULER, None)
+            if sched is not None:
+                sched.stopping = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+    """-x, --maxfail, Ctrl-C: no new attempt starts, running ones finish and are recorded, and every series
+    this run touched is cancelled (its verdict invalid). A normal end just waits for the attempts."""
+    stopped = bool(session.shouldstop or session.shouldfail or exitstatus == pytest.ExitCode.INTERRUPTED)
+    why = None
+    if stopped:
+        why = ("interrupted (Ctrl-C)" if exitstatus == pytest.ExitCode.INTERRUPTED
+               else f"the run stopped early: {session.shouldstop or session.shouldfail}")
+    sched = session.config.stash.get(SCHEDULER, None)
+    if sched is not None:
+        try:
+            sched.stop(why)
+        finally:
+            sched.close()
+            del session.config.stash[SCHEDULER]
+    reporter = session.config.pluginmanager.getplugin("aqven-verdicts")
+    if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
+        from .series.db import Store
+        from .series.ledger import cancel
+        for series_id, by_attempt in reporter.records.items():
+            store = Store(Path(next(iter(by_attempt.values()))["root"]))
+            try:
+                cancel(store, series_id, why)
+            finally:
+                store.close()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -182,6 +315,7 @@ class VerdictReporter:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
-            terminal.launch_plans(terminalreporter, self.config.stash.get(LAUNCH_PLANS, []))
+            terminal.launch_plans(terminalreporter, self.config.stash.get(LAUNCH_PLANS, []),
+                                  self.config.stash.get(LAUNCH_NOTES, {}))
             terminal.check_warnings(terminalreporter, check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.conclusions)

@@ -466,3 +466,4 @@ class ExperimentSpec(Spec):
     checks: list[ExperimentCheck] = []
     question: Question
     plan: Plan = Plan()
+    cap_usd: Decimal | None = Field(default=None, gt=0)     # this experiment's series cap (seeds: explicit cap)

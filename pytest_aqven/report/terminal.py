@@ -7,7 +7,7 @@ COLOURS = {"confirmed": {"green": True}, "refuted": {"red": True}, "inconclusive
            "invalid": {"red": True, "bold": True}, "signal": {"cyan": True}}
 
 
-def launch_plans(tr, plans) -> None:
+def launch_plans(tr, plans, notes: dict | None = None) -> None:
     if not plans:
         return
     tr.write_sep("=", "aqven launch plans")
@@ -18,6 +18,8 @@ def launch_plans(tr, plans) -> None:
             tr.write_line(f"  below the recommended {p.recommended_cases} cases: {p.text}", yellow=True)
         else:
             tr.write_line(f"  {p.text}")
+        for note in (notes or {}).get(experiment, []):
+            tr.write_line(f"  {note}")
 
 
 def check_warnings(tr, warnings: list[tuple[str, str]]) -> None:
