@@ -1,3 +1,4 @@
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def project(tmp_path: Path):
 def run(project, text: str, **kw):
     providers = {s.id: registry.build(s, package=project.package, root=project.root) for s in project.spec.providers}
     assembly = kw.pop("assembly", None) or Assembly(project.flows["rate"])
-    return Runner(project, providers).run(assembly, {"text": text}, {}, kw.get("node_outputs"))
+    return asyncio.run(Runner(project, providers).run(assembly, {"text": text}, {}, kw.get("node_outputs")))
 
 
 def test_full_flow_runs_code_then_llm_and_returns_the_output_type(project):

@@ -14,15 +14,20 @@ class RefError(ValueError):
     pass
 
 
+# roots that are not node ids: the flow input, the inference in/out, and the frames of containers
+SCOPE_ROOTS = frozenset({"input", "run.context", "in", "out", "item", "index", "case", "acc", "iter", "loop",
+                         "ok", "failed", "branch"})
+
+
 @dataclass(frozen=True)
 class Ref:
     text: str
-    root: str                  # "input", "run.context", "in", "out", or a node id
+    root: str                  # one of SCOPE_ROOTS, or a node id
     steps: tuple[str | int, ...]   # field names, indexes, "*" for a lift
 
     @property
     def node(self) -> str | None:
-        return None if self.root in ("input", "run.context", "in", "out", "item", "index") else self.root
+        return None if self.root in SCOPE_ROOTS else self.root
 
 
 def lex(text: str) -> tuple[str, tuple[str | int, ...]]:
@@ -48,7 +53,9 @@ def parse(text: str) -> Ref:
     steps = list(steps)
     if root == "run" and steps[:1] == ["context"]:
         root, steps = "run.context", steps[1:]
-    if root not in ("input", "run.context", "in", "out", "item", "index"):
+    if root == "branch" and not (steps and isinstance(steps[0], str)):
+        raise RefError(f"{text}: a branch reference reads $branch.<branch key>")
+    if root not in SCOPE_ROOTS:
         if not steps or steps[0] != "out":
             raise RefError(f"{text}: a node reference reads $<node>.out")
         steps = steps[1:]
@@ -71,5 +78,7 @@ def walk(value: Any, steps: tuple[str | int, ...]) -> Any:
 
 def resolve(ref: Ref, roots: Mapping[str, Any]) -> Any:
     if ref.root not in roots:
+        if ref.root in SCOPE_ROOTS:
+            raise RefError(f"{ref.text}: ${ref.root} has no value here")
         raise RefError(f"{ref.text}: {ref.root} has no value here (the node did not run before this one)")
     return walk(roots[ref.root], ref.steps)

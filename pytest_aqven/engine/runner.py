@@ -1,8 +1,12 @@
-"""Run a flow, or a from..to range of its top-level nodes, and record a trace."""
+"""Run a flow, or a from..to range of its top-level nodes, as one coroutine, and record a trace.
+
+A Runner belongs to one attempt; every value of a run lives in its Scope chain and its RunResult, so
+many attempts can share one event loop."""
 from __future__ import annotations
 
 import json
 import time
+from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,8 +17,8 @@ from ..project import coderefs, specs
 from ..project.loader import Flow, Node, Project
 from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Message, ModelRequest, Provider, ProviderError
-from . import prompts, refs
-from .trace import CallTrace, NodeTrace, RunError, RunResult
+from . import prompts, refs, usercode
+from .trace import Address, CallTrace, NodeTrace, RunError, RunResult
 
 
 @dataclass
@@ -42,58 +46,77 @@ def to_json(value: Any) -> Any:
     return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
 
+@dataclass
+class Frame:
+    """Where a node runs: its flow (with the variant's slots), the values its references see, its address."""
+    assembly: Assembly
+    values: ChainMap                 # innermost container first, then top-level outputs, input, run.context
+    address: Address
+    depth: int = 0                   # call depth
+    calls: tuple[str, ...] = ()      # flows being called (cycle guard)
+
+    def enter(self, node_id: str, **address) -> "Frame":
+        """The frame of a container's children: their outputs stay in the container's own scope."""
+        return Frame(self.assembly, self.values.new_child(), self.address.at(node_id, **address), self.depth,
+                     self.calls)
+
+
 class Runner:
-    def __init__(self, project: Project, providers: dict[str, Provider | ProviderError], identity: AttemptIdentity = AttemptIdentity()):
+    def __init__(self, project: Project, providers: dict[str, Provider | ProviderError],
+                 identity: AttemptIdentity = AttemptIdentity()):
         self.project = project
         self.providers = providers
         self.identity = identity
+        self.result = RunResult()
+        limits = (project.spec.limits if project.spec else None) or {}
+        self.default_timeout = float(limits.get("seconds") or usercode.DEFAULT_TIMEOUT)
 
     # --- the flow ---------------------------------------------------------------------------
-    def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
-            node_outputs: dict | None = None) -> RunResult:
-        result = RunResult()
-        roots: dict[str, Any] = {"input": inputs, "run.context": context or {}}
+    async def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
+                  node_outputs: dict | None = None) -> RunResult:
+        result = self.result = RunResult()
+        top: dict[str, Any] = {"input": inputs, "run.context": context or {}}
         if assembly.start is not None:
-            roots.update(node_outputs or {})
+            top.update(node_outputs or {})
+        frame = Frame(assembly, ChainMap(top), Address(""))
+        started = time.perf_counter()
         try:
             for node_id in assembly.order:
-                trace = NodeTrace(node_id, assembly.node(node_id).kind)
-                result.nodes.append(trace)      # before it runs: a failed node keeps its trace
-                self._run_node(assembly, node_id, roots, trace)
-                roots[node_id] = trace.output
+                await self.run_node(frame, node_id)
             if assembly.start is not None:
-                result.output = roots[assembly.end]
+                result.output = top[assembly.end]
             else:
-                result.output = self._returns(assembly.flow, roots)
+                result.output = self._returns(assembly.flow, top)
         except RunError as err:
             result.error = err
-        result.latency_ms = sum(n.latency_ms for n in result.nodes)
+        result.wall_ms = (time.perf_counter() - started) * 1000
+        result.latency_ms = sum(n.latency_ms for n in result.nodes if n.parent is None)
         return result
 
-    def _returns(self, flow: Flow, roots: dict) -> Any:
+    def _returns(self, flow: Flow, values) -> Any:
         out = {}
         for b in flow.spec.returns:
             try:
-                out[b.name] = refs.resolve(refs.parse(b.from_), roots) if b.from_ else b.value
+                out[b.name] = refs.resolve(refs.parse(b.from_), values) if b.from_ else b.value
             except refs.RefError as exc:
-                raise RunError("RETURNS_UNRESOLVED", str(exc)) from None
+                raise RunError("RETURNS_UNRESOLVED", f"flow {flow.id}: returns {b.name}: {exc}") from None
         try:
             model = self.project.types.named(flow.spec.output)
         except LookupError as exc:
             raise RunError("RETURNS_UNRESOLVED", str(exc)) from None
         return self._validate(model, out, "RETURNS_UNRESOLVED", f"flow {flow.id} output")
 
-    def _bind(self, bindings, roots: dict, node_id: str) -> dict[str, Any]:
-        values = {}
+    def _bind(self, bindings, values, node_id: str) -> dict[str, Any]:
+        out = {}
         for b in bindings:
             if b.from_ is None:
-                values[b.name] = b.value
+                out[b.name] = b.value
                 continue
             try:
-                values[b.name] = refs.resolve(refs.parse(b.from_), roots)
+                out[b.name] = refs.resolve(refs.parse(b.from_), values)
             except refs.RefError as exc:
                 raise RunError("INPUT_INVALID", f"node {node_id}: input {b.name}: {exc}", node_id) from None
-        return values
+        return out
 
     def _validate(self, model, value: Any, code: str, what: str) -> Any:
         try:
@@ -103,102 +126,138 @@ class Runner:
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
-    def _run_node(self, assembly: Assembly, node_id: str, roots: dict, trace: NodeTrace) -> None:
-        node = assembly.node(node_id)
+    def timeout(self, node: Node) -> float:
+        limits = node.spec.limits or {}
+        return float(limits.get("seconds") or self.default_timeout)
+
+    async def run_node(self, frame: Frame, node_id: str) -> Any:
+        """Run one node (top-level or a container's child) in `frame`; store and return its output."""
+        node = frame.assembly.node(node_id)
+        addr = frame.address.at(node_id)
+        trace = NodeTrace(addr.node, node.kind, parent=frame.address.node or None, branch=addr.branch,
+                          iteration=addr.iteration, item=addr.item)
+        self.result.nodes.append(trace)     # before it runs: a failed node keeps its trace
         started = time.perf_counter()
         try:
-            if isinstance(node.spec, specs.CodeNode):
-                trace.output = self._code(assembly.flow, node, node_id, roots)
-            elif isinstance(node.spec, specs.LlmNode):
-                trace.output = self._llm(assembly, node, node_id, roots, trace)
-            else:
+            executor = EXECUTORS.get(type(node.spec))
+            if executor is None:
                 raise RunError("MODEL_FEATURE_UNSUPPORTED",
-                               f"node {node_id}: {node.kind} nodes are not run by this version of pytest-aqven", node_id)
+                               f"node {addr.node}: {node.kind} nodes are not run by this version of pytest-aqven")
+            trace.output = await executor(self, frame, node, node_id, trace)
         except RunError as err:
-            err.node = err.node or node_id
+            err.node = err.node or addr.node
             trace.status, trace.error_code, trace.error_message = "failed", err.code, err.message
+            trace.error_location = err.location
             raise
         except Exception as exc:  # a bug of the engine: an infrastructure error of this attempt, not a crash
             trace.status, trace.error_code = "failed", "INTERNAL"
-            trace.error_message = f"node {node_id}: {type(exc).__name__}: {exc}"
-            raise RunError("INTERNAL", trace.error_message, node_id) from exc
+            trace.error_message = f"node {addr.node}: {type(exc).__name__}: {exc}"
+            raise RunError("INTERNAL", trace.error_message, addr.node) from exc
         finally:
+            trace.wall_ms = (time.perf_counter() - started) * 1000
             # a model's latency is what its provider measured or reported, not our overhead
-            trace.latency_ms = (sum(c.latency_ms for c in trace.calls) if trace.calls
-                                else (time.perf_counter() - started) * 1000)
+            trace.latency_ms = sum(c.latency_ms for c in trace.calls) if trace.calls else trace.wall_ms
+        frame.values[node_id] = trace.output
+        return trace.output
 
-    # --- code nodes -----------------------------------------------------------------------
-    def _code(self, flow: Flow, node: Node, node_id: str, roots: dict) -> Any:
-        spec: specs.CodeNode = node.spec
-        kwargs = self._bind(spec.in_, roots, node_id)
+    async def call_user(self, fn, kwargs: dict, node: Node, what: str, code: str = "code_invalid") -> Any:
+        """A user function with the node's time limit; its failure is an infrastructure error naming where."""
         try:
-            fn = coderefs.resolve(spec.run, package=self.project.package, root=self.project.root, here=node.py_path)
+            return await usercode.call(fn, timeout=self.timeout(node), **kwargs)
+        except usercode.UserCallTimeout as exc:
+            raise RunError("timeout", f"{what} {exc}") from None
+        except usercode.UserCodeError as exc:
+            raise RunError(code, f"{what} raised {exc}", location=exc.location, traceback=exc.traceback) from None
+
+    def resolve_code(self, ref: str, node: Node, what: str):
+        try:
+            return coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
         except coderefs.CodeRefError as exc:
-            raise RunError("E_CODE_REF_UNRESOLVED", f"node {node_id}: {exc}") from None
-        try:
-            value = fn(**kwargs)
-        except Exception as exc:  # a bug in the flow's own code: an infrastructure error, never a model failure
-            raise RunError("code_invalid", f"node {node_id}: {spec.run} raised {type(exc).__name__}: {exc}") from None
-        model = self.project.types.record(f"{pascal(flow.id)}{pascal(node_id)}Out", spec.out)
-        return self._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
+            raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
 
-    # --- llm nodes ------------------------------------------------------------------------
-    def _llm(self, assembly: Assembly, node: Node, node_id: str, roots: dict, trace: NodeTrace) -> Any:
-        spec: specs.LlmNode = node.spec
-        inference = node.inference
-        agent_id = assembly.agents.get(node_id, spec.agent)
-        agent_entity = self.project.agents.get(agent_id)
-        if inference is None or agent_entity is None:
-            raise RunError("PLAN_MISSING", f"node {node_id}: agent {agent_id} or its inference is missing")
-        agent: specs.AgentSpec = agent_entity.spec
-        provider = self.providers.get(agent.provider_id)
-        if isinstance(provider, ProviderError):
-            raise RunError(provider.code, f"node {node_id}: {provider}")
-        if provider is None:
-            raise RunError("PLAN_MISSING", f"node {node_id}: provider {agent.provider_id} is not declared in aqven.yaml")
-        inputs = self._bind(spec.in_, roots, node_id)
-        stem = spec.inference or node.id
-        out_model = self.project.types.record(f"{pascal(stem)}Out", inference.out)
-        prompt_path = assembly.prompts.get(node_id, node.prompt_path)
-        try:
-            messages = list(prompts.render(prompt_path.read_text(encoding="utf-8"), inference, inputs))
-        except (OSError, ValueError, AttributeError) as exc:
-            raise RunError("prompt_invalid", f"node {node_id}: {exc}") from None
-        settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
-        settings.update(agent.settings.provider_options)
-        trace.model = agent.model
-        budget = agent.output.retries + 1
-        for attempt in range(budget):
-            request = ModelRequest(agent.model_name, tuple(messages), settings, out_model.model_json_schema(),
-                                   agent.output.mode, self.identity, node_id)
-            try:
-                response = provider.complete(request)
-            except ProviderError as exc:
-                trace.calls.append(CallTrace(agent.model, "error", error=str(exc)))
-                raise RunError(exc.code, f"node {node_id}: {exc}") from None
-            call = CallTrace(agent.model, response.outcome, response.tokens_in, response.tokens_out,
-                             response.cost_usd, "provider" if response.cost_usd is not None else "unknown",
-                             response.latency_ms or 0.0)
-            trace.calls.append(call)
-            last = attempt == budget - 1
-            if response.outcome != "ok":
-                policy = {"refusal": agent.output.on_refusal, "truncated": agent.output.on_truncated,
-                          "error": agent.output.on_error}[response.outcome]
-                if policy == "retry" and not last:
-                    continue
-                code = {"refusal": "refusal", "truncated": "truncated", "error": "provider_error"}[response.outcome]
-                raise RunError(code, f"node {node_id}: the model answered with outcome {response.outcome}"
-                               + (f": {response.refusal or response.error}" if response.refusal or response.error else ""))
-            value, problem, code = _parse(response, out_model)
-            call.schema_valid = problem is None
-            if problem is None:
-                return value
-            if last:
-                raise RunError(code if budget == 1 else "MODEL_RETRIES_EXHAUSTED", f"node {node_id}: {problem}")
-            messages += [Message("assistant", response.text or json.dumps(response.parsed)),
-                         Message("user", f"Your answer does not fit the output fields: {problem}. "
-                                         "Answer again with one JSON object.")]
-        raise AssertionError("unreachable")
+
+# --- code nodes -----------------------------------------------------------------------------
+async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
+    spec: specs.CodeNode = node.spec
+    kwargs = runner._bind(spec.in_, frame.values, node_id)
+    trace.input = kwargs
+    fn = runner.resolve_code(spec.run, node, f"node {node_id}")
+    value = await runner.call_user(fn, kwargs, node, f"node {node_id}: {spec.run}")
+    model = runner.project.types.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
+    return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
+
+
+# --- llm nodes ------------------------------------------------------------------------------
+async def run_llm(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
+    spec: specs.LlmNode = node.spec
+    assembly = frame.assembly
+    inference = node.inference
+    agent_id = assembly.agents.get(node_id, spec.agent)
+    agent_entity = runner.project.agents.get(agent_id)
+    if inference is None or agent_entity is None:
+        raise RunError("PLAN_MISSING", f"node {node_id}: agent {agent_id} or its inference is missing")
+    agent: specs.AgentSpec = agent_entity.spec
+    provider = runner.providers.get(agent.provider_id)
+    if isinstance(provider, ProviderError):
+        raise RunError(provider.code, f"node {node_id}: {provider}")
+    if provider is None:
+        raise RunError("PLAN_MISSING", f"node {node_id}: provider {agent.provider_id} is not declared in aqven.yaml")
+    inputs = runner._bind(spec.in_, frame.values, node_id)
+    trace.input = inputs
+    stem = spec.inference or node.id
+    out_model = runner.project.types.record(f"{pascal(stem)}Out", inference.out)
+    prompt_path = assembly.prompts.get(node_id, node.prompt_path)
+    try:
+        messages = list(prompts.render(prompt_path.read_text(encoding="utf-8"), inference, inputs))
+    except (OSError, ValueError, AttributeError) as exc:
+        raise RunError("prompt_invalid", f"node {node_id}: {exc}") from None
+    settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
+    settings.update(agent.settings.provider_options)
+    trace.model = agent.model
+    budget = agent.output.retries + 1
+    for attempt in range(budget):
+        request = ModelRequest(agent.model_name, tuple(messages), settings, out_model.model_json_schema(),
+                               agent.output.mode, runner.identity, node_id)
+        response = await _complete(runner, provider, request, node, node_id, agent.model, trace)
+        call = CallTrace(agent.model, response.outcome, response.tokens_in, response.tokens_out,
+                         response.cost_usd, "provider" if response.cost_usd is not None else "unknown",
+                         response.latency_ms or 0.0)
+        trace.calls.append(call)
+        last = attempt == budget - 1
+        if response.outcome != "ok":
+            policy = {"refusal": agent.output.on_refusal, "truncated": agent.output.on_truncated,
+                      "error": agent.output.on_error}[response.outcome]
+            if policy == "retry" and not last:
+                continue
+            code = {"refusal": "refusal", "truncated": "truncated", "error": "provider_error"}[response.outcome]
+            raise RunError(code, f"node {node_id}: the model answered with outcome {response.outcome}"
+                           + (f": {response.refusal or response.error}" if response.refusal or response.error else ""))
+        value, problem, code = _parse(response, out_model)
+        call.schema_valid = problem is None
+        if problem is None:
+            return value
+        if last:
+            raise RunError(code if budget == 1 else "MODEL_RETRIES_EXHAUSTED", f"node {node_id}: {problem}")
+        messages += [Message("assistant", response.text or json.dumps(response.parsed)),
+                     Message("user", f"Your answer does not fit the output fields: {problem}. "
+                                     "Answer again with one JSON object.")]
+    raise AssertionError("unreachable")
+
+
+async def _complete(runner: Runner, provider, request: ModelRequest, node: Node, node_id: str, model: str,
+                    trace: NodeTrace):
+    import asyncio
+
+    seconds = runner.timeout(node)
+    try:
+        async with asyncio.timeout(seconds):
+            return await provider.complete(request)
+    except ProviderError as exc:
+        trace.calls.append(CallTrace(model, "error", error=str(exc)))
+        raise RunError(exc.code, f"node {node_id}: {exc}") from None
+    except TimeoutError:
+        trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s"))
+        raise RunError("timeout", f"node {node_id}: the model call did not return within {seconds:g} s") from None
 
 
 def _parse(response, model) -> tuple[Any, str | None, str]:
@@ -219,3 +278,9 @@ def _parse(response, model) -> tuple[Any, str | None, str]:
 
 def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
+
+
+EXECUTORS = {
+    specs.CodeNode: run_code,
+    specs.LlmNode: run_llm,
+}

@@ -1,8 +1,23 @@
-"""What a run records: per node output, tokens, cost, latency, outcome, errors."""
+"""What a run records: per node execution (by address) its input, output, model calls, checks, errors."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Address:
+    """Which execution of a node: AQVEN's {node_id, branch_key, iteration, item_index}.
+
+    `node` is the expanded id: a container's child is `<container>__<child>`, a called flow's node
+    `<call node>__<node>`."""
+    node: str
+    branch: str | None = None
+    iteration: int | None = None
+    item: int | None = None
+
+    def at(self, node_id: str, **where) -> "Address":
+        return replace(self, node=f"{self.node}__{node_id}" if self.node else node_id, **where)
 
 
 @dataclass
@@ -12,23 +27,42 @@ class CallTrace:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None    # None: no source priced the call
-    cost_source: str = "unknown"     # provider | prices | genai | unknown
+    cost_source: str = "unknown"     # provider | openrouter | genai_prices | unknown
     latency_ms: float = 0.0
     schema_valid: bool | None = None
     error: str | None = None
+    action: str | None = None        # what followed this call: retry | repair | fallback | None (it was the last)
+    cause: str | None = None         # why it did not end the node: refusal, schema_invalid, check <id>, ...
+
+
+@dataclass
+class CheckTrace:
+    check: str
+    on_fail: str
+    passed: bool
+    reason: str | None = None
+    attempt: int = 1
 
 
 @dataclass
 class NodeTrace:
-    node: str
+    node: str                        # expanded id (see Address)
     kind: str
-    status: str = "ok"               # ok | failed
+    status: str = "ok"               # ok | failed | skipped
     output: Any = None
-    latency_ms: float = 0.0
-    model: str | None = None
+    latency_ms: float = 0.0          # model latency as reported for llm nodes, else wall time
+    model: str | None = None         # the model that answered last (a fallback model after a fallback)
     calls: list[CallTrace] = field(default_factory=list)
     error_code: str | None = None
     error_message: str | None = None
+    parent: str | None = None        # the enclosing container (or call node), None at top level
+    branch: str | None = None
+    iteration: int | None = None
+    item: int | None = None
+    input: Any = None
+    wall_ms: float = 0.0
+    error_location: str | None = None   # file:line of the user code that raised
+    checks: list[CheckTrace] = field(default_factory=list)
 
     @property
     def cost_usd(self) -> float:
@@ -40,6 +74,8 @@ class RunError(Exception):
     code: str
     message: str
     node: str | None = None
+    location: str | None = None      # file:line in user code, when user code raised
+    traceback: str | None = None     # the user's frames only
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -51,6 +87,7 @@ class RunResult:
     error: RunError | None = None
     nodes: list[NodeTrace] = field(default_factory=list)
     latency_ms: float = 0.0
+    wall_ms: float = 0.0
 
     @property
     def calls(self) -> list[CallTrace]:
@@ -83,7 +120,9 @@ class RunResult:
         return {
             "output": self.output,
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.message,
-                                                      "node": self.error.node},
+                                                      "node": self.error.node, "location": self.error.location,
+                                                      "traceback": self.error.traceback},
             "latency_ms": self.latency_ms,
+            "wall_ms": self.wall_ms,
             "nodes": [asdict(n) for n in self.nodes],
         }

@@ -58,13 +58,14 @@ def output_model(project: Project, assembly: Assembly) -> type[BaseModel] | None
     return None
 
 
-def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledCheck] | CheckInvalid,
-                providers: dict[str, Provider], variant: str, case: CaseSpec, repeat: int,
-                series_id: str) -> dict:
+async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledCheck] | CheckInvalid,
+                      providers: dict[str, Provider], variant: str, case: CaseSpec, repeat: int,
+                      series_id: str) -> dict:
     assembly = plan.variants[variant]
     identity = AttemptIdentity(plan.experiment.id, variant, case.name, repeat)
     started = time.time()
-    result = Runner(project, providers, identity).run(assembly, case.inputs, case.context, case.node_outputs)
+    runner = Runner(project, providers, identity)
+    result = await runner.run(assembly, case.inputs, case.context, case.node_outputs)
     error_code = result.error.code if result.error else None
     error_message = result.error.message if result.error else None
     outcome = outcome_of(error_code)
@@ -75,14 +76,15 @@ def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledCheck] 
     if outcome == "ok":
         metadata = {"case": case.name, "tags": dict(case.tags), "split": plan.split, "variant": variant,
                     "repeat": repeat,
-                    "node_outputs": {**case.node_outputs, **{n.node: n.output for n in result.nodes}}}
+                    "node_outputs": {**case.node_outputs,
+                                     **{n.node: n.output for n in result.nodes if n.parent is None}}}
         context = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
                               cost_usd=result.cost_usd, latency_ms=int(result.latency_ms))
         value = typed(output_model(project, assembly), result.output)
         try:
-            scored = {c.id: c.score(value, context) for c in checks}
+            scored = {c.id: await c.score(value, context, runner.default_timeout) for c in checks}
         except CheckRaised as exc:
-            outcome, error_code, error_message, scored = "infra_error", "E_POLICY_RAISED", str(exc), {}
+            outcome, error_code, error_message, scored = "infra_error", exc.code, str(exc), {}
     if outcome in ("model_fail", "schema_invalid", "refusal"):
         scored = {c.id: (CheckResult("failed", 0.0, f"the run produced no output: {error_code}")
                          if c.spec.kind == "binary" else CheckResult("skipped")) for c in checks}

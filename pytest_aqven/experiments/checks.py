@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from ..engine import usercode
 from ..project import coderefs
 from ..project.loader import Experiment, Project
 from ..project.specs import ExperimentCheck
@@ -36,11 +37,18 @@ class CompiledCheck:
     def id(self) -> str:
         return self.spec.id
 
-    def score(self, value: Any, context: EvalContext) -> CheckResult:
+    async def score(self, value: Any, context: EvalContext, timeout: float | None = usercode.DEFAULT_TIMEOUT
+                    ) -> CheckResult:
+        """In a worker thread (awaited when async), with a time limit: a check is user code."""
         try:
-            verdict = self.fn(value, context, self.params)
-        except Exception as exc:  # a bug in a check is an infrastructure error of the attempt
-            raise CheckRaised(f"check {self.id}: evaluator {self.label} raised {type(exc).__name__}: {exc}") from None
+            verdict = await usercode.call(self.fn, value, context, self.params, timeout=timeout)
+        except usercode.UserCallTimeout as exc:
+            raise CheckRaised(f"check {self.id}: evaluator {self.label} {exc}", "timeout") from None
+        except usercode.UserCodeError as exc:  # a bug in a check is an infrastructure error of the attempt
+            raise CheckRaised(f"check {self.id}: evaluator {self.label} raised {exc}") from None
+        return self.interpret(verdict)
+
+    def interpret(self, verdict: Any) -> CheckResult:
         if not isinstance(verdict, Verdict):
             raise CheckRaised(f"check {self.id}: evaluator {self.label} did not return a Verdict")
         if self.spec.kind == "binary":
@@ -51,7 +59,9 @@ class CompiledCheck:
 
 
 class CheckRaised(RuntimeError):
-    pass
+    def __init__(self, message: str, code: str = "E_POLICY_RAISED"):
+        super().__init__(message)
+        self.code = code
 
 
 def params_model(fn: Callable, label: str) -> type[BaseModel]:

@@ -15,9 +15,42 @@ class AttemptIdentity:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One piece of a message's content: text, or a media file of the case (image, audio, video, document)."""
+    kind: str                        # text | image | audio | video | document
+    text: str | None = None          # kind text
+    media_type: str | None = None    # e.g. image/png
+    data: bytes | None = None        # the file's bytes (a provider encodes them as it needs)
+    name: str | None = None          # the file name, for documents
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """A tool the model may call; `parameters` is the JSON schema of its arguments."""
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Message:
-    role: str                        # system | user | assistant
-    content: str
+    role: str                        # system | user | assistant | tool
+    content: str | tuple[Part, ...]  # text, or parts when a message carries media
+    tool_calls: tuple[ToolCall, ...] = ()   # assistant: the calls it asked for
+    tool_call_id: str | None = None         # tool: which call this message answers
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(p.text or "" for p in self.content if p.kind == "text")
 
 
 @dataclass(frozen=True)
@@ -26,22 +59,29 @@ class ModelRequest:
     messages: tuple[Message, ...]
     settings: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
-    output_mode: str = "auto"
+    output_mode: str = "auto"        # resolved by the engine: native | tool | prompted (see OUTPUT_TOOL)
     attempt: AttemptIdentity = AttemptIdentity()
     node: str = ""
+    tools: tuple[ToolDef, ...] = ()  # the agent's tools (and, in tool mode, the output tool OUTPUT_TOOL)
+    strict: bool = True              # ask for constrained decoding of the output schema
+
+
+# In output mode `tool` the answer is a call of this tool whose arguments are the output object.
+OUTPUT_TOOL = "final_result"
 
 
 @dataclass(frozen=True)
 class ModelResponse:
     text: str | None = None
     parsed: Any = None               # an already parsed object (structured output)
-    finish_reason: str = "stop"      # stop | length | refusal | error
+    finish_reason: str = "stop"      # stop | length | refusal | error | tool_calls
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None    # as the provider reported it
     latency_ms: float | None = None
     refusal: str | None = None
     error: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()   # finish_reason tool_calls: the tools the model asks to run
 
     @property
     def outcome(self) -> str:
@@ -63,4 +103,4 @@ class ProviderError(Exception):
 
 
 class Provider(Protocol):
-    def complete(self, request: ModelRequest) -> ModelResponse: ...
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...

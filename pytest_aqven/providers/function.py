@@ -4,21 +4,27 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from ..engine import usercode
 from .base import ModelRequest, ModelResponse, ProviderError
 
 
 class FunctionProvider:
-    def __init__(self, fn: Callable[[ModelRequest], Any]):
-        self.fn = fn
+    """A sync callable runs in a worker thread, an async one is awaited; either gets the time limit."""
 
-    def complete(self, request: ModelRequest) -> ModelResponse:
+    def __init__(self, fn: Callable[[ModelRequest], Any], timeout: float | None = usercode.DEFAULT_TIMEOUT):
+        self.fn = fn
+        self.timeout = timeout
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         started = time.perf_counter()
         try:
-            result = self.fn(request)
-        except ProviderError:
-            raise
-        except Exception as exc:  # the user's provider is code we call: its bugs are infra errors
-            raise ProviderError("provider_error", f"function provider raised {type(exc).__name__}: {exc}") from None
+            result = await usercode.call(self.fn, request, timeout=self.timeout)
+        except usercode.UserCallTimeout as exc:
+            raise ProviderError("timeout", f"function provider {exc}") from None
+        except usercode.UserCodeError as exc:  # the user's provider is code we call: its bugs are infra errors
+            if isinstance(exc.original, ProviderError):
+                raise exc.original from None
+            raise ProviderError("provider_error", f"function provider raised {exc}") from None
         if isinstance(result, dict):
             try:
                 result = ModelResponse(**result)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import inspect
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,21 +45,15 @@ class Budget:
 
 
 class BudgetGuard:
-    """Wraps a provider for one attempt; works for sync and async `complete`."""
+    """Wraps a provider for one attempt: refuses a call once the attempt spent its limit."""
 
     def __init__(self, inner, budget: Budget):
         self.inner = inner
         self.budget = budget
 
-    def complete(self, request):
+    async def complete(self, request):
         self.budget.before()
-        result = self.inner.complete(request)
-        if inspect.isawaitable(result):
-            return self._settle(result)
-        return self.budget.add(result)
-
-    async def _settle(self, pending):
-        return self.budget.add(await pending)
+        return self.budget.add(await self.inner.complete(request))
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -171,6 +164,4 @@ class Scheduler:
         budget = Budget(limit)
         providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
-        if inspect.iscoroutinefunction(attempts.run_attempt):
-            return await attempts.run_attempt(*args)
-        return await asyncio.to_thread(attempts.run_attempt, *args)
+        return await attempts.run_attempt(*args)

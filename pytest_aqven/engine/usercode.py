@@ -1,0 +1,141 @@
+"""Calling the user's code from the engine: in a worker thread or awaited, always with a time limit.
+
+A hung synchronous function cannot be stopped from outside; its thread is abandoned (daemon, so it never
+holds the interpreter at exit) and the attempt gets the infrastructure error `timeout`. A SystemExit or
+KeyboardInterrupt raised BY user code is that call's error; a real Ctrl-C arrives in the main thread (or
+as the cancellation asyncio.run makes of it) and is never caught here."""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import os
+import queue
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+DEFAULT_TIMEOUT = 120.0          # seconds per user call, unless aqven.yaml or the node sets limits.seconds
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the pytest_aqven package
+_LIBS = tuple(os.path.dirname(m.__file__) for m in (asyncio, threading) if getattr(m, "__file__", None))
+
+
+class UserCallTimeout(Exception):
+    def __init__(self, seconds: float):
+        super().__init__(f"did not return within {seconds:g} s")
+        self.seconds = seconds
+
+
+@dataclass
+class UserCodeError(Exception):
+    """An exception raised in user code, with where it was raised (the user's innermost frame)."""
+    exc_type: str
+    message: str
+    location: str | None            # "file.py:12"
+    traceback: str                  # the user's frames only, innermost last
+    original: BaseException | None = field(default=None, repr=False, compare=False)
+
+    def __str__(self) -> str:
+        text = f"{self.exc_type}: {self.message}" if self.message else self.exc_type
+        return f"{text} at {self.location}" if self.location else text
+
+
+def user_error(exc: BaseException) -> UserCodeError:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_user(f.filename)]
+    where = f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else None
+    short = "".join(traceback.format_list(frames[-5:])).rstrip()
+    return UserCodeError(type(exc).__name__, str(exc), where, short, exc)
+
+
+def _is_user(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return not (path.startswith(_OURS) or path.startswith(_LIBS) or "/concurrent/futures/" in path
+                or filename.startswith("<frozen"))
+
+
+class _DaemonThreads:
+    """A small pool of daemon threads that grows when all are busy; a hung job just keeps its thread."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asyncio.Future:
+        future = loop.create_future()
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            else:
+                threading.Thread(target=self._work, name="aqven-user-code", daemon=True).start()
+        self._jobs.put((loop, future, contextvars.copy_context(), fn))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            loop, future, ctx, fn = self._jobs.get()
+            try:
+                result, error = ctx.run(fn), None
+            except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt of user code included
+                result, error = None, exc
+            try:
+                loop.call_soon_threadsafe(_settle, future, result, error)
+            except RuntimeError:      # the loop closed while this call ran past its time limit
+                pass
+            del loop, future, ctx, fn, result, error
+            with self._lock:
+                self._idle += 1
+
+
+def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if future.done():               # timed out or cancelled meanwhile
+        return
+    if error is not None:
+        future.set_exception(_Raised(error))
+    else:
+        future.set_result(result)
+
+
+class _Raised(Exception):
+    """Carries a BaseException across the future (a bare SystemExit there would stop the event loop)."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(error)
+        self.error = error
+
+
+_threads = _DaemonThreads()    # process-wide infrastructure, shared by every attempt (holds no attempt state)
+
+
+def is_async(fn: Callable) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+async def call(fn: Callable, *args: Any, timeout: float | None = DEFAULT_TIMEOUT, **kwargs: Any) -> Any:
+    """Run `fn(*args, **kwargs)`: awaited when async, else in a worker thread; limited to `timeout` seconds.
+
+    Raises UserCallTimeout or UserCodeError; never lets the user's SystemExit/KeyboardInterrupt through."""
+    try:
+        async with asyncio.timeout(timeout):
+            if is_async(fn):
+                try:
+                    return await fn(*args, **kwargs)
+                except (asyncio.CancelledError, UserCallTimeout):
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - contained: it is the user's, not a Ctrl-C
+                    raise user_error(exc) from None
+            try:
+                value = await _threads.submit(asyncio.get_running_loop(), lambda: fn(*args, **kwargs))
+            except _Raised as raised:
+                raise user_error(raised.error) from None
+            if inspect.isawaitable(value):      # a sync callable that returned a coroutine
+                try:
+                    return await value
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as exc:  # noqa: BLE001
+                    raise user_error(exc) from None
+            return value
+    except TimeoutError:
+        raise UserCallTimeout(timeout) from None
