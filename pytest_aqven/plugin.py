@@ -121,7 +121,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from .series.storage import StorageError, preflight
     for root in _project_roots(session.config):
         try:
-            preflight(root)
+            preflight(root, again=True)
         except StorageError as exc:
             raise pytest.UsageError(str(exc)) from None
 

@@ -134,11 +134,11 @@ def check_file(path: Path, *, full: bool = False) -> str | None:
 _CHECKED: dict[Path, None] = {}
 
 
-def preflight(root: Path) -> None:
+def preflight(root: Path, *, again: bool = False) -> None:
     """Before a series writes anything: the folder is writable and an existing database is sound.
-    Once per project and process. Raises StorageError with the one message to show."""
+    Once per project and process (again: at each session start). Raises StorageError with the one message."""
     root = Path(root)
-    if root in _CHECKED:
+    if root in _CHECKED and not again:
         return
     folder = root / ".aqven"
     path = database_path(root)
