@@ -65,6 +65,8 @@ class ExperimentFile(pytest.File):
         self.extra_keyword_matches.add(self.experiment_id)
 
     def collect(self):
+        if _deselected(self):           # -k / -m that no attempt of it can match: plan and build nothing
+            return
         lp = loaded(self.config, self.root)
         errors = lp.errors or [d for d in lp.experiment_diagnostics.get(self.experiment_id, []) if d.severity == "error"]
         if errors:
@@ -165,3 +167,51 @@ def wait(future):
             return future.result(timeout=0.25)
         except concurrent.futures.TimeoutError:
             continue
+
+
+def _deselected(file: ExperimentFile) -> bool:
+    """True only when -m or -k surely deselects every attempt of this file. Its items carry the file's markers
+    and keywords plus their variant, case and repeat names, unknown before planning: -k is evaluated for every
+    truth value of the names the file does not decide, and the file is skipped only if all of them deselect."""
+    try:
+        from _pytest.mark import KeywordMatcher
+        from _pytest.mark.expression import Expression
+        marks = {m.name for m in file.iter_markers()}
+        mexpr = file.config.option.markexpr
+        if mexpr:
+            def mark_matcher(name: str, /, **kwargs) -> bool:
+                if kwargs:
+                    raise LookupError          # marks with arguments: let pytest decide per item
+                return name in marks
+            if not Expression.compile(mexpr).evaluate(mark_matcher):
+                return True
+        kexpr = file.config.option.keyword
+        if not kexpr or kexpr.startswith("-") or kexpr.endswith(":"):
+            return False
+        known = KeywordMatcher.from_item(file)
+        expression = Expression.compile(kexpr)
+        unknown: list[str] = []
+        for _ in range(64):
+            def key_matcher(name: str, /, **kwargs) -> bool:
+                if kwargs:
+                    raise LookupError
+                if known(name):
+                    return True
+                if name not in unknown:
+                    unknown.append(name)
+                return assignment.get(name, False)
+            seen = len(unknown)
+            assignment: dict[str, bool] = {}
+            for bits in range(2 ** max(seen, 0)):
+                assignment = {n: bool(bits >> i & 1) for i, n in enumerate(unknown[:seen])}
+                if expression.evaluate(key_matcher):
+                    return False
+                if len(unknown) > seen:
+                    break
+            else:
+                return True
+            if len(unknown) > 8:
+                return False
+        return False
+    except Exception:       # pytest internals changed or an expression we do not model: collect as usual
+        return False

@@ -231,6 +231,28 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     return report
 
 
+def _series_spend(tr, records: dict) -> None:
+    """Per series this run reported: what ran, what was reused, and the spend against the cap."""
+    from .series.db import Store
+    from .series.ledger import series_spend
+    lines = []
+    for series_id, by_attempt in records.items():
+        first = next(iter(by_attempt.values()))
+        reused = sum(1 for r in by_attempt.values() if r.get("reused"))
+        store = Store(Path(first["root"]))
+        try:
+            series = store.series(series_id) or {}
+            spent = series_spend(store, series_id)
+        finally:
+            store.close()
+        lines.append(f"{first['experiment']} series {series_id}: {len(by_attempt) - reused} attempts ran, "
+                     f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
+    if lines:
+        tr.write_sep("-", "aqven series")
+        for line in lines:
+            tr.write_line(line)
+
+
 class VerdictReporter:
     """Collects attempt records from reports (local or from xdist workers) and, after the run loop,
     reports each experiment's verdict as a test result `<experiment file>::verdict`."""
@@ -315,6 +337,7 @@ class VerdictReporter:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
+            _series_spend(terminalreporter, self.records)
             terminal.launch_plans(terminalreporter, self.config.stash.get(LAUNCH_PLANS, []),
                                   self.config.stash.get(LAUNCH_NOTES, {}))
             terminal.check_warnings(terminalreporter, check_warnings(self.config) + self.worker_warnings)

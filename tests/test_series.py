@@ -410,3 +410,21 @@ def test_an_old_database_is_migrated_and_its_spend_counted(tmp_path):
     store = Store(tmp_path)
     assert store._conn.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == 2
     assert ledgers.series_spend(store, "s").spent_usd == pytest.approx(0.25)
+
+
+# --- large datasets ----------------------------------------------------------------------------------
+
+def test_deselected_experiments_cost_nothing_at_collection_and_a_big_unsized_series_warns(pytester, monkeypatch):
+    from pytest_aqven import collect
+    from pytest_aqven.series import lifecycle
+    make(pytester.path, cases=8)
+    planned = []
+    real = collect.SeriesRun
+    monkeypatch.setattr(collect, "SeriesRun", lambda *a, **k: planned.append(1) or real(*a, **k))
+    for args in (["-m", "not aqven"], ["-k", "not rate_ok"], ["-k", "not aqven and case_00"]):
+        result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--collect-only", "-q", *args)
+        assert planned == [] and not [l for l in result.outlines if "::" in l], args
+    monkeypatch.setattr(lifecycle, "BIG_DATASET", 3)
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--collect-only", "-k", "rate_ok and case_00")
+    assert planned == [1]
+    result.stdout.fnmatch_lines(["*plan.cases is unset and 5 cases are selected*set plan.cases*--aqven-cases N"])
