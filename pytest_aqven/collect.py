@@ -84,7 +84,7 @@ class ExperimentFile(pytest.File):
                              experiment_cap=experiment.spec.cap_usd)
             self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
                                     repeats=opt("aqven_repeats"), cap=cap,
-                                    fresh_for=self.config.stash[RUN_TOKEN] if opt("aqven_new_series") else None)
+                                    fresh_for=run_token(self.config) if opt("aqven_new_series") else None)
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
         except CapError as exc:
@@ -148,6 +148,14 @@ class AttemptItem(pytest.Item):
     def reportinfo(self):
         return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \
                                              f"{self.parent.name} #{self.repeat}"
+
+
+def run_token(config: pytest.Config) -> str:
+    """The same on every xdist worker of one run (xdist's testrunuid), new for every run."""
+    if RUN_TOKEN not in config.stash:
+        workerinput = getattr(config, "workerinput", None)
+        config.stash[RUN_TOKEN] = workerinput["testrunuid"] if workerinput else __import__("uuid").uuid4().hex
+    return config.stash[RUN_TOKEN]
 
 
 def scheduler(config: pytest.Config):

@@ -1,20 +1,29 @@
-"""pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries."""
+"""pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries.
+
+pytest imports this module in every run of an environment where the plugin is installed, so it imports
+nothing heavy: the node tree (and with it pydantic, numpy, scipy) is imported when the first experiment
+file is collected, and the verdict machinery when there is a verdict to decide (docs/performance.md).
+"""
 from __future__ import annotations
 
-import uuid
+import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .collect import (CHECK_FAILED, LAUNCH_NOTES, LAUNCH_PLANS, RUN_TOKEN, SCHEDULER, AttemptItem, ExperimentFile,
-                      check_warnings, scheduler)
-from .project.loader import PROJECT_FILE, Project, load_project
-from .report import terminal
-from .series.conclude import Conclusion, conclude
-from .series.findings import write_finding_for
+if TYPE_CHECKING:
+    from .project.loader import Project
+    from .series.conclude import Conclusion
 
 FAILING = ("refuted", "inconclusive", "invalid")
+PROJECT_FILE = "aqven.yaml"     # project.loader.PROJECT_FILE, without importing the loader
+
+
+def _collect_module():
+    """pytest_aqven.collect once this process collected an experiment file, else None."""
+    return sys.modules.get(f"{__package__}.collect")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,8 +70,6 @@ def pytest_configure(config: pytest.Config) -> None:
             parse_usd(config.getoption("aqven_cap"), "--aqven-cap")
         except CapError as exc:
             raise pytest.UsageError(str(exc)) from None
-    workerinput = getattr(config, "workerinput", None)
-    config.stash[RUN_TOKEN] = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
     reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")
@@ -84,6 +91,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     root = file_path.parent.parent.parent
     if not (root / PROJECT_FILE).is_file():
         return None
+    from .collect import ExperimentFile
     return ExperimentFile.from_parent(parent, path=file_path, root=root)
 
 
@@ -91,12 +99,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under --lf a failed verdict reruns its whole experiment: pytest's last-failed plugin selects
     items by node id, and a verdict is not an item, so its attempts are marked as last failed."""
     lf = config.pluginmanager.getplugin("lfplugin")
-    if lf is None or not config.getoption("lf"):
+    collect = _collect_module()
+    if lf is None or not config.getoption("lf") or collect is None:
         return
     # keys are node id strings, or NodeId objects since pytest 9.2 (whose str() is the node id)
     failed = {str(key).rsplit("::", 1)[0] for key in lf.lastfailed if str(key).endswith("::verdict")}
     for item in items:
-        if isinstance(item, AttemptItem) and item.experiment_file.nodeid in failed:
+        if isinstance(item, collect.AttemptItem) and item.experiment_file.nodeid in failed:
             lf.lastfailed[getattr(item, "id", item.nodeid)] = True
 
 
@@ -106,7 +115,8 @@ def pytest_runtestloop(session: pytest.Session):
     only collection errors, the other experiments still run (as they do under xdist), and the session fails."""
     option = session.config.option
     keep = option.continue_on_collection_errors
-    stopped = session.config.stash.get(CHECK_FAILED, set())
+    collect = _collect_module()
+    stopped = session.config.stash.get(collect.CHECK_FAILED, set()) if collect else set()
     if stopped and session.testsfailed == len(stopped):
         option.continue_on_collection_errors = True
     try:
@@ -118,16 +128,28 @@ def pytest_runtestloop(session: pytest.Session):
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Storage faults stop the session here, with one message, before any worker starts."""
+    roots = _project_roots(session.config)
+    if not roots:
+        return
     from .series.storage import StorageError, preflight
-    for root in _project_roots(session.config):
+    for root in roots:
         try:
             preflight(root, again=True)
         except StorageError as exc:
             raise pytest.UsageError(str(exc)) from None
 
 
+def _find_root(start: Path) -> Path | None:
+    """project.loader.find_root, without importing the loader."""
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
+        if (folder / PROJECT_FILE).is_file():
+            return folder
+    return None
+
+
 def _project_roots(config: pytest.Config) -> list[Path]:
-    from .project.loader import find_root
+    find_root = _find_root
     roots = []
     for arg in config.args or [str(config.invocation_params.dir)]:
         path = Path(config.invocation_params.dir, arg.split("::")[0])
@@ -144,11 +166,13 @@ def _project_roots(config: pytest.Config) -> list[Path]:
 def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
     """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
     items still report in order (each item's runtest waits only for its own attempt)."""
-    if not isinstance(item, AttemptItem) or item.session.shouldstop or item.session.shouldfail:
+    collect = _collect_module()
+    if collect is None or not isinstance(item, collect.AttemptItem) or item.session.shouldstop \
+            or item.session.shouldfail:
         return None
-    sched = scheduler(item.config)
+    sched = collect.scheduler(item.config)
     for upcoming in _upcoming(item, 2 * sched.concurrency + 2):
-        if isinstance(upcoming, AttemptItem):
+        if isinstance(upcoming, collect.AttemptItem):
             upcoming.schedule(sched)
     return None
 
@@ -189,8 +213,9 @@ class StopWatch:
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         session = self.session
-        if session is not None and (session.shouldfail or session.shouldstop):
-            sched = self.config.stash.get(SCHEDULER, None)
+        collect = _collect_module()
+        if collect and session is not None and (session.shouldfail or session.shouldstop):
+            sched = self.config.stash.get(collect.SCHEDULER, None)
             if sched is not None:
                 sched.stopping = True
 
@@ -204,13 +229,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     if stopped:
         why = ("interrupted (Ctrl-C)" if exitstatus == pytest.ExitCode.INTERRUPTED
                else f"the run stopped early: {session.shouldstop or session.shouldfail}")
-    sched = session.config.stash.get(SCHEDULER, None)
+    collect = _collect_module()
+    sched = session.config.stash.get(collect.SCHEDULER, None) if collect else None
     if sched is not None:
         try:
             sched.stop(why)
         finally:
             sched.close()
-            del session.config.stash[SCHEDULER]
+            del session.config.stash[collect.SCHEDULER]
     reporter = session.config.pluginmanager.getplugin("aqven-verdicts")
     if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
         from .series.db import Store
@@ -226,7 +252,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
-    if isinstance(item, AttemptItem) and report.when == "call" and item.record is not None:
+    collect = _collect_module()
+    if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:
         report.aqven_attempt = item.record          # plain data: travels through xdist unchanged
     return report
 
@@ -278,8 +305,9 @@ class VerdictReporter:
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
         result = yield
-        if self.is_worker or self.config.option.collectonly or session.shouldstop:
+        if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.records:
             return result
+        from .project.loader import load_project
         projects: dict[str, Project] = {}   # loaded now, after the attempts: the end snapshot compares with it
         for series_id, by_attempt in sorted(self.records.items(),
                                             key=lambda kv: next(iter(kv[1].values()))["file_nodeid"]):
@@ -291,6 +319,8 @@ class VerdictReporter:
         return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
+        from .series.conclude import conclude
+        from .series.findings import write_finding_for
         file_nodeid = records[0]["file_nodeid"]
         try:
             conclusion = conclude(project, series_id, records, family=self.family)
@@ -329,7 +359,7 @@ class VerdictReporter:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:      # collection happens on workers: send the check warnings to the controller
-            self.config.workeroutput["aqven_warnings"] = check_warnings(self.config)
+            self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -337,8 +367,16 @@ class VerdictReporter:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
-            _series_spend(terminalreporter, self.records)
-            terminal.launch_plans(terminalreporter, self.config.stash.get(LAUNCH_PLANS, []),
-                                  self.config.stash.get(LAUNCH_NOTES, {}))
-            terminal.check_warnings(terminalreporter, check_warnings(self.config) + self.worker_warnings)
+            from .report import terminal
+            if self.records:
+                _series_spend(terminalreporter, self.records)
+            collect = _collect_module()
+            terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
+                                  self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
+            terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.conclusions)
+
+
+def _check_warnings(config: pytest.Config) -> list[tuple[str, str]]:
+    collect = _collect_module()
+    return collect.check_warnings(config) if collect else []

@@ -193,11 +193,11 @@ def test_what_the_engine_cannot_run_yet_stops_collection_with_a_diagnostic(pytes
 
 def test_a_failure_while_deciding_fails_the_verdict_test_not_the_session(pytester, monkeypatch):
     make(pytester, projects.cases(8), repeats=1)
-    from pytest_aqven import plugin
+    from pytest_aqven.series import conclude
 
     def broken(*args, **kwargs):
         raise RuntimeError("database went away")
-    monkeypatch.setattr(plugin, "conclude", broken)
+    monkeypatch.setattr(conclude, "conclude", broken)     # the plugin imports it when it decides
     result = pytester.runpytest("proj", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*pytest-aqven could not decide series *: RuntimeError: database went away*"])
     assert "INTERNALERROR" not in result.stdout.str()

@@ -84,8 +84,15 @@ def node_outputs(ctx: CheckContext, view: FlowView, node_id: str, node: Node) ->
     if isinstance(spec, specs.CallNode):
         called = view.find_flow(view.called(node_id, node))
         return ctx.types.fields(called.spec.output) if called else None
+    if isinstance(spec, specs.ToolNode):
+        tool = ctx.project.tools.get(spec.tool)
+        return {f.name: f.type for f in tool.spec.out} if tool is not None and tool.spec.run else None
+    if isinstance(spec, specs.HumanNode):
+        return ctx.types.fields(spec.form)
+    if isinstance(spec, specs.NarrowNode):
+        return ctx.types.fields(spec.to)
     out = getattr(spec, "out", None)
-    if isinstance(spec, specs.UnsupportedNode) or out is None:
+    if out is None:
         return None
     return {f.name: f.type for f in out}
 
@@ -203,12 +210,14 @@ class FlowCompiler:
             return                       # a node named by two containers, or by itself: checked once
         self.visited.add(node_id)
         spec, doc, who = node.spec, node.doc, f"node {node_id}"
-        if isinstance(spec, specs.UnsupportedNode):
-            self.out.append(doc.diag("E_NODE_KIND_UNSUPPORTED", ("node",),
-                                     f"{who}: {spec.node} nodes are not supported by pytest-aqven",
-                                     "run this flow with the AQVEN engine, or replace the node with a code or llm node"))
-            return
-        if isinstance(spec, specs.LlmNode):
+        if isinstance(spec, specs.ToolNode):
+            self._tool(node_id, node, scope)
+        elif isinstance(spec, specs.HumanNode):
+            self._human(node_id, node, scope)
+        elif isinstance(spec, specs.NarrowNode):
+            self._type(doc, ("to",), spec.to, who)
+            self._ref(doc, ("from",), spec.from_, scope, f"{who}: from")
+        elif isinstance(spec, specs.LlmNode):
             self._llm(node_id, node, scope)
         elif isinstance(spec, specs.CodeNode):
             self._code(node_id, node, scope)
@@ -253,6 +262,23 @@ class FlowCompiler:
                     self._type(node.inference_doc, (key.rstrip("_"), i, "type"), f.type, f"inference {stem}")
             if node.inference.prompt is not None:
                 self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.py_path, f"inference {stem}")
+        self._bindings_refs(doc, spec.in_, scope, who)
+
+    def _tool(self, node_id: str, node: Node, scope: Scope) -> None:
+        spec, doc, who = node.spec, node.doc, f"node {node_id}"
+        tool = self.ctx.project.tools.get(spec.tool)
+        if tool is None and not self.ctx.unreadable("tool", spec.tool):
+            self.out.append(doc.diag("E_TOOL_UNKNOWN", ("tool",), f"{who}: tool {spec.tool} does not exist in the project",
+                                     f"name a tool of tools/ ({', '.join(sorted(self.ctx.project.tools)) or 'none yet'})"))
+        elif tool is not None and tool.spec.run is not None:
+            self._cover(doc, spec.in_, {f.name: f.type for f in tool.spec.in_}, f"tool {spec.tool}", who)
+        self._bindings_refs(doc, spec.in_, scope, who)
+
+    def _human(self, node_id: str, node: Node, scope: Scope) -> None:
+        spec, doc, who = node.spec, node.doc, f"node {node_id}"
+        self._type(doc, ("form",), spec.form, who)
+        for i, f in enumerate(spec.in_):
+            self._type(doc, ("in", i, "type"), f.type, who)
         self._bindings_refs(doc, spec.in_, scope, who)
 
     def _code(self, node_id: str, node: Node, scope: Scope) -> None:

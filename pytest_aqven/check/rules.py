@@ -3,7 +3,7 @@ experiments (and their variants) in experiments.py."""
 from __future__ import annotations
 
 from ..project.loader import Experiment, Project
-from ..project.specs import RecordTypeSpec
+from ..project.specs import RecordTypeSpec, UnionTypeSpec
 from .context import CheckContext, internal_error
 from .diagnostics import Diagnostic
 from .experiments import ExperimentRules
@@ -19,6 +19,8 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
         return out
     out += ctx.guarded("aqven.yaml", "checking providers and agents", lambda: _providers_and_agents(ctx))
     out += ctx.guarded("types", "checking types", lambda: _types(ctx))
+    out += ctx.guarded("agents", "checking agents", lambda: _agents(ctx))
+    out += ctx.guarded("tools", "checking tools", lambda: _tools(ctx))
     out += ctx.guarded("datasets", "checking datasets", lambda: _datasets(ctx))
     for flow in project.flows.values():
         out += ctx.guarded(flow.doc.file, f"checking flow {flow.id}",
@@ -48,13 +50,113 @@ def _providers_and_agents(ctx: CheckContext) -> list[Diagnostic]:
 def _types(ctx: CheckContext) -> list[Diagnostic]:
     out = []
     for type_id, (spec, doc) in ctx.project.type_docs.items():
-        if not isinstance(spec, RecordTypeSpec):
+        if isinstance(spec, RecordTypeSpec):
+            fields = [(("fields", i, "type"), f) for i, f in enumerate(spec.fields)]
+        elif isinstance(spec, UnionTypeSpec):
+            fields = [(("variants", j, "fields", i, "type"), f) for j, v in enumerate(spec.variants)
+                      for i, f in enumerate(v.fields)]
+        else:
             continue
-        for i, f in enumerate(spec.fields):
+        for path, f in fields:
             problem = ctx.types.problem(f.type)
             if problem:
-                out.append(doc.diag("E_TYPE_UNKNOWN", ("fields", i, "type"), f"type {type_id}: field {f.name}: {problem}",
+                out.append(doc.diag("E_TYPE_UNKNOWN", path, f"type {type_id}: field {f.name}: {problem}",
                                     f"add types/<folder>/<snake_name>.yaml or name one of: {ctx.types.known_names()}"))
+    return out
+
+
+def _unknown(ctx: CheckContext, kind: str, name: str, known: dict) -> bool:
+    return name not in known and not ctx.unreadable(kind, name)
+
+
+def _agents(ctx: CheckContext) -> list[Diagnostic]:
+    """What an agent names exists: tools, MCP servers, subagents (agent and inference), approved tools and
+    the instructions file."""
+    from ..project.loader import load_inference
+    project, out = ctx.project, []
+    for agent_id, agent in project.agents.items():
+        spec, doc, who = agent.spec, agent.doc, f"agent {agent_id}"
+        for i, tool in enumerate(spec.tools):
+            if _unknown(ctx, "tool", tool, project.tools):
+                out.append(doc.diag("E_TOOL_UNKNOWN", ("tools", i), f"{who}: tool {tool} does not exist in the project",
+                                    f"name a tool of tools/ ({', '.join(sorted(project.tools)) or 'none yet'})"))
+        for i, server in enumerate(spec.mcp_servers):
+            if _unknown(ctx, "mcp_server", server, project.mcp_servers):
+                out.append(doc.diag("E_MCP_SERVER_UNKNOWN", ("mcp_servers", i),
+                                    f"{who}: MCP server {server} does not exist in the project",
+                                    f"name a server of mcp/ ({', '.join(sorted(project.mcp_servers)) or 'none yet'})"))
+        for i, sub in enumerate(spec.subagents):
+            if sub.agent == agent_id:
+                out.append(doc.diag("E_AGENT_UNKNOWN", ("subagents", i, "agent"), f"{who}: subagent {sub.name} is the agent itself",
+                                    "delegate to another agent"))
+            elif _unknown(ctx, "agent", sub.agent, project.agents):
+                out.append(doc.diag("E_AGENT_UNKNOWN", ("subagents", i, "agent"),
+                                    f"{who}: subagent {sub.name}: agent {sub.agent} does not exist in the project",
+                                    f"name an agent of agents/ ({', '.join(sorted(project.agents))})"))
+            sink: list[Diagnostic] = []
+            inference, _ = load_inference(project, sub.inference, sink)
+            if inference is None and not sink:
+                out.append(doc.diag("E_INFERENCE_UNKNOWN", ("subagents", i, "inference"),
+                                    f"{who}: subagent {sub.name}: inference {sub.inference} has no file "
+                                    f"{sub.inference}.inference.yaml in the project",
+                                    "name the inference of an llm node, or write <id>.inference.yaml beside a node"))
+        if spec.approval is not None:
+            for i, tool in enumerate(spec.approval.tools):
+                if tool not in spec.tools:
+                    out.append(doc.diag("E_APPROVAL_TOOL_UNKNOWN", ("approval", "tools", i),
+                                        f"{who}: approval names tool {tool}, which the agent does not have",
+                                        f"name tools of the agent ({', '.join(spec.tools) or 'none'}) or add {tool} under tools"))
+        name = spec.instructions_file
+        if name is not None:
+            base = project.root if name.startswith("@root/") else (project.root / doc.file).parent
+            path = base / name.removeprefix("@root/")
+            problem = text_problem(path)
+            if problem:
+                out.append(doc.diag("E_FILE_UNREADABLE", ("instructions",), f"{who}: instructions file {name} {problem}",
+                                    f"write the instructions in {name} beside the agent, or inline"))
+    return out
+
+
+def text_problem(path) -> str | None:
+    """Why a text file the project names cannot be used, or None."""
+    try:
+        path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "does not exist"
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte {exc.start})"
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror}"
+    return None
+
+
+def _tools(ctx: CheckContext) -> list[Diagnostic]:
+    project, out = ctx.project, []
+    for tool_id, tool in project.tools.items():
+        spec, doc, who = tool.spec, tool.doc, f"tool {tool_id}"
+        for key in ("in_", "out"):
+            for i, f in enumerate(getattr(spec, key)):
+                problem = ctx.types.problem(f.type)
+                if problem:
+                    out.append(doc.diag("E_TYPE_UNKNOWN", (key.rstrip("_"), i, "type"), f"{who}: {problem}",
+                                        f"add types/<folder>/<snake_name>.yaml or name one of: {ctx.types.known_names()}"))
+        here = project.root / "tools" / f"{tool_id}.py"
+        for path, ref in ((("run",), spec.run), (("wait", "poll"), spec.wait.poll if spec.wait else None)):
+            if ref is not None:
+                _, problem = ctx.resolver.resolve(ref, here)
+                if problem:
+                    out.append(doc.diag("E_CODE_REF_UNRESOLVED", path, f"{who}: {problem}",
+                                        "write @root.<module>:<function> or <package>.<module>:<function>, and make "
+                                        "the module import cleanly"))
+        if spec.mcp is not None and _unknown(ctx, "mcp_server", spec.mcp.server, project.mcp_servers):
+            out.append(doc.diag("E_MCP_SERVER_UNKNOWN", ("mcp", "server"), f"{who}: MCP server {spec.mcp.server} does not exist",
+                                f"name a server of mcp/ ({', '.join(sorted(project.mcp_servers)) or 'none yet'})"))
+        names = {f.name for f in spec.in_}
+        for i, key in enumerate(spec.idempotency_key):
+            if spec.run is not None and key not in names:
+                out.append(doc.diag("E_BINDING_UNKNOWN", ("idempotency_key", i),
+                                    f"{who}: idempotency_key names {key}, which is not an input of the tool",
+                                    f"name inputs of the tool ({', '.join(sorted(names)) or 'none'})"))
     return out
 
 

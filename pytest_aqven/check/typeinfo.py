@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..project import specs
 from ..project.types import BUILTINS, Registry, UnknownType
 
-OPAQUE = {"Json", "Dynamic"}          # values whose shape is only known at run time
+# values whose shape is only known at run time, or built-in records the checker does not walk into
+OPAQUE = {"Json", "Dynamic", "DynamicValue", "FieldSpec", "MapItemError", "Image", "Audio", "Video", "Document"}
 
 
 class TypeInfo:
@@ -60,6 +61,14 @@ class TypeInfo:
             if base in OPAQUE or base not in self.registry.specs:
                 return None if base in OPAQUE or base not in BUILTINS else (f"{base} has no fields", [])
             spec = self.registry.specs[base]
+            if isinstance(spec, specs.UnionTypeSpec):
+                names = {spec.discriminator: "Text"}
+                for v in spec.variants:
+                    names.update({f.name: f.type for f in v.fields})
+                if step not in names:
+                    return f"{base} has no field {step} in any of its variants", list(names)
+                current = names[step]
+                continue
             if not isinstance(spec, specs.RecordTypeSpec):
                 article = "an" if spec.type[0] in "aeiou" else "a"
                 return f"{base} is {article} {spec.type} type and has no fields", []

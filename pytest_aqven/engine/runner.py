@@ -68,8 +68,8 @@ class Runner:
         self.providers = providers
         self.identity = identity
         self.result = RunResult()
-        limits = (project.spec.limits if project.spec else None) or {}
-        self.default_timeout = float(limits.get("seconds") or usercode.DEFAULT_TIMEOUT)
+        limits = project.spec.limits if project.spec else None
+        self.default_timeout = float((limits and limits.seconds) or usercode.DEFAULT_TIMEOUT)
 
     # --- the flow ---------------------------------------------------------------------------
     async def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
@@ -127,8 +127,8 @@ class Runner:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
     def timeout(self, node: Node) -> float:
-        limits = node.spec.limits or {}
-        return float(limits.get("seconds") or self.default_timeout)
+        limits = node.spec.limits
+        return float((limits and limits.seconds) or self.default_timeout)
 
     async def run_node(self, frame: Frame, node_id: str) -> Any:
         """Run one node (top-level or a container's child) in `frame`; store and return its output."""

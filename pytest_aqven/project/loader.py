@@ -82,13 +82,16 @@ class Project:
     types: Registry = field(default_factory=lambda: Registry({}))
     type_docs: dict[str, tuple[Any, YamlDoc]] = field(default_factory=dict)   # type id -> (spec, its file)
     agents: dict[str, Entity] = field(default_factory=dict)
+    tools: dict[str, Entity] = field(default_factory=dict)
+    mcp_servers: dict[str, Entity] = field(default_factory=dict)
     datasets: dict[str, Dataset] = field(default_factory=dict)
     flows: dict[str, Flow] = field(default_factory=dict)
     experiments: dict[str, Experiment] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)   # project-level (not of one experiment)
     # ids whose file exists but did not load (its own diagnostic says why): no "unknown" cascades
     unreadable: dict[str, set[str]] = field(default_factory=lambda: {"type": set(), "agent": set(), "dataset": set(),
-                                                                      "flow": set()})
+                                                                      "flow": set(), "tool": set(),
+                                                                      "mcp_server": set()})
 
     @property
     def package(self) -> str:
@@ -155,6 +158,15 @@ def load_project(root: Path) -> Project:
             project.agents[path.stem] = Entity(spec, doc)
         else:
             project.unreadable["agent"].add(path.stem)
+
+    for kind, folder, annotation in (("tool", "tools", specs.ToolSpec), ("mcp_server", "mcp", specs.McpServerSpec)):
+        entities = project.tools if kind == "tool" else project.mcp_servers
+        for path in _yaml_files(root / folder):
+            spec, doc = _read(path, root, annotation, f"{kind.replace('_', ' ')} {path.stem}", sink)
+            if spec is not None:
+                entities[path.stem] = Entity(spec, doc)
+            else:
+                project.unreadable[kind].add(path.stem)
 
     for path in _yaml_files(root / "datasets"):
         spec, doc = _read(path, root, specs.DatasetSpec, f"dataset {path.stem}", sink)

@@ -1,6 +1,7 @@
 """The AQVEN file formats as strict pydantic models (unknown keys are errors, as in AQVEN)."""
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Union
 
@@ -55,6 +56,14 @@ class ResearchSettings(Spec):
     spend_cap_usd: Decimal = Field(default=Decimal("1.00"), ge=0)
 
 
+class Limits(Spec):
+    requests: int | None = Field(default=None, ge=1)
+    tool_calls: int | None = Field(default=None, ge=0)
+    tokens: int | None = Field(default=None, ge=1)
+    usd_micros: int | None = Field(default=None, ge=0)
+    seconds: float | None = Field(default=None, gt=0)     # AQVEN writes whole seconds; tests use fractions
+
+
 class ProjectSpec(Spec):
     api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["Project"]
@@ -62,23 +71,45 @@ class ProjectSpec(Spec):
     package: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
     providers: Annotated[list[ProviderSpec], Field(min_length=1)]
     policies: dict[str, Any] | None = None
-    limits: dict[str, Any] | None = None
+    limits: Limits | None = None
     renames: list[dict[str, Any]] = []
     research: ResearchSettings = ResearchSettings()
 
 
 # --- types/ -----------------------------------------------------------------------------------
 
-class FieldDecl(Spec):
-    name: Name
-    type: TypeRef
-    description: str | None = None
+class Constraints(Spec):
+    """The JSON-schema constraints a field declaration (or a value type) may carry, enforced at run time."""
+    min_length: int | None = Field(default=None, alias="minLength", ge=0)
     max_length: int | None = Field(default=None, alias="maxLength", ge=0)
+    min_items: int | None = Field(default=None, alias="minItems", ge=0)
     max_items: int | None = Field(default=None, alias="maxItems", ge=0)
     minimum: float | None = None
     maximum: float | None = None
+    exclusive_minimum: float | None = Field(default=None, alias="exclusiveMinimum")
+    exclusive_maximum: float | None = Field(default=None, alias="exclusiveMaximum")
+    multiple_of: float | None = Field(default=None, alias="multipleOf", gt=0)
     pattern: str | None = None
-    enum: list[Any] | None = None
+    enum: Annotated[list[Any], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _valid_pattern(self):
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {self.pattern!r} is not a regular expression: {exc}") from None
+        for low, high in (("min_length", "max_length"), ("min_items", "max_items"), ("minimum", "maximum")):
+            a, b = getattr(self, low), getattr(self, high)
+            if a is not None and b is not None and a > b:
+                raise ValueError(f"{low} {a} is above {high} {b}")
+        return self
+
+
+class FieldDecl(Constraints):
+    name: Name
+    type: TypeRef
+    description: str | None = None
 
 
 class EnumValue(Spec):
@@ -101,28 +132,76 @@ class EnumTypeSpec(Spec):
     type: Literal["enum"]
     description: Description
     values: Annotated[list[EnumValue], Field(min_length=1)]
+    pii: Literal["none", "pii", "sensitive"] | None = None
 
 
-class ValueTypeSpec(Spec):
+class ValueTypeSpec(Constraints):
     api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["Type"]
     type: Literal["value"]
     description: Description
     base: Literal["Text", "Int", "Float", "Bool", "Date", "DateTime"]
-    max_length: int | None = Field(default=None, alias="maxLength", ge=0)
-    minimum: float | None = None
-    maximum: float | None = None
+    pii: Literal["none", "pii", "sensitive"] | None = None
+
+
+class UnionVariant(Spec):
+    name: Name
+    description: str | None = None
+    fields: list[FieldDecl] = []
+
+
+class UnionTypeSpec(Spec):
+    """A tagged union: the discriminator field holds the variant's name."""
+    api_version: ApiVersion = Field(alias="apiVersion")
+    kind: Literal["Type"]
+    type: Literal["union"]
+    description: Description
+    discriminator: Name
+    variants: Annotated[list[UnionVariant], Field(min_length=1)]
+    pii: Literal["none", "pii", "sensitive"] | None = None
+
+    @model_validator(mode="after")
+    def _variants(self):
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ValueError("every variant of a union has its own name")
+        for v in self.variants:
+            if any(f.name == self.discriminator for f in v.fields):
+                raise ValueError(f"variant {v.name} declares field {self.discriminator}, the discriminator of the union")
+        return self
+
+
+class IdTypeSpec(Spec):
+    """A string id; allowed_set dynamic: an inference restricts it to the ids present in its input."""
+    api_version: ApiVersion = Field(alias="apiVersion")
+    kind: Literal["Type"]
+    type: Literal["id"]
+    description: Description
     pattern: str | None = None
+    max_length: int | None = Field(default=None, alias="maxLength", ge=1)
+    allowed_set: Literal["dynamic", "none"] = "none"
+    code_format: Literal["prefixed_ordinal", "identity"] | None = None
+    pii: Literal["none", "pii", "sensitive"] | None = None
+
+    @model_validator(mode="after")
+    def _valid_pattern(self):
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {self.pattern!r} is not a regular expression: {exc}") from None
+        return self
 
 
-TypeSpec = Annotated[Union[RecordTypeSpec, EnumTypeSpec, ValueTypeSpec], Field(discriminator="type")]
+TypeSpec = Annotated[Union[RecordTypeSpec, EnumTypeSpec, ValueTypeSpec, UnionTypeSpec, IdTypeSpec],
+                     Field(discriminator="type")]
 
 
 # --- agents/ ----------------------------------------------------------------------------------
 
 class AgentSettings(Spec):
-    temperature: float | None = None
-    top_p: float | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
     max_tokens: int | None = Field(default=None, ge=1)
     seed: int | None = None
     provider_options: dict[str, Any] = {}
@@ -137,17 +216,69 @@ class AgentOutput(Spec):
     on_truncated: Literal["fail", "retry", "fallback"] = "fail"
 
 
+class FailOnTimeout(Spec):
+    policy: Literal["fail"]
+
+
+class DefaultOnTimeout(Spec):
+    policy: Literal["default"]
+    value: Any
+
+
+class EscalateOnTimeout(Spec):
+    policy: Literal["escalate"]
+    assignee: Annotated[str, Field(min_length=1)]
+    timeout_seconds: int = Field(ge=1)
+
+
+TimeoutPolicy = Annotated[Union[FailOnTimeout, DefaultOnTimeout, EscalateOnTimeout], Field(discriminator="policy")]
+
+
+class Subagent(Spec):
+    """An agent the parent agent may delegate to, answering with an inference of the project."""
+    name: Name
+    description: Description
+    agent: Name
+    inference: Name
+
+
+class ToolApproval(Spec):
+    """A person approves each call of these tools before it runs."""
+    tools: Annotated[list[Name], Field(min_length=1)]
+    assignee: Annotated[str, Field(min_length=1)]
+    timeout_seconds: int = Field(ge=1)
+    on_timeout: TimeoutPolicy
+
+
+class Capabilities(Spec):
+    family: Literal["openai", "anthropic", "google", "deepseek", "qwen", "moonshot", "zhipu", "xai", "meta",
+                    "mistral", "other"] | None = None
+    input: list[Literal["text", "image", "audio", "video", "document"]] | None = None
+    output: list[Literal["text", "image", "audio", "video", "document"]] | None = None
+    strict: bool | None = None
+
+
 class AgentSpec(Spec):
     api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["Agent"]
     description: Description
     model: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]*:.+$")]
-    fallback_models: list[str] = []
+    fallback_models: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]*:.+$")]] = []
     settings: AgentSettings = AgentSettings()
     output: AgentOutput = AgentOutput()
-    instructions: str | None = None
-    limits: dict[str, Any] | None = None
-    capabilities: dict[str, Any] | None = None
+    instructions: Annotated[str, Field(min_length=1)] | None = None   # text, or a file "./<name>.md" beside the agent
+    tools: list[Name] = []
+    mcp_servers: list[Name] = []
+    subagents: list[Subagent] = []
+    approval: ToolApproval | None = None
+    limits: Limits | None = None
+    capabilities: Capabilities | None = None
+
+    @property
+    def instructions_file(self) -> str | None:
+        """The relative file the instructions name, or None for inline text."""
+        text = self.instructions
+        return text if text and text.startswith(("./", "../", "@root/")) and "\n" not in text else None
 
     @property
     def provider_id(self) -> str:
@@ -156,6 +287,63 @@ class AgentSpec(Spec):
     @property
     def model_name(self) -> str:
         return self.model.split(":", 1)[1]
+
+
+# --- tools/ and mcp/ ---------------------------------------------------------------------------
+
+class McpToolSource(Spec):
+    server: Name
+    tool: Annotated[str, Field(min_length=1)]
+
+
+class JobWait(Spec):
+    poll: Annotated[str, Field(min_length=1)]
+    interval_seconds: int = Field(ge=1)
+    timeout_seconds: int = Field(ge=1)
+
+
+class SecretBinding(Spec):
+    name: Annotated[str, Field(min_length=1)]
+    ref: Annotated[str, Field(pattern=r"^ref:env/[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+class ToolSpec(Spec):
+    api_version: ApiVersion = Field(alias="apiVersion")
+    kind: Literal["Tool"]
+    description: Description
+    effect: Literal["read", "write", "external"]
+    run: Annotated[str, Field(min_length=1)] | None = None
+    mcp: McpToolSource | None = None
+    idempotency_key: list[Name] = []
+    secrets: list[SecretBinding] = []
+    wait: JobWait | None = None
+    in_: list["FieldDecl"] = Field(default=[], alias="in")
+    out: list["OutputField"] = []
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.run is None) == (self.mcp is None):
+            raise ValueError("a tool sets exactly one of run and mcp")
+        if self.run is not None and not self.out:
+            raise ValueError("a tool with run declares its out fields")
+        if self.mcp is not None and (self.wait is not None or self.in_ or self.out):
+            raise ValueError("an mcp tool takes its in and out from the server: remove in, out and wait")
+        return self
+
+
+class SecretHeader(Spec):
+    name: Annotated[str, Field(min_length=1)]
+    value: Annotated[str, Field(pattern=r"^ref:env/[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+class McpServerSpec(Spec):
+    api_version: ApiVersion = Field(alias="apiVersion")
+    kind: Literal["McpServer"]
+    description: Description
+    transport: Literal["streamable_http"]
+    url: Annotated[str, Field(min_length=1)]
+    headers: list[SecretHeader] = []
+    schema_hash: str | None = None
 
 
 # --- datasets/ --------------------------------------------------------------------------------
@@ -191,17 +379,50 @@ class Binding(Spec):
         return self
 
 
-class InputField(Binding):
+class InputField(Constraints):
+    """A code or human node input: a binding that may declare its type and constraints."""
+    name: Name
+    from_: Ref | None = Field(default=None, alias="from")
+    value: Any = None
     type: TypeRef | None = None
     description: str | None = None
 
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.from_ is None) == ("value" not in self.model_fields_set):
+            raise ValueError("a binding sets exactly one of from and value")
+        return self
+
+
+class DynamicLimits(Spec):
+    max_fields: int = Field(ge=1)
+    max_depth: int = Field(ge=1, le=3)
+    max_text_length: int = Field(ge=1)
+    max_items: int = Field(ge=1)
+
 
 class OutputField(FieldDecl):
-    pass
+    """An output field; a Dynamic one takes its shape at run time from a FieldSpec[] input (schema_from)."""
+    schema_from: Ref | None = None
+    value_type: TypeRef | None = None
+    limits: DynamicLimits | None = None
+
+    @model_validator(mode="after")
+    def _dynamic(self):
+        dynamic = self.type.rstrip("?") in DYNAMIC_TYPE_NAMES
+        if not dynamic and (self.schema_from or self.value_type or self.limits):
+            raise ValueError(f"schema_from, value_type and limits belong to a Dynamic field, not to {self.type}")
+        if dynamic and self.schema_from is None:
+            raise ValueError("a Dynamic output field names the FieldSpec[] that shapes it under schema_from")
+        return self
+
+
+DYNAMIC_TYPE_NAMES = ("Dynamic", "DynamicValue")
 
 
 class BoundField(FieldDecl):
     from_: Ref = Field(alias="from")
+    value_type: TypeRef | None = None
 
 
 class FlowSpec(Spec):
@@ -213,7 +434,7 @@ class FlowSpec(Spec):
     returns: Annotated[list[Binding], Field(min_length=1)]
     order: Annotated[list[Name], Field(min_length=1)]
     context: list[Literal["date", "time_zone", "locale", "tenant_id"]] = []
-    limits: dict[str, Any] | None = None
+    limits: Limits | None = None
     requires: list[dict[str, Any]] = []
 
 
@@ -233,7 +454,7 @@ class NodeBase(Spec):
     api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["Node"]
     description: Description
-    limits: dict[str, Any] | None = None
+    limits: Limits | None = None
 
 
 class LlmNode(NodeBase):
@@ -294,14 +515,31 @@ class SwitchNode(NodeBase):
     out: Annotated[list[FieldDecl], Field(min_length=1)]
 
 
-class UnsupportedNode(NodeBase):
-    """tool, human and narrow nodes: recognised so the checker can name them, never run."""
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
-    node: Literal["tool", "human", "narrow"]
+class ToolNode(NodeBase):
+    node: Literal["tool"]
+    tool: Name
+    in_: list[Binding] = Field(default=[], alias="in")
+
+
+class HumanNode(NodeBase):
+    """A person fills the form type; in a series the answer comes from the case."""
+    node: Literal["human"]
+    form: TypeRef
+    assignee: Annotated[str, Field(min_length=1)]
+    timeout_seconds: int = Field(ge=1)
+    on_timeout: TimeoutPolicy
+    in_: list[InputField] = Field(default=[], alias="in")
+
+
+class NarrowNode(NodeBase):
+    """Turns a Dynamic value into a value of a registry type (validated at run time)."""
+    node: Literal["narrow"]
+    from_: Ref = Field(alias="from")
+    to: TypeRef
 
 
 NodeSpec = Annotated[
-    Union[LlmNode, CodeNode, CallNode, LoopNode, ParallelNode, MapNode, SwitchNode, UnsupportedNode],
+    Union[LlmNode, CodeNode, CallNode, LoopNode, ParallelNode, MapNode, SwitchNode, ToolNode, HumanNode, NarrowNode],
     Field(discriminator="node"),
 ]
 
@@ -315,6 +553,54 @@ class InferenceCheck(Spec):
     on_fail: Literal["retry", "fail", "flag"]
     threshold: float | None = None
 
+    @model_validator(mode="after")
+    def _one_source(self):
+        if sum(x is not None for x in (self.use, self.run, self.inference)) != 1:
+            raise ValueError("a check sets exactly one of use, run, or inference with agent")
+        if (self.inference is None) != (self.agent is None):
+            raise ValueError("a judge check sets both inference and agent")
+        return self
+
+
+class DisplayFormatter(Spec):
+    run: Annotated[str, Field(min_length=1)] | None = None
+    template: Annotated[str, Field(pattern=r"\.display\.liquid$")] | None = None
+    variables: dict[Name, Ref] = {}
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.run is None) == (self.template is None):
+            raise ValueError("a display sets exactly one of run and template")
+        return self
+
+
+class InferenceDisplay(Spec):
+    input: DisplayFormatter | None = None
+    output: DisplayFormatter | None = None
+
+
+class AllowedSet(Spec):
+    """Restricts an id-typed output to the ids present in the input."""
+    type: TypeRef
+    from_: Ref = Field(alias="from")
+    labels_from: Ref | None = None
+
+
+class InferenceExample(Spec):
+    name: Annotated[str, Field(min_length=1)]
+    in_: dict[str, Any] = Field(alias="in")
+    out: dict[str, Any]
+
+
+VariantFile = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")]
+
+
+class VariantSlot(Spec):
+    """{{ variants.<slot> }}: the text of <inference>.variants/<slot>/<file>.md, picked by an input value."""
+    on: Ref
+    cases: Annotated[dict[str, VariantFile], Field(min_length=1)]
+    default: VariantFile | None = None
+
 
 class InferenceSpec(Spec):
     api_version: ApiVersion = Field(alias="apiVersion")
@@ -323,8 +609,11 @@ class InferenceSpec(Spec):
     in_: list[FieldDecl] = Field(default=[], alias="in")
     out: Annotated[list[OutputField], Field(min_length=1)]
     prompt: str | None = None
+    display: InferenceDisplay | None = None
+    variants: dict[Name, VariantSlot] = {}
+    allowed_sets: list[AllowedSet] = []
     checks: list[InferenceCheck] = []
-    examples: list[dict[str, Any]] = []
+    examples: list[InferenceExample] = []
 
 
 # --- experiments ------------------------------------------------------------------------------
@@ -467,3 +756,6 @@ class ExperimentSpec(Spec):
     question: Question
     plan: Plan = Plan()
     cap_usd: Decimal | None = Field(default=None, gt=0)     # this experiment's series cap (seeds: explicit cap)
+
+
+ToolSpec.model_rebuild()

@@ -1,18 +1,23 @@
-"""The types registry: pydantic models built at load time from types/ and from field lists."""
+"""The types registry: pydantic models built once from types/ and from field lists, with the names
+AQVEN's generator gives them (`<Type>`, `<Flow><Node>Out`, `<Inference>In`, ...)."""
 from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from . import builtin_types as bt
 from . import specs
 
 BUILTINS: dict[str, Any] = {
     "Text": str, "Int": int, "Float": float, "Bool": bool, "Date": dt.date, "DateTime": dt.datetime,
     "TimeZone": str, "Locale": str, "TenantId": str,
     "Score": Annotated[float, Field(ge=0, le=1)], "Json": Any,
+    # values whose shape is only known at run time (the engine validates them against their FieldSpecs)
+    "Dynamic": Any, "DynamicValue": Any,
+    "FieldSpec": bt.FieldSpec, "MapItemError": bt.MapItemError, **bt.MEDIA_TYPES,
 }
 _REF = re.compile(r"^([A-Z][A-Za-z0-9]*)((?:\[\])*)(\?)?$")
 
@@ -30,11 +35,13 @@ class Record(BaseModel):
 
 
 class Registry:
-    """Type id -> python type. Record types become pydantic models, enums Literal types."""
+    """Type id -> python type. Records and union variants become pydantic models, enums Literal types,
+    ids and value types constrained scalars. Every model is built once and cached."""
 
     def __init__(self, type_specs: dict[str, Any]):
         self.specs = type_specs            # type id -> TypeSpec
         self._built: dict[str, Any] = {}
+        self._records: dict[tuple[str, int], tuple[Any, type[BaseModel]]] = {}
 
     def __contains__(self, type_id: str) -> bool:
         return type_id in BUILTINS or type_id in self.specs
@@ -63,11 +70,15 @@ class Registry:
         if isinstance(spec, specs.EnumTypeSpec):
             t = Literal[tuple(v.value for v in spec.values)]  # type: ignore[misc]
         elif isinstance(spec, specs.ValueTypeSpec):
-            t = Annotated[BUILTINS[spec.base], Field(**_constraints(spec))]
+            t = _constrained(BUILTINS[spec.base], spec)
+        elif isinstance(spec, specs.IdTypeSpec):
+            t = Annotated[str, Field(**{k: v for k, v in (("pattern", spec.pattern), ("max_length", spec.max_length))
+                                       if v is not None})]
         else:
             self._built[type_id] = None    # a recursive reference shows up as an error, not a loop
             try:
-                t = self.record(type_id, spec.fields)
+                t = self._union(type_id, spec) if isinstance(spec, specs.UnionTypeSpec) else \
+                    self._model(type_id, spec.fields)
             except Exception:
                 del self._built[type_id]   # not a half-built type: the next caller gets the error too
                 raise
@@ -75,32 +86,90 @@ class Registry:
         return t
 
     def record(self, name: str, fields: list[specs.FieldDecl]) -> type[BaseModel]:
-        definitions: dict[str, Any] = {}
+        """The model of a field list (a node's out, an inference's in), built once per list."""
+        key = (name, id(fields))
+        cached = self._records.get(key)
+        if cached is None or cached[0] is not fields:
+            cached = self._records[key] = (fields, self._model(name, fields))
+        return cached[1]
+
+    def _model(self, name: str, fields: list[specs.FieldDecl], base: type[BaseModel] = Record,
+               extra: dict[str, Any] | None = None) -> type[BaseModel]:
+        definitions: dict[str, Any] = dict(extra or {})
         for f in fields:
             t = self.resolve(f.type)
             if t is None:
                 raise UnknownType(f"type {f.type} refers to itself")
-            constraints = _constraints(f)
-            if constraints:
-                t = Annotated[t, Field(**constraints)]
-            optional = f.type.endswith("?")
-            definitions[f.name] = (t, None) if optional else (t, ...)
-        return create_model(name, __base__=Record, **definitions)
+            t = _constrained(t, f)
+            definitions[f.name] = (t, None) if f.type.endswith("?") else (t, ...)
+        model = create_model(name, __base__=base, **definitions)
+        model.__aqven_fields__ = fields     # the declarations, for flow.py code nodes and the checker
+        return model
+
+    def _union(self, type_id: str, spec: specs.UnionTypeSpec) -> Any:
+        """A tagged union: one model per variant (`<Type><Variant>`), the discriminator holding its name."""
+        members = []
+        for v in spec.variants:
+            tag = {spec.discriminator: (Literal[v.name], ...)}  # type: ignore[valid-type]
+            members.append(self._model(f"{type_id}{pascal(v.name)}", v.fields, extra=tag))
+        if len(members) == 1:
+            return members[0]
+        return Annotated[Union[tuple(members)], Field(discriminator=spec.discriminator)]
+
+    def union_variants(self, type_id: str) -> dict[str, type[BaseModel]]:
+        """Generated name -> model of every variant of a union type."""
+        t = self.named(type_id)
+        members = typing_args(t)
+        return {m.__name__: m for m in members}
 
     def json_schema(self, model: type[BaseModel]) -> dict:
         return model.model_json_schema()
 
 
-def _constraints(f) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if getattr(f, "max_length", None) is not None:
-        out["max_length"] = f.max_length
-    if getattr(f, "max_items", None) is not None:
-        out["max_length"] = f.max_items
-    if getattr(f, "minimum", None) is not None:
-        out["ge"] = f.minimum
-    if getattr(f, "maximum", None) is not None:
-        out["le"] = f.maximum
-    if getattr(f, "pattern", None):
-        out["pattern"] = f.pattern
-    return out
+def typing_args(t: Any) -> list[Any]:
+    import typing
+    if typing.get_origin(t) is Annotated:
+        t = typing.get_args(t)[0]
+    if typing.get_origin(t) is Union:
+        return list(typing.get_args(t))
+    return [t] if isinstance(t, type) else []
+
+
+def _scalar(t: Any) -> bool:
+    """Text, numbers and dates take item constraints; records, unions and media do not."""
+    import typing
+    while typing.get_origin(t) is Annotated:
+        t = typing.get_args(t)[0]
+    return t in (str, int, float, dt.date, dt.datetime)
+
+
+_SCALAR_KEYS = (("minimum", "ge"), ("maximum", "le"), ("exclusive_minimum", "gt"), ("exclusive_maximum", "lt"),
+                ("multiple_of", "multiple_of"), ("pattern", "pattern"))
+
+
+def _constrained(t: Any, f: Any) -> Any:
+    """The type `t` with the JSON-schema constraints of a declaration. On a list, the item constraints
+    (pattern, bounds, length of text, enum) apply to each item and minItems/maxItems to the list."""
+    import typing
+    optional = False
+    if typing.get_origin(t) is Union and type(None) in typing.get_args(t):
+        optional, t = True, next(a for a in typing.get_args(t) if a is not type(None))
+    is_list = typing.get_origin(t) is list
+    item = typing.get_args(t)[0] if is_list else t
+    item_kw: dict[str, Any] = {k2: getattr(f, k1) for k1, k2 in _SCALAR_KEYS if getattr(f, k1, None) is not None}
+    for k1, k2 in (("min_length", "min_length"), ("max_length", "max_length")):
+        if getattr(f, k1, None) is not None:
+            item_kw[k2] = getattr(f, k1)
+    enum = getattr(f, "enum", None)
+    if enum:
+        item = Literal[tuple(enum)]  # type: ignore[misc]
+        item_kw = {}
+    if item_kw and _scalar(item):
+        item = Annotated[item, Field(**item_kw)]
+    if is_list:
+        list_kw = {k2: getattr(f, k1) for k1, k2 in (("min_items", "min_length"), ("max_items", "max_length"))
+                   if getattr(f, k1, None) is not None}
+        t = Annotated[list[item], Field(**list_kw)] if list_kw else list[item]
+    else:
+        t = item
+    return Optional[t] if optional else t

@@ -216,13 +216,16 @@ def test_user_code_that_raises_while_importing_is_a_diagnostic(showcase):
         "module lumen.code.support_case raised RuntimeError while importing: no database here")
 
 
-def test_unsupported_node_kind(showcase):
-    showcase.write(SC + "nodes/resolve/resolve.node.yaml",
-                   'apiVersion: "aqven/v1"\nkind: "Node"\nnode: "human"\ndescription: "Ask a person"\nform: "Draft"\n')
-    assert showcase.one("E_NODE_KIND_UNSUPPORTED") == (
-        "flows/support_case/nodes/resolve/resolve.node.yaml:3:1: error E_NODE_KIND_UNSUPPORTED node: node resolve: "
-        "human nodes are not supported by pytest-aqven\n"
-        "  hint: run this flow with the AQVEN engine, or replace the node with a code or llm node")
+def test_human_node_is_valid_aqven_and_its_spec_is_checked(showcase):
+    """Every node kind of AQVEN passes aqven check; what this engine cannot run yet is named at collection."""
+    human = ('apiVersion: "aqven/v1"\nkind: "Node"\nnode: "human"\ndescription: "Ask a person"\nform: "CaseOutcome"\n'
+             'assignee: "support_lead"\ntimeout_seconds: 3600\non_timeout:\n  policy: "fail"\n')
+    showcase.write(SC + "nodes/resolve/resolve.node.yaml", human)
+    assert showcase.diagnostics() == []
+    showcase.write(SC + "nodes/resolve/resolve.node.yaml", human.replace('assignee: "support_lead"\n', ""))
+    assert showcase.one("E_SPEC_INVALID").startswith(
+        "flows/support_case/nodes/resolve/resolve.node.yaml:1:1: error E_SPEC_INVALID assignee: node resolve: "
+        "key assignee is required")
 
 
 def test_case_duplicate(showcase):
