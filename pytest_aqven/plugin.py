@@ -275,7 +275,7 @@ def _series_spend(tr, records: dict) -> None:
         lines.append(f"{first['experiment']} series {series_id}: {len(by_attempt) - reused} attempts ran, "
                      f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
     if lines:
-        tr.write_sep("-", "aqven series")
+        tr.write_sep("=", "aqven series")
         for line in lines:
             tr.write_line(line)
 

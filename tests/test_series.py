@@ -37,19 +37,19 @@ async def complete(request: ModelRequest) -> ModelResponse:
     await asyncio.sleep({sleep})
     with open(CALLS, "a") as f:          # one short append per paid call: atomic across processes
         f.write(f"{{a.variant}}|{{a.case}}|{{a.repeat}}|{{os.getpid()}}\\n")
-    return ModelResponse(text='{{"label": "positive"}}', tokens_in=10, tokens_out=3, cost_usd={cost})
+    return ModelResponse(text={answer!r}, tokens_in=10, tokens_out=3, cost_usd={cost})
 '''
 
 
 def make(path: Path, *, cases: int = 80, cost: float | None = 0.01, sleep: float = 0.0, cap: float | None = None,
-         repeats: int = 1, extra: str = "") -> Path:
+         repeats: int = 1, extra: str = "", answer: str = '{"label": "positive"}', files: dict | None = None) -> Path:
     root = path / "proj"
     aqven = projects.FILES["aqven.yaml"].rstrip(" ")
     if cap is not None:
         aqven += f"        research:\n          spend_cap_usd: {cap}\n"
-    projects.write(root, {"aqven.yaml": aqven, "provider.py": PROVIDER.format(sleep=sleep, cost=cost),
+    projects.write(root, {"aqven.yaml": aqven, "provider.py": PROVIDER.format(sleep=sleep, cost=cost, answer=answer),
                           **projects.dataset(projects.cases(cases)),
-                          **projects.experiment(repeats=repeats, extra=extra)}, package=PACKAGE)
+                          **projects.experiment(repeats=repeats, extra=extra), **(files or {})}, package=PACKAGE)
     return root
 
 
@@ -192,6 +192,17 @@ def test_unpriced_attempts_make_the_spend_a_lower_bound_and_the_hard_limit_refus
     with pytest.raises(Exception) as err:
         budget.before()
     assert getattr(err.value, "code", None) == "budget_exceeded"        # outcome budget_cut
+
+
+def test_an_attempt_that_would_overrun_the_cap_alone_is_cut(pytester):
+    agent = projects.FILES["agents/bot.yaml"].rstrip(" ") + "        output:\n          retries: 3\n"
+    root = make(pytester.path, cases=8, cap=0.5, cost=0.3, answer="not json", files={"agents/bot.yaml": agent})
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs")
+    (record,) = [json.loads(r) for (r,) in db(root).execute("SELECT record FROM aqven_series_attempts")]
+    assert record["outcome"] == "budget_cut" and record["error_code"] == "budget_exceeded"
+    assert len(calls(root)) == 2                 # the third call was refused: the attempt had spent $0.60 of $0.50
+    assert "budget_exceeded" in result.stdout.str()
+    assert the_series(root)["status"] == "awaiting_approval"
 
 
 def test_the_cap_source_and_an_explicit_cap_above_the_project_cap(tmp_path):

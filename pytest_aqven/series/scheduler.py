@@ -88,11 +88,14 @@ class Scheduler:
         """No new attempt starts; running ones finish, are paid and recorded (waits for them).
         With `why`, every unfinished series this process touched is cancelled (its verdict invalid)."""
         self.stopping = True
-        for fut in list(self.jobs.values()):
-            try:
-                fut.result(timeout=wait)
-            except Exception:
-                pass
+        try:
+            for fut in list(self.jobs.values()):
+                try:
+                    fut.result(timeout=wait)
+                except Exception:
+                    pass
+        except KeyboardInterrupt:       # a second Ctrl-C: stop waiting; unsaved claims expire with this process
+            pass
         if why:
             for series_id, root in self.series.items():
                 self._call(lambda: cancel(self._ledger(root).store, series_id, why))
@@ -105,6 +108,9 @@ class Scheduler:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.db.shutdown(wait=True)
+        if not self.thread.is_alive():
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
 
     def _call(self, fn):
         return self.db.submit(fn).result()
