@@ -200,8 +200,8 @@ _POSITIONS = pytest.StashKey[dict]()
 
 
 class StopWatch:
-    """-x / --maxfail decided to stop: no new attempt starts from now on (pytest sets shouldfail in its own
-    pytest_runtest_logreport, which runs before this trylast one)."""
+    """-x / --maxfail decided to stop (pytest sets shouldfail in its own pytest_runtest_logreport, which runs
+    before this trylast one): stop at once, so the verdicts decided after the loop see a cancelled series."""
 
     def __init__(self, config: pytest.Config):
         self.config = config
@@ -213,22 +213,13 @@ class StopWatch:
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         session = self.session
-        collect = _collect_module()
-        if collect and session is not None and (session.shouldfail or session.shouldstop):
-            sched = self.config.stash.get(collect.SCHEDULER, None)
-            if sched is not None:
-                sched.stopping = True
+        if session is not None and (session.shouldfail or session.shouldstop):
+            _stop(session, f"the run stopped early: {session.shouldstop or session.shouldfail}")
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
-    """-x, --maxfail, Ctrl-C: no new attempt starts, running ones finish and are recorded, and every series
-    this run touched is cancelled (its verdict invalid). A normal end just waits for the attempts."""
-    stopped = bool(session.shouldstop or session.shouldfail or exitstatus == pytest.ExitCode.INTERRUPTED)
-    why = None
-    if stopped:
-        why = ("interrupted (Ctrl-C)" if exitstatus == pytest.ExitCode.INTERRUPTED
-               else f"the run stopped early: {session.shouldstop or session.shouldfail}")
+def _stop(session: pytest.Session, why: str | None) -> None:
+    """No new attempt starts; running ones finish, are paid and recorded. With `why`, every series this run
+    touched is cancelled (its verdict invalid). Idempotent."""
     collect = _collect_module()
     sched = session.config.stash.get(collect.SCHEDULER, None) if collect else None
     if sched is not None:
@@ -247,6 +238,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
                 cancel(store, series_id, why)
             finally:
                 store.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+    """Ctrl-C, -x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight."""
+    why = None
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        why = "interrupted (Ctrl-C)"
+    elif session.shouldstop or session.shouldfail:
+        why = f"the run stopped early: {session.shouldstop or session.shouldfail}"
+    _stop(session, why)
 
 
 @pytest.hookimpl(wrapper=True)
