@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .series.commands import add_db, add_series
     add_series(commands)
     add_db(commands)
+    add_plan(commands)
     return parser
 
 
@@ -46,6 +47,67 @@ def run_check(args: argparse.Namespace) -> int:
     diagnostics = check_root(root)
     print(render_json(diagnostics) if args.format == "json" else render_text(diagnostics))
     return 1 if any(d.severity == "error" for d in diagnostics) else 0
+
+
+def add_plan(commands) -> None:
+    p = commands.add_parser(
+        "plan", help="launch plans with the simulated power search (kept for pytest --collect-only)",
+        description="Print each experiment's launch plan as `pytest --collect-only` does, after running the "
+                    "simulated power search that --collect-only leaves out (it takes seconds per experiment). "
+                    "The result is kept in .aqven/plans/ by its inputs, so the next --collect-only shows it.")
+    p.add_argument("experiments", nargs="*", metavar="EXPERIMENT", help="experiment ids (default: every experiment)")
+    p.add_argument("--project", default=".", metavar="PATH",
+                   help="the module root or any file or folder inside it (default: .)")
+    p.add_argument("--holdout", action="store_true", help="plan the held-out series (default: the working cases)")
+    p.add_argument("--cases", type=int, default=None, metavar="N", help="cases per series, as --aqven-cases")
+    p.add_argument("--repeats", type=int, default=None, metavar="N", help="repeats per case, as --aqven-repeats")
+    p.add_argument("--intervals", choices=("robust", "model"), default="robust", help="as --aqven-intervals")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="processes for the searches of several experiments (default: the number of CPUs)")
+    p.set_defaults(handler=run_plan)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    import os
+
+    from .check.rules import check_project
+    from .project.loader import load_project
+    from .report.terminal import plan_lines
+    from .series.plans import plan_experiments
+    if args.cases is not None and args.cases < 1 or args.repeats is not None and not 1 <= args.repeats <= 20:
+        print("aqven plan: --cases must be at least 1 and --repeats between 1 and 20", file=sys.stderr)
+        return 2
+    root = find_root(Path(args.project))
+    if root is None:
+        print(f"aqven plan: no {PROJECT_FILE} in {args.project} or any folder above it", file=sys.stderr)
+        return 2
+    project = load_project(root)
+    unknown = [e for e in args.experiments if e not in project.experiments]
+    if unknown:
+        print(f"aqven plan: no experiment {', '.join(unknown)}; the project has: "
+              f"{', '.join(sorted(project.experiments)) or 'none'}", file=sys.stderr)
+        return 2
+    diagnostics, per_experiment = check_project(project)
+    errors = [d for d in diagnostics if d.severity == "error"]
+    wanted = args.experiments or sorted(project.experiments)
+    runnable = []
+    for experiment in wanted:
+        errors += [d for d in per_experiment.get(experiment, []) if d.severity == "error"]
+        if not any(d.severity == "error" for d in [*diagnostics, *per_experiment.get(experiment, [])]):
+            runnable.append(experiment)
+    if errors:
+        print(render_text(errors))
+    jobs = args.jobs or min(len(runnable), os.cpu_count() or 1)
+    for experiment, plan in plan_experiments(root, runnable, "holdout" if args.holdout else "dev",
+                                             cases=args.cases, repeats=args.repeats, family=args.intervals,
+                                             jobs=jobs):
+        if isinstance(plan, str):
+            errors.append(plan)
+            print(plan)
+            continue
+        for line, _ in plan_lines(experiment, "holdout" if args.holdout else "dev", plan):
+            print(line)
+    return 1 if errors else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,6 +56,14 @@ def _render(diagnostics: list[Diagnostic]) -> str:
     return "\n".join(d.render() for d in sorted(diagnostics, key=Diagnostic.sort_key))
 
 
+def cassette_mode(config: pytest.Config) -> str | None:
+    for option, mode in (("aqven_record", "record"), ("aqven_record_missing", "record_missing"),
+                         ("aqven_replay", "replay")):
+        if config.getoption(option):
+            return mode
+    return None
+
+
 class ExperimentFile(pytest.File):
     def __init__(self, *, root: Path, **kwargs):
         super().__init__(**kwargs)
@@ -84,18 +92,26 @@ class ExperimentFile(pytest.File):
                              experiment_cap=experiment.spec.cap_usd)
             self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
                                     repeats=opt("aqven_repeats"), cap=cap,
-                                    fresh_for=run_token(self.config) if opt("aqven_new_series") else None)
+                                    fresh_for=run_token(self.config) if opt("aqven_new_series") else None,
+                                    cassettes=cassette_mode(self.config))
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
         except CapError as exc:
             raise self.CollectError(f"error: {exc}") from None
-        if self.config.option.collectonly:
-            family = opt("aqven_intervals") or self.config.getini("aqven_intervals")
-            self.config.stash.setdefault(LAUNCH_PLANS, []).append(
-                (self.experiment_id, split, self.series.launch_plan(family)))
         self.config.stash.setdefault(LAUNCH_NOTES, {})[self.experiment_id] = [cap.describe(), *self.series.warnings()]
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)
+
+
+def launch_plans(session: pytest.Session) -> list:
+    """(experiment, split, launch plan) of each experiment with a selected attempt, so -k and -m cost
+    nothing: the closed form, or the simulated search when `aqven plan` cached it (docs/performance.md)."""
+    config = session.config
+    family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
+    files = {item.experiment_file.nodeid: item.experiment_file for item in session.items
+             if isinstance(item, AttemptItem)}
+    return [(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
+            for f in files.values()]
 
 
 class VariantNode(pytest.Collector):

@@ -46,6 +46,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-new-series", action="store_true", default=False,
                     help="start a new series instead of continuing an unfinished one (which is cancelled)")
     parser.addini("aqven_concurrency", "attempts in flight per process", default="1")
+    group.addoption("--aqven-record", action="store_true", default=False,
+                    help="call the models and record every call in cassettes under <project>/cassettes")
+    group.addoption("--aqven-record-missing", action="store_true", default=False,
+                    help="replay recorded calls; call the models only for calls missing from the cassettes")
+    group.addoption("--aqven-replay", action="store_true", default=False,
+                    help="answer every model call from the cassettes, offline; a missing call is cassette_miss")
     parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
 
@@ -70,6 +76,9 @@ def pytest_configure(config: pytest.Config) -> None:
             parse_usd(config.getoption("aqven_cap"), "--aqven-cap")
         except CapError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if sum(map(bool, (config.getoption("aqven_record"), config.getoption("aqven_record_missing"),
+                      config.getoption("aqven_replay")))) > 1:
+        raise pytest.UsageError("--aqven-record, --aqven-record-missing and --aqven-replay exclude each other")
     reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")
@@ -298,6 +307,11 @@ class VerdictReporter:
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        collect = _collect_module()
+        if collect is not None and self.config.option.collectonly and not self.is_worker:
+            self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)

@@ -186,7 +186,7 @@ def test_what_the_engine_cannot_run_yet_stops_collection_with_a_diagnostic(pytes
     result.stdout.fnmatch_lines([
         "flows/rate/nodes/judge/judge.prompt.md:1:1: error E_RUNTIME_UNSUPPORTED: node judge: "
         "Liquid prompt templates are not run yet",
-        "  hint: this version of pytest-aqven runs code and llm nodes with plain-text prompts on function providers"])
+        "  hint: this version of pytest-aqven runs code and llm nodes with plain-text prompts"])
     assert "Traceback" not in result.stdout.str()
     assert result.ret != 0
 

@@ -220,8 +220,9 @@ async def run_llm(runner: Runner, frame: Frame, node: Node, node_id: str, trace:
                                agent.output.mode, runner.identity, node_id)
         response = await _complete(runner, provider, request, node, node_id, agent.model, trace)
         call = CallTrace(agent.model, response.outcome, response.tokens_in, response.tokens_out,
-                         response.cost_usd, "provider" if response.cost_usd is not None else "unknown",
-                         response.latency_ms or 0.0)
+                         response.cost_usd, response.cost_source
+                         or ("provider" if response.cost_usd is not None else "unknown"),
+                         response.latency_ms or 0.0, retries=[list(r) for r in response.retries])
         trace.calls.append(call)
         last = attempt == budget - 1
         if response.outcome != "ok":
@@ -253,7 +254,7 @@ async def _complete(runner: Runner, provider, request: ModelRequest, node: Node,
         async with asyncio.timeout(seconds):
             return await provider.complete(request)
     except ProviderError as exc:
-        trace.calls.append(CallTrace(model, "error", error=str(exc)))
+        trace.calls.append(CallTrace(model, "error", error=str(exc), retries=[list(r) for r in exc.retries]))
         raise RunError(exc.code, f"node {node_id}: {exc}") from None
     except TimeoutError:
         trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s"))

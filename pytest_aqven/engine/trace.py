@@ -33,6 +33,7 @@ class CallTrace:
     error: str | None = None
     action: str | None = None        # what followed this call: retry | repair | fallback | None (it was the last)
     cause: str | None = None         # why it did not end the node: refusal, schema_invalid, check <id>, ...
+    retries: list = field(default_factory=list)   # transport retries before it: [cause, wait in s]
 
 
 @dataclass

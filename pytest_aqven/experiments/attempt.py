@@ -11,6 +11,7 @@ from ..project.loader import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Provider
+from ..providers.secrets import scrub_data
 from .checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
 from .evaluators import EvalContext
 from .plan import SeriesPlan
@@ -96,7 +97,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         passed = outcome == "ok" and all(r.state == "passed" for c in checks if c.spec.kind == "binary"
                                          for r in [scored[c.id]] if r.state != "skipped")
     tokens_in, tokens_out = result.tokens
-    return {
+    # provider and user-code text may carry a key: scrubbed before the record is stored or shown
+    return scrub_data({
         "series_id": series_id,
         "experiment": plan.experiment.id,
         "variant": variant,
@@ -119,4 +121,4 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "started_at": started,
         "finished_at": time.time(),
         "trace": result.to_dict(),
-    }
+    })

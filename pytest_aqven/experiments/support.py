@@ -11,7 +11,7 @@ from ..project.specs import CodeNode, LlmNode
 from .plan import assemble
 
 CODE = "E_RUNTIME_UNSUPPORTED"
-HINT = "this version of pytest-aqven runs code and llm nodes with plain-text prompts on function providers"
+HINT = "this version of pytest-aqven runs code and llm nodes with plain-text prompts"
 
 
 def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
@@ -47,9 +47,4 @@ def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagno
     if prompt_path is not None and is_template(prompt_path.read_text(encoding="utf-8")):
         out.append(Diagnostic(CODE, project.rel(prompt_path), (), f"node {node.id}: Liquid prompt templates are not run yet",
                               1, 1, HINT))
-    agent = project.agents.get(agent_id)
-    for i, provider in enumerate(project.spec.providers):
-        if agent is not None and provider.id == agent.spec.provider_id and provider.kind != "code":
-            out.append(project.doc.diag(CODE, ("providers", i, "kind"),
-                                        f"provider {provider.id}: {provider.kind} providers are not run yet", HINT))
     return out

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .secrets import scrub
+
 
 @dataclass(frozen=True)
 class AttemptIdentity:
@@ -77,11 +79,13 @@ class ModelResponse:
     finish_reason: str = "stop"      # stop | length | refusal | error | tool_calls
     tokens_in: int = 0
     tokens_out: int = 0
-    cost_usd: float | None = None    # as the provider reported it
+    cost_usd: float | None = None    # None: unknown (no source priced the call), never free
     latency_ms: float | None = None
     refusal: str | None = None
     error: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()   # finish_reason tool_calls: the tools the model asks to run
+    cost_source: str | None = None   # provider | openrouter | genai_prices | unknown; None: "provider" if cost_usd
+    retries: tuple[tuple[str, float], ...] = ()   # transport retries before this answer: (cause, wait in s)
 
     @property
     def outcome(self) -> str:
@@ -97,9 +101,10 @@ class ModelResponse:
 class ProviderError(Exception):
     """A call that failed for infrastructure reasons (an infra error of the attempt)."""
 
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
+    def __init__(self, code: str, message: str, retries: tuple[tuple[str, float], ...] = ()):
+        super().__init__(scrub(message))    # provider text may echo a key: scrubbed where it is created
         self.code = code
+        self.retries = retries          # transport retries before giving up: (cause, wait in s)
 
 
 class Provider(Protocol):

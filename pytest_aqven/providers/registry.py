@@ -5,16 +5,81 @@ from pathlib import Path
 
 from ..project import coderefs
 from ..project.specs import ProviderSpec
+from . import secrets
 from .base import Provider, ProviderError
+from .catalog import CATALOG
 from .function import FunctionProvider
 
 
-def build(spec: ProviderSpec, *, package: str, root: Path) -> Provider:
+_cassettes: dict[tuple[Path, str], "Cassettes"] = {}
+
+
+def build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | None = None) -> Provider:
+    """The provider, or ProviderError (an infrastructure error of every attempt that uses it) raised
+    before any request: a bad code reference, an unknown prefix, a missing key.
+
+    `cassettes` (record | replay | record_missing) puts an HTTP provider behind the module root's
+    cassettes; replaying needs no key."""
+    if spec.kind == "code" or cassettes is None:
+        return _live(spec, package=package, root=root)
+    from .cassettes import CassetteProvider, Cassettes
+    if (root, cassettes) not in _cassettes:
+        _cassettes[(root, cassettes)] = Cassettes(root, cassettes)
+    try:
+        live = _live(spec, package=package, root=root)
+    except ProviderError as exc:
+        if cassettes == "record":
+            raise
+        live = exc                     # raised only when a call is missing from the cassettes
+    return CassetteProvider(spec.id, live, _cassettes[(root, cassettes)])
+
+
+def _live(spec: ProviderSpec, *, package: str, root: Path) -> Provider:
     if spec.kind == "code":
         try:
             fn = coderefs.resolve(spec.run, package=package, root=root, here=root / "aqven.py")
         except coderefs.CodeRefError as exc:
             raise ProviderError("code_invalid", f"provider {spec.id}: {exc}") from None
         return FunctionProvider(fn)
-    raise ProviderError("MODEL_FEATURE_UNSUPPORTED",
-                        f"provider {spec.id}: kind {spec.kind} is not supported by this version of pytest-aqven")
+    from . import openai_compat
+    entry = None
+    if spec.kind == "catalog":
+        entry = CATALOG.get(spec.id)
+        if entry is None:
+            raise ProviderError("MODEL_FEATURE_UNSUPPORTED",
+                                f"provider {spec.id}: not a catalog prefix; declare kind: openai_compatible with "
+                                "base_url for another endpoint")
+        if entry.unsupported:
+            raise ProviderError("MODEL_FEATURE_UNSUPPORTED", f"provider {spec.id}: {entry.unsupported}")
+    key = api_key(spec, entry, root)
+    try:
+        return openai_compat.build(spec, entry, root=root, api_key=key)
+    except (TypeError, ValueError) as exc:
+        raise ProviderError("provider_config_invalid", f"provider {spec.id}: params: {exc}") from None
+
+
+def key_variables(spec: ProviderSpec, entry) -> tuple[tuple[str, ...], bool]:
+    """The variables the key is read from, and whether one is required."""
+    if spec.api_key is not None:
+        name = secrets.env_name(spec.api_key)
+        if name is None:
+            raise ProviderError("provider_key_missing", f"provider {spec.id}: api_key must be a reference "
+                                                        "ref:env/NAME, never the key itself")
+        return (name,), True
+    if entry is None:
+        return (), False
+    return entry.key_vars, entry.key_required
+
+
+def api_key(spec: ProviderSpec, entry, root: Path) -> str | None:
+    """From the process environment, else the module root's .env; provider_key_missing names the variable."""
+    names, required = key_variables(spec, entry)
+    for name in names:
+        value = secrets.lookup(name, root)
+        if value:
+            return value
+    if required:
+        raise ProviderError("provider_key_missing",
+                            f"provider {spec.id}: no API key: set {' or '.join(names)} in the environment or in "
+                            f"{root / '.env'}")
+    return None

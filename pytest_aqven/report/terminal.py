@@ -12,14 +12,26 @@ def launch_plans(tr, plans, notes: dict | None = None) -> None:
         return
     tr.write_sep("=", "aqven launch plans")
     for experiment, split, p in plans:
-        tr.write_line(f"{experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
-                      f"{p.variants} variants), {p.available} cases available")
-        if p.below_recommended:
-            tr.write_line(f"  below the recommended {p.recommended_cases} cases: {p.text}", yellow=True)
-        else:
-            tr.write_line(f"  {p.text}")
+        for line, warn in plan_lines(experiment, split, p):
+            tr.write_line(line, yellow=warn)
         for note in (notes or {}).get(experiment, []):
             tr.write_line(f"  {note}")
+
+
+def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
+    """A launch plan as (line, is a warning) pairs: pytest --collect-only and `aqven plan` print the same."""
+    lines = [(f"{experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
+              f"{p.variants} variants), {p.available} cases available", False)]
+    if p.below_recommended:
+        lines.append((f"  below the recommended {p.recommended_cases} cases: {p.text}", True))
+    else:
+        lines.append((f"  {p.text}", False))
+    if p.search_pending:
+        lines.append((f"  closed form (optimistic for these intervals); `aqven plan {experiment}` runs the "
+                      "simulated search and keeps it for the next --collect-only", False))
+    elif p.power is not None:
+        lines.append((f"  simulated: {p.power:.0%} power to decide at {p.recommended_cases} cases", False))
+    return lines
 
 
 def check_warnings(tr, warnings: list[tuple[str, str]]) -> None:

@@ -14,6 +14,7 @@ from .cap import SeriesCap, series_cap
 from .conclude import question_of, to_attempt
 from .db import Store
 from .ledger import apply_cap
+from .plans import SearchCache
 
 BIG_DATASET = 2000       # more selected cases than this without plan.cases: the launch plan warns
 
@@ -21,7 +22,7 @@ BIG_DATASET = 2000       # more selected cases than this without plan.cases: the
 class SeriesRun:
     def __init__(self, project: Project, experiment: Experiment, split: str, *,
                  cases: int | None = None, repeats: int | None = None, cap: SeriesCap | None = None,
-                 fresh_for: str | None = None):
+                 fresh_for: str | None = None, cassettes: str | None = None):
         self.project = project
         self.experiment = experiment
         self.plan = planning.plan(project, experiment, split, cases, repeats)
@@ -29,6 +30,7 @@ class SeriesRun:
         self.fresh_for = fresh_for          # --aqven-new-series: the run token that may continue a series
         self.created = False
         self._series_id: str | None = None
+        self.cassettes = cassettes          # record | replay | record_missing | None (live)
 
     @cached_property
     def store(self) -> Store:
@@ -40,7 +42,8 @@ class SeriesRun:
         out: dict = {}
         for spec in self.project.spec.providers:
             try:
-                out[spec.id] = registry.build(spec, package=self.project.package, root=self.project.root)
+                out[spec.id] = registry.build(spec, package=self.project.package, root=self.project.root,
+                                              cassettes=self.cassettes)
             except ProviderError as exc:
                 out[spec.id] = exc
         return out
@@ -89,12 +92,14 @@ class SeriesRun:
                        f"--aqven-cases N")
         return out
 
-    def launch_plan(self, family: str = "robust") -> stats.LaunchPlan:
-        """Attempts and the recommended cases; history only from a database that already exists."""
+    def launch_plan(self, family: str = "robust", *, simulate: bool = True) -> stats.LaunchPlan:
+        """Attempts and the recommended cases; history only from a database that already exists.
+        The simulated search is read from .aqven/plans/, else run when `simulate` and cached there."""
         history = []
         if (self.project.root / ".aqven" / "aqven.sqlite").exists():
             history = [to_attempt(r) for r in self.store.history(self.experiment.id)]
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,
                                  variants=len(self.plan.variants), available=self.plan.available,
-                                 check_kinds={c.id: c.kind for c in spec.checks}, history=history, family=family)
+                                 check_kinds={c.id: c.kind for c in spec.checks}, history=history, family=family,
+                                 simulate=simulate, cache=SearchCache(self.project.root))

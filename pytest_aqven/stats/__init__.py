@@ -1,41 +1,27 @@
 """Pure statistics for pytest-aqven: samples, intervals, verdicts, sentences, launch plan.
 
-numpy/scipy only; knows nothing of pytest or the rest of pytest_aqven.
+numpy/scipy only; knows nothing of pytest or the rest of pytest_aqven. The names below are imported on
+first use (PEP 562), so collecting experiments does not import the interval machinery.
 """
+from importlib import import_module
 
-from .model import (
-    Attempt,
-    Cell,
-    CheckValue,
-    Estimate,
-    Guardrail,
-    LaunchPlan,
-    Look,
-    Pair,
-    SeriesFacts,
-    Threshold,
-    Verdict,
-)
-from .samples import SERIES_METRICS, metric_info
-from .verdicts import decide
+_NAMES = {
+    **dict.fromkeys(("Attempt", "Cell", "CheckValue", "Estimate", "Guardrail", "LaunchPlan", "Look", "Pair",
+                     "SeriesFacts", "Threshold", "Verdict"), ".model"),
+    "SERIES_METRICS": ".samples", "metric_info": ".samples",
+    "decide": ".verdicts",
+    "launch_plan": ".plan",
+}
+__all__ = list(_NAMES)
 
-__all__ = [
-    "Attempt",
-    "Cell",
-    "CheckValue",
-    "Estimate",
-    "Guardrail",
-    "LaunchPlan",
-    "Look",
-    "Pair",
-    "SeriesFacts",
-    "Threshold",
-    "Verdict",
-    "SERIES_METRICS",
-    "decide",
-    "metric_info",
-]
 
-from .plan import launch_plan  # noqa: E402
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_NAMES[name], __name__), name)
+    globals()[name] = value
+    return value
 
-__all__ += ["launch_plan"]
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_NAMES])

@@ -145,4 +145,5 @@ class LaunchPlan:
     below_recommended: bool
     closed_form_cases: int | None = None  # before the simulated search
     power: float | None = None  # simulated P(confirmed) at recommended_cases
+    search_pending: bool = False  # the simulated search was not run (nor cached): recommended_cases is the closed form
     family: str = "robust"

@@ -5,15 +5,20 @@ Closed form first: the cases that give 80% power when the truth lies one margin 
 optimistic for the recommended intervals (M1's guards, the robust hull), so a simulated search then
 runs the verdict's own interval functions and strict edges on simulated series (1000 per candidate
 number of cases), and takes the smallest number of cases whose P(confirmed) reaches 80%.
+
+The search takes seconds per question, so it runs only when asked (`simulate=True`) and its result is
+kept in a `cache` keyed by every input it reads (`search_inputs`): `pytest --collect-only` shows the
+closed form, or the cached search; `aqven plan` runs the search and fills the cache.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 
 import numpy as np
-from scipy import special
 
 from . import intervals
 from .estimates import clears, mean_interval
@@ -27,6 +32,7 @@ DEFAULT_ICC = 0.3
 SIMULATED_SERIES = 1000  # per candidate number of cases: MC error of a power near 0.8 is 0.013
 MAX_SIMULATED_CASES = 3000  # beyond this the closed form stands (the answer is "far more cases" anyway)
 LOGIT_EFFECT_SD = 0.5  # case-to-case spread of a pair's effect on the logit scale (statistics.md §5.2)
+SEARCH_VERSION = 1  # bump when simulated_power or search_cases change what they compute
 
 
 def design_effect(repeats: int, icc: float) -> float:
@@ -80,6 +86,7 @@ def beta_binomial_rates(rng, mean: float, icc: float, shape: tuple[int, int]) ->
 
 
 def _expit_mean(a: float, sd: float) -> float:
+    from scipy import special   # here, not at the top: --collect-only plans without scipy
     nodes, weights = np.polynomial.hermite_e.hermegauss(60)
     return float(np.sum(weights * special.expit(a + sd * nodes)) / np.sqrt(2 * np.pi))
 
@@ -99,6 +106,7 @@ def logit_pair_rates(rng, base_mean: float, diff: float, icc: float, effect_sd: 
     sd_case from the ICC on the latent scale; the locations are solved so that the population means
     are exactly base_mean and base_mean + diff.
     """
+    from scipy import special
     icc = min(max(icc, 1e-6), 0.95)
     sd_case = math.sqrt(icc / (1 - icc) * math.pi**2 / 3)
     a_b = logit_location(base_mean, sd_case)
@@ -215,8 +223,12 @@ def launch_plan(
     family: str = "robust",
     seed: int = 0,
     icc: float | None = None,
+    simulate: bool = True,
+    cache: MutableMapping[str, tuple[int, float]] | None = None,
 ) -> LaunchPlan:
-    """The launch plan of a question; `icc` overrides the ICC (e.g. calibrated by an A/A series)."""
+    """The launch plan of a question; `icc` overrides the ICC (e.g. calibrated by an A/A series).
+    The simulated search's result is read from `cache` (keyed by `search_inputs`), else computed when
+    `simulate` (and stored in `cache`), else left out: the plan then rests on the closed form."""
     attempts = cases * repeats * variants
     base = dict(cases=cases, repeats=repeats, variants=variants, attempts=attempts, available=available,
                 family=family)
@@ -283,10 +295,18 @@ def launch_plan(
     truth = planning_truth(question, info, margin, spread, icc, repeats, history, check_kinds)
     power = None
     needed = closed
+    pending = False
     if closed <= MAX_SIMULATED_CASES:
-        needed, power = search_cases(
-            lambda c: simulated_power(question, info, c, repeats, truth, family, seed), closed
-        )
+        key = search_inputs(question, info, repeats, truth, family, seed, closed)
+        found = cache.get(key) if cache is not None else None
+        if found is None and simulate:
+            found = search_cases(lambda c: simulated_power(question, info, c, repeats, truth, family, seed), closed)
+            if cache is not None:
+                cache[key] = found
+        if found is not None:
+            needed, power = found
+        else:
+            pending = True
     m = f"{margin:g}"
     if needed > available:
         reason = "short_of_cases"
@@ -299,7 +319,17 @@ def launch_plan(
         reason = "enough"
         text = f"at {cases} cases the expected half-width is ±{half_width:.2f}, within the {m} margin"
     return plan(half_width=half_width, mde=mde, recommended_cases=needed, reason=reason, text=text,
-                below_recommended=cases < needed, closed_form_cases=closed, power=power)
+                below_recommended=cases < needed, closed_form_cases=closed, power=power,
+                search_pending=pending)
+
+
+def search_inputs(question, info, repeats: int, truth: Mapping, family: str, seed: int, closed: int) -> str:
+    """Everything the simulated search reads, as one canonical string: the cache key of its result."""
+    inputs = {"version": SEARCH_VERSION, "series": SIMULATED_SERIES, "power": POWER, "limit": MAX_SIMULATED_CASES,
+              "effect_sd": LOGIT_EFFECT_SD, "question": [type(question).__name__, dataclasses.asdict(question)],
+              "info": dataclasses.asdict(info), "repeats": repeats, "truth": dict(truth), "family": family,
+              "seed": seed, "closed": closed}
+    return json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=repr)
 
 
 def planning_truth(question, info, margin, spread, icc, repeats, history, kinds) -> dict:

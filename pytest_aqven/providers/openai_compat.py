@@ -1,0 +1,292 @@
+"""Chat completions over HTTP (httpx) for the catalog prefixes and `kind: openai_compatible`.
+
+One pooled async client per provider, process and event loop, shared by every concurrent attempt.
+Transport retries (429, 5xx, timeouts, dropped connections) honour Retry-After and otherwise back
+off exponentially with full jitter, within a bounded total wait; other 4xx are never retried. Every
+retry is returned on the response (`retries`) for the trace. Limits are shared across processes.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import random
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+from .base import OUTPUT_TOOL, ModelRequest, ModelResponse, ProviderError, ToolCall
+from .limits import SharedLimiter
+from .pricing import PriceList, genai_cost
+from .secrets import scrub
+
+RETRIABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 5                 # transport retries after the first request
+    base_s: float = 0.5              # first backoff; doubles each retry, full jitter
+    cap_s: float = 30.0              # the longest single backoff
+    total_s: float = 120.0           # the most one call waits between its requests, Retry-After included
+
+
+class OpenAICompatProvider:
+    def __init__(self, *, provider_id: str, base_url: str, api_key: str | None, catalog: str | None,
+                 timeout_s: float = 60.0, retry: RetryPolicy = RetryPolicy(),
+                 limiter: SharedLimiter | None = None, price_list: PriceList | None = None,
+                 headers: dict[str, str] | None = None, extra_body: dict[str, Any] | None = None):
+        self.provider_id = provider_id
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.catalog = catalog
+        self.timeout_s = timeout_s
+        self.retry = retry
+        self.limiter = limiter if limiter is not None and limiter.active else None
+        self.price_list = price_list
+        self._headers = {"Content-Type": "application/json", **(headers or {})}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self.extra_body = extra_body or {}
+        self._clients: dict = {}         # event loop -> its client
+
+    def __repr__(self) -> str:          # never shows the key
+        return f"OpenAICompatProvider({self.provider_id!r}, {self.url!r})"
+
+    def client(self):
+        """The pooled client of the running event loop (a client cannot outlive its loop)."""
+        import httpx
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            for closed in [lp for lp in self._clients if lp.is_closed()]:
+                del self._clients[closed]       # its connections died with their loop
+            timeout = httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
+            client = httpx.AsyncClient(timeout=timeout, headers=self._headers,
+                                       limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        for client in list(self._clients.values()):
+            await client.aclose()
+        self._clients.clear()
+
+    # --- the call -------------------------------------------------------------------------
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        import httpx
+        body = self.body(request)
+        client = self.client()
+        retries: list[tuple[str, float]] = []
+        waited = 0.0
+        for attempt in range(self.retry.retries + 1):
+            retry_after = None
+            slot = self.limiter.slot(request.model) if self.limiter else _nothing()
+            async with slot:
+                started = time.perf_counter()
+                try:
+                    response = await client.post(self.url, json=body)
+                    cause = None
+                except httpx.TimeoutException:
+                    cause, detail = "timeout", f"no answer within {self.timeout_s:g} s"
+                except httpx.TransportError as exc:
+                    cause, detail = "connection", f"{type(exc).__name__}: {exc}"
+                latency_ms = (time.perf_counter() - started) * 1000
+            if cause is None:
+                status = response.status_code
+                if status < 400:
+                    if self.price_list is None:
+                        return self.parse(request, response, latency_ms, tuple(retries))
+                    # the price list may be read from disk or fetched: not on the event loop
+                    return await asyncio.to_thread(self.parse, request, response, latency_ms, tuple(retries))
+                detail = f"HTTP {status}: {_error_text(response)}"
+                if status not in RETRIABLE:
+                    raise ProviderError("provider_error", f"{self.provider_id}: {detail}", tuple(retries))
+                cause = "rate_limited" if status == 429 else f"http_{status}"
+                retry_after = _retry_after(response.headers.get("retry-after"))
+            wait = retry_after if retry_after is not None else _backoff(self.retry, attempt)
+            if attempt == self.retry.retries or waited + wait > self.retry.total_s:
+                code = {"timeout": "timeout", "rate_limited": "rate_limited"}.get(cause, "provider_error")
+                gave_up = (f" after {len(retries)} retries" if retries else "") + (
+                    f" (next wait {wait:.1f} s would pass the {self.retry.total_s:g} s retry budget)"
+                    if attempt < self.retry.retries else "")
+                raise ProviderError(code, f"{self.provider_id}: {detail}{gave_up}", tuple(retries))
+            retries.append((cause, round(wait, 3)))
+            waited += wait
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")
+
+    # --- request --------------------------------------------------------------------------
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": request.model, "messages": [_message(m) for m in request.messages]}
+        body.update(self.extra_body)
+        body.update({k: v for k, v in request.settings.items() if v is not None})
+        tools = list(getattr(request, "tools", ()) or ())
+        strict = getattr(request, "strict", True)
+        if request.output_mode == "native" and request.output_schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "output", "schema": request.output_schema, "strict": strict}}
+        if tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters,
+                **({"strict": strict} if t.name == OUTPUT_TOOL else {})}} for t in tools]
+            if request.output_mode == "tool":
+                body["tool_choice"] = "required"
+        return body
+
+    # --- response -------------------------------------------------------------------------
+    def parse(self, request: ModelRequest, response, latency_ms: float,
+              retries: tuple[tuple[str, float], ...]) -> ModelResponse:
+        try:
+            data = response.json()
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            return ModelResponse(finish_reason="error", latency_ms=latency_ms, retries=retries,
+                                 error=scrub(f"{self.provider_id}: the answer is not a chat completion "
+                                             f"({type(exc).__name__}): {response.text[:200]}"),
+                                 cost_source="unknown")
+        usage = data.get("usage") or {}
+        tokens_in = int(usage.get("prompt_tokens") or 0)
+        tokens_out = int(usage.get("completion_tokens") or 0)
+        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        cost, source = self.cost(request.model, usage, tokens_in, tokens_out, cached)
+        finish = choice.get("finish_reason") or "stop"
+        refusal = message.get("refusal")
+        text = message.get("content")
+        if isinstance(text, list):         # some servers answer with content parts
+            text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+        parsed, calls = None, []
+        for raw in message.get("tool_calls") or ():
+            fn = raw.get("function") or {}
+            arguments = fn.get("arguments") or "{}"
+            try:
+                args = json.loads(arguments) if isinstance(arguments, str) else arguments
+            except ValueError:
+                args = None
+            if fn.get("name") == OUTPUT_TOOL and request.output_mode == "tool":
+                # the answer itself; arguments that are not JSON go on as text, for the engine to judge
+                parsed, text = (args, text) if isinstance(args, dict) else (None, arguments)
+            else:
+                calls.append(ToolCall(raw.get("id") or "", fn.get("name") or "",
+                                      args if isinstance(args, dict) else {"_raw": arguments}))
+        finish_reason = {"stop": "stop", "length": "length", "content_filter": "refusal",
+                         "tool_calls": "tool_calls", "function_call": "tool_calls", "error": "error"}.get(finish, "stop")
+        if finish_reason == "tool_calls" and not calls:
+            finish_reason = "stop"            # only the output tool was called: that is the answer
+        if refusal:
+            finish_reason = "refusal"
+        elif finish == "content_filter":
+            refusal = "the provider's content filter stopped the answer"
+        return ModelResponse(text=text, parsed=parsed, finish_reason=finish_reason, tokens_in=tokens_in,
+                             tokens_out=tokens_out, cost_usd=cost, cost_source=source, latency_ms=latency_ms,
+                             refusal=refusal, tool_calls=tuple(calls), retries=retries,
+                             error=scrub(str(data["error"])) if finish_reason == "error" and data.get("error") else None)
+
+    def cost(self, model: str, usage: dict, tokens_in: int, tokens_out: int, cached: int) -> tuple[float | None, str]:
+        """The price chain: the provider's own report, its price list, genai-prices, else unknown."""
+        reported = usage.get("cost")
+        if isinstance(reported, (int, float)) and not isinstance(reported, bool) and reported >= 0:
+            return float(reported), "provider"
+        if self.price_list is not None:
+            cost = self.price_list.cost(model, tokens_in, tokens_out, cached)
+            if cost is not None:
+                return cost, "openrouter"
+        cost = genai_cost(self.catalog, model, tokens_in, tokens_out, cached)
+        if cost is not None:
+            return cost, "genai_prices"
+        return None, "unknown"
+
+
+class _nothing:
+    async def __aenter__(self):
+        return None
+
+    async def __aexit__(self, *exc):
+        return False
+
+
+def _backoff(policy: RetryPolicy, attempt: int) -> float:
+    return random.uniform(0, min(policy.cap_s, policy.base_s * 2 ** attempt))
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header: a number, or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _error_text(response) -> str:
+    try:
+        data = response.json()
+        text = (data.get("error") or {}).get("message") if isinstance(data.get("error"), dict) else data.get("error")
+        text = text or json.dumps(data)
+    except (ValueError, AttributeError):
+        text = response.text
+    return scrub(str(text)[:500])
+
+
+def _message(m) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role}
+    content = m.content
+    out["content"] = content if isinstance(content, str) else [_part(p) for p in content]
+    calls = getattr(m, "tool_calls", ())
+    if calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function",
+                              "function": {"name": c.name, "arguments": json.dumps(c.arguments)}} for c in calls]
+        if out["content"] == "":
+            out["content"] = None
+    if getattr(m, "tool_call_id", None):
+        out["tool_call_id"] = m.tool_call_id
+    return out
+
+
+def _data_url(part) -> str:
+    return f"data:{part.media_type or 'application/octet-stream'};base64,{base64.b64encode(part.data or b'').decode()}"
+
+
+def _part(p) -> dict[str, Any]:
+    if p.kind == "text":
+        return {"type": "text", "text": p.text or ""}
+    if p.kind == "image":
+        return {"type": "image_url", "image_url": {"url": _data_url(p)}}
+    if p.kind == "audio":
+        fmt = (p.media_type or "audio/wav").split("/")[-1].replace("mpeg", "mp3").replace("x-wav", "wav")
+        return {"type": "input_audio", "input_audio": {"data": base64.b64encode(p.data or b"").decode(), "format": fmt}}
+    if p.kind == "video":
+        return {"type": "video_url", "video_url": {"url": _data_url(p)}}
+    return {"type": "file", "file": {"filename": p.name or "document", "file_data": _data_url(p)}}
+
+
+def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvider:
+    """From a ProviderSpec (and its catalog entry, None for openai_compatible)."""
+    params = dict(spec.params or {})
+    knobs = {"retries": "retries", "retry_base_s": "base_s", "retry_cap_s": "cap_s", "retry_total_s": "total_s"}
+    retry = RetryPolicy(**{field: type(getattr(RetryPolicy, field))(params.pop(key))
+                           for key, field in knobs.items() if key in params})
+    timeout_s = float(params.pop("timeout_s", 60.0))
+    headers = {str(k): str(v) for k, v in (params.pop("headers", None) or {}).items()}
+    limits = spec.limits
+    limiter = None
+    if limits is not None and (limits.rpm or limits.concurrency):
+        limiter = SharedLimiter(root / ".aqven" / "aqven.sqlite", spec.id, rpm=limits.rpm,
+                                concurrency=limits.concurrency, lease_s=timeout_s + 60)
+    base_url = spec.base_url or entry.base_url
+    price_list = None
+    if entry is not None and entry.price_list:
+        price_list = PriceList(base_url.rstrip("/") + "/models", root / ".aqven" / "cache" / f"{spec.id}-models.json")
+    extra = {}
+    if spec.routing:                  # OpenRouter provider routing (data_collection, zdr)
+        extra["provider"] = dict(spec.routing)
+    return OpenAICompatProvider(provider_id=spec.id, base_url=base_url, api_key=api_key,
+                                catalog=spec.id if entry is not None else None, timeout_s=timeout_s, retry=retry,
+                                limiter=limiter, price_list=price_list, headers=headers, extra_body={**extra, **params})

@@ -1,0 +1,82 @@
+"""API keys: resolved from `ref:env/NAME` and the module root's `.env`, and scrubbed from every text we keep.
+
+Every key value this process resolves is remembered here, so `scrub(text)` can remove it from error
+messages and traces before they are stored or shown, whoever produced the text.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+REDACTED = "[REDACTED]"
+_known: set[str] = set()
+_lock = threading.Lock()
+_pattern: re.Pattern | None = None
+# an Authorization header, or a bearer token, whatever its value
+_AUTH = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?:bearer\s+|basic\s+)?[^\s\"',;}]+|\bbearer\s+[^\s\"',;}]+")
+MIN_SECRET = 6        # shorter values would scrub ordinary words
+
+
+def register(value: str | None) -> None:
+    """Remember a secret value so that scrub() removes it."""
+    global _pattern
+    if not value or len(value) < MIN_SECRET:
+        return
+    with _lock:
+        if value not in _known:
+            _known.add(value)
+            _pattern = re.compile("|".join(re.escape(v) for v in sorted(_known, key=len, reverse=True)))
+
+
+def scrub(text):
+    """The text without any registered key value and without Authorization header values."""
+    if not isinstance(text, str) or not text:
+        return text
+    pattern = _pattern
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    return _AUTH.sub(lambda m: (m.group(1) or "") + REDACTED if m.group(1) else f"Bearer {REDACTED}", text)
+
+
+def scrub_data(value):
+    """scrub() applied to every string of a JSON-like value."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {k: scrub_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(scrub_data(v) for v in value)
+    return value
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines of a .env file; comments, blank lines and `export ` prefixes allowed."""
+    out: dict[str, str] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def env_name(ref: str) -> str | None:
+    """NAME of `ref:env/NAME`, else None."""
+    return ref[len("ref:env/"):] if ref.startswith("ref:env/") else None
+
+
+def lookup(name: str, root: Path) -> str | None:
+    """The variable from the process environment, else from the module root's .env; registered for scrubbing."""
+    value = os.environ.get(name) or read_dotenv(root / ".env").get(name) or None
+    register(value)
+    return value

@@ -1,0 +1,183 @@
+"""Series against the local chat-completions server through pytest: traces, shared rate limits under
+xdist, record and offline replay, and a canary key that no output of the run may contain."""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+from .. import projects
+
+PACKAGE = "httpproj"
+CANARY = "sk-canary-5f0e8d2c1b7a4e39"
+
+
+def aqven_yaml(url: str, limits: str = "", params: str = "") -> str:
+    return f'''
+        apiVersion: "aqven/v1"
+        kind: "Project"
+        description: "A project on an OpenAI-compatible server"
+        package: "{{package}}"
+        providers:
+        - id: "local"
+          kind: "openai_compatible"
+          base_url: "{url}"
+          api_key: "ref:env/LOCAL_LLM_KEY"
+          params: {{retry_base_s: 0.01, timeout_s: 5{params}}}
+          data_policy:
+            allows_pii: false
+            allows_sensitive: false
+            retention: "zero"
+        {limits}
+        '''
+
+
+LEAKY_CLEAN = '''
+import os
+
+
+def clean(text: str) -> dict:
+    if "leak" in text:
+        raise RuntimeError("could not reach the store with key " + os.environ.get("LOCAL_LLM_KEY", "?"))
+    return {"text": text.strip()}
+'''
+
+
+def labeller(body: dict) -> dict:
+    text = body["messages"][-1]["content"]
+    return {"label": "negative" if "wrong" in text else "positive"}
+
+
+def make(pytester, server, case_list, **kw):
+    return make_files(pytester.path / "proj", server, case_list, **kw)
+
+
+def make_files(root, server, case_list, *, limits="", repeats=1, key=CANARY, **exp):
+    files = {**projects.dataset(case_list), **projects.experiment(repeats=repeats, **exp),
+             "aqven.yaml": aqven_yaml(server.url, limits),
+             "agents/bot.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "A model"\n'
+                                'model: "local:m1"\nsettings: {temperature: 0, seed: 7}\n',
+             "flows/rate/nodes/clean/clean.py": LEAKY_CLEAN}
+    projects.write(root, files, package=PACKAGE)
+    (root / "provider.py").unlink()
+    (root / ".env").write_text(f"LOCAL_LLM_KEY={key}\n")
+    server.responder = labeller
+    return root
+
+
+def split_cases(n: int, split: str = "dev", text: str = "fine", prefix: str = "c") -> list[tuple[str, str]]:
+    from pytest_aqven.experiments.split import split_of
+    names = (f"{prefix}{i:03d}" for i in range(1000))
+    return [(name, text) for name in names if split_of(PACKAGE, "reviews", name) == split][:n]
+
+
+def records(root) -> list[dict]:
+    db = sqlite3.connect(root / ".aqven" / "aqven.sqlite")
+    try:
+        return [json.loads(r[0]) for r in db.execute("SELECT record FROM aqven_series_attempts ORDER BY case_name")]
+    finally:
+        db.close()
+
+
+def verdict_of(output: str) -> str:
+    lines = [l for l in output.splitlines() if l.startswith("rate_ok (")]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+def verdict_line(result) -> str:
+    return verdict_of(result.stdout.str())
+
+
+def test_a_series_on_an_http_provider_records_costs_and_retries(pytester, server):
+    root = make(pytester, server, split_cases(4), repeats=2)
+    server.script("m1", "429:0", "500")
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider")
+    assert "signal - Signal on dev" in verdict_line(result)
+    rows = records(root)
+    calls = [c for r in rows for n in r["trace"]["nodes"] for c in n["calls"]]
+    assert {(c["cost_usd"], c["cost_source"]) for c in calls} == {(server.cost, "provider")}
+    assert sorted(c for call in calls for c, _ in call["retries"]) == ["http_500", "rate_limited"]
+    assert all(r["cost_usd"] == pytest.approx(server.cost) and r["unpriced_calls"] == 0 for r in rows)
+    body = server.requests[0]["body"]
+    assert (body["temperature"], body["seed"], body["model"]) == (0, 7, "m1")
+
+
+def test_a_missing_key_is_an_infrastructure_error_before_any_request(pytester, server, monkeypatch):
+    monkeypatch.delenv("LOCAL_LLM_KEY", raising=False)
+    root = make(pytester, server, projects.cases(4, prefix="c"))
+    (root / ".env").unlink()
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-rs")
+    result.stdout.fnmatch_lines(["*provider_key_missing: node judge: provider local: no API key: set LOCAL_LLM_KEY*"])
+    assert server.requests == []
+
+
+def test_rpm_holds_across_two_worker_processes(pytester, server):
+    rpm = 240
+    make(pytester, server, split_cases(12), limits=f"  limits: {{rpm: {rpm}}}")
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2")
+    assert "signal - Signal on dev" in verdict_line(result)
+    times = sorted(r["t"] for r in server.requests)
+    assert len(times) == 12
+    # slots are spaced 60/rpm apart across both processes; arrival jitter may bunch two, never more
+    for i in range(len(times)):
+        for j in range(i + 1, len(times)):
+            assert j - i <= (times[j] - times[i]) * rpm / 60 + 1, (i, j, times)
+    measured = (len(times) - 1) / (times[-1] - times[0]) * 60
+    assert measured <= rpm * 1.05
+    print(f"rpm limit {rpm}: measured {measured:.0f} requests/min over {len(times)} requests under -n 2")
+
+
+def test_a_recorded_series_replays_offline_with_the_same_verdict_and_sentence(pytester, server):
+    case_list = [*split_cases(8, prefix="ok"), *split_cases(3, text="wrong", prefix="bad")]
+    root = make(pytester, server, case_list, repeats=2)
+    server.script("m1", "500")
+    recorded = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-record", "-n", "2")
+    line = verdict_line(recorded)
+    assert (root / "cassettes" / "rate_ok" / "bot").is_dir()
+    assert CANARY not in "".join(p.read_text() for p in (root / "cassettes").rglob("*.json"))
+    data = sorted(_measured(r) for r in records(root))
+    server.stop()                                  # offline from here on
+    (root / ".env").unlink()                       # and without the key
+    for path in (root / ".aqven").glob("aqven.sqlite*"):
+        path.unlink()
+    replayed = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-replay")
+    assert sorted(_measured(r) for r in records(root)) == data
+    # the verdict is a function of the data alone (stats determinism): same state, estimate and sentence
+    assert verdict_line(replayed).split("(95% CI")[0] == line.split("(95% CI")[0]
+    missing = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-replay", "--aqven-repeats", "3",
+                                            "-rs")
+    missing.stdout.fnmatch_lines(["*cassette_miss: node judge: local: no recording of this m1 call*"])
+
+
+def _measured(record: dict) -> tuple:
+    """What the models answered, as measured (a code node's wall time is measured again on replay)."""
+    calls = [(c["outcome"], c["cost_usd"], c["latency_ms"], c["tokens_in"])
+             for n in record["trace"]["nodes"] for c in n["calls"]]
+    return (record["variant"], record["case"], record["repeat"], record["outcome"], record["passed"],
+            record["cost_usd"], calls, json.dumps(record["checks"], sort_keys=True))
+
+
+def test_a_canary_key_reaches_no_output_of_the_run(pytester, server, monkeypatch):
+    """The provider echoes the key in an error, and the flow's own code raises with it: no file the run
+    writes (database, junit, html, findings, FINDINGS.md) and no terminal output contains it."""
+    case_list = [(n, "leak" if i == 0 else "fine") for i, (n, _) in enumerate(split_cases(44, "holdout"))]
+    root = make(pytester, server, case_list, above=0.5)
+    monkeypatch.setenv("LOCAL_LLM_KEY", CANARY)     # the flow's own code can read it too
+    server.script("m1", "401")                      # the first call: an error echoing Authorization
+    before = {p: p.stat().st_mtime_ns for p in pytester.path.rglob("*") if p.is_file()}
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-holdout", "-rA", "-v",
+                                           "--junitxml=junit.xml", "--html=report.html", "--tb=long")
+    written = [p for p in pytester.path.rglob("*") if p.is_file() and before.get(p) != p.stat().st_mtime_ns]
+    names = {p.name for p in written}
+    assert {"junit.xml", "report.html", "aqven.sqlite", "FINDINGS.md"} <= names, names
+    assert any(p.parent.name == "findings" for p in written)
+    out = result.stdout.str() + result.stderr.str()
+    assert "provider_error: node judge: local: HTTP 401" in out and "[REDACTED]" in out
+    assert "could not reach the store with key [REDACTED]" in out
+    leaks = [p.name for p in written if CANARY.encode() in p.read_bytes()]
+    assert leaks == [] and CANARY not in out
+    assert any(r["trace"]["nodes"] for r in records(root))
+    assert re.search(r"confirmed|refuted|inconclusive", verdict_line(result))

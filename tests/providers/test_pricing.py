@@ -1,0 +1,79 @@
+"""The price chain: provider report, OpenRouter's price list (cached on disk), genai-prices, unknown."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from pytest_aqven.project.specs import ProviderSpec
+from pytest_aqven.providers import pricing, registry
+
+from .test_openai_compat import call, request, spec
+
+
+def openrouter(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-123456")
+    return registry.build(spec(id="openrouter", base_url=server.url, params={"retry_base_s": 0.01}),
+                          package="p", root=tmp_path)
+
+
+def test_the_providers_own_cost_comes_first(server, tmp_path, monkeypatch):
+    server.prices = {"m1": {"prompt": "0.001", "completion": "0.002"}}
+    response = call(openrouter(server, tmp_path, monkeypatch), request())
+    assert (response.cost_usd, response.cost_source) == (server.cost, "provider")
+
+
+def test_without_a_reported_cost_the_price_list_prices_it_and_is_cached_on_disk(server, tmp_path, monkeypatch):
+    server.with_cost = False
+    server.prices = {"m1": {"prompt": "0.001", "completion": "0.002", "request": "0.01"}}
+    p = openrouter(server, tmp_path, monkeypatch)
+    response = call(p, request())
+    assert response.cost_source == "openrouter"
+    assert response.cost_usd == pytest.approx(12 * 0.001 + 5 * 0.002 + 0.01)
+    cache = tmp_path / ".aqven" / "cache" / "openrouter-models.json"
+    assert json.loads(cache.read_text())["data"][0]["id"] == "m1"
+    call(p, request())
+    again = openrouter(server, tmp_path, monkeypatch)        # a new process reads the cache: no fetch
+    assert call(again, request()).cost_source == "openrouter"
+    assert server.price_requests == 1
+
+
+def test_an_unreachable_price_list_never_fails_the_call_and_a_stale_cache_still_prices(server, tmp_path, monkeypatch):
+    server.with_cost = False
+    server.prices_down = True
+    response = call(openrouter(server, tmp_path, monkeypatch), request())
+    assert response.outcome == "ok" and (response.cost_usd, response.cost_source) == (None, "unknown")
+    cache = tmp_path / ".aqven" / "cache" / "openrouter-models.json"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"fetched_at": time.time() - 7 * 3600,
+                                 "data": [{"id": "m1", "pricing": {"prompt": "0.5", "completion": "0"}}]}))
+    response = call(openrouter(server, tmp_path, monkeypatch), request())
+    assert (response.cost_usd, response.cost_source) == (6.0, "openrouter")
+
+
+def test_genai_prices_then_unknown_never_zero(server, tmp_path, monkeypatch):
+    server.with_cost = False
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-1")
+    p = registry.build(spec(id="openai", base_url=server.url), package="p", root=tmp_path)
+    priced = call(p, request("gpt-4o"))
+    assert priced.cost_source == "genai_prices" and priced.cost_usd == pytest.approx(12 * 2.5e-6 + 5 * 10e-6)
+    unknown = call(p, request("a-model-nobody-prices"))
+    assert unknown.cost_usd is None and unknown.cost_source == "unknown"
+    local = registry.build(spec(id="mine", kind="openai_compatible", base_url=server.url), package="p", root=tmp_path)
+    assert call(local, request("gpt-4o")).cost_usd is None       # an unknown endpoint: no vendor's list price
+
+
+def test_retries_never_double_count_cost(server, tmp_path, monkeypatch):
+    server.script("m1", "500", "429:0", "drop")
+    response = call(openrouter(server, tmp_path, monkeypatch), request())
+    assert len(response.retries) == 3 and response.cost_usd == server.cost
+    assert (response.tokens_in, response.tokens_out) == (12, 5)
+
+
+def test_dynamic_routers_have_no_price():
+    plist = pricing.PriceList("http://127.0.0.1:9/none", cache_file=None)
+    plist._prices, plist._loaded_at = pricing._parse([{"id": "openrouter/auto",
+                                                       "pricing": {"prompt": "-1", "completion": "-1"}}]), time.time()
+    assert plist.cost("openrouter/auto", 10, 10) is None

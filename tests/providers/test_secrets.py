@@ -1,0 +1,25 @@
+"""scrub(): every registered key value and every Authorization header value is gone."""
+from pytest_aqven.providers import secrets
+from pytest_aqven.providers.base import ProviderError
+
+
+def test_scrub_removes_registered_values_and_authorization_headers():
+    secrets.register("sk-live-abcdef123456")
+    secrets.register("abc")              # too short to be a key: would scrub ordinary words
+    text = ("failed with key sk-live-abcdef123456 (again: xsk-live-abcdef123456x); "
+            "headers {'Authorization': 'Bearer tok-unregistered-999'}, authorization=Basic dXNlcjpw abc")
+    out = secrets.scrub(text)
+    assert "sk-live-abcdef123456" not in out and "tok-unregistered-999" not in out and "dXNlcjpw" not in out
+    assert out.count(secrets.REDACTED) == 4 and out.endswith(" abc")
+    assert secrets.scrub("Bearer eyJhbGciOi.x.y") == f"Bearer {secrets.REDACTED}"
+    assert secrets.scrub_data({"a": ["sk-live-abcdef123456", 3]}) == {"a": [secrets.REDACTED, 3]}
+
+
+def test_provider_errors_are_scrubbed_where_they_are_created():
+    secrets.register("sk-live-created-0001")
+    assert "sk-live-created-0001" not in str(ProviderError("provider_error", "echo sk-live-created-0001"))
+
+
+def test_dotenv_lines(tmp_path):
+    (tmp_path / ".env").write_text("A=1\n# c\nexport B = \"two words\"\nbad line\nC='x=y'\n")
+    assert secrets.read_dotenv(tmp_path / ".env") == {"A": "1", "B": "two words", "C": "x=y"}
