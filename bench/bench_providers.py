@@ -7,7 +7,7 @@
 4. a canary key echoed by the server and raised by the flow's code: occurrences in every file the run
    wrote and in the terminal output.
 
-    PYTHONPATH=. python bench/bench_providers.py [--rpm 120] [--attempts 16]
+    PYTHONPATH=. python bench/bench_providers.py [--rpm 60] [--attempts 12]
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from tests.providers.openai_server import Server  # noqa: E402
 from tests.providers.test_plugin_http import CANARY, make_files, split_cases, verdict_of  # noqa: E402
 
 from pytest_aqven.experiments.attempt import outcome_of  # noqa: E402
-from pytest_aqven.providers.base import Message, ModelRequest, ProviderError  # noqa: E402
+from pytest_aqven.providers.base import Message, ModelRequest, ProviderError, ToolDef  # noqa: E402
 from pytest_aqven.providers.openai_compat import OpenAICompatProvider, RetryPolicy  # noqa: E402
 
 FAULTS = [  # (label, script, what the attempt's agent does with the outcome, by the default policies)
@@ -39,6 +39,7 @@ FAULTS = [  # (label, script, what the attempt's agent does with the outcome, by
     ("content filter", ["content_filter"]), ("malformed JSON", ["malformed"]), ("tool call", ["tool"]),
     ("usage without cost", ["nocost"]),
 ]
+LOOKUP = ToolDef("lookup_order", "find an order", {"type": "object", "properties": {}})
 CALL_CODE = {"refusal": "refusal", "truncated": "truncated", "error": "provider_error", "ok": None}
 
 
@@ -54,7 +55,7 @@ def fault_table() -> None:
         for label, script in FAULTS:
             model = f"m-{label}"
             server.script(model, *script)
-            req = ModelRequest(model, (Message("system", "Rate it."), Message("user", "fine")))
+            req = ModelRequest(model, (Message("system", "Rate it."), Message("user", "fine")), tools=(LOOKUP,))
             try:
                 r = asyncio.run(provider.complete(req))
                 outcome, retries = r.outcome, r.retries
@@ -141,8 +142,8 @@ def canary() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rpm", type=int, default=120)
-    parser.add_argument("--attempts", type=int, default=16)
+    parser.add_argument("--rpm", type=int, default=60)
+    parser.add_argument("--attempts", type=int, default=12)
     args = parser.parse_args()
     started = time.perf_counter()
     print("## fault kind -> outcome\n")

@@ -7,6 +7,7 @@ import pytest
 
 from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
+from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
@@ -76,12 +77,19 @@ class ExperimentFile(pytest.File):
         if _deselected(self):           # -k / -m that no attempt of it can match: plan and build nothing
             return
         lp = loaded(self.config, self.root)
-        errors = lp.errors or [d for d in lp.experiment_diagnostics.get(self.experiment_id, []) if d.severity == "error"]
+        experiment = lp.project.experiments.get(self.experiment_id)
+        own = lp.experiment_diagnostics.get(self.experiment_id, [])
+        if experiment is None:
+            errors = lp.errors
+        else:
+            errors = collection_errors(lp.project, experiment, lp.diagnostics, own)
         if errors:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
-        experiment = lp.project.experiments[self.experiment_id]
-        gaps = runtime_gaps(lp.project, experiment)
+        try:
+            gaps = runtime_gaps(lp.project, experiment)
+        except Exception as exc:  # a bug of the gate: a collection error with its message, never a traceback
+            gaps = [internal_error(lp.project.rel(experiment.file), "looking for what this engine cannot run", exc)]
         if gaps:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(gaps))
@@ -160,6 +168,13 @@ class AttemptItem(pytest.Item):
         if not record["passed"]:
             failed = [f"{cid}: {c['reason'] or 'failed'}" for cid, c in record["checks"].items() if c["state"] == "failed"]
             pytest.xfail("; ".join(failed) or f"{record['outcome']}: {record['error_message']}")
+
+    def repr_failure(self, excinfo, style=None):
+        """A failed check is an xfail whose reason says it all: pytest would otherwise format (and drop) a
+        traceback with the source of every frame, which cost more than the attempt itself."""
+        if isinstance(excinfo.value, pytest.xfail.Exception):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
         return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \

@@ -321,16 +321,23 @@ class VerdictReporter:
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
         result = yield
+        db = sys.modules.get(f"{__package__}.series.db")
+        if db is not None:      # attempt records are group-committed: the last batch, before anyone reads them
+            db.flush_all()
         if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.records:
             return result
         from .project.loader import load_project
-        projects: dict[str, Project] = {}   # loaded now, after the attempts: the end snapshot compares with it
+        # the project collection loaded (an xdist controller collects nothing: it loads it once); the end
+        # snapshot hashes the input files as they are now, so a file changed during the run still shows
+        collected = self.config.stash.get(_collect_module().PROJECTS, {}) if _collect_module() else {}
+        projects: dict[str, Project] = {}
         for series_id, by_attempt in sorted(self.records.items(),
                                             key=lambda kv: next(iter(kv[1].values()))["file_nodeid"]):
             records = list(by_attempt.values())
             root = records[0]["root"]
             if root not in projects:
-                projects[root] = load_project(Path(root))
+                lp = collected.get(Path(root))
+                projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
             self._report(session, projects[root], series_id, records)
         return result
 
@@ -357,7 +364,9 @@ class VerdictReporter:
             outcome, longrepr = "passed", None
         self._fire(session, file_nodeid, outcome, longrepr, [
             ("aqven_verdict", str(state)), ("aqven_series", series_id),
-            ("aqven_sentence", conclusion.verdict.text if conclusion.verdict else conclusion.note)])
+            ("aqven_sentence", conclusion.verdict.text if conclusion.verdict else conclusion.note),
+            ("aqven_spend_usd", f"{conclusion.spend_usd:.6f}"),
+            ("aqven_spend_lower_bound", "true" if conclusion.unpriced_calls else "false")])
 
     def _fire(self, session: pytest.Session, file_nodeid: str, outcome: str, longrepr, props: list) -> None:
         """Report `<experiment file>::verdict` as every reporter expects a test: logstart, the three phases,

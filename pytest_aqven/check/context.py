@@ -22,6 +22,7 @@ class CheckContext:
         self.types = TypeInfo(project.types, project.unreadable["type"])
         self.resolver = SafeResolver(project.package, project.root)
         self._adapters: dict[str, TypeAdapter] = {}
+        self.inferences_seen: set[str] = set()      # inference files whose own keys were checked
 
     def adapter(self, type_ref: str) -> TypeAdapter:
         """A validator for a type reference, built once per check (building costs more than validating)."""
@@ -39,3 +40,16 @@ class CheckContext:
             return rule()
         except Exception as exc:
             return [internal_error(file, what, exc)]
+
+
+def text_problem(path) -> str | None:
+    """Why a text file the project names (a prompt, instructions, a template) cannot be used, or None."""
+    try:
+        path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "does not exist"
+    except UnicodeDecodeError as exc:
+        return f"is not UTF-8 text (byte {exc.start} cannot be decoded)"
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror}"
+    return None

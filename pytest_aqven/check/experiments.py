@@ -173,6 +173,7 @@ class ExperimentRules:
         if self.subject is not None and not mismatch:
             self.case_inputs(dataset, chosen)
             self.range_fixtures(dataset, chosen)
+            self.expected_fit(dataset, chosen)
         for i, check in enumerate(self.spec.checks):
             if check.use == "expected":
                 self.expected_missing(i, check, dataset, chosen)
@@ -225,6 +226,35 @@ class ExperimentRules:
                 + (" (a range subject reads the fields it is given)" if partial else "")
                 + f": {'.'.join(map(str, loc)) or 'inputs'}: {msg}",
                 f"fields of {type_id}: {_names(fields or [])}"))
+
+    def expected_fit(self, dataset, chosen) -> None:
+        """An expected_output the subject can never produce (an enum value that does not exist, a number
+        where text is expected) would silently bias every metric that compares with it."""
+        fields, side = self.subject_output()
+        if fields is None:
+            return
+        index = {id(c): i for i, c in enumerate(dataset.spec.cases)}
+        for case in chosen:
+            want = case.expected_output
+            if not isinstance(want, dict):
+                continue
+            for key, value in want.items():
+                path = ("cases", index[id(case)], "expected_output", key)
+                if key not in fields:
+                    continue            # other fields serve other subjects (a range reads a part of the output)
+                try:
+                    self.ctx.adapter(fields[key]).validate_python(value)
+                    continue
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    loc = tuple(err["loc"])
+                    problem = f"{'.'.join(map(str, (key,) + loc))}: {err['msg'].lower()}"
+                except LookupError:        # an unknown type is reported where it is named
+                    continue
+                self.out.append(dataset.doc.diag(
+                    "E_EXPECTED_INVALID", path + loc,
+                    f"{self.e}: case {case.name}: expected_output does not fit {side}: {problem}",
+                    f"fields of {side}: {_names(fields)}; a value the subject cannot produce biases the metric"))
 
     def range_fixtures(self, dataset, chosen) -> None:
         """A range reads the nodes above it from each case's node_outputs: every such node must be there."""
@@ -294,6 +324,8 @@ class ExperimentRules:
         wanted = WANTED_KIND.get(varies.what)
         for j, node_id in enumerate(varies.nodes):
             node = self.view.nodes.get(node_id)
+            if node is None and self.view.unreadable(node_id):
+                continue                 # its file exists but did not load: its own diagnostic says why
             if node is None or node_id not in inside:
                 if node is None or s.from_ is None:
                     problem, fix = f"which is not a node of flow {s.flow}", f"name nodes of {s.flow} ({_names(sorted(inside))})"

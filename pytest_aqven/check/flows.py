@@ -12,8 +12,10 @@ from typing import Any, Callable
 from ..engine import refs
 from ..project import specs
 from ..project.loader import Flow, Node
-from .builtins import POLICIES
-from .context import CheckContext
+from pydantic import ValidationError
+
+from .builtins import EVALUATOR_PARAMS, POLICIES
+from .context import CheckContext, text_problem
 from .diagnostics import Diagnostic
 
 
@@ -262,6 +264,15 @@ class FlowCompiler:
                     self._type(node.inference_doc, (key.rstrip("_"), i, "type"), f.type, f"inference {stem}")
             if node.inference.prompt is not None:
                 self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.py_path, f"inference {stem}")
+            self._inference(stem, node)
+        prompt = self.view.prompts.get(node_id, node.prompt_path)
+        if prompt is not None and str(prompt) not in self.ctx.inferences_seen:
+            self.ctx.inferences_seen.add(str(prompt))       # one line per file, however many nodes read it
+            problem = text_problem(prompt)
+            if problem:
+                self.out.append(Diagnostic("E_FILE_UNREADABLE", self.ctx.project.rel(prompt), (),
+                                           f"prompt file {prompt.name} {problem}", None, None,
+                                           "save the prompt as UTF-8 text"))
         self._bindings_refs(doc, spec.in_, scope, who)
 
     def _tool(self, node_id: str, node: Node, scope: Scope) -> None:
@@ -280,6 +291,114 @@ class FlowCompiler:
         for i, f in enumerate(spec.in_):
             self._type(doc, ("in", i, "type"), f.type, who)
         self._bindings_refs(doc, spec.in_, scope, who)
+
+    def _inference(self, stem: str, node: Node) -> None:
+        """The keys of an inference file beyond in/out: variants, allowed_sets, examples, checks,
+        display and Dynamic outputs. Each is checked once per inference file."""
+        inf, doc, who = node.inference, node.inference_doc, f"inference {stem}"
+        if doc.file in self.ctx.inferences_seen:
+            return
+        self.ctx.inferences_seen.add(doc.file)
+        folder = (self.ctx.project.root / doc.file).parent
+        here = folder / f"{stem}.py"
+        ins = {f.name: f.type for f in inf.in_}
+        outs = {f.name: f.type for f in inf.out}
+
+        def in_field(path: tuple, ref: str, what: str) -> str | None:
+            """The input field a `$in.<field>...` reference starts with, or None after a diagnostic."""
+            parsed = parse_steps(ref)
+            if isinstance(parsed, str) or parsed[0] != "in" or not parsed[1] or parsed[1][0] not in ins:
+                self.out.append(doc.diag("E_REF_INVALID", path, f"{who}: {what} {ref} does not read an input of the inference",
+                                         f"write $in.<field> with a field of in ({', '.join(ins) or 'none'})"))
+                return None
+            problem = self.ctx.types.walk(ins[parsed[1][0]], parsed[1][1:])
+            if problem:
+                self.out.append(doc.diag("E_REF_FIELD_UNKNOWN", path, f"{who}: {what} {ref}: {problem[0]}",
+                                         f"name one of its fields: {', '.join(problem[1])}" if problem[1]
+                                         else "fix the path of the reference"))
+                return None
+            return parsed[1][0]
+
+        for slot, v in inf.variants.items():
+            in_field(("variants", slot, "on"), v.on, f"variant slot {slot}: on")
+            files = [(("variants", slot, "cases", case), name) for case, name in v.cases.items()]
+            if v.default is not None:
+                files.append((("variants", slot, "default"), v.default))
+            for path, name in files:
+                file = folder / f"{stem}.variants" / slot / f"{name}.md"
+                problem = text_problem(file)
+                if problem:
+                    self.out.append(doc.diag("E_VARIANT_FILE_MISSING" if problem == "does not exist" else "E_FILE_UNREADABLE",
+                                             path, f"{who}: variant file {self.ctx.project.rel(file)} {problem}",
+                                             f"write the variant text in {stem}.variants/{slot}/{name}.md beside the inference"))
+        for i, s in enumerate(inf.allowed_sets):
+            target = self.ctx.project.types.specs.get(s.type)
+            if not isinstance(target, specs.IdTypeSpec) and s.type not in self.ctx.types.unreadable:
+                ids = sorted(t for t, sp in self.ctx.project.types.specs.items() if isinstance(sp, specs.IdTypeSpec))
+                self.out.append(doc.diag("E_ALLOWED_SET_INVALID", ("allowed_sets", i, "type"),
+                                         f"{who}: allowed_sets type {s.type} is not an id type of types/",
+                                         f"name an id type ({', '.join(ids) or 'none yet'}): an allowed set restricts ids"))
+            in_field(("allowed_sets", i, "from"), s.from_, "allowed_sets from")
+            if s.labels_from is not None:
+                in_field(("allowed_sets", i, "labels_from"), s.labels_from, "allowed_sets labels_from")
+        for i, ex in enumerate(inf.examples):
+            for side, given, fields in (("in", ex.in_, ins), ("out", ex.out, outs)):
+                for name, value in given.items():
+                    problem = None if name in fields else f"{name} is not a field of {side}"
+                    if problem is None and fields[name] not in ("Dynamic", "Dynamic?"):
+                        problem = self._value_problem(fields[name], value)
+                    if problem:
+                        self.out.append(doc.diag("E_EXAMPLE_INVALID", ("examples", i, side, name),
+                                                 f"{who}: example {ex.name}: {side}.{name}: {problem}",
+                                                 f"fields of {side}: {', '.join(fields) or 'none'}"))
+        for i, c in enumerate(inf.checks):
+            if c.use is not None and c.use not in EVALUATOR_PARAMS:
+                self.out.append(doc.diag("E_POLICY_UNKNOWN", ("checks", i, "use"), f"{who}: check use: {c.use} is not a built-in evaluator",
+                                         f"name a built-in evaluator ({', '.join(sorted(EVALUATOR_PARAMS))}) or run your own"))
+            if c.run is not None:
+                self._code_ref(doc, ("checks", i, "run"), c.run, here, who)
+            if c.agent is not None and c.agent not in self.ctx.project.agents and not self.ctx.unreadable("agent", c.agent):
+                self.out.append(doc.diag("E_AGENT_UNKNOWN", ("checks", i, "agent"), f"{who}: check agent {c.agent} does not exist",
+                                         f"name an agent of agents/ ({', '.join(sorted(self.ctx.project.agents))})"))
+        for side in ("input", "output"):
+            display = getattr(inf.display, side, None) if inf.display else None
+            if display is None:
+                continue
+            if display.template is not None:
+                t = display.template
+                file = self.ctx.project.root / t[len("@root/"):] if t.startswith("@root/") else folder / t
+                problem = text_problem(file)
+                if problem:
+                    self.out.append(doc.diag("E_FILE_UNREADABLE", ("display", side, "template"),
+                                             f"{who}: display template {t} {problem}",
+                                             "write the template beside the inference, or name it from @root/"))
+            if display.run is not None:
+                self._code_ref(doc, ("display", side, "run"), display.run, here, who)
+            for name, ref in display.variables.items():
+                parsed = parse_steps(ref)
+                if isinstance(parsed, str) or parsed[0] not in ("in", "out"):
+                    self.out.append(doc.diag("E_REF_INVALID", ("display", side, "variables", name),
+                                             f"{who}: display variable {name}: {ref} reads neither $in nor $out", REF_FORMS))
+        for i, f in enumerate(inf.out):
+            if f.schema_from is not None:
+                field = in_field(("out", i, "schema_from"), f.schema_from, f"out {f.name}: schema_from")
+                if field is not None and ins[field].rstrip("?") != "FieldSpec[]":
+                    self.out.append(doc.diag("E_SCHEMA_FROM_INVALID", ("out", i, "schema_from"),
+                                             f"{who}: out {f.name}: schema_from {f.schema_from} is {ins[field]}, not FieldSpec[]",
+                                             "a Dynamic field takes its shape from an input of type FieldSpec[]"))
+            if f.value_type is not None:
+                self._type(doc, ("out", i, "value_type"), f.value_type, who)
+
+    def _value_problem(self, type_ref: str, value: Any) -> str | None:
+        try:
+            self.ctx.adapter(type_ref).validate_python(value)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(map(str, err["loc"]))
+            return (f"{where}: " if where else "") + err["msg"].lower()
+        except Exception:       # an unknown type is reported where it is named
+            return None
+        return None
 
     def _code(self, node_id: str, node: Node, scope: Scope) -> None:
         spec, doc, who = node.spec, node.doc, f"node {node_id}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..project.loader import Experiment, Project
 from ..project.specs import RecordTypeSpec, UnionTypeSpec
-from .context import CheckContext, internal_error
+from .context import CheckContext, internal_error, text_problem
 from .diagnostics import Diagnostic
 from .experiments import ExperimentRules
 from .flows import FlowView, compile_flow
@@ -117,19 +117,6 @@ def _agents(ctx: CheckContext) -> list[Diagnostic]:
     return out
 
 
-def text_problem(path) -> str | None:
-    """Why a text file the project names cannot be used, or None."""
-    try:
-        path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return "does not exist"
-    except UnicodeDecodeError as exc:
-        return f"is not UTF-8 text (byte {exc.start})"
-    except OSError as exc:
-        return f"cannot be read: {exc.strerror}"
-    return None
-
-
 def _tools(ctx: CheckContext) -> list[Diagnostic]:
     project, out = ctx.project, []
     for tool_id, tool in project.tools.items():
@@ -186,6 +173,7 @@ def experiment_rules(project: Project, exp: Experiment, ctx: CheckContext | None
 def check_project(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
     """Project-level diagnostics, and each experiment's own."""
     ctx = CheckContext(project)
+    project_level = list(project.diagnostics) + project_rules(project, ctx)    # first: shared files are theirs
     per_experiment = {eid: list(exp.diagnostics) + experiment_rules(project, exp, ctx)
                       for eid, exp in project.experiments.items()}
-    return list(project.diagnostics) + project_rules(project, ctx), per_experiment
+    return project_level, per_experiment

@@ -1,7 +1,7 @@
 """What a run records: per node execution (by address) its input, output, model calls, checks, errors."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -125,5 +125,14 @@ class RunResult:
                                                       "traceback": self.error.traceback},
             "latency_ms": self.latency_ms,
             "wall_ms": self.wall_ms,
-            "nodes": [asdict(n) for n in self.nodes],
+            "nodes": [_node_dict(n) for n in self.nodes],
         }
+
+
+def _node_dict(n: NodeTrace) -> dict:
+    """asdict(n) without its deep copy of every value (the record is serialized, never mutated): it was a
+    visible share of an attempt's cost."""
+    d = dict(vars(n))
+    d["calls"] = [dict(vars(c)) for c in n.calls]
+    d["checks"] = [dict(vars(c)) for c in n.checks]
+    return d

@@ -1,6 +1,7 @@
 """Checks of an experiment: compiled once, scored on every attempt."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
 from dataclasses import dataclass
@@ -32,6 +33,17 @@ class CompiledCheck:
     fn: Callable[..., Any]
     params: BaseModel
     label: str
+    models: tuple[Any, Any, Any] = (None, None, None)    # value, context inputs, expected output: user hints
+
+    def typed(self, value: Any, context: EvalContext) -> tuple[Any, EvalContext]:
+        """User code runs unchanged: a check typed `value: <Out>, context: EvalContext[<In>, <Out>]` gets
+        models, not dicts (a value that does not fit its hint is passed as it is)."""
+        value_model, in_model, out_model = self.models
+        if value_model is None and in_model is None:
+            return value, context
+        return (_as(value_model, value),
+                dataclasses.replace(context, inputs=_as(in_model, context.inputs),
+                                    expected_output=_as(out_model, context.expected_output)))
 
     @property
     def id(self) -> str:
@@ -41,6 +53,7 @@ class CompiledCheck:
                     ) -> CheckResult:
         """In a worker thread (awaited when async), with a time limit: a check is user code."""
         try:
+            value, context = self.typed(value, context)
             verdict = await usercode.call(self.fn, value, context, self.params, timeout=timeout)
         except usercode.UserCallTimeout as exc:
             raise CheckRaised(f"check {self.id}: evaluator {self.label} {exc}", "timeout") from None
@@ -56,6 +69,31 @@ class CompiledCheck:
         if verdict.score is None:
             return CheckResult("error", None, f"evaluator returned no score for a {self.spec.kind} check")
         return CheckResult("passed", float(verdict.score), verdict.reason)
+
+
+def _as(model: Any, value: Any) -> Any:
+    if model is None or value is None or not isinstance(value, dict):
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        return value
+
+
+def user_models(fn: Callable) -> tuple[Any, Any, Any]:
+    """The model classes a check function's hints name for value and EvalContext[In, Out], or None each."""
+    try:
+        hints = typing.get_type_hints(fn)
+        names = list(inspect.signature(fn).parameters)
+    except Exception:
+        return None, None, None
+
+    def model(t: Any) -> Any:
+        return t if isinstance(t, type) and issubclass(t, BaseModel) else None
+
+    args = typing.get_args(hints.get(names[1])) if len(names) > 1 else ()
+    return (model(hints.get(names[0])) if names else None, model(args[0]) if len(args) == 2 else None,
+            model(args[1]) if len(args) == 2 else None)
 
 
 class CheckRaised(RuntimeError):
@@ -86,6 +124,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
                                f"(built-ins: {', '.join(sorted(BUILTINS))})")
         fn, model = BUILTINS[spec.use]
         label = f"use: {spec.use}"
+        models = (None, None, None)
     elif spec.run is not None:
         try:
             fn = coderefs.resolve(spec.run, package=project.package, root=project.root,
@@ -94,6 +133,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
             raise CheckInvalid(f"check {spec.id}: evaluator {exc}") from None
         label = spec.run
         model = params_model(fn, label)
+        models = user_models(fn)
     else:
         raise CheckInvalid(f"check {spec.id}: judge checks are not run by this version of pytest-aqven")
     try:
@@ -101,7 +141,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
     except ValidationError as exc:
         raise CheckInvalid(f"evaluator {label}: with parameters are invalid: "
                            + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
-    return CompiledCheck(spec, fn, params, label)
+    return CompiledCheck(spec, fn, params, label, models)
 
 
 __all__ = ["CheckInvalid", "CheckRaised", "CheckResult", "CompiledCheck", "compile_check", "NoParams"]

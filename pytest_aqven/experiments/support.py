@@ -27,8 +27,8 @@ def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
     seen: set[str] = set()
     for variant, assembly in assemble(project, experiment).items():
         for node_id in assembly.order:
-            node = assembly.node(node_id)
-            if str(node.path) in seen:
+            node = assembly.nodes.get(node_id) or assembly.flow.nodes.get(node_id)
+            if node is None or str(node.path) in seen:     # a node that did not load: its own diagnostic says why
                 continue
             seen.add(str(node.path))
             if not isinstance(node.spec, (CodeNode, LlmNode)):
@@ -44,7 +44,7 @@ def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagno
     out = []
     if node.inference is not None and node.inference.prompt is not None:
         out.append(node.inference_doc.diag(CODE, ("prompt",), f"node {node.id}: Python prompts are not run yet", HINT))
-    if prompt_path is not None and is_template(prompt_path.read_text(encoding="utf-8")):
+    if prompt_path is not None and is_template(prompt_path.read_text(encoding="utf-8", errors="replace")):
         out.append(Diagnostic(CODE, project.rel(prompt_path), (), f"node {node.id}: Liquid prompt templates are not run yet",
                               1, 1, HINT))
     return out

@@ -13,8 +13,25 @@ class CodeRefError(LookupError):
     pass
 
 
+# (package, module root) -> the project's `<package>.types` module (see typesmodule.py)
+TYPES_MODULES: dict[tuple[str, str], Any] = {}
+
+
+def register_types(package: str, root: Path, module: Any) -> None:
+    """The types module user code of this project imports as `<package>.types` (the latest load wins)."""
+    key = (package, str(root.resolve()))
+    TYPES_MODULES[key] = module
+    existing = sys.modules.get(package)
+    if existing is not None and key[1] in [str(Path(p).resolve()) for p in getattr(existing, "__path__", [])]:
+        sys.modules[f"{package}.types"] = module
+        existing.types = module
+
+
 def mount_package(package: str, root: Path) -> None:
-    """Make the module root importable under its package name, wherever the folder lives."""
+    """Make the module root importable under its package name, wherever the folder lives, with its
+    `<package>.types` and (when the engine package is not installed) AQVEN's API names."""
+    from ..compat import install
+    install()
     root = root.resolve()
     existing = sys.modules.get(package)
     if existing is not None and str(root) in [str(Path(p).resolve()) for p in getattr(existing, "__path__", [])]:
@@ -29,6 +46,10 @@ def mount_package(package: str, root: Path) -> None:
     for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
         del sys.modules[name]          # another project with the same package name was mounted before
     sys.modules[package] = module
+    types_module = TYPES_MODULES.get((package, str(root)))
+    if types_module is not None:          # before __init__.py runs: it may import .types itself
+        sys.modules[f"{package}.types"] = types_module
+        module.types = types_module
     if spec.loader is not None:
         spec.loader.exec_module(module)
 
@@ -38,8 +59,24 @@ def module_name(package: str, root: Path, file: Path) -> str:
     return ".".join((package, *rel.parts))
 
 
+# (ref, package, root, here) -> (the package module it was resolved under, the callable): every attempt
+# resolves its nodes' code again, and path resolution and imports cost more than the node itself
+_RESOLVED: dict[tuple[str, str, Path, Path], tuple[Any, Callable[..., Any]]] = {}
+
+
 def resolve(ref: str, *, package: str, root: Path, here: Path) -> Callable[..., Any]:
-    """`fn` (the .py beside the YAML), `@root.mod:fn`, `@here.mod:fn` or `pkg.mod:fn`."""
+    """`fn` (the .py beside the YAML), `@root.mod:fn`, `@here.mod:fn` or `pkg.mod:fn`. Cached while the
+    package module it was resolved under is still the mounted one (another project may remount it)."""
+    key = (ref, package, root, here)
+    hit = _RESOLVED.get(key)
+    if hit is not None and sys.modules.get(package) is hit[0]:
+        return hit[1]
+    fn = _resolve(ref, package=package, root=root, here=here)
+    _RESOLVED[key] = (sys.modules.get(package), fn)
+    return fn
+
+
+def _resolve(ref: str, *, package: str, root: Path, here: Path) -> Callable[..., Any]:
     if ":" not in ref:
         module = module_name(package, root, here)
         function = ref

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..check.diagnostics import Diagnostic, DiagnosticError
-from . import specs
+from . import coderefs, specs
 from .types import Registry, pascal
 from .validate import validate
 from .yamlpos import YamlDoc, load_yaml
@@ -148,7 +148,10 @@ def load_project(root: Path) -> Project:
         else:
             type_specs[type_id] = spec
             project.type_docs[type_id] = (spec, doc)
-    project.types = Registry(type_specs)
+    project.types = Registry(type_specs, project.unreadable["type"])
+    if project.spec is not None:
+        from .typesmodule import TypesModule
+        coderefs.register_types(project.package, root, TypesModule(project.package, project))
 
     agent_files = _yaml_files(root / "agents") + [p for p in _yaml_files(root / "agents", "*/*.yaml")
                                                   if p.stem == p.parent.name]
@@ -176,7 +179,7 @@ def load_project(root: Path) -> Project:
             project.unreadable["dataset"].add(path.stem)
 
     for folder in sorted(p for p in (root / "flows").glob("*") if p.is_dir()) if (root / "flows").is_dir() else []:
-        flow = load_flow(folder, root, sink)
+        flow = load_flow(folder, root, sink, package=project.package)
         if flow is not None:
             project.flows[flow.id] = flow
         elif _is_flow_folder(folder):
@@ -185,7 +188,7 @@ def load_project(root: Path) -> Project:
     exp_root = root / "experiments"
     for folder in sorted(p for p in exp_root.glob("*") if p.is_dir()) if exp_root.is_dir() else []:
         if (folder / "experiment.yaml").is_file():
-            project.experiments[folder.name] = load_experiment(folder, root)
+            project.experiments[folder.name] = load_experiment(folder, root, project.package)
     return project
 
 
@@ -199,14 +202,12 @@ def _node_files(folder: Path) -> list[Path]:
     return sorted(files, key=lambda p: (p.name != f"{p.parent.name}.node.yaml", p))
 
 
-def load_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to: str | None = None) -> Flow | None:
-    path = folder / "flow.yaml"
-    if not path.is_file():
-        if (folder / "flow.py").is_file() or (folder / "flow.yml").is_file():
-            name = "flow.py" if (folder / "flow.py").is_file() else "flow.yml"
-            sink.append(Diagnostic("E_FLOW_UNSUPPORTED", (folder / name).relative_to(root).as_posix(), (),
-                                   f"flow {folder.name}: {name} is not read by this version of pytest-aqven",
-                                   None, None, "write the flow as flow.yaml with its nodes in nodes/"))
+def load_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to: str | None = None,
+              package: str = "") -> Flow | None:
+    path = next((folder / n for n in ("flow.yaml", "flow.yml") if (folder / n).is_file()), None)
+    if path is None:
+        if (folder / "flow.py").is_file():
+            return load_python_flow(folder, root, sink, local_to, package)
         return None
     spec, doc = _read(path, root, specs.FlowSpec, f"flow {folder.name}", sink)
     if spec is None:
@@ -218,6 +219,36 @@ def load_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to: str | 
             flow.unreadable.add(node_path.name[: -len(".node.yaml")])
         elif _unique(node, flow.nodes, f"flow {flow.id}", sink):
             flow.nodes[node.id] = node
+    return flow
+
+
+def load_python_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to: str | None,
+                     package: str) -> Flow | None:
+    """A flow written as flow.py: `build()` returns the flow (aqven.spec's builders). Its keys are
+    validated like a flow.yaml's, and each node like a .node.yaml; diagnostics point at flow.py."""
+    from .pyflow import PythonFlowError, flow_documents
+    file = folder / "flow.py"
+    rel = file.relative_to(root).as_posix()
+    try:
+        flow_data, nodes_data = flow_documents(folder.name, file, package, root)
+    except PythonFlowError as exc:
+        sink.append(Diagnostic("E_FLOW_PY_INVALID", rel, (), f"flow {folder.name}: {exc}", exc.line, None, exc.hint))
+        return None
+    spec, diags = validate(YamlDoc(rel, flow_data), specs.FlowSpec, f"flow {folder.name} (flow.py)")
+    sink.extend(diags)
+    if spec is None:
+        return None
+    flow = Flow(folder.name, spec, YamlDoc(rel, flow_data), folder, local_to=local_to)
+    for node_id, data in nodes_data.items():
+        doc = YamlDoc(rel, data)
+        node_spec, diags = validate(doc, specs.NodeSpec, f"node {node_id} (flow.py)")
+        sink.extend(diags)
+        if node_spec is None:
+            flow.unreadable.add(node_id)
+            continue
+        # a node of a flow.py has no folder of its own: it reads like nodes/<id>/ of the flow (top level)
+        flow.nodes[node_id] = _node(node_id, node_spec, doc, folder / "nodes" / node_id / f"{node_id}.node.yaml",
+                                    root, sink)
     return flow
 
 
@@ -236,6 +267,10 @@ def load_node(path: Path, root: Path, sink: list[Diagnostic]) -> Node | None:
     spec, doc = _read(path, root, specs.NodeSpec, f"node {node_id}", sink)
     if spec is None:
         return None
+    return _node(node_id, spec, doc, path, root, sink)
+
+
+def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: list[Diagnostic]) -> Node:
     node = Node(node_id, spec, doc, path)
     if isinstance(spec, specs.LlmNode):
         stem = spec.inference or node_id
@@ -273,13 +308,13 @@ def _find_inference(folder: Path, stem: str, root: Path) -> Path | None:
     return found[0] if found else None
 
 
-def load_experiment(folder: Path, root: Path) -> Experiment:
+def load_experiment(folder: Path, root: Path, package: str = "") -> Experiment:
     exp = Experiment(folder.name, folder)
     sink = exp.diagnostics
     exp.spec, exp.doc = _read(folder / "experiment.yaml", root, specs.ExperimentSpec,
                               f"experiment {folder.name}", sink)
     for flow_folder in sorted(p for p in (folder / "flows").glob("*") if p.is_dir()) if (folder / "flows").is_dir() else []:
-        flow = load_flow(flow_folder, root, sink, local_to=exp.id)
+        flow = load_flow(flow_folder, root, sink, local_to=exp.id, package=package)
         if flow is not None:
             exp.flows[flow.id] = flow
         elif _is_flow_folder(flow_folder):

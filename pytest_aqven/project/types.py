@@ -38,8 +38,9 @@ class Registry:
     """Type id -> python type. Records and union variants become pydantic models, enums Literal types,
     ids and value types constrained scalars. Every model is built once and cached."""
 
-    def __init__(self, type_specs: dict[str, Any]):
+    def __init__(self, type_specs: dict[str, Any], unreadable: set[str] = frozenset()):
         self.specs = type_specs            # type id -> TypeSpec
+        self.unreadable = unreadable       # types whose file did not load: Any, so nothing cascades from them
         self._built: dict[str, Any] = {}
         self._records: dict[tuple[str, int], tuple[Any, type[BaseModel]]] = {}
 
@@ -64,6 +65,8 @@ class Registry:
             return BUILTINS[type_id]
         if type_id in self._built:
             return self._built[type_id]
+        if type_id in self.unreadable:
+            return Any
         spec = self.specs.get(type_id)
         if spec is None:
             raise UnknownType(f"type {type_id} is neither a built-in type nor a type of types/")

@@ -58,9 +58,27 @@ def parse_yaml(text: str, file: str) -> YamlDoc:
     return _parse(text, file, yaml.SafeLoader)
 
 
+MAX_DEPTH = 64       # far beyond any project file; deeper input would exhaust the recursion of composing it
+
+
+def _events(text: str, file: str, loader) -> list:
+    """The parser's events, stopping at the first collection nested deeper than MAX_DEPTH."""
+    events, depth = [], 0
+    for ev in yaml.parse(text, Loader=loader):
+        if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _error(file, "E_YAML_DEPTH", f"the YAML nests collections deeper than {MAX_DEPTH} levels", ev,
+                             "flatten the value: project files nest a few levels at most")
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        events.append(ev)
+    return events
+
+
 def _parse(text: str, file: str, loader) -> YamlDoc:
     try:
-        events = list(yaml.parse(text, Loader=loader))
+        events = _events(text, file, loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
@@ -127,8 +145,9 @@ def load_yaml(path: Path, root: Path) -> YamlDoc:
     rel = path.relative_to(root).as_posix()
     try:
         text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise DiagnosticError([Diagnostic("E_YAML_SYNTAX", rel, (), "the file is not UTF-8 text")]) from None
+    except UnicodeDecodeError as exc:
+        raise DiagnosticError([Diagnostic("E_FILE_UNREADABLE", rel, (), f"the file is not UTF-8 text (byte {exc.start} "
+                                          "cannot be decoded)", hint="save the file as UTF-8")]) from None
     except OSError as exc:
         raise DiagnosticError([Diagnostic("E_FILE_UNREADABLE", rel, (), f"cannot read the file: {exc.strerror}")]) from None
     doc = parse_yaml(text, rel)

@@ -68,6 +68,9 @@ def summary(tr, conclusions) -> None:
             family = c.verdict.cells[0].estimate.family
             tr.write_line(f"  intervals: {family}" + (f", decided by the {' and '.join(deciders)} interval"
                                                       if deciders else ""))
+        if c.unpriced_calls:
+            tr.write_line(f"  spend: at least ${c.spend_usd:.4f}, a lower bound: {c.unpriced_calls} calls had no "
+                          "known price (cost metrics leave their attempts out)", yellow=True)
         if c.finding is not None:
             tr.write_line(f"  finding: {_shown(tr, c.finding)}")
 

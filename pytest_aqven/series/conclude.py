@@ -21,6 +21,8 @@ class Conclusion:
     verdict: stats.Verdict | None = None      # None while the series is incomplete
     finding: Path | None = None
     note: str | None = None                   # why there is no verdict, or what else to know
+    spend_usd: float = 0.0                    # what the priced calls cost
+    unpriced_calls: int = 0                   # calls nothing priced: spend_usd is then a lower bound
 
     @property
     def state(self) -> str | None:
@@ -43,7 +45,8 @@ def to_attempt(record: dict) -> stats.Attempt:
         variant=record["variant"], case=record["case"], repeat=record["repeat"], outcome=record["outcome"],
         passed=record["passed"],
         checks={k: stats.CheckValue(v["state"], v["value"]) for k, v in record["checks"].items()},
-        cost_usd=record["cost_usd"], latency_ms=record["latency_ms"],
+        # a call nothing priced makes the attempt's cost unknown: cost metrics leave it out, never count it free
+        cost_usd=None if record.get("unpriced_calls") else record["cost_usd"], latency_ms=record["latency_ms"],
         schema_valid_first_try=record["schema_valid_first_try"])
 
 
@@ -55,6 +58,8 @@ def conclude(project: Project, series_id: str, records: list[dict], *, family: s
         series = store.series(series_id)
         total = len(series["cases"]) * series["repeats"] * len(series["variants"])
         conclusion = Conclusion(series["experiment_id"], series_id, series["split"], len(records), total)
+        conclusion.spend_usd = sum((r["cost_usd"] or 0.0) + (r.get("check_cost_usd") or 0.0) for r in records)
+        conclusion.unpriced_calls = sum(r.get("unpriced_calls") or 0 for r in records)
         if len(records) < total:
             conclusion.note = (f"{len(records)} of {total} attempts ran in this session; the series stays open "
                                "and the same command continues it")

@@ -1,10 +1,14 @@
 """The project database `.aqven/aqven.sqlite`: series and their attempts, shared by every process."""
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import sqlite3
+import threading
 import time
 import uuid
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -45,10 +49,29 @@ CREATE TABLE IF NOT EXISTS aqven_series_attempts (
 );
 """
 SCHEMA_VERSION = 1
+GROUP_COMMIT_SECONDS = 0.1      # an attempt record waits at most this long for its batch's COMMIT
+_SAVE = ("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
+         "outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
+         "VALUES (?, ?, ?, ?, ?, 'finished', ?, ?, ?, ?, ?, ?)")
+_STORES: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
 def attempt_id(series_id: str, variant: str, case: str, repeat: int) -> str:
-    return str(uuid.uuid5(uuid.UUID(series_id), f"attempt|{variant}|{case}|{repeat}"))
+    return str(uuid.uuid5(_namespace(series_id), f"attempt|{variant}|{case}|{repeat}"))
+
+
+@functools.lru_cache(maxsize=64)
+def _namespace(series_id: str) -> uuid.UUID:
+    return uuid.UUID(series_id)
+
+
+def flush_all() -> None:
+    """Commit every open store's pending attempt records (the end of a run loop, and at exit)."""
+    for store in list(_STORES):
+        store.flush()
+
+
+atexit.register(flush_all)
 
 
 class Store:
@@ -59,6 +82,10 @@ class Store:
         self._conn.execute("PRAGMA busy_timeout=60000")
         self._wal()
         self._conn.execute("PRAGMA synchronous=NORMAL")     # WAL: a killed process loses nothing committed
+        self._lock = threading.RLock()         # one transaction at a time on this connection (the flush timer)
+        self._pending: list[tuple] = []        # attempt rows of the batch not yet committed
+        self._timer: threading.Timer | None = None
+        _STORES.add(self)
         with self.transaction() as db:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
@@ -79,18 +106,21 @@ class Store:
         self._conn.execute("PRAGMA journal_mode=WAL")
 
     def close(self) -> None:
+        self.flush()
+        _STORES.discard(self)
         self._conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE: one writer at a time across every process of the run."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
 
     def open_series(self, *, plan_key: str, experiment_id: str, flow_id: str, dataset_id: str, split: str,
                     question: str, record: dict, status: str = "running",
@@ -133,22 +163,46 @@ class Store:
         return json.loads(row[0]) if row else None
 
     def save_attempt(self, record: dict) -> None:
-        aid = attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"])
-        with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, "
-                       "repeat, state, outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
-                       "VALUES (?, ?, ?, ?, ?, 'finished', ?, ?, ?, ?, ?, ?)",
-                       (aid, record["series_id"], record["variant"], record["case"], record["repeat"],
-                        record["outcome"], repr(record["cost_usd"]), repr(record["check_cost_usd"]),
-                        record["started_at"], record["finished_at"], json.dumps(record)))
+        """Group commit: the record joins the batch that one transaction writes within GROUP_COMMIT_SECONDS
+        (a timer), or at flush(). A killed process loses at most that batch: its attempts have no finished
+        row, so they are rerun, and the attempt id is the key, so none is ever counted twice."""
+        row = (attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"]),
+               record["series_id"], record["variant"], record["case"], record["repeat"], record["outcome"],
+               repr(record["cost_usd"]), repr(record["check_cost_usd"]), record["started_at"],
+               record["finished_at"], json.dumps(record))
+        with self._lock:
+            self._pending.append(row)
+            if self._timer is None:
+                self._timer = threading.Timer(GROUP_COMMIT_SECONDS, self._timed_flush)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _timed_flush(self) -> None:
+        try:
+            self.flush()
+        except sqlite3.Error:       # the rows stay pending: the next flush (at the latest the run's end) retries
+            pass
+
+    def flush(self) -> None:
+        """Commit the pending attempt records in one transaction."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._pending:
+                with self.transaction() as db:
+                    db.executemany(_SAVE, self._pending)
+                self._pending = []
 
     def attempts(self, series_id: str) -> list[dict]:
+        self.flush()
         rows = self._conn.execute("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished'",
                                   (series_id,)).fetchall()
         return [json.loads(r[0]) for r in rows]
 
     def history(self, experiment_id: str, limit: int = 200) -> list[dict]:
         """The last finished attempts per variant of earlier series of an experiment (launch plans)."""
+        self.flush()
         rows = self._conn.execute(
             "SELECT a.variant_id, a.record FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
             "WHERE s.experiment_id = ? AND a.state = 'finished' ORDER BY a.finished_at DESC", (experiment_id,)).fetchall()
@@ -159,6 +213,7 @@ class Store:
         return [r for records in per_variant.values() for r in records]
 
     def finish(self, series_id: str, status: str, updates: dict) -> None:
+        self.flush()
         with self.transaction() as db:
             row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
             record = {**json.loads(row[0]), **updates}

@@ -71,6 +71,7 @@ class Scheduler:
         self.running: set[tuple] = set()
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
+        self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
         self.stopping = False
         self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
 
@@ -103,6 +104,8 @@ class Scheduler:
     def close(self) -> None:
         self.stopping = True
         self._beat.cancel()
+        for run in list(self.runs.values()):
+            self._call(run.store.flush)            # group commit: the last batch of attempt records
         for root in list(self.ledgers):
             self._call(lambda r=root: (self.ledgers[r].close(), self.ledgers[r].store.close()))
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -136,6 +139,7 @@ class Scheduler:
 
     async def _job(self, key, run, variant: str, case, repeat: int) -> Outcome:
         root = run.project.root
+        self.runs[id(run)] = run
         series_id = await self._on_db(lambda: run.series_id)
         self.series[series_id] = root
         while True:

@@ -346,9 +346,10 @@ def test_unknown_key_in_a_flow(showcase):
         "context, limits, requires")
 
 
-def test_python_flow_is_named_not_ignored(showcase):
+def test_python_flow_that_builds_nothing_is_named_not_ignored(showcase):
     showcase.write("flows/scripted/flow.py", "def build():\n    return None\n")
-    assert showcase.one("E_FLOW_UNSUPPORTED") == (
-        "flows/scripted/flow.py: error E_FLOW_UNSUPPORTED: flow scripted: flow.py is not read by this version of "
-        "pytest-aqven\n"
-        "  hint: write the flow as flow.yaml with its nodes in nodes/")
+    assert showcase.one("E_FLOW_PY_INVALID") == (
+        "flows/scripted/flow.py: error E_FLOW_PY_INVALID: flow scripted: build() returned NoneType, not the Flow of "
+        "aqven.spec.flow(...)\n"
+        "  hint: def build() -> Flow: return flow(description=..., input=<model>, output=<model>, returns={...}, "
+        "nodes=[...])")

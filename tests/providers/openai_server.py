@@ -49,6 +49,8 @@ class Server:
         self.cost = 0.00042
         self.hang_s = 3.0
         self.prices_down = False
+        self.inflight = 0
+        self.max_inflight = 0                   # the most chat requests answered at once
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
@@ -116,6 +118,16 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             return self._send(404, {"error": {"message": "not found"}})
         body = json.loads(raw)
+        with self.owner._lock:
+            self.owner.inflight += 1
+            self.owner.max_inflight = max(self.owner.max_inflight, self.owner.inflight)
+        try:
+            self._chat(body)
+        finally:
+            with self.owner._lock:
+                self.owner.inflight -= 1
+
+    def _chat(self, body: dict) -> None:
         model = body.get("model", "")
         fault = self.owner.next_fault(model)
         self.owner.log({"t": time.time(), "model": model, "fault": fault, "body": body,

@@ -181,3 +181,32 @@ def test_a_canary_key_reaches_no_output_of_the_run(pytester, server, monkeypatch
     assert leaks == [] and CANARY not in out
     assert any(r["trace"]["nodes"] for r in records(root))
     assert re.search(r"confirmed|refuted|inconclusive", verdict_line(result))
+
+
+COST_QUESTION = '''question:
+  kind: "threshold"
+  metric: "cost_usd"
+  below: 0.01
+  margin: 0
+'''
+
+
+@pytest.mark.parametrize("priced", [True, False], ids=["priced", "unpriced"])
+def test_an_unpriced_call_is_unknown_cost_never_free(pytester, server, priced):
+    server.with_cost = priced
+    root = make(pytester, server, split_cases(6))
+    path = root / "experiments/rate_ok/experiment.yaml"
+    text = path.read_text()
+    path.write_text(text[:text.index("question:")] + COST_QUESTION + text[text.index("plan:"):])
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--junitxml=junit.xml")
+    line = verdict_line(result)
+    rows = records(root)
+    if priced:
+        assert "signal - Signal on dev, not a finding: bot: cost_usd is $0.00042" in line
+        assert "lower bound" not in result.stdout.str()
+        assert 'name="aqven_spend_lower_bound" value="false"' in (pytester.path / "junit.xml").read_text()
+    else:
+        assert all(r["unpriced_calls"] == 1 and r["cost_usd"] == 0 for r in rows)
+        assert "invalid - No finding: the primary metric has no data." in line     # not "$0: clears the bound"
+        result.stdout.fnmatch_lines(["  spend: at least $0.0000, a lower bound: 6 calls had no known price*"])
+        assert 'name="aqven_spend_lower_bound" value="true"' in (pytester.path / "junit.xml").read_text()

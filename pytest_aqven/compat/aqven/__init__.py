@@ -1,0 +1,2 @@
+"""pytest-aqven's stand-in for the `aqven` engine package: only the names user code imports
+(docs/compat.md lists them)."""
