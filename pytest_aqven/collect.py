@@ -162,11 +162,14 @@ class AttemptItem(pytest.Item):
         if reused:
             self.user_properties.append(("aqven_reused", "true"))
         self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
-        self.record.pop("trace", None)
+        trace = self.record.pop("trace", None) or {}
+        if file.series.plan.spec.question.kind == "look" and record["split"] == "dev":
+            self.record["output"] = trace.get("output")     # a look shows each working case's output (-v)
         if record["outcome"] in ("infra_error", "budget_cut", "cancelled"):
             raise pytest.skip.Exception(f"{record['error_code']}: {record['error_message']}", _use_item_location=True)
         if not record["passed"]:
-            failed = [f"{cid}: {c['reason'] or 'failed'}" for cid, c in record["checks"].items() if c["state"] == "failed"]
+            failed = [f"{cid}: {c['reason'] or c['state']}" for cid, c in record["checks"].items()
+                      if c["state"] in ("failed", "error")]
             pytest.xfail("; ".join(failed) or f"{record['outcome']}: {record['error_message']}")
 
     def repr_failure(self, excinfo, style=None):

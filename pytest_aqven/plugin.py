@@ -303,6 +303,7 @@ class VerdictReporter:
         self.records: dict[str, dict[tuple, dict]] = defaultdict(dict)
         self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
         self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
+        self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
 
     @property
     def is_worker(self) -> bool:
@@ -339,6 +340,10 @@ class VerdictReporter:
                 lp = collected.get(Path(root))
                 projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
             self._report(session, projects[root], series_id, records)
+            experiment = projects[root].experiments.get(records[0]["experiment"])
+            if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look":
+                self.looks.append((experiment.id, records[0]["split"], records,
+                                   {c.id: c.kind for c in experiment.spec.checks}))
         return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
@@ -400,6 +405,10 @@ class VerdictReporter:
                                   self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
             terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.conclusions)
+            if self.looks:
+                from .report import look
+                for experiment, split, records, kinds in self.looks:
+                    look.table(terminalreporter, experiment, split, records, kinds)
 
 
 def _check_warnings(config: pytest.Config) -> list[tuple[str, str]]:

@@ -13,16 +13,21 @@ from pydantic import BaseModel, ValidationError
 
 from ..experiments.checks import CheckInvalid, params_model
 from ..experiments.evaluators import EvalContext
+from ..experiments.factors import use_nodes
+from ..engine.refs import RefError, lex
 from ..experiments.split import selected
 from ..project import specs
 from ..project.loader import Experiment, Flow, Node, load_inference
 from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
+from ..project.types import BUILTINS as BUILTIN_TYPES
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, internal_error
 from .diagnostics import Diagnostic
 from .flows import FlowView, children, compile_flow, node_outputs, parse_steps
+from .typeinfo import OPAQUE
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
+SCORING_BUILTINS = {"cost_usd": "the subject's cost in USD", "latency_ms": "the subject's latency in ms"}
 SKIPPED_PARTS = ("__pycache__", "findings")
 
 
@@ -497,6 +502,72 @@ class ExperimentRules:
             return
         if self.with_params(i, c, model, f"use: {c.use}"):
             self.check_paths(i, c)
+            self.builtin_intent(i, c)
+
+    def builtin_intent(self, i: int, c) -> None:
+        """Warnings where a valid declaration cannot measure what its author meant."""
+        e = self.e
+        if c.use in SCORING_BUILTINS and c.kind == "binary":
+            self.diag("W_CHECK_NEVER_FAILS", ("checks", i, "kind"),
+                      f"{e}: check {c.id}: the built-in {c.use} always passes, so as a binary check its rate is 1 "
+                      f"whatever the attempts measure",
+                      f"set kind: continuous to read its score ({SCORING_BUILTINS[c.use]}), or use the series metric "
+                      f"{'cost_usd' if c.use == 'cost_usd' else 'latency_p50_ms'} in the question")
+        elif c.use not in SCORING_BUILTINS and c.kind != "binary":
+            self.diag("W_CHECK_NO_SCORE", ("checks", i, "kind"),
+                      f"{e}: check {c.id}: the built-in {c.use} passes or fails and gives no score, so as a {c.kind} "
+                      f"check every attempt scores an error",
+                      "set kind: binary (its metric is the pass rate)")
+        if c.use == "unique_items" and self.subject is not None:
+            path = (c.with_ or {}).get("field")
+            item = self.item_type(path) if isinstance(path, str) else None
+            if item is not None and self.not_record(item):
+                self.diag("W_CHECK_ITEMS_NOT_RECORDS", ("checks", i, "with", "field"),
+                          f"{e}: check {c.id}: unique_items compares the key {c.with_.get('key')} of each item, but the "
+                          f"items of {path} are {item}, not records: every key reads null, so two items always "
+                          f"count as duplicates",
+                          "point field at a list of records (key names one of their fields)")
+
+    def item_type(self, path: str) -> str | None:
+        """The item type of the list a $out/$in path leads to, or None when the checker cannot tell."""
+        try:
+            root, steps = lex(path)
+        except RefError:
+            return None
+        fields = (self.subject_output() if root == "out" else self.subject_input())[0]
+        if not steps or not isinstance(steps[0], str) or fields is None or steps[0] not in fields:
+            return None
+        current = fields[steps[0]]
+        for step in steps[1:]:
+            try:
+                base, lists, _ = self.ctx.types.registry.parse_ref(current)
+            except Exception:
+                return None
+            if step == "*" or isinstance(step, int):
+                if not lists:
+                    return None
+                current = base + "[]" * (lists - 1)
+            else:
+                inner = self.ctx.types.fields(current)
+                if inner is None or step not in inner:
+                    return None
+                current = inner[step]
+        try:
+            base, lists, _ = self.ctx.types.registry.parse_ref(current)
+        except Exception:
+            return None
+        return base + "[]" * (lists - 1) if lists else None
+
+    def not_record(self, ref: str) -> bool:
+        """Known not to be a record: a list, a scalar built-in, an enum, value or id type (Json, unions and
+        unknown types may hold records)."""
+        try:
+            base, lists, _ = self.ctx.types.registry.parse_ref(ref)
+        except Exception:
+            return False
+        spec = self.ctx.types.registry.specs.get(base)
+        return bool(lists) or (base in BUILTIN_TYPES and base not in OPAQUE) or isinstance(
+            spec, (specs.EnumTypeSpec, specs.ValueTypeSpec, specs.IdTypeSpec))
 
     def with_params(self, i: int, c, model: type[BaseModel], label: str) -> bool:
         try:
@@ -668,25 +739,11 @@ class ExperimentRules:
                 view.prompts[slot] = self.exp.prompts[value]
             elif what == "flow":
                 view.calls[slot] = value
-            else:
-                view.nodes[slot] = self.exp.alternatives[value]
-                view.replaced.add(slot)
-                self._adopt_children(view, self.exp.alternatives[value], set())
-        if what == "use":     # subject nodes nothing reaches any more are dropped
-            reach = view.reachable()
-            view.nodes = {k: n for k, n in view.nodes.items() if k in reach}
+        if what == "use":     # the runner assembles the same nodes (one implementation)
+            view.nodes, view.replaced = use_nodes(view.nodes, view.order,
+                                                  {slot: self.exp.alternatives[value] for slot, value in slots},
+                                                  self.exp.alternatives)
         return view
-
-    def _adopt_children(self, view: FlowView, node: Node, seen: set[str]) -> None:
-        """An alternative's children are looked up among the alternatives first, then in the subject."""
-        for _, child in children(node.spec):
-            if child in seen:
-                continue
-            seen.add(child)
-            if child in self.exp.alternatives:
-                view.nodes[child] = self.exp.alternatives[child]
-                view.replaced.add(child)
-                self._adopt_children(view, view.nodes[child], seen)
 
 
 def _refs(value: Any):

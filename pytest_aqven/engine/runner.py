@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..project import coderefs, specs
 from ..project.loader import Flow, Node, Project
 from ..project.types import pascal
+from ..project.typesmodule import typed_arguments
 from ..providers.base import AttemptIdentity, Message, ModelRequest, Provider, ProviderError
 from . import prompts, refs, usercode
 from .trace import Address, CallTrace, NodeTrace, RunError, RunResult
@@ -28,6 +29,7 @@ class Assembly:
     agents: dict[str, str] = field(default_factory=dict)       # node -> agent id
     prompts: dict[str, Path] = field(default_factory=dict)     # node -> prompt text file
     nodes: dict[str, Node] = field(default_factory=dict)       # node -> alternative node (runs under the slot id)
+    flows: dict[str, str] = field(default_factory=dict)        # call node -> the flow it calls instead
     start: str | None = None
     end: str | None = None
 
@@ -182,7 +184,7 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     kwargs = runner._bind(spec.in_, frame.values, node_id)
     trace.input = kwargs
     fn = runner.resolve_code(spec.run, node, f"node {node_id}")
-    value = await runner.call_user(fn, kwargs, node, f"node {node_id}: {spec.run}")
+    value = await runner.call_user(fn, typed_arguments(fn, kwargs), node, f"node {node_id}: {spec.run}")
     model = runner.project.types.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
 

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..engine.runner import Assembly, Runner
+from ..engine.trace import RunResult
 from ..project.loader import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
@@ -14,6 +15,7 @@ from ..providers.base import AttemptIdentity, Provider
 from ..providers.secrets import scrub_data
 from .checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
 from .evaluators import EvalContext
+from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
 
 COUNTED = ("ok", "model_fail", "schema_invalid", "refusal")
@@ -74,16 +76,22 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     if isinstance(checks, CheckInvalid):
         outcome, error_code, error_message = "infra_error", "E_POLICY_PARAMS", str(checks)
         checks = []
+    judge_runs: dict[str, RunResult] = {}
     if outcome == "ok":
+        top = {**case.node_outputs, **{n.node: n.output for n in result.nodes if n.parent is None}}
         metadata = {"case": case.name, "tags": dict(case.tags), "split": plan.split, "variant": variant,
-                    "repeat": repeat,
-                    "node_outputs": {**case.node_outputs,
-                                     **{n.node: n.output for n in result.nodes if n.parent is None}}}
+                    "repeat": repeat, "node_outputs": top}
         context = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
                               cost_usd=result.cost_usd, latency_ms=int(result.latency_ms))
         value = typed(output_model(project, assembly), result.output)
         try:
-            scored = {c.id: await c.score(value, context, runner.default_timeout) for c in checks}
+            for c in checks:
+                if isinstance(c, JudgeCheck):
+                    scope = judge_scope(case.inputs, top, list(assembly.flow.spec.order), result.output)
+                    scored[c.id], judge_runs[c.id] = await c.run(project, providers, identity, scope,
+                                                                 case.expected_output, case.context)
+                else:
+                    scored[c.id] = await c.score(value, context, runner.default_timeout)
         except CheckRaised as exc:
             outcome, error_code, error_message, scored = "infra_error", exc.code, str(exc), {}
     if outcome in ("model_fail", "schema_invalid", "refusal"):
@@ -97,6 +105,9 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         passed = outcome == "ok" and all(r.state == "passed" for c in checks if c.spec.kind == "binary"
                                          for r in [scored[c.id]] if r.state != "skipped")
     tokens_in, tokens_out = result.tokens
+    trace = result.to_dict()
+    if judge_runs:          # the judges' own runs, kept with the attempt
+        trace["judges"] = {cid: r.to_dict() for cid, r in judge_runs.items()}
     # provider and user-code text may carry a key: scrubbed before the record is stored or shown
     return scrub_data({
         "series_id": series_id,
@@ -109,8 +120,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "passed": passed,
         "checks": {k: {"state": r.state, "value": r.value, "reason": r.reason} for k, r in scored.items()},
         "cost_usd": result.cost_usd,
-        "check_cost_usd": 0.0,
-        "unpriced_calls": result.unpriced_calls,
+        "check_cost_usd": sum(r.cost_usd for r in judge_runs.values()),   # series spend, not the cost metric
+        "unpriced_calls": result.unpriced_calls + sum(r.unpriced_calls for r in judge_runs.values()),
         "latency_ms": result.latency_ms,
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
@@ -118,7 +129,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "models": result.models,
         "error_code": error_code,
         "error_message": error_message,
+        "first_failed_node": result.error.node if result.error else None,
         "started_at": started,
         "finished_at": time.time(),
-        "trace": result.to_dict(),
+        "trace": trace,
     })

@@ -15,6 +15,9 @@ from ..project.loader import Experiment, Project
 from ..project.specs import ExperimentCheck
 from .evaluators import BUILTINS, EvalContext, NoParams, Verdict
 
+if typing.TYPE_CHECKING:
+    from .judges import JudgeCheck
+
 
 class CheckInvalid(ValueError):
     pass
@@ -117,7 +120,7 @@ def params_model(fn: Callable, label: str) -> type[BaseModel]:
     return model
 
 
-def compile_check(spec: ExperimentCheck, project: Project, experiment: Experiment) -> CompiledCheck:
+def compile_check(spec: ExperimentCheck, project: Project, experiment: Experiment) -> CompiledCheck | "JudgeCheck":
     if spec.use is not None:
         if spec.use not in BUILTINS:
             raise CheckInvalid(f"check {spec.id}: use: {spec.use} is not a built-in evaluator "
@@ -135,7 +138,9 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
         model = params_model(fn, label)
         models = user_models(fn)
     else:
-        raise CheckInvalid(f"check {spec.id}: judge checks are not run by this version of pytest-aqven")
+        from .judges import compile_judge   # judges import this module
+
+        return compile_judge(spec, project)
     try:
         params = model.model_validate(spec.with_ or {})
     except ValidationError as exc:

@@ -10,6 +10,7 @@ from ..engine.runner import Assembly
 from ..project.loader import Experiment, Project
 from ..project.specs import CaseSpec, ExperimentSpec
 from . import split as splitting
+from .factors import use_nodes
 
 ENGINE_VERSION = "pytest-aqven/0.1"
 
@@ -50,10 +51,15 @@ def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
                 a.agents[node_id] = value
             elif what == "prompt":
                 a.prompts[node_id] = experiment.prompts[value]
-            elif what == "use":
-                a.nodes[node_id] = experiment.alternatives[value]
-            else:
+            elif what == "flow":
+                a.flows[node_id] = value
+            elif what != "use":
                 raise PlanError(f"variant {variant.id}: varies.what {what} is not run by this version of pytest-aqven")
+        if what == "use" and variant.nodes:
+            nodes, replaced = use_nodes(flow.nodes, list(flow.spec.order),
+                                        {slot: experiment.alternatives[alt] for slot, alt in variant.nodes.items()},
+                                        experiment.alternatives)
+            a.nodes = {k: nodes[k] for k in replaced}
         out[variant.id] = a
     return out
 
@@ -84,7 +90,9 @@ def snapshot(project: Project, series: SeriesPlan) -> dict[str, str]:
     dataset_path = root / "datasets" / f"{series.spec.cases.dataset}.yaml"
     flows = {}
     for variant, a in series.variants.items():
-        folders = [a.flow.folder, *(n.path.parent for n in a.nodes.values())]   # the flow and its alternatives
+        plugged = [project.flow_for(series.experiment, f) for f in a.flows.values()]
+        folders = [a.flow.folder, *(n.path.parent for n in a.nodes.values()),   # the flow, its alternatives
+                   *(f.folder for f in plugged if f is not None)]                # and the flows in its slots
         files = sorted({p for folder in folders for p in folder.rglob("*")
                         if p.is_file() and "__pycache__" not in p.parts} | set(a.prompts.values()))
         flows[variant] = canonical_hash({p.relative_to(root).as_posix(): file_hash(p) for p in files})
@@ -93,6 +101,12 @@ def snapshot(project: Project, series: SeriesPlan) -> dict[str, str]:
     shared = {p.relative_to(root).as_posix(): file_hash(p)
               for folder in ("types", "agents") for p in sorted((root / folder).rglob("*.yaml"))}
     shared["aqven.yaml"] = file_hash(root / "aqven.yaml")
+    judges = {}
+    for check in series.spec.checks:
+        if check.is_judge:
+            from .judges import judge_files
+            judges[check.id] = canonical_hash({p.relative_to(root).as_posix(): file_hash(p)
+                                               for p in judge_files(project, check.inference)})
     return {
         "experiment_sha256": file_hash(series.experiment.file),
         "dataset_sha256": file_hash(dataset_path),
@@ -100,5 +114,6 @@ def snapshot(project: Project, series: SeriesPlan) -> dict[str, str]:
         "flows_sha256": canonical_hash(flows),
         "project_sha256": canonical_hash(shared),
         "code_sha256": canonical_hash(code),
+        "judges_sha256": canonical_hash(judges),
         "engine_version": ENGINE_VERSION,
     }

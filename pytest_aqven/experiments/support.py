@@ -8,6 +8,8 @@ from ..check.diagnostics import Diagnostic
 from ..engine.prompts import is_template
 from ..project.loader import Experiment, Project
 from ..project.specs import CodeNode, LlmNode
+from .checks import CheckInvalid
+from .judges import compile_judge
 from .plan import assemble
 
 CODE = "E_RUNTIME_UNSUPPORTED"
@@ -17,10 +19,14 @@ HINT = "this version of pytest-aqven runs code and llm nodes with plain-text pro
 def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
     spec, doc = experiment.spec, experiment.doc
     out: list[Diagnostic] = []
-    for i, check in enumerate(spec.checks):
+    for check in spec.checks:       # a judge runs as an llm node: the same gaps apply
         if check.is_judge:
-            out.append(doc.diag(CODE, ("checks", i, "inference"),
-                                f"check {check.id}: judge checks are not run yet", "use a built-in or a run: check"))
+            try:
+                judge = compile_judge(check, project)
+            except CheckInvalid:    # the series reports it on every attempt, with its reason
+                continue
+            node = judge.assembly.node(check.id)
+            out += _llm_gaps(project, node, node.prompt_path, check.agent)
     if spec.varies is not None and spec.varies.what == "flow":
         out.append(doc.diag(CODE, ("varies", "what"), "the flow factor is not run yet", HINT))
         return out

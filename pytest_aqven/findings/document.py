@@ -47,7 +47,8 @@ def build(project: Project, series: dict, conclusion: Conclusion, records: list[
         "family": series.get("family", "robust"),
         "cells": [cell_dict(c) for c in verdict.cells],
         "variants": variants,
-        "judges": [],
+        "judges": [{"check": c.id, "inference": c.inference, "agent": c.agent, "validated_by": c.validated_by}
+                   for c in spec.checks if c.is_judge],
         "scope": {
             "split": conclusion.split,
             "dataset": spec.cases.dataset,

@@ -100,3 +100,39 @@ class TypesModule(pytypes.ModuleType):
     @property
     def __all__(self) -> list[str]:
         return sorted(self._table(refresh=True))
+
+
+_ADAPTERS: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+
+def typed_arguments(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """User code runs unchanged: a parameter annotated with a model (`request: CaseRequest`), a date or a
+    union gets that type, not the JSON value of the binding. A value that does not fit is passed as it is."""
+    import inspect
+    import typing
+
+    from pydantic import TypeAdapter, ValidationError
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params = inspect.signature(fn).parameters
+    except Exception:          # hints naming what does not exist: leave the arguments alone
+        return kwargs
+    out = dict(kwargs)
+    for name, value in kwargs.items():
+        hint = hints.get(name)
+        if hint is None or hint is Any or name not in params:
+            continue
+        key = (id(fn), name)
+        cached = _ADAPTERS.get(key)
+        if cached is None or cached[0] is not fn:
+            try:
+                cached = _ADAPTERS[key] = (fn, TypeAdapter(hint))
+            except Exception:
+                cached = _ADAPTERS[key] = (fn, None)
+        if cached[1] is None:
+            continue
+        try:
+            out[name] = cached[1].validate_python(value)
+        except ValidationError:
+            pass
+    return out

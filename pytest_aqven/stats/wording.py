@@ -100,7 +100,8 @@ def dev_signal(measurement: str) -> str:
 
 
 def unvalidated_signal(check: str, measurement: str) -> str:
-    return f"Signal only, judge {check} is not validated: {measurement}."
+    return (f"Signal only, judge {check} has no validated_by (no experiment measured its errors on planted "
+            f"defects, so they go straight into the metric): {measurement}.")
 
 
 def cancelled_text(done: int, total: int) -> str:

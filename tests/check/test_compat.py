@@ -143,3 +143,15 @@ def test_flow_py_whose_build_raises_is_a_diagnostic_at_its_line(spoke):
 def test_flow_py_node_is_validated_like_a_node_file(spoke):
     edit(spoke, "experiments/draft_writers/flows/drafting/flow.py", 'agent="writer"', 'agent="ghost"')
     assert codes(spoke) == ["E_AGENT_UNKNOWN"]
+
+
+def test_a_code_node_gets_models_for_its_annotated_parameters(spoke):
+    """prepare(request: TicketRequest) reads request.message: the runner passes a TicketRequest, not a dict."""
+    from tests.engine_projects import run
+    project = load_project(spoke)
+    inputs = {"customer": {"customer_id": "c_0001", "name": "Ada", "locale": "en-GB"}, "channel": "web",
+              "message": "  My   brake squeaks.  "}
+    result = run(project, "repair", inputs, start="prepare", end="prepare", context={"date": "2026-10-02"})
+    assert result.error is None, result.error
+    assert result.output["message"] == "My brake squeaks."              # a range's output is its last node's
+    assert result.output["form_fields"][0]["enum"] == ["repair", "question"]

@@ -454,3 +454,47 @@ def test_factor_kind_in_a_subject_with_a_missing_child(showcase):
         "experiments/reply_noninferior_mistral/experiment.yaml:10:5: error E_FACTOR_KIND varies.nodes[0]: experiment "
         "reply_noninferior_mistral: varies.what agent changes llm nodes, but improve is a loop node\n"
         "  hint: name llm nodes of polish_loop (revise) or pick another varies.what")
+
+
+# --- declarations that cannot measure what their author meant ---------------------------------------
+
+
+
+
+def test_a_binary_cost_check_never_fails(showcase):
+    showcase.remove(NONI)
+    showcase.edit(RISK, '- id: "customer_language"\n  kind: "binary"\n  use: "language"\n  with:\n'
+                        '    field: "$out.reply"\n    locale: "$in.customer.locale"\n',
+                  '- id: "spend"\n  kind: "binary"\n  use: "cost_usd"\n')
+    assert showcase.one("W_CHECK_NEVER_FAILS") == (
+        "experiments/reply_overpromise_risk/experiment.yaml:18:3: warning W_CHECK_NEVER_FAILS checks[1].kind: "
+        "experiment reply_overpromise_risk: check spend: the built-in cost_usd always passes, so as a binary check "
+        "its rate is 1 whatever the attempts measure\n"
+        "  hint: set kind: continuous to read its score (the subject's cost in USD), or use the series metric "
+        "cost_usd in the question")
+
+
+def test_a_pass_fail_builtin_gives_no_score(showcase):
+    showcase.remove(NONI)
+    showcase.edit(RISK, '- id: "customer_language"\n  kind: "binary"', '- id: "customer_language"\n  kind: "continuous"')
+    assert showcase.one("W_CHECK_NO_SCORE") == (
+        "experiments/reply_overpromise_risk/experiment.yaml:18:3: warning W_CHECK_NO_SCORE checks[1].kind: "
+        "experiment reply_overpromise_risk: check customer_language: the built-in language passes or fails and gives "
+        "no score, so as a continuous check every attempt scores an error\n"
+        "  hint: set kind: binary (its metric is the pass rate)")
+
+
+def test_unique_items_on_a_list_of_scalars(showcase):
+    showcase.remove(NONI)
+    showcase.edit("flows/support_case/nodes/polish/polish.inference.yaml", '- name: "reply"\n  type: "Text"\n',
+                  '- name: "reply"\n  type: "Text"\n- name: "tags"\n  type: "Text[]"\n')
+    showcase.edit(RISK, '- id: "customer_language"\n  kind: "binary"\n  use: "language"\n  with:\n'
+                        '    field: "$out.reply"\n    locale: "$in.customer.locale"\n',
+                  '- id: "distinct_tags"\n  kind: "binary"\n  use: "unique_items"\n  with:\n'
+                  '    field: "$out.tags"\n    key: "id"\n')
+    assert showcase.one("W_CHECK_ITEMS_NOT_RECORDS") == (
+        "experiments/reply_overpromise_risk/experiment.yaml:21:5: warning W_CHECK_ITEMS_NOT_RECORDS "
+        "checks[1].with.field: experiment reply_overpromise_risk: check distinct_tags: unique_items compares the key "
+        "id of each item, but the items of $out.tags are Text, not records: every key reads null, so two items always "
+        "count as duplicates\n"
+        "  hint: point field at a list of records (key names one of their fields)")

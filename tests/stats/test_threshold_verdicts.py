@@ -112,7 +112,7 @@ def test_rule_order_sentences():
                       "against above 0.5 with margin 0: clears the bound by more than the margin.")
     v = decide(q, data, facts(unvalidated_judges=frozenset({"promises"})))
     assert (v.state, v.reason) == ("signal", "judge_not_validated")
-    assert v.text.startswith("Signal only, judge promises is not validated: gpt: promises is 1.00")
+    assert v.text.startswith("Signal only, judge promises has no validated_by (no experiment measured its errors")
 
 
 def test_cancelled_attempts_are_not_settled():

@@ -1,0 +1,147 @@
+"""Judge checks: a model scores every attempt through the engine's llm node, its cost kept apart."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+import yaml
+
+from . import engine_projects as ep
+
+XDIST = [[], ["-n", "2"]]
+
+PROVIDER = '''
+import json
+from pytest_aqven import ModelRequest, ModelResponse
+
+
+def complete(request: ModelRequest) -> ModelResponse:
+    """The replier spoils a case whose text says 'bad'; the judge `grade` sees the reply and scores it."""
+    user = next(m.text for m in request.messages if m.role == "user")     # the first: repairs come later
+    if request.node == "answer":
+        reply = "bad reply" if "bad" in user else "good reply"
+        return ModelResponse(text=json.dumps({"reply": reply}), tokens_in=20, tokens_out=5, cost_usd=0.0002,
+                             latency_ms=40.0)
+    if "no judge" in user:
+        return ModelResponse(text="{}", cost_usd=0.001)
+    bad = "bad reply" in user
+    return ModelResponse(text=json.dumps({"score": 0.1 if bad else 0.9, "rationale": "it says bad" if bad else "fine"}),
+                         tokens_in=30, tokens_out=8, cost_usd=0.001, latency_ms=60.0)
+'''
+
+
+def project(tmp, cases: list[tuple[str, str]], experiments: dict[str, dict]) -> None:
+    files = {
+        "provider.py": PROVIDER,
+        "agents/bot.yaml": ep.agent("fake:bot-1"),
+        "agents/critic.yaml": ep.agent("fake:critic-1"),
+        "types/reply.yaml": ep.record("A reply", reply="Text"),
+        "flows/support/flow.yaml": ep.flow(["answer"], {"reply": "$answer.out.reply"}, output="Reply"),
+        "flows/support/nodes/answer/answer.node.yaml": ep.node(
+            "llm", agent="bot", in_=[{"name": "text", "from": "$input.text"}]),
+        "flows/support/nodes/answer/answer.inference.yaml": ep.inference({"text": "Text"}, {"reply": "Text"}),
+        "flows/support/nodes/answer/answer.prompt.md": "Answer the customer.\n",
+        "flows/support/nodes/answer/grade.inference.yaml": ep.inference(
+            {"text": "Text", "reply": "Text"}, {"score": "Float", "rationale": "Text"}),
+        "flows/support/nodes/answer/grade.prompt.md": "Score the reply from 0 to 1.\n",
+        "datasets/asks.yaml": {"apiVersion": "aqven/v1", "kind": "Dataset", "flow": "support",
+                               "cases": [{"name": n, "inputs": {"text": t}} for n, t in cases]},
+    }
+    for exp_id, body in experiments.items():
+        files[f"experiments/{exp_id}/experiment.yaml"] = {
+            "apiVersion": "aqven/v1", "kind": "Experiment", "description": "Replies score above 0.3 in most attempts",
+            "subject": {"flow": "support"}, "cases": {"dataset": "asks"}, "variants": [{"id": "bot"}], **body}
+    ep.write(tmp / "proj", files, package="judgeproj")
+
+
+def judge(kind: str = "binary", **extra) -> dict:
+    return {"id": "grade", "kind": kind, "inference": "grade", "agent": "critic", **extra}
+
+
+def records(tmp) -> list[dict]:
+    db = sqlite3.connect(tmp / "proj/.aqven/aqven.sqlite")
+    return [json.loads(r) for (r,) in db.execute("SELECT record FROM aqven_series_attempts ORDER BY rowid")]
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_a_binary_judge_scores_every_attempt_and_its_cost_is_spend_not_cost(pytester, xdist):
+    cases = [(f"ok_{i:02d}", "hello") for i in range(8)] + [(f"bad_{i}", "bad news") for i in range(6)]
+    project(pytester.path, cases, {"look_replies": {"checks": [judge()], "question": {"kind": "look"}}})
+    result = pytester.runpytest("proj", "-rx", "-p", "no:cacheprovider", *xdist)
+    dev = [r for r in records(pytester.path)]
+    bad = [r for r in dev if r["case"].startswith("bad")]
+    assert bad, "the split put no bad case on the working half"
+    for r in dev:
+        assert r["cost_usd"] == pytest.approx(0.0002) and r["check_cost_usd"] == pytest.approx(0.001)
+        grade = r["checks"]["grade"]
+        judge_trace = r["trace"]["judges"]["grade"]
+        assert judge_trace["nodes"][0]["calls"][0]["model"] == "fake:critic-1"
+        assert judge_trace["nodes"][0]["input"]["reply"] in ("good reply", "bad reply")
+        if r["case"].startswith("bad"):
+            assert grade == {"state": "failed", "value": 0.0, "reason": "it says bad"} and r["passed"] is False
+        else:
+            assert grade["state"] == "passed" and r["passed"] is True
+    result.stdout.fnmatch_lines([f"XFAIL *::bot::{bad[0]['case']}::1 - grade: it says bad"])
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_an_unvalidated_deciding_judge_gives_a_signal_that_says_why(pytester, xdist):
+    cases = [(f"c_{i:02d}", "hello") for i in range(24)]
+    question = {"kind": "threshold", "metric": "grade", "above": 0.5}
+    project(pytester.path, cases, {
+        "graded": {"checks": [judge("continuous")], "question": question},
+        "graded_validated": {"checks": [judge("continuous", validated_by="graded")], "question": question}})
+    result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", *xdist)
+    lines = {l.split(" ")[0]: l for l in result.outlines if l.startswith("graded")}
+    assert "signal - Signal only, judge grade has no validated_by" in lines["graded"], lines
+    assert "confirmed - bot: grade is 0.90" in lines["graded_validated"], lines
+    finding = yaml.safe_load(next((pytester.path / "proj/experiments/graded_validated/findings").glob("*.yaml")).read_text())
+    assert finding["judges"] == [{"check": "grade", "inference": "grade", "agent": "critic", "validated_by": "graded"}]
+    assert result.ret == 0
+
+
+def test_a_judge_that_gives_no_score_is_a_check_error_not_a_failure(pytester):
+    project(pytester.path, [(f"c_{i:02d}", "no judge") for i in range(10)],
+            {"look_replies": {"checks": [judge("continuous")], "question": {"kind": "look"}}})
+    pytester.runpytest("proj", "-p", "no:cacheprovider")
+    assert records(pytester.path)
+    for r in records(pytester.path):
+        grade = r["checks"]["grade"]
+        assert grade["state"] == "error" and grade["value"] is None
+        assert grade["reason"].startswith("judge grade (critic) failed: MODEL_RETRIES_EXHAUSTED: node grade: ")
+        assert "score: Field required" in grade["reason"]
+        assert len(r["trace"]["judges"]["grade"]["nodes"][0]["calls"]) == 2     # the engine's repair turn ran
+        assert r["outcome"] == "ok" and r["passed"] is True     # a continuous check never decides `passed`
+
+
+def test_a_range_judge_binds_inputs_from_node_outputs(pytester):
+    """A range from..to: the judge reads the outputs of the nodes above it from the case's node_outputs."""
+    files_cases = [(f"c_{i:02d}", "hello") for i in range(10)]
+    project(pytester.path, files_cases, {})
+    root = pytester.path / "proj"
+    ep.write(root, {
+        "provider.py": PROVIDER,
+        "flows/support/flow.yaml": ep.flow(["draft", "answer"], {"reply": "$answer.out.reply"}, output="Reply"),
+        "flows/support/nodes/draft/draft.node.yaml": ep.node(
+            "code", run="draft", in_=[{"name": "text", "from": "$input.text"}], out=[{"name": "note", "type": "Text"}]),
+        "flows/support/nodes/draft/draft.py": "def draft(text):\n    return {'note': text.upper()}\n",
+        "flows/support/nodes/answer/answer.node.yaml": ep.node(
+            "llm", agent="bot", in_=[{"name": "text", "from": "$draft.out.note"}]),
+        "flows/support/nodes/answer/grade.inference.yaml": ep.inference(
+            {"note": "Text", "reply": "Text"}, {"score": "Float", "rationale": "Text"}),
+        "datasets/asks.yaml": {"apiVersion": "aqven/v1", "kind": "Dataset", "flow": "support", "cases": [
+            {"name": n, "inputs": {"text": t}, "node_outputs": {"draft": {"note": "GIVEN NOTE"}}}
+            for n, t in files_cases]},
+        "experiments/ranged/experiment.yaml": {
+            "apiVersion": "aqven/v1", "kind": "Experiment", "description": "A range judged",
+            "subject": {"flow": "support", "from": "answer", "to": "answer"}, "cases": {"dataset": "asks"},
+            "variants": [{"id": "bot"}], "checks": [judge("continuous")], "question": {"kind": "look"}},
+    }, package="judgeproj")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider")
+    assert "E_" not in result.stdout.str(), result.stdout.str()
+    assert records(pytester.path)
+    for r in records(pytester.path):
+        bound = r["trace"]["judges"]["grade"]["nodes"][0]["input"]
+        assert bound == {"note": "GIVEN NOTE", "reply": "good reply"}
+        assert r["checks"]["grade"]["value"] == 0.9
