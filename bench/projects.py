@@ -2,7 +2,7 @@
 
 `code` experiments run a flow of one trivial code node (the engine's own cost per attempt); `agents`
 experiments vary the agent of one llm node answered at once by a function provider (several variants).
-The dataset holds exactly `cases` working cases (the held-out half is left out by name).
+The dataset holds exactly `cases` cases of the half `split` (the other half is left out by name).
 """
 from __future__ import annotations
 
@@ -146,11 +146,11 @@ AGENT = '''
     '''
 
 
-def dev_case_names(n: int, dataset: str = "reviews") -> list[str]:
+def case_names(n: int, split: str = "dev", dataset: str = "reviews") -> list[str]:
     names, i = [], 0
     while len(names) < n:
         name = f"case_{i:06d}"
-        if split_of(PACKAGE, dataset, name) == "dev":
+        if split_of(PACKAGE, dataset, name) == split:
             names.append(name)
         i += 1
     return names
@@ -210,12 +210,12 @@ variants:
 
 
 def write(root: Path, *, kind: str = "code", cases: int = 500, repeats: int = 20, variants: int = 1,
-          experiments: int = 1) -> Path:
+          experiments: int = 1, split: str = "dev") -> Path:
     """A project at `root` with `experiments` experiments (exp_000, ...) of the given shape."""
     files = dict(FILES)
     for name in "abcdefgh"[:max(variants, 2)]:
         files[f"agents/{name}.yaml"] = AGENT.replace("{name}", name)
-    files["datasets/reviews.yaml"] = dataset_yaml(dev_case_names(cases), "echo" if kind == "code" else "rate")
+    files["datasets/reviews.yaml"] = dataset_yaml(case_names(cases, split), "echo" if kind == "code" else "rate")
     for i in range(experiments):
         files[f"experiments/exp_{i:03d}/experiment.yaml"] = experiment_yaml(kind, cases, repeats, variants)
     for rel, text in files.items():

@@ -17,8 +17,56 @@ def build_parser() -> argparse.ArgumentParser:
     from .series.commands import add_db, add_series
     add_series(commands)
     add_db(commands)
+    add_findings(commands)
     add_plan(commands)
     return parser
+
+
+def add_findings(commands) -> None:
+    p = commands.add_parser("findings", help="the project's findings and FINDINGS.md",
+                            description="Work on the findings of the project around PATH.")
+    sub = p.add_subparsers(dest="findings_command", required=True, metavar="SUBCOMMAND")
+    r = sub.add_parser("rebuild", help="write back deleted findings from the project database and regenerate FINDINGS.md",
+                       description="Write back every finding file the project database recorded and that is missing, "
+                                   "then regenerate FINDINGS.md from the finding files (hand-made lines are replaced). "
+                                   "An edited finding is never rewritten: it is reported and the command exits 1.")
+    r.add_argument("path", nargs="?", default=".", metavar="PATH",
+                   help="the module root or any file or folder inside it (default: .)")
+    r.set_defaults(handler=run_findings_rebuild)
+
+
+def _root_of(command: str, path: str) -> Path | None:
+    start = Path(path)
+    if not start.exists():
+        print(f"aqven {command}: {path} does not exist", file=sys.stderr)
+        return None
+    root = find_root(start)
+    if root is None:
+        print(f"aqven {command}: no {PROJECT_FILE} in {path} or any folder above it; "
+              f"run aqven {command} inside an AQVEN project", file=sys.stderr)
+    return root
+
+
+def run_findings_rebuild(args: argparse.Namespace) -> int:
+    from .check.diagnostics import Diagnostic   # noqa: PLC0415
+    from .findings.files import FindingsRefused   # noqa: PLC0415
+    from .project.loader import load_project   # noqa: PLC0415
+    from .series.findings import rebuild   # noqa: PLC0415
+
+    root = _root_of("findings rebuild", args.path)
+    if root is None:
+        return 2
+    project = load_project(root)
+    try:
+        restored, _ = rebuild(project)
+    except FindingsRefused as exc:
+        print(render_text([Diagnostic(exc.code, file, tuple(where), message, hint=exc.hint)
+                           for file, where, message in exc.problems]))
+        return 1
+    for path in restored:
+        print(f"restored {path.relative_to(root).as_posix()} from the project database")
+    print("FINDINGS.md regenerated from the finding files")
+    return 0
 
 
 def add_check(commands) -> None:

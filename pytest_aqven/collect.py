@@ -7,6 +7,7 @@ import pytest
 
 from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
+from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .experiments.support import runtime_gaps
@@ -30,6 +31,10 @@ class LoadedProject:
             self.project = Project(root)
             self.diagnostics, self.experiment_diagnostics = [internal_error("aqven.yaml", "loading the project", exc)], {}
             return
+        try:   # publish what a crash left recorded in the database but unwritten, before checking the files
+            repair_findings(self.project)
+        except OSError:
+            pass   # a read-only tree: aqven check reports the missing files
         self.diagnostics, self.experiment_diagnostics = check_project(self.project)
 
     @property

@@ -7,7 +7,9 @@ file is collected, and the verdict machinery when there is a verdict to decide (
 from __future__ import annotations
 
 import sys
+import threading
 from collections import defaultdict
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -317,14 +319,18 @@ class VerdictReporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)
         if record is not None and not self.is_worker:
+            if not self.records:
+                _import_in_background(DECIDING)
             self.records[record["series_id"]][(record["variant"], record["case"], record["repeat"])] = record
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
         result = yield
-        db = sys.modules.get(f"{__package__}.series.db")
-        if db is not None:      # attempt records are group-committed: the last batch, before anyone reads them
-            db.flush_all()
+        # attempt records are group-committed: the last batch, before anyone reads them (the module may be
+        # half imported by the background import thread: then this process opened no store)
+        flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
+        if flush_all is not None:
+            flush_all()
         if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.records:
             return result
         from .project.loader import load_project
@@ -347,13 +353,18 @@ class VerdictReporter:
         return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
+        from .findings.files import FindingsRefused
         from .series.conclude import conclude
         from .series.findings import write_finding_for
         file_nodeid = records[0]["file_nodeid"]
+        refused = None
         try:
             conclusion = conclude(project, series_id, records, family=self.family)
             if conclusion.verdict is not None:
-                conclusion.finding = write_finding_for(project, conclusion, records)
+                try:
+                    conclusion.finding = write_finding_for(project, conclusion, records)
+                except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten
+                    refused = exc
         except Exception as exc:  # our bug: the verdict test fails with its message, the session goes on
             message = f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}"
             self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
@@ -361,7 +372,10 @@ class VerdictReporter:
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         state = conclusion.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
-        if conclusion.verdict is None:
+        if refused is not None:
+            outcome, longrepr = "failed", (f"verdict {state}: {conclusion.verdict.text}\nthe finding is recorded in "
+                                           f"the project database but its files were not written:\n{refused}")
+        elif conclusion.verdict is None:
             outcome, longrepr = "skipped", (str(file_nodeid), None, f"Skipped: {conclusion.note}")
         elif failing:
             outcome, longrepr = "failed", f"verdict {state}: {conclusion.verdict.text}"
@@ -409,6 +423,22 @@ class VerdictReporter:
                 from .report import look
                 for experiment, split, records, kinds in self.looks:
                     look.table(terminalreporter, experiment, split, records, kinds)
+
+
+# what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
+# thread from the first attempt record on, while the attempts run, so the session end only decides
+DECIDING = ("series.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "series.findings")
+
+
+def _import_in_background(modules: tuple[str, ...]) -> None:
+    def run() -> None:
+        try:
+            for name in modules:
+                import_module(f"{__package__}.{name}")
+            import_module("scipy.special")
+        except Exception:   # the session end imports them again and reports what fails
+            pass
+    threading.Thread(target=run, name="aqven-imports", daemon=True).start()
 
 
 def _check_warnings(config: pytest.Config) -> list[tuple[str, str]]:

@@ -120,4 +120,4 @@ def test_the_snapshot_covers_every_file_of_an_alternative_node(tmp_path):
     (tmp_path / alt / "judge_alt.prompt.md").write_text("Rate it, at length.\n")
     after = snapshot(p, series)
     assert before["flows_sha256"] != after["flows_sha256"]
-    assert {k for k in before if before[k] != after[k]} == {"flows_sha256"}
+    assert {k for k in before if before[k] != after[k]} == {"flows_sha256", "experiment_folder_sha256"}

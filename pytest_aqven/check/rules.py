@@ -176,4 +176,18 @@ def check_project(project: Project) -> tuple[list[Diagnostic], dict[str, list[Di
     project_level = list(project.diagnostics) + project_rules(project, ctx)    # first: shared files are theirs
     per_experiment = {eid: list(exp.diagnostics) + experiment_rules(project, exp, ctx)
                       for eid, exp in project.experiments.items()}
-    return project_level, per_experiment
+    finding_diags, per_finding_experiment = _findings(project)
+    for eid, diags in per_finding_experiment.items():
+        per_experiment.setdefault(eid, []).extend(diags)
+    return project_level + finding_diags, per_experiment
+
+
+def _findings(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
+    """E_FINDING_TAMPERED / W_FINDINGS_STALE (check/findings.py); a bug there is an internal error, never a traceback."""
+    if project.spec is None:
+        return [], {}
+    from .findings import finding_rules  # noqa: PLC0415  (decides findings again: numpy and scipy)
+    try:
+        return finding_rules(project)
+    except Exception as exc:
+        return [internal_error("FINDINGS.md", "checking findings", exc)], {}

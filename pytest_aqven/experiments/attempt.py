@@ -82,7 +82,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         metadata = {"case": case.name, "tags": dict(case.tags), "split": plan.split, "variant": variant,
                     "repeat": repeat, "node_outputs": top}
         context = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
-                              cost_usd=result.cost_usd, latency_ms=int(result.latency_ms))
+                              cost_usd=None if result.unpriced_calls else result.cost_usd,  # unknown, never free
+                              latency_ms=int(result.latency_ms))
         value = typed(output_model(project, assembly), result.output)
         try:
             for c in checks:

@@ -32,7 +32,7 @@ class EvalContext(Generic[I, O]):
     expected_output: Any = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     attempt: int = 1
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0     # None: a call had no known price (the cost is unknown)
     latency_ms: int = 0
 
 
@@ -213,7 +213,8 @@ def citations_in_sources(value: Any, context: EvalContext, params: CitationsPara
 
 
 def cost_usd(value: Any, context: EvalContext, params: NoParams) -> Verdict:
-    return Verdict(passed=True, score=context.cost_usd)
+    return Verdict(passed=True, score=context.cost_usd,
+                   reason=None if context.cost_usd is not None else "the cost is unknown: a call had no known price")
 
 
 def latency_ms(value: Any, context: EvalContext, params: NoParams) -> Verdict:

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..engine.runner import Assembly
 from ..project.loader import Experiment, Project
 from ..project.specs import CaseSpec, ExperimentSpec
+from . import inputs
 from . import split as splitting
 from .factors import use_nodes
 
@@ -84,36 +85,62 @@ def canonical_hash(value) -> str:
     return "sha256-" + hashlib.sha256(data.encode()).hexdigest()
 
 
-def snapshot(project: Project, series: SeriesPlan) -> dict[str, str]:
-    """Hashes of everything the series runs on; compared at the end to detect inputs that changed."""
+def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
+    """Every file the series reads, by what it is (experiments/inputs.py says which)."""
     root = project.root
-    dataset_path = root / "datasets" / f"{series.spec.cases.dataset}.yaml"
     flows = {}
     for variant, a in series.variants.items():
         plugged = [project.flow_for(series.experiment, f) for f in a.flows.values()]
         folders = [a.flow.folder, *(n.path.parent for n in a.nodes.values()),   # the flow, its alternatives
                    *(f.folder for f in plugged if f is not None)]                # and the flows in its slots
-        files = sorted({p for folder in folders for p in folder.rglob("*")
-                        if p.is_file() and "__pycache__" not in p.parts} | set(a.prompts.values()))
-        flows[variant] = canonical_hash({p.relative_to(root).as_posix(): file_hash(p) for p in files})
-    code = {p.relative_to(root).as_posix(): file_hash(p)
-            for p in sorted(root.rglob("*.py")) if ".aqven" not in p.parts and "__pycache__" not in p.parts}
-    shared = {p.relative_to(root).as_posix(): file_hash(p)
-              for folder in ("types", "agents") for p in sorted((root / folder).rglob("*.yaml"))}
-    shared["aqven.yaml"] = file_hash(root / "aqven.yaml")
+        flows[variant] = sorted({p for folder in folders for p in folder.rglob("*")
+                                 if p.is_file() and "__pycache__" not in p.parts} | set(a.prompts.values()))
+    shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
     judges = {}
     for check in series.spec.checks:
         if check.is_judge:
             from .judges import judge_files
-            judges[check.id] = canonical_hash({p.relative_to(root).as_posix(): file_hash(p)
-                                               for p in judge_files(project, check.inference)})
+            judges[f"judge:{check.id}"] = sorted(judge_files(project, check.inference))
+    return {
+        "experiment": inputs._files(series.experiment.file.parent),
+        "dataset": [root / "datasets" / f"{series.spec.cases.dataset}.yaml"],
+        **{f"flow:{variant}": files for variant, files in flows.items()},
+        **judges,
+        "project": shared,
+        "code": inputs.project_code(root),
+        "modules": inputs.outside_modules(root, project.package),
+    }
+
+
+def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] | None = None) -> dict[str, str]:
+    """Hashes of everything the series runs on; compared at the end to detect inputs that changed."""
+    root = project.root
+    paths = paths or input_paths(project, series)
+
+    def named(p: Path) -> str:
+        p = p.resolve()
+        return p.relative_to(root.resolve()).as_posix() if root.resolve() in p.parents else p.as_posix()
+
+    def hashes(files) -> dict[str, str]:
+        return {named(p): file_hash(p) for p in files if p.is_file()}
+
+    flows = {k.split(":", 1)[1]: canonical_hash(hashes(v)) for k, v in paths.items() if k.startswith("flow:")}
+    judges = {k.split(":", 1)[1]: canonical_hash(hashes(v)) for k, v in paths.items() if k.startswith("judge:")}
     return {
         "experiment_sha256": file_hash(series.experiment.file),
-        "dataset_sha256": file_hash(dataset_path),
+        "experiment_folder_sha256": canonical_hash(hashes(paths["experiment"])),
+        "dataset_sha256": file_hash(paths["dataset"][0]),
         "cases_sha256": canonical_hash([c.model_dump(mode="json") for c in series.cases]),
         "flows_sha256": canonical_hash(flows),
-        "project_sha256": canonical_hash(shared),
-        "code_sha256": canonical_hash(code),
+        "project_sha256": canonical_hash(hashes(paths["project"])),
+        "code_sha256": canonical_hash(hashes(paths["code"])),
         "judges_sha256": canonical_hash(judges),
+        "modules_sha256": canonical_hash(hashes(paths["modules"])),
+        "modules": sorted(named(p) for p in paths["modules"]),
         "engine_version": ENGINE_VERSION,
     }
+
+
+def fingerprints(paths: dict[str, list[Path]]) -> dict[str, list[int]]:
+    """mtime and size of every input file at the start: a file edited and restored during the series shows."""
+    return inputs.fingerprint(sorted({str(p.resolve()) for files in paths.values() for p in files}))

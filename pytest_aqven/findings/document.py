@@ -6,8 +6,12 @@ from decimal import Decimal
 
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
+from ..stats import betting, evidence
+from ..stats.estimates import RESAMPLES
+from ..stats.intervals import ALPHA
+from ..stats.samples import AttemptTable
 from .files import read_findings
-from ..series.conclude import Conclusion, cell_dict, estimate_dict
+from ..series.conclude import Conclusion, cell_dict, estimate_dict, question_of
 
 
 def _iso(ts: float) -> str:
@@ -29,9 +33,9 @@ def build(project: Project, series: dict, conclusion: Conclusion, records: list[
             "models": models,
             "metrics": {m: estimate_dict(e) for m, e in sorted(verdict.metrics.get(v.id, {}).items())},
         })
-    spend = sum(Decimal(repr(r["cost_usd"])) + Decimal(repr(r["check_cost_usd"])) for r in records)
+    spend = sum(Decimal(repr(r["cost_usd"] or 0.0)) + Decimal(repr(r.get("check_cost_usd") or 0.0)) for r in records)  # None: unpriced
     case_names_sha = canonical_hash(sorted({r["case"] for r in records}))
-    others = [f for _, f in read_findings(project.root) if f["experiment"] == experiment.id
+    others = [f for _, f in read_findings(project.root, project.package) if f["experiment"] == experiment.id
               and f["series"] != conclusion.series_id and f["scope"]["case_names_sha256"] == case_names_sha]
     return {
         "apiVersion": "aqven/v1",
@@ -66,4 +70,24 @@ def build(project: Project, series: dict, conclusion: Conclusion, records: list[
         },
         "inputs": dict(series["snapshot"]),
         "spend_usd": str(spend.quantize(Decimal("0.000001")).normalize()),
+        "method": method(conclusion),
+        "data": evidence.sufficient_data(AttemptTable(conclusion.attempts, conclusion.facts.check_kinds),
+                                         conclusion.facts, verdict.metrics),
+    }
+
+
+def method(conclusion: Conclusion) -> dict:
+    """How the verdict was computed: enough for `aqven check` to decide it again from `data`."""
+    facts = conclusion.facts
+    return {
+        "question": evidence.question_dict(conclusion.question),
+        "family": facts.family,
+        "alpha": ALPHA,
+        "salt": facts.salt,
+        "case_key": f"sha256(salt, case name)[:{evidence.KEY_HEX}]",
+        "betting": {"truncation": betting.TRUNCATION, "orders": betting.ORDERS},
+        "bootstrap_resamples": RESAMPLES,
+        "check_kinds": dict(sorted(facts.check_kinds.items())),
+        "unvalidated_judges": sorted(facts.unvalidated_judges),
+        "variants": list(facts.variants),
     }

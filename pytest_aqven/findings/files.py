@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,18 @@ def _mapping(dumper: _Dumper, data: dict) -> yaml.MappingNode:
     return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=False)
 
 
+def _numbers(items) -> bool:
+    return all(isinstance(x, (int, float)) or (isinstance(x, list) and _numbers(x)) for x in items)
+
+
+def _sequence(dumper: _Dumper, data: list) -> yaml.SequenceNode:
+    """Lists of numbers (a finding's per-case data) on one line; other lists in block style."""
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=bool(data) and _numbers(data))
+
+
 _Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style='"'))
 _Dumper.add_representer(dict, _mapping)
+_Dumper.add_representer(list, _sequence)
 
 
 def dump(document: dict) -> str:
@@ -48,17 +59,49 @@ def finding_files(root: Path) -> list[Path]:
     return sorted((root / "experiments").glob("*/findings/*.yaml"))
 
 
-def read_findings(root: Path) -> list[tuple[Path, dict]]:
-    """Intact findings only: an edited file speaks for nothing."""
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it: findings are long
+
+
+def load(path: Path) -> tuple[Any, str | None]:
+    """(document, None), or (None, why it cannot be read)."""
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER), None
+    except yaml.YAMLError as exc:
+        return None, f"it is not valid YAML ({str(exc).splitlines()[0]})"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"it cannot be read ({exc})"
+
+
+def examine(root: Path, package: str | None = None) -> list[tuple[Path, Any, list]]:
+    """Every finding file with its document and its problems (verify.problems): [] when it stands."""
+    from .verify import problems   # noqa: PLC0415  (verify decides again: numpy and scipy)
+
     out = []
     for path in finding_files(root):
         try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, OSError, UnicodeDecodeError):
+            stat = path.stat()
+        except OSError:
             continue
-        if intact(document):
-            out.append((path, document))
+        key = (str(path), stat.st_mtime_ns, stat.st_size, package)
+        if key not in _EXAMINED:
+            document, unreadable = load(path)
+            found = [((), unreadable)] if unreadable else problems(
+                document, stem=path.stem, folder=path.parent.parent.name, package=package)
+            if len(_EXAMINED) > 512:
+                _EXAMINED.clear()
+            _EXAMINED[key] = (document, found)
+        document, found = _EXAMINED[key]
+        out.append((path, document, found))
     return out
+
+
+_EXAMINED: dict[tuple, tuple[Any, list]] = {}   # (path, mtime, size, package) -> (document, problems)
+
+
+def read_findings(root: Path, package: str | None = None) -> list[tuple[Path, dict]]:
+    """The findings that stand (hash, place and verdict decided again from their data): an edited file
+    speaks for nothing."""
+    return [(path, doc) for path, doc, found in examine(root, package) if not found]
 
 
 def render_findings_md(root: Path, findings: list[tuple[Path, dict]]) -> str:
@@ -103,17 +146,78 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_finding(root: Path, experiment_id: str, series_id: str, document: dict) -> Path:
-    """Write the finding once (never over another one) and regenerate FINDINGS.md from every intact finding."""
+def text_sha(text: str) -> str:
+    return "sha256-" + hashlib.sha256(text.encode()).hexdigest()
+
+
+class FindingsRefused(Exception):
+    """The files are not what aqven generated (an edited finding, a hand-made line): nothing is overwritten
+    or dropped. `problems` holds (file relative to the root, key path, message) for the diagnostics."""
+
+    def __init__(self, code: str, problems: list[tuple[str, tuple, str]], hint: str):
+        self.code, self.problems, self.hint = code, problems, hint
+        super().__init__("; ".join(f"{code} {file}: {message}" for file, _, message in problems) + f" ({hint})")
+
+
+REBUILD_HINT = "run aqven findings rebuild to regenerate FINDINGS.md from the finding files"
+TAMPERED_HINT = ("a finding is written once and proves its own verdict: restore the file "
+                 "(git checkout, or aqven findings rebuild from the project database) or run a new series on holdout cases")
+
+
+def finding_text(document: dict) -> str:
+    """The bytes of a finding: canonical YAML with its self hash."""
     document = {**document, "self_sha256": ""}
     document["self_sha256"] = self_hash(document)
-    path = root / "experiments" / experiment_id / "findings" / f"{series_id}.yaml"
+    return dump(document)
+
+
+def finding_path(root: Path, experiment_id: str, series_id: str) -> Path:
+    return root / "experiments" / experiment_id / "findings" / f"{series_id}.yaml"
+
+
+def write_finding_file(root: Path, experiment_id: str, series_id: str, text: str) -> Path:
+    """Write the finding once: identical bytes already there are fine, other bytes are never overwritten."""
+    path = finding_path(root, experiment_id, series_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = dump(document)
     if path.exists():
         if path.read_text(encoding="utf-8") != text:
-            raise FileExistsError(f"{path.relative_to(root)} exists with other content: a finding is written once")
-    else:
-        _atomic_write(path, text)
-    _atomic_write(root / "FINDINGS.md", render_findings_md(root, read_findings(root)))
+            raise FindingsRefused("E_FINDING_TAMPERED", [(path.relative_to(root).as_posix(), (),
+                                  "the file exists with other content than the finding the database recorded")],
+                                  TAMPERED_HINT)
+        return path
+    _atomic_write(path, text)
+    return path
+
+
+def refresh_findings_md(root: Path, package: str | None, generated: set[str] = frozenset(),
+                        force: bool = False) -> str:
+    """Regenerate FINDINGS.md from the findings that stand; returns its sha.
+
+    Refused (FindingsRefused) when a finding file does not stand (its line would be dropped silently), or
+    when FINDINGS.md holds text aqven did not generate: neither the text of the findings as they are, nor
+    one whose sha is in `generated` (the texts this project's database says aqven wrote). `force`
+    (aqven findings rebuild) overwrites hand-made lines, never a finding.
+    """
+    examined = examine(root, package)
+    bad = [(p.relative_to(root).as_posix(), where, msg) for p, _, found in examined for where, msg in found]
+    if bad:
+        raise FindingsRefused("E_FINDING_TAMPERED", bad, TAMPERED_HINT)
+    text = render_findings_md(root, [(p, d) for p, d, _ in examined])
+    target = root / "FINDINGS.md"
+    current = target.read_text(encoding="utf-8") if target.exists() else None
+    if current != text and not (current is None and not text):
+        if not (force or current is None or text_sha(current) in generated):
+            raise FindingsRefused("W_FINDINGS_STALE", [("FINDINGS.md", (), "FINDINGS.md differs from the text "
+                                  "generated from the finding files (a line was added, changed or removed by hand)")],
+                                  REBUILD_HINT)
+        _atomic_write(target, text)
+    return text_sha(text)
+
+
+def write_finding(root: Path, experiment_id: str, series_id: str, document: dict,
+                  package: str | None = None, generated: set[str] = frozenset()) -> Path:
+    """Write the finding once and regenerate FINDINGS.md from every finding that stands."""
+    before = render_findings_md(root, read_findings(root, package))
+    path = write_finding_file(root, experiment_id, series_id, finding_text(document))
+    refresh_findings_md(root, package, set(generated) | {text_sha(before)})
     return path

@@ -12,6 +12,7 @@ from .function import FunctionProvider
 
 
 _cassettes: dict[tuple[Path, str], "Cassettes"] = {}
+_built: dict[tuple, Provider] = {}      # one provider (so one pooled client) per declaration and process
 
 
 def build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | None = None) -> Provider:
@@ -19,8 +20,23 @@ def build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | None
     before any request: a bad code reference, an unknown prefix, a missing key.
 
     `cassettes` (record | replay | record_missing) puts an HTTP provider behind the module root's
-    cassettes; replaying needs no key."""
-    if spec.kind == "code" or cassettes is None:
+    cassettes; replaying needs no key. Every experiment of a process shares one HTTP provider object."""
+    if spec.kind == "code":
+        return _live(spec, package=package, root=root)
+    key = (root, spec.model_dump_json(), cassettes)
+    if key not in _built:
+        _built[key] = _build(spec, package=package, root=root, cassettes=cassettes)
+    return _built[key]
+
+
+def forget() -> None:
+    """Drop every built provider and cassette set (as a new process would start)."""
+    _built.clear()
+    _cassettes.clear()
+
+
+def _build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | None) -> Provider:
+    if cassettes is None:
         return _live(spec, package=package, root=root)
     from .cassettes import CassetteProvider, Cassettes
     if (root, cassettes) not in _cassettes:

@@ -20,8 +20,8 @@ def launch_plans(tr, plans, notes: dict | None = None) -> None:
 
 def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
     """A launch plan as (line, is a warning) pairs: pytest --collect-only and `aqven plan` print the same."""
-    lines = [(f"{experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
-              f"{p.variants} variants), {p.available} cases available", False)]
+    lines = [(f"{experiment} ({split}): {_n(p.attempts, 'attempt')} ({_n(p.cases, 'case')} × "
+              f"{_n(p.repeats, 'repeat')} × {_n(p.variants, 'variant')}), {p.available} cases available", False)]
     if p.below_recommended:
         lines.append((f"  below the recommended {p.recommended_cases} cases: {p.text}", True))
     else:
@@ -32,6 +32,10 @@ def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
     elif p.power is not None:
         lines.append((f"  simulated: {p.power:.0%} power to decide at {p.recommended_cases} cases", False))
     return lines
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def check_warnings(tr, warnings: list[tuple[str, str]]) -> None:

@@ -5,9 +5,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import stats
+from ..experiments import inputs
 from ..experiments import plan as planning
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
+from ..stats.evidence import case_key
 from .db import Store
 
 
@@ -21,6 +23,9 @@ class Conclusion:
     verdict: stats.Verdict | None = None      # None while the series is incomplete
     finding: Path | None = None
     note: str | None = None                   # why there is no verdict, or what else to know
+    facts: stats.SeriesFacts | None = None    # what the verdict was decided with
+    attempts: list[stats.Attempt] | None = None   # the records as decided: cases named by their salted key
+    question: object = None                   # the stats question decided
     spend_usd: float = 0.0                    # what the priced calls cost
     unpriced_calls: int = 0                   # calls nothing priced: spend_usd is then a lower bound
 
@@ -40,9 +45,12 @@ def question_of(spec: ExperimentSpec):
                       tuple(stats.Guardrail(g.metric, g.margin, g.direction, g.relative) for g in q.guardrails))
 
 
-def to_attempt(record: dict) -> stats.Attempt:
+def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
+    """The record as statistics reads it; with a salt, the case is named by its salted key (what a finding
+    records), so that deciding again from the finding's data gives the same verdict."""
+    case = record["case"] if salt is None else case_key(salt, record["case"])
     return stats.Attempt(
-        variant=record["variant"], case=record["case"], repeat=record["repeat"], outcome=record["outcome"],
+        variant=record["variant"], case=case, repeat=record["repeat"], outcome=record["outcome"],
         passed=record["passed"],
         checks={k: stats.CheckValue(v["state"], v["value"]) for k, v in record["checks"].items()},
         # a call nothing priced makes the attempt's cost unknown: cost metrics leave it out, never count it free
@@ -81,13 +89,20 @@ def conclude(project: Project, series_id: str, records: list[dict], *, family: s
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
             check_kinds={c.id: c.kind for c in spec.checks},
             unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
-            total_attempts=total, inputs_changed=now != series["snapshot"], family=family)
-        verdict = stats.decide(question_of(spec), [to_attempt(r) for r in records], facts)
-        conclusion.verdict = verdict
+            total_attempts=total, family=family,
+            # changed now, or touched at any time since the start (even if changed back: the mtime moved)
+            inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {}))),
+            salt=stats.experiment_salt(project.package, experiment.id))
+        attempts = [to_attempt(r, facts.salt) for r in records]
+        conclusion.question = question_of(spec)
+        verdict = stats.decide(conclusion.question, attempts, facts)
+        conclusion.verdict, conclusion.facts, conclusion.attempts = verdict, facts, attempts
         infra = sum(1 for r in records if r["outcome"] == "infra_error")
         status = "failed" if infra == len(records) else "done"
-        store.finish(series_id, status, {"verdict": {"state": verdict.state, "reason": verdict.reason,
-                                                     "text": verdict.text}, "family": family})
+        from .findings import record  # noqa: PLC0415  (the finding document builds on this module)
+        # the series is marked done in the transaction that records its finding
+        record(store, project, series, conclusion, records, status, {
+            "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
         return conclusion
     finally:
         store.close()

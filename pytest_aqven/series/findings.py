@@ -1,22 +1,160 @@
-"""Write the finding of a concluded held-out series (never for invalid verdicts or looks)."""
+"""The finding of a concluded held-out series: recorded once in the database, then published as files.
+
+One DB transaction marks the series done and records the finding's text (`record`); the two files
+follow from that row (`publish`): the finding file, written once, then FINDINGS.md regenerated. A
+crash anywhere in between leaves a row the next run publishes (`repair`, at collection; the rerun of
+the same command continues that series with its attempts reused), or `aqven check` reports; the
+held-out half is never run again for it.
+"""
 from __future__ import annotations
 
+import json
+import sqlite3
+import time
 from pathlib import Path
 
 from ..findings import document
-from ..findings.files import write_finding
+from ..findings.files import FindingsRefused, finding_path, finding_text, refresh_findings_md, write_finding_file
 from ..project.loader import Project
 from .conclude import Conclusion
 from .db import Store
 
+FINDINGS_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS aqven_findings (
+      series_id TEXT PRIMARY KEY REFERENCES aqven_series (series_id),
+      experiment_id TEXT NOT NULL,
+      plan_key TEXT NOT NULL,
+      text TEXT NOT NULL,
+      recorded_at REAL NOT NULL,
+      published_at REAL)""",
+    # every FINDINGS.md text aqven wrote: a text not among them was made by hand and is never overwritten
+    """CREATE TABLE IF NOT EXISTS aqven_findings_md (sha256 TEXT PRIMARY KEY, written_at REAL NOT NULL)""",
+)
+
+
+def ensure_tables(db: sqlite3.Connection) -> None:
+    for statement in FINDINGS_SCHEMA:
+        db.execute(statement)
+
+
+def due(conclusion: Conclusion) -> bool:
+    """Held-out series write a finding unless the verdict is invalid (a look has none)."""
+    return (conclusion.verdict is not None and conclusion.state not in (None, "invalid")
+            and conclusion.split == "holdout")
+
+
+def record(store: Store, project: Project, series: dict, conclusion: Conclusion, records: list[dict],
+           status: str, updates: dict) -> None:
+    """Mark the series finished and, when it has one, record its finding: one transaction. A finding
+    already recorded for the series (a rerun after a crash) is kept as it is: written exactly once."""
+    text = finding_text(document.build(project, series, conclusion, records)) if due(conclusion) else None
+    with store.transaction() as db:
+        ensure_tables(db)
+        if text is not None and db.execute("SELECT 1 FROM aqven_findings WHERE series_id = ?",
+                                           (conclusion.series_id,)).fetchone() is None:
+            plan_key = db.execute("SELECT plan_key FROM aqven_series WHERE series_id = ?",
+                                  (conclusion.series_id,)).fetchone()[0]
+            db.execute("INSERT INTO aqven_findings (series_id, experiment_id, plan_key, text, recorded_at) "
+                       "VALUES (?, ?, ?, ?, ?)", (conclusion.series_id, conclusion.experiment, plan_key, text, time.time()))
+        row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (conclusion.series_id,)).fetchone()
+        merged = {**json.loads(row[0]), **updates}
+        if text is not None:
+            merged["finding_path"] = finding_path(project.root, conclusion.experiment,
+                                                  conclusion.series_id).relative_to(project.root).as_posix()
+        db.execute("UPDATE aqven_series SET status = ?, finished_at = COALESCE(finished_at, ?), record = ? "
+                   "WHERE series_id = ?", (status, time.time(), json.dumps(merged), conclusion.series_id))
+
+
+def _generated(db: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in db.execute("SELECT sha256 FROM aqven_findings_md")}
+
+
+def _publish_rows(project: Project, store: Store, rows: list[tuple[str, str, str]], *, mark: bool,
+                  force_md: bool = False) -> list[Path]:
+    """Write the finding files of `rows` (series, experiment, text), then FINDINGS.md; remember the text
+    written; mark the rows published when asked."""
+    root = project.root
+    paths = [write_finding_file(root, experiment, series_id, text) for series_id, experiment, text in rows]
+    with store.transaction() as db:
+        ensure_tables(db)
+        generated = _generated(db)
+    sha = refresh_findings_md(root, project.package, generated, force=force_md)
+    with store.transaction() as db:
+        db.execute("INSERT OR IGNORE INTO aqven_findings_md (sha256, written_at) VALUES (?, ?)", (sha, time.time()))
+        if mark:
+            db.executemany("UPDATE aqven_findings SET published_at = ? WHERE series_id = ? AND published_at IS NULL",
+                           [(time.time(), series_id) for series_id, _, _ in rows])
+    return paths
+
 
 def write_finding_for(project: Project, conclusion: Conclusion, records: list[dict]) -> Path | None:
-    if conclusion.verdict is None or conclusion.state in (None, "invalid") or conclusion.split != "holdout":
+    """Publish the finding `conclude` recorded for this series (raises FindingsRefused when the files on
+    disk are not what aqven generated: the finding stays in the database, nothing is overwritten)."""
+    if not due(conclusion):
         return None
     store = Store(project.root)
     try:
-        series = store.series(conclusion.series_id)
+        with store.transaction() as db:
+            ensure_tables(db)
+            row = db.execute("SELECT text FROM aqven_findings WHERE series_id = ?", (conclusion.series_id,)).fetchone()
+        if row is None:
+            return None
+        return _publish_rows(project, store, [(conclusion.series_id, conclusion.experiment, row[0])], mark=True)[0]
     finally:
         store.close()
-    doc = document.build(project, series, conclusion, records)
-    return write_finding(project.root, conclusion.experiment, conclusion.series_id, doc)
+
+
+def unpublished_series(store: Store, plan_key: str) -> str | None:
+    """A series with this plan key whose finding was recorded but never published by the run that decided
+    it (a crash): the rerun continues it instead of running the held-out half again."""
+    with store.transaction() as db:
+        ensure_tables(db)
+        row = db.execute("SELECT series_id FROM aqven_findings WHERE plan_key = ? AND published_at IS NULL "
+                         "ORDER BY recorded_at DESC LIMIT 1", (plan_key,)).fetchone()
+    return row[0] if row else None
+
+
+def recorded(root: Path) -> list[tuple[str, str, str]]:
+    """(series, experiment, text) of every finding the project database recorded; [] without a database."""
+    path = root / ".aqven" / "aqven.sqlite"
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+    try:
+        return [tuple(r) for r in conn.execute(
+            "SELECT series_id, experiment_id, text FROM aqven_findings ORDER BY recorded_at")]
+    except sqlite3.OperationalError:    # a database from before findings were recorded in it
+        return []
+    finally:
+        conn.close()
+
+
+def repair(project: Project) -> None:
+    """Publish what a crash left recorded but unwritten: missing finding files, a FINDINGS.md that lags.
+    Never overwrites a file that differs (aqven check reports it); leaves rows unpublished, so that the
+    rerun of the command still reports the verdict of that series."""
+    rows = recorded(project.root)
+    missing = [r for r in rows if not finding_path(project.root, r[1], r[0]).exists()]
+    if not rows:
+        return
+    store = Store(project.root)
+    try:
+        _publish_rows(project, store, missing, mark=False)
+    except FindingsRefused:
+        pass   # an edited file or a hand-made line: aqven check and collection report it
+    finally:
+        store.close()
+
+
+def rebuild(project: Project) -> tuple[list[Path], str]:
+    """`aqven findings rebuild`: every finding the database recorded written back when missing, then
+    FINDINGS.md regenerated from the findings that stand, over hand-made lines. Returns (restored
+    files, sha of FINDINGS.md). Raises FindingsRefused when a finding file does not stand."""
+    rows = recorded(project.root)
+    missing = [r for r in rows if not finding_path(project.root, r[1], r[0]).exists()]
+    store = Store(project.root)
+    try:
+        paths = _publish_rows(project, store, missing, mark=True, force_md=True)
+    finally:
+        store.close()
+    return paths, ""

@@ -13,6 +13,7 @@ from . import storage
 from .cap import SeriesCap, series_cap
 from .conclude import question_of, to_attempt
 from .db import Store
+from .findings import unpublished_series
 from .ledger import apply_cap
 from .plans import SearchCache
 
@@ -59,16 +60,22 @@ class SeriesRun:
     def series_id(self) -> str:
         """Opened on first use, in a transaction, so every process of the run gets the same series."""
         if self._series_id is None:
-            snapshot = planning.snapshot(self.project, self.plan)
+            paths = planning.input_paths(self.project, self.plan)
+            snapshot = planning.snapshot(self.project, self.plan, paths)
             spec = self.plan.spec
             key = planning.canonical_hash({
                 "experiment": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                 "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
                 "snapshot": snapshot})
+            # a held-out series decided but never published (a crash): continue it, never run the half again
+            self._series_id = unpublished_series(self.store, key)
+            if self._series_id is not None:
+                return self._series_id
             cap = self.cap
             record = {"experiment_id": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                       "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
                       "snapshot": snapshot, "package": self.project.package,
+                      "fingerprints": planning.fingerprints(paths),
                       "cap_usd": str(cap.cap_usd), "project_cap_usd": str(cap.project_cap_usd),
                       "project_cap_source": cap.project_cap_source, "cap_from": cap.explicit,
                       "needs_approval": cap.needs_approval}

@@ -8,6 +8,7 @@ from importlib import import_module
 _NAMES = {
     **dict.fromkeys(("Attempt", "Cell", "CheckValue", "Estimate", "Guardrail", "LaunchPlan", "Look", "Pair",
                      "SeriesFacts", "Threshold", "Verdict"), ".model"),
+    "experiment_salt": ".model",
     "SERIES_METRICS": ".samples", "metric_info": ".samples",
     "decide": ".verdicts",
     "launch_plan": ".plan",

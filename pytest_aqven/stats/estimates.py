@@ -23,10 +23,17 @@ FEW_CASES = 30  # below this, means, ratios and tail quantiles are flagged relia
 RESAMPLES = 10_000  # M6 bootstrap size (statistics.md §10: B >= 2000; V10 budget at 10k)
 
 
-def stat_seed(series_id: str, *parts: str) -> int:
-    """Deterministic bootstrap seed per series and metric: a verdict is reproducible."""
-    digest = hashlib.sha256("|".join([series_id, *parts]).encode()).digest()
-    return int.from_bytes(digest[:8], "big")
+def stat_seed(salt: str, *parts: str, data: tuple[Sample, ...] = ()) -> int:
+    """Bootstrap seed from the salt (package and experiment), the metric and variant names and the
+    data itself (case names, attempts per case, values): the same data gives the same interval,
+    whatever the series id."""
+    digest = hashlib.sha256("|".join([salt, *parts]).encode())
+    for sample in data:  # values sorted within each case: the order repeats finished in does not matter
+        digest.update("\x00".join(sample.cases).encode() + b"\x01")
+        digest.update(np.ascontiguousarray(sample.sizes, dtype="<i8").tobytes())
+        within = np.lexsort((sample.flat, sample.case_index))
+        digest.update(np.ascontiguousarray(sample.flat[within], dtype="<f8").tobytes())
+    return int.from_bytes(digest.digest()[:8], "big")
 
 
 def degenerate(reason: str, method: str, sample_cases: int, attempts: int, unit: str, value=None, family="model"):
@@ -118,22 +125,22 @@ def clears(model_low, model_high, values, span, family: str, bounded: bool, edge
     return ok & betting.rejects(scaled, max(m, 1e-12))
 
 
-def ordered(sample: Sample, series_id: str) -> np.ndarray:
-    return np.array(betting.case_order(series_id, sample.cases), dtype=int)
+def ordered(sample: Sample, salt: str) -> np.ndarray:
+    return np.array(betting.case_order(salt, sample.cases), dtype=int)
 
 
-def betting_input(sample: Sample, series_id: str, family: str) -> np.ndarray | None:
+def betting_input(sample: Sample, salt: str, family: str) -> np.ndarray | None:
     """The case values `single` runs the betting interval on (keyed-hash order), or None when the
     robust hull does not apply: rates, and means bounded in [0, 1] with enough cases."""
     if family != "robust" or sample.n_cases == 0:
         return None
     shape = sample.info.shape
     if shape == "rate" or (shape == "mean" and sample.n_cases >= MIN_MEAN_CASES and bounded_unit(sample)):
-        return sample.case_means()[ordered(sample, series_id)]
+        return sample.case_means()[ordered(sample, salt)]
     return None
 
 
-def single(sample: Sample, series_id: str, family: str = "robust", bet=None) -> Estimate:
+def single(sample: Sample, salt: str, family: str = "robust", bet=None) -> Estimate:
     """The single-variant estimate of one metric (threshold questions and the metrics table).
 
     `bet`: the betting interval of `betting_input(sample, ...)` when the caller computed it already
@@ -141,7 +148,7 @@ def single(sample: Sample, series_id: str, family: str = "robust", bet=None) -> 
     """
     info = sample.info
     if bet is None:
-        values = betting_input(sample, series_id, family)
+        values = betting_input(sample, salt, family)
         bet = None if values is None else betting.interval(values)
     cases, attempts, unit = sample.n_cases, sample.n_attempts, info.unit
     if info.shape == "rate":

@@ -60,9 +60,14 @@ class Look:
     pass
 
 
+def experiment_salt(package: str, experiment: str) -> str:
+    """SeriesFacts.salt of an experiment: the same in every series, clone and machine."""
+    return f"{package}/{experiment}"
+
+
 @dataclass(frozen=True)
 class SeriesFacts:
-    series_id: str
+    series_id: str  # for messages only: no interval, verdict or sentence reads it
     split: str  # "dev" | "holdout"
     variants: tuple[str, ...]  # plan order
     check_kinds: Mapping[str, str] = field(default_factory=dict)  # check id -> binary|continuous|ordinal
@@ -72,6 +77,9 @@ class SeriesFacts:
     budget_cut: bool = False
     inputs_changed: bool = False
     family: str = "robust"  # "robust" (hull with the betting interval) | "model"
+    # what orders the cases of the betting interval and seeds the bootstrap: the package and the
+    # experiment, never the series id (the same data must give the same verdict in every series)
+    salt: str = ""
 
 
 @dataclass(frozen=True)

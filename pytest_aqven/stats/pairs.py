@@ -78,7 +78,7 @@ def pair_estimate(
     base: Sample,
     cand: Sample,
     direction: str,
-    series_id: str,
+    salt: str,
     family: str,
     relative_margin: float | None = None,
     names: tuple[str, str] = ("", ""),
@@ -108,14 +108,14 @@ def pair_estimate(
                 return degenerate("uninformative", method, cases, attempts, unit, value=0.0)
         if np.array_equal(mb, mc):
             return degenerate("no_discordance", method, cases, attempts, unit, value=0.0)
-        return _mean_like(base, cand, mb, mc, sign, relative_margin, method, unit, series_id, family, info.shape)
+        return _mean_like(base, cand, mb, mc, sign, relative_margin, method, unit, salt, family, info.shape)
     if info.shape == "ratio":
         return _ratio(base, cand, sign, relative, method, unit, cases, attempts)
-    seed = stat_seed(series_id, info.name, *names)
+    seed = stat_seed(salt, info.name, *names, data=(base, cand))
     return _quantile(base, cand, sign, relative, method, unit, cases, attempts, seed, resamples)
 
 
-def _mean_like(base, cand, mb, mc, sign, margin, method, unit, series_id, family, shape) -> Estimate:
+def _mean_like(base, cand, mb, mc, sign, margin, method, unit, salt, family, shape) -> Estimate:
     cases = len(mb)
     attempts = base.n_attempts + cand.n_attempts
     # good-direction contrast per case: cand - scale * base (higher) or scale * base - cand (lower)
@@ -145,7 +145,7 @@ def _mean_like(base, cand, mb, mc, sign, margin, method, unit, series_id, family
         bounded = bounded_unit(base) and bounded_unit(cand)
     bet = None
     if family == "robust" and bounded:
-        order = np.array(betting.case_order(series_id, base.cases), dtype=int)
+        order = np.array(betting.case_order(salt, base.cases), dtype=int)
         bet = betting.interval_on(per_case[order], lo_span, hi_span)
     return with_hull(value, low, high, method=method, cases=cases, attempts=attempts, n_eff=n_eff,
                      reliability=reliability, unit=unit, family=family, bet=bet)
@@ -210,7 +210,7 @@ def pair_cells(question: Pair, table: AttemptTable, facts: SeriesFacts) -> tuple
 
     base, cand, info = samples(question.primary)
     direction = question.direction or info.direction
-    estimate = pair_estimate(base, cand, direction, facts.series_id, facts.family, None, names)
+    estimate = pair_estimate(base, cand, direction, facts.salt, facts.family, None, names)
     edge = question.margin if question.kind == "compare" else -question.margin
     primary = _cell(question.primary, "primary", question, direction, question.margin, False, estimate, edge)
     guards = []
@@ -218,10 +218,10 @@ def pair_cells(question: Pair, table: AttemptTable, facts: SeriesFacts) -> tuple
         base, cand, info = samples(guard.metric)
         g_direction = guard.direction or info.direction
         if guard.relative:
-            estimate = pair_estimate(base, cand, g_direction, facts.series_id, facts.family, guard.margin, names)
+            estimate = pair_estimate(base, cand, g_direction, facts.salt, facts.family, guard.margin, names)
             edge = relative_edge(g_direction, guard.margin) if estimate.unit == "log_ratio" else 0.0
         else:
-            estimate = pair_estimate(base, cand, g_direction, facts.series_id, facts.family, None, names)
+            estimate = pair_estimate(base, cand, g_direction, facts.salt, facts.family, None, names)
             edge = -guard.margin
         guards.append(_cell(guard.metric, "guardrail", question, g_direction, guard.margin, guard.relative,
                             estimate, edge))

@@ -308,16 +308,20 @@ def launch_plan(
         else:
             pending = True
     m = f"{margin:g}"
+    # the recommendation is power-based: cases for an 80% chance to confirm when the truth lies one
+    # margin past the edge (simulated with the verdict's own intervals, else the closed form)
+    power_words = f"about {needed} cases give an {POWER:.0%} chance to confirm when the truth is one margin past the edge"
     if needed > available:
         reason = "short_of_cases"
-        text = f"about {needed} cases are needed for a half-width within the {m} margin, but only {available} are available"
+        text = f"{power_words}, but only {available} are available"
     elif needed > cases:
         reason = "wide"
         text = (f"at {cases} cases the expected half-width is ±{half_width:.2f}, wider than the {m} margin; "
-                f"about {needed} cases are needed")
+                f"{power_words}")
     else:
         reason = "enough"
-        text = f"at {cases} cases the expected half-width is ±{half_width:.2f}, within the {m} margin"
+        text = (f"at {cases} cases the expected half-width is ±{half_width:.2f}, within the {m} margin; "
+                f"{power_words}")
     return plan(half_width=half_width, mde=mde, recommended_cases=needed, reason=reason, text=text,
                 below_recommended=cases < needed, closed_form_cases=closed, power=power,
                 search_pending=pending)

@@ -226,6 +226,10 @@ class AttemptTable:
         self.passed = passed
         self._check_columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
+    def tallies(self) -> tuple[int, int, int]:
+        """(finished, settled, settled with an infrastructure error) attempts."""
+        return self.finished, int(self.settled.sum()), int((self.settled & self.infra_error).sum())
+
     def _check(self, name: str):
         """(scored, passed, value) of one check on every attempt; value NaN when unset."""
         if name not in self._check_columns:

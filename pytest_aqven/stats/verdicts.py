@@ -63,10 +63,10 @@ def all_metrics(table: AttemptTable, facts: SeriesFacts, extra: Sequence[str] = 
     names += [m for m in extra if m not in names]
     infos = [metric_info(name, facts.check_kinds) for name in names]
     samples = {(v, info.name): table.sample(v, info) for v in facts.variants for info in infos}
-    inputs = {key: betting_input(s, facts.series_id, facts.family) for key, s in samples.items()}
+    inputs = {key: betting_input(s, facts.salt, facts.family) for key, s in samples.items()}
     bets = betting.intervals({key: x for key, x in inputs.items() if x is not None})
     return {
-        v: {info.name: single(samples[v, info.name], facts.series_id, facts.family, bets.get((v, info.name)))
+        v: {info.name: single(samples[v, info.name], facts.salt, facts.family, bets.get((v, info.name)))
             for info in infos}
         for v in facts.variants
     }
@@ -89,15 +89,22 @@ def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
     for reason in ("uninformative", "no_discordance"):
         if any(c.estimate.degenerate == reason for c in primaries):
             return reason
+    if any(c.verdict == "unclear" and wording.zero_width(c.estimate) for c in primaries):
+        return "uninformative"  # a constant: no width to be too wide
     if any(c.verdict == "unclear" and _below_mde(c) for c in primaries):
         return "below_mde"
     return None
 
 
 def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts: SeriesFacts) -> Verdict:
+    return decide_table(question, AttemptTable(attempts, facts.check_kinds), facts)
+
+
+def decide_table(question: Threshold | Pair | Look, table, facts: SeriesFacts) -> Verdict:
+    """The verdict from a table of per-case samples: an AttemptTable, or a finding's sufficient data
+    (`evidence.EvidenceTable`) when `aqven check` recomputes it."""
     from .pairs import pair_cells  # noqa: PLC0415  (pairs builds on this module)
 
-    table = AttemptTable(attempts, facts.check_kinds)
     extra: list[str] = []
     if isinstance(question, Threshold):
         extra = [question.metric]
@@ -110,7 +117,7 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
 
     if isinstance(question, Look):
         return Verdict(None, None, wording.LOOK_TEXT, (), metrics)
-    done = table.finished
+    done, settled, errors = table.tallies()
     total = facts.total_attempts
     if facts.cancelled:
         return invalid("cancelled", wording.cancelled_text(done, total))
@@ -118,8 +125,6 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
         return invalid("budget_cut", wording.budget_cut_text(done, total))
     if facts.inputs_changed:
         return invalid("inputs_changed", wording.INPUTS_CHANGED_TEXT)
-    settled = int(table.settled.sum())
-    errors = int((table.settled & table.infra_error).sum())
     if settled and errors / settled > INFRA_SHARE_LIMIT:
         return invalid("infra_errors", wording.infra_errors_text(errors, settled))
 

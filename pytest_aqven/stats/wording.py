@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from decimal import Decimal
 
 from .model import Cell, Estimate
+from .samples import LOWER
 
 DEGENERATE_WORDS = {
     "no_data": "no data",
@@ -36,45 +38,93 @@ GUARDRAIL_WORDS = {"pass": "holds", "fail": "breaks", "unclear": "is unsettled"}
 DECIMALS = {"rate": 2, "score": 3, "ordinal": 1, "ms": 0}
 
 
-def usd(value: float, signed: bool) -> str:
+# an interval that cannot decide for want of width, not for too much of it
+ZERO_WIDTH_TAIL = "every case measured the same, and a zero-width interval decides nothing"
+NO_INTERVAL_TAIL = "no interval, so no decision"
+MORE_DIGITS = 4  # at most this many extra decimals (or significant digits) to show a bound's side of an edge
+
+
+def usd(value: float, signed: bool, extra: int = 0) -> str:
+    """4 significant digits (more with `extra`), trailing zeros trimmed, never an exponent: $0.000538."""
     sign = "-" if value < 0 else ("+" if signed else "")
     size = abs(value)
     if size == 0:
         return f"{sign}$0"
-    decimals = max(0, 3 - math.floor(math.log10(size)))  # 4 significant digits
+    decimals = max(0, 3 + extra - math.floor(math.log10(size)))
     digits = f"{size:.{decimals}f}"
     if "." in digits:
         digits = digits.rstrip("0").rstrip(".")
     return f"{sign}${digits}"
 
 
-def number(value: float | None, unit: str, signed: bool = False) -> str:
+def number(value: float | None, unit: str, signed: bool = False, extra: int = 0) -> str:
     if value is None:
         return "n/a"
     if unit == "usd":
-        return usd(value, signed)
-    decimals = DECIMALS.get(unit, 3)
+        return usd(value, signed, extra)
+    decimals = DECIMALS.get(unit, 3) + extra
     return f"{value:+.{decimals}f}" if signed else f"{value:.{decimals}f}"
 
 
-def declared(value: float) -> str:
-    return f"{value:g}"
+def _shown(text: str) -> float:
+    return float(text.replace("$", "").replace("+", ""))
 
 
-def interval_text(estimate: Estimate, unit: str, signed: bool = False) -> str:
+def bound(value: float, unit: str, signed: bool = False, edge: float | None = None) -> str:
+    """A bound with the unit's digits, and more when fewer would put it on the edge or across it:
+    0.618 next to an edge of 0.62 prints 0.618, never 0.62. A bound exactly on the edge stays as is."""
+    text = number(value, unit, signed)
+    if edge is None or value == edge or not math.isfinite(edge):
+        return text
+    for extra in range(1, MORE_DIGITS + 1):
+        if (_shown(text) - edge) * (value - edge) > 0:
+            break
+        text = number(value, unit, signed, extra)
+    return text
+
+
+def declared(value: float, unit: str | None = None) -> str:
+    """A number from the experiment file: as written (`:g`), money as money, never an exponent."""
+    if unit == "usd":
+        return usd(value, False, MORE_DIGITS)
+    text = f"{value:g}"
+    if "e" in text:
+        text = format(Decimal(repr(float(value))), "f")
+    return text
+
+
+def interval_text(estimate: Estimate, unit: str, signed: bool = False, edge: float | None = None) -> str:
     if estimate.low is None and estimate.high is None:
         words = DEGENERATE_WORDS.get(estimate.degenerate or "numeric", DEGENERATE_WORDS["numeric"])
         return f"no 95% CI: {words}"
-    low = "unbounded" if estimate.low is None else number(estimate.low, unit, signed)
-    high = "unbounded" if estimate.high is None else number(estimate.high, unit, signed)
+    low = "unbounded" if estimate.low is None else bound(estimate.low, unit, signed, edge)
+    high = "unbounded" if estimate.high is None else bound(estimate.high, unit, signed, edge)
     return f"95% CI {low} to {high}"
 
 
+def zero_width(estimate: Estimate) -> bool:
+    """Every case gave the same value (the bounds agree up to rounding noise)."""
+    return (estimate.reliability == "degenerate" and estimate.low is not None and estimate.high is not None
+            and math.isclose(estimate.low, estimate.high, rel_tol=1e-9, abs_tol=1e-15))
+
+
+def _undecided_tail(cell: Cell, tail: str) -> str:
+    """The unclear tail, unless width was not the reason: no interval, or one of zero width."""
+    if cell.estimate.low is None and cell.estimate.high is None:
+        return NO_INTERVAL_TAIL
+    if zero_width(cell.estimate):
+        return ZERO_WIDTH_TAIL
+    return tail
+
+
 def threshold_phrase(cell: Cell, unit: str) -> str:
+    tail = THRESHOLD_TAILS[cell.verdict]
+    if cell.verdict == "unclear":
+        tail = _undecided_tail(cell, tail)
     return (
         f"{cell.variant}: {cell.metric} is {number(cell.estimate.value, unit)} "
-        f"({interval_text(cell.estimate, unit)}) against {cell.bound} {declared(cell.threshold)} "
-        f"with margin {declared(cell.margin)}: {THRESHOLD_TAILS[cell.verdict]}"
+        f"({interval_text(cell.estimate, unit, edge=cell.edge)}) against {cell.bound} {declared(cell.threshold, unit)} "
+        f"with margin {declared(cell.margin, unit)}: {tail}"
     )
 
 
@@ -83,10 +133,15 @@ def threshold_measurement(cells: Sequence[Cell], unit: str) -> str:
 
 
 def pair_measurement(kind: str, primary: Cell, unit: str, guardrails: Sequence[Cell]) -> str:
-    tail = PAIR_TAILS[kind][primary.verdict].format(margin=declared(primary.margin))
+    tail = PAIR_TAILS[kind][primary.verdict].format(margin=declared(primary.margin, unit))
+    if primary.verdict == "unclear":
+        tail = _undecided_tail(primary, tail)
+    # differences are oriented "positive = candidate better": where lower is better, say so
+    way = f", lower is better (+ = {primary.variant} lower)" if primary.direction == LOWER else ""
     head = (
-        f"{primary.variant} vs {primary.baseline} on {primary.metric}: "
-        f"{number(primary.estimate.value, unit, True)} ({interval_text(primary.estimate, unit, True)}): {tail}"
+        f"{primary.variant} vs {primary.baseline} on {primary.metric}{way}: "
+        f"{number(primary.estimate.value, unit, True)} "
+        f"({interval_text(primary.estimate, unit, True, primary.edge)}): {tail}"
     )
     return head + "".join(f"; guardrail {g.metric} {GUARDRAIL_WORDS[g.verdict]}" for g in guardrails)
 

@@ -17,7 +17,7 @@ CANARY = "sk-canary-cassette-77777777"
 
 def build(server, root, mode, monkeypatch, key=CANARY):
     monkeypatch.setenv("CASSETTE_TEST_KEY", key)
-    registry._cassettes.clear()          # a fresh process
+    registry.forget()          # a fresh process
     return registry.build(spec(id="mine", kind="openai_compatible", base_url=server.url,
                                api_key="ref:env/CASSETTE_TEST_KEY", params={"retry_base_s": 0.01}),
                           package="p", root=root, cassettes=mode)
@@ -73,7 +73,7 @@ def test_record_missing_calls_only_for_what_is_missing(server, tmp_path, monkeyp
 
 def test_replay_needs_no_key_but_recording_does(server, tmp_path, monkeypatch):
     monkeypatch.delenv("CASSETTE_TEST_KEY", raising=False)
-    registry._cassettes.clear()
+    registry.forget()
     s = spec(id="mine", kind="openai_compatible", base_url=server.url, api_key="ref:env/CASSETTE_TEST_KEY")
     with pytest.raises(ProviderError, match="CASSETTE_TEST_KEY"):
         registry.build(s, package="p", root=tmp_path, cassettes="record")

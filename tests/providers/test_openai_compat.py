@@ -178,6 +178,7 @@ def test_keys_come_from_dotenv_and_the_environment_wins(server, tmp_path, monkey
     s = spec(id="mine", kind="openai_compatible", base_url=server.url, api_key="ref:env/MY_KEY")
     call(registry.build(s, package="p", root=tmp_path), request())
     monkeypatch.setenv("MY_KEY", "sk-from-environ-2")
+    registry.forget()                   # keys are read when a process first builds the provider
     call(registry.build(s, package="p", root=tmp_path), request())
     assert [r["authorization"] for r in server.requests] == ["Bearer sk-from-dotenv-1", "Bearer sk-from-environ-2"]
 
@@ -193,3 +194,18 @@ def test_catalog_prefixes_default_base_urls_and_local_ones_need_no_key(tmp_path,
         with pytest.raises(ProviderError) as info:
             registry.build(spec(id=bad), package="p", root=tmp_path)
         assert info.value.code == "MODEL_FEATURE_UNSUPPORTED"
+
+
+def test_retry_after_as_seconds_or_an_http_date():
+    from email.utils import formatdate
+    import time
+
+    from pytest_aqven.providers.openai_compat import _retry_after
+    assert _retry_after("2") == 2.0 and _retry_after("-1") == 0.0 and _retry_after(None) is None
+    assert 8 <= _retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10
+    assert _retry_after("soon") is None
+
+
+def test_experiments_of_a_process_share_one_http_provider(server, tmp_path):
+    s = spec(id="mine", kind="openai_compatible", base_url=server.url)
+    assert registry.build(s, package="p", root=tmp_path) is registry.build(s, package="p", root=tmp_path)

@@ -197,6 +197,7 @@ def test_an_unpriced_call_is_unknown_cost_never_free(pytester, server, priced):
     root = make(pytester, server, split_cases(6))
     path = root / "experiments/rate_ok/experiment.yaml"
     text = path.read_text()
+    text = text.replace('  use: "expected"\n', '  use: "expected"\n- id: "spend"\n  kind: "continuous"\n  use: "cost_usd"\n')
     path.write_text(text[:text.index("question:")] + COST_QUESTION + text[text.index("plan:"):])
     result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--junitxml=junit.xml")
     line = verdict_line(result)
@@ -204,9 +205,11 @@ def test_an_unpriced_call_is_unknown_cost_never_free(pytester, server, priced):
     if priced:
         assert "signal - Signal on dev, not a finding: bot: cost_usd is $0.00042" in line
         assert "lower bound" not in result.stdout.str()
+        assert {r["checks"]["spend"]["value"] for r in rows} == {server.cost}
         assert 'name="aqven_spend_lower_bound" value="false"' in (pytester.path / "junit.xml").read_text()
     else:
         assert all(r["unpriced_calls"] == 1 and r["cost_usd"] == 0 for r in rows)
+        assert {r["checks"]["spend"]["state"] for r in rows} == {"error"}      # a cost check sees unknown, not $0
         assert "invalid - No finding: the primary metric has no data." in line     # not "$0: clears the bound"
         result.stdout.fnmatch_lines(["  spend: at least $0.0000, a lower bound: 6 calls had no known price*"])
         assert 'name="aqven_spend_lower_bound" value="true"' in (pytester.path / "junit.xml").read_text()

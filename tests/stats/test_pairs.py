@@ -8,7 +8,7 @@ import pytest
 from pytest_aqven.stats import Attempt, CheckValue, Guardrail, Pair, decide, intervals
 from pytest_aqven.stats.estimates import stat_seed
 from pytest_aqven.stats.pairs import m6, pair_estimate
-from pytest_aqven.stats.samples import build_sample, metric_info
+from pytest_aqven.stats.samples import AttemptTable, build_sample, metric_info
 
 from .helpers import binary_attempts, facts
 
@@ -43,7 +43,7 @@ def test_noninferior_sentence_with_guardrails():
              guardrails=(Guardrail("cost_of_pass", 0.2, "lower_is_better", relative=True), Guardrail("promises", 0.02)))
     v = decide(q, _pair_data(), two())
     assert v.text == (
-        "mistral vs gpt on critique: +0.058 (95% CI -0.044 to +0.148): not worse by more than the 0.05 margin; "
+        "mistral vs gpt on critique: +0.058 (95% CI -0.044 to +0.149): not worse by more than the 0.05 margin; "
         "guardrail cost_of_pass breaks; guardrail promises is unsettled."
     )
     assert (v.state, v.reason) == ("refuted", None)
@@ -58,8 +58,8 @@ def test_noninferior_sentence_with_guardrails():
 def test_compare_sentences_units_and_signs():
     data = _pair_data()
     v = decide(Pair("compare", "gpt", "mistral", "cost_usd", 0.0), data, two())
-    assert v.text == ("mistral vs gpt on cost_usd: -$0.0009875 (95% CI -$0.00112 to -$0.0008545): "
-                      "the effect is within ±0 or reversed.")
+    assert v.text == ("mistral vs gpt on cost_usd, lower is better (+ = mistral lower): -$0.0009875 "
+                      "(95% CI -$0.00112 to -$0.0008545): the effect is within ±$0 or reversed.")
     assert v.state == "refuted"
     v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), data, two())
     assert v.text == "mistral vs gpt on promises: +0.01 (95% CI -0.10 to +0.12): too wide to decide at the 0 margin."
@@ -67,8 +67,11 @@ def test_compare_sentences_units_and_signs():
     v = decide(Pair("compare", "gpt", "mistral", "latency_p50_ms", 10.0), data, two())
     est = v.cells[0].estimate
     assert est.method == "M6" and est.resamples == 10_000
-    assert est.seed == stat_seed("series-1", "latency_p50_ms", "gpt", "mistral")
-    assert v.text.startswith("mistral vs gpt on latency_p50_ms: -3 (95% CI ")
+    table = AttemptTable(data, two().check_kinds)
+    info = metric_info("latency_p50_ms", {})
+    assert est.seed == stat_seed("", "latency_p50_ms", "gpt", "mistral",
+                                 data=(table.sample("gpt", info), table.sample("mistral", info)))
+    assert v.text.startswith("mistral vs gpt on latency_p50_ms, lower is better (+ = mistral lower): -3 (95% CI ")
     assert v.text.endswith("): too wide to decide at the 10 margin.")
 
 
@@ -93,7 +96,7 @@ def test_degenerate_guards_in_order_and_wording():
     v = decide(Pair("noninferior", "gpt", "mistral", "promises", 0.1), both_pass, two())
     assert (v.state, v.reason) == ("inconclusive", "uninformative")
     assert v.text == ("mistral vs gpt on promises: +0.00 (no 95% CI: every case passes or fails for both variants): "
-                      "too wide to decide at the 0.1 margin.")
+                      "no interval, so no decision.")
     same = binary_attempts("gpt", [3, 4, 5] * 4, 5) + binary_attempts("mistral", [3, 4, 5] * 4, 5)
     v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), same, two())
     assert (v.state, v.reason) == ("inconclusive", "no_discordance")
@@ -101,7 +104,7 @@ def test_degenerate_guards_in_order_and_wording():
     one_case = binary_attempts("gpt", [3], 5) + binary_attempts("mistral", [4], 5)
     v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), one_case, two())
     assert v.cells[0].estimate.degenerate == "too_few_cases"
-    assert v.text == "mistral vs gpt on promises: n/a (no 95% CI: too few cases): too wide to decide at the 0 margin."
+    assert v.text == "mistral vs gpt on promises: n/a (no 95% CI: too few cases): no interval, so no decision."
     v = decide(Pair("compare", "gpt", "mistral", "latency_p95_ms", 0.0), _pair_data(cases=3, repeats=3), two())
     assert v.cells[0].estimate.degenerate == "too_few_attempts"
     v = decide(Pair("compare", "gpt", "mistral", "cost_of_pass", 0.0),

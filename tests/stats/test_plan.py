@@ -51,14 +51,16 @@ def test_recommendation_texts_exact():
     p = plan(q, family="model", available=1000)
     needed = p.recommended_cases
     assert p.reason == "wide" and p.below_recommended and p.power >= 0.8
-    assert p.text == (f"at 40 cases the expected half-width is ±{p.half_width:.2f}, wider than the 0.05 margin; "
-                      f"about {needed} cases are needed")
+    power = f"about {needed} cases give an 80% chance to confirm when the truth is one margin past the edge"
+    assert p.text == f"at 40 cases the expected half-width is ±{p.half_width:.2f}, wider than the 0.05 margin; {power}"
     p = plan(q, family="model", cases=needed + 10, available=needed + 10)
     assert p.reason == "enough" and not p.below_recommended
-    assert p.text == f"at {needed + 10} cases the expected half-width is ±{p.half_width:.2f}, within the 0.05 margin"
+    power = f"about {needed} cases give an 80% chance to confirm when the truth is one margin past the edge"
+    assert p.text == f"at {needed + 10} cases the expected half-width is ±{p.half_width:.2f}, within the 0.05 margin; {power}"
     p = plan(q, family="model", available=50)
     assert p.reason == "short_of_cases"
-    assert p.text == f"about {needed} cases are needed for a half-width within the 0.05 margin, but only 50 are available"
+    assert p.text == (f"about {needed} cases give an 80% chance to confirm when the truth is one margin past the edge, "
+                      "but only 50 are available")
 
 
 def test_search_is_reproducible_and_the_robust_family_needs_more_cases():

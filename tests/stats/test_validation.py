@@ -50,7 +50,7 @@ def test_pipeline_functions_are_what_decide_uses():
                 ok = r < k
                 attempts.append(Attempt(variant, f"case{i}", r + 1, "ok", ok,
                                         {"x": CheckValue("passed" if ok else "failed", float(ok))}))
-    facts = SeriesFacts("sid", "holdout", ("a", "b"), {"x": "binary"})
+    facts = SeriesFacts("sid", "holdout", ("a", "b"), {"x": "binary"}, salt="sid")
     verdict = decide(Pair("compare", "a", "b", "x", 0.0), attempts, facts)
     order = case_order("sid", [f"case{i}" for i in range(25)])
     n = np.full(25, 10.0)

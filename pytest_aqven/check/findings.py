@@ -1,0 +1,72 @@
+"""E_FINDING_TAMPERED and W_FINDINGS_STALE: every finding decided again from its own data, and
+FINDINGS.md compared with the text the findings generate."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..findings.files import REBUILD_HINT, TAMPERED_HINT, examine, finding_path, render_findings_md
+from ..project.loader import Project
+from ..project.yamlpos import parse_yaml
+from .diagnostics import Diagnostic, DiagnosticError
+
+
+def finding_rules(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
+    """(project-level diagnostics, diagnostics per experiment id). A finding's errors belong to the
+    experiment whose folder holds it (a collection error of that experiment in pytest)."""
+    from ..series.findings import recorded  # noqa: PLC0415  (series builds on check for its plans)
+
+    root = project.root
+    per_experiment: dict[str, list[Diagnostic]] = {}
+    project_level: list[Diagnostic] = []
+    examined = examine(root, project.package)
+    for path, _, found in examined:
+        owner = path.parent.parent.name
+        target = per_experiment.setdefault(owner, []) if owner in project.experiments else project_level
+        target += [_tampered(root, path, owner, where, message) for where, message in found]
+    rows = recorded(root)
+    for series_id, experiment, _ in rows:
+        path = finding_path(root, experiment, series_id)
+        if not path.exists():
+            rel = path.relative_to(root).as_posix()
+            diag = Diagnostic("E_FINDING_TAMPERED", rel, (), f"finding {path.name} of experiment {experiment}: the "
+                              "project database recorded it, but the file is missing: it was deleted",
+                              hint="aqven findings rebuild writes it back from the project database")
+            (per_experiment.setdefault(experiment, []) if experiment in project.experiments else project_level).append(diag)
+    stale = _stale(root, [(p, d) for p, d, found in examined if not found], bool(examined or rows))
+    return project_level + stale, per_experiment
+
+
+def _tampered(root: Path, path: Path, owner: str, where: tuple, message: str) -> Diagnostic:
+    rel = path.relative_to(root).as_posix()
+    text = f"finding {path.name} of experiment {owner}: {message}"
+    try:
+        doc = parse_yaml(path.read_text(encoding="utf-8"), rel)
+    except (DiagnosticError, OSError, UnicodeDecodeError):
+        return Diagnostic("E_FINDING_TAMPERED", rel, tuple(where), text, hint=TAMPERED_HINT)
+    diag = doc.diag("E_FINDING_TAMPERED", tuple(where), text, TAMPERED_HINT)
+    return diag if diag.line is not None else Diagnostic("E_FINDING_TAMPERED", rel, tuple(where), text, 1, 1, TAMPERED_HINT)
+
+
+def _stale(root: Path, standing: list, any_finding: bool) -> list[Diagnostic]:
+    target = root / "FINDINGS.md"
+    expected = render_findings_md(root, standing)
+    actual = target.read_text(encoding="utf-8") if target.exists() else None
+    if actual == expected or (actual is None and not expected) or not any_finding:
+        return []   # (a FINDINGS.md without any finding, in files or in the database, is the project's own)
+    if actual is None:
+        message = "FINDINGS.md is missing"
+    else:
+        message = "FINDINGS.md differs from the text generated from the finding files"
+        line = _first_different_line(actual, expected)
+        if line is not None:
+            return [Diagnostic("W_FINDINGS_STALE", "FINDINGS.md", (), f"{message} (from line {line})", line, 1,
+                               REBUILD_HINT)]
+    return [Diagnostic("W_FINDINGS_STALE", "FINDINGS.md", (), message, hint=REBUILD_HINT)]
+
+
+def _first_different_line(actual: str, expected: str) -> int | None:
+    a, b = actual.splitlines(), expected.splitlines()
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i + 1
+    return min(len(a), len(b)) + 1 if len(a) != len(b) else None

@@ -1,0 +1,97 @@
+"""The sufficient data of a verdict, and a table built back from it.
+
+A finding carries, per variant, metric and case, exactly what the intervals read: successes and
+attempts of a rate, the attempt values of a mean or a quantile, cost and pass of each attempt of a
+ratio. Cases are named by a salted hash of their name (`case_key`), never by their text; the verdict
+is computed on those keys already, so deciding again from the data (`EvidenceTable`) gives the same
+cells, bound for bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+
+from .model import Guardrail, Look, Pair, SeriesFacts, Threshold
+from .samples import MetricInfo, Sample, metric_info
+
+KEY_HEX = 16  # 64 bits of SHA-256: no two cases of a dataset collide in practice
+
+
+def case_key(salt: str, name: str) -> str:
+    return hashlib.sha256(f"{salt}\x00case\x00{name}".encode()).hexdigest()[:KEY_HEX]
+
+
+def _number(x: float):
+    """An int when the float is one (compact YAML), else the float itself (repr round-trips exactly)."""
+    x = float(x)
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def sample_data(sample: Sample) -> dict:
+    """{case key: data} of one variant's sample of one metric."""
+    shape = sample.info.shape
+    out = {}
+    for i, case in enumerate(sample.cases):
+        values = sample.values[i]
+        if shape == "rate":
+            out[case] = [_number(values.sum()), len(values)]
+        elif shape == "ratio":
+            out[case] = [[_number(c), _number(p)] for c, p in zip(values, sample.passes[i])]
+        else:
+            out[case] = [_number(v) for v in values]
+    return out
+
+
+def data_sample(info: MetricInfo, data: Mapping[str, list]) -> Sample:
+    """The Sample that `sample_data` was taken from (rates: successes first; nothing reads their order)."""
+    cases = sorted(data)
+    if info.shape == "rate":
+        groups = [[1.0] * int(data[c][0]) + [0.0] * (int(data[c][1]) - int(data[c][0])) for c in cases]
+        return Sample.from_groups(info, cases, groups)
+    if info.shape == "ratio":
+        return Sample.from_groups(info, cases, [[float(c) for c, _ in data[k]] for k in cases],
+                                  [[float(p) for _, p in data[k]] for k in cases])
+    return Sample.from_groups(info, cases, [[float(v) for v in data[c]] for c in cases])
+
+
+def sufficient_data(table, facts: SeriesFacts, metrics: Mapping[str, Mapping]) -> dict:
+    """Tallies and per-case data of every metric of every variant of `metrics` (a Verdict's table)."""
+    finished, settled, errors = table.tallies()
+    variants = {}
+    for variant in facts.variants:
+        names = sorted(metrics.get(variant, {}))
+        variants[variant] = {m: sample_data(table.sample(variant, metric_info(m, facts.check_kinds))) for m in names}
+    return {"attempts": finished, "settled": settled, "infra_errors": errors, "variants": variants}
+
+
+class EvidenceTable:
+    """What `decide_table` reads, from a finding's sufficient data."""
+
+    def __init__(self, data: Mapping, check_kinds: Mapping[str, str]):
+        self.data = data
+        self.check_kinds = check_kinds
+
+    def tallies(self) -> tuple[int, int, int]:
+        return int(self.data["attempts"]), int(self.data["settled"]), int(self.data["infra_errors"])
+
+    def sample(self, variant: str, info: MetricInfo) -> Sample:
+        per_case = self.data["variants"].get(variant, {}).get(info.name, {})
+        return data_sample(info, per_case)
+
+
+def question_dict(question: Threshold | Pair | Look) -> dict:
+    kind = "look" if isinstance(question, Look) else "threshold" if isinstance(question, Threshold) else question.kind
+    return {"kind": kind, **dataclasses.asdict(question)}
+
+
+def question_from(d: Mapping) -> Threshold | Pair | Look:
+    fields = {k: v for k, v in d.items() if k != "kind"}
+    if d["kind"] == "look":
+        return Look()
+    if d["kind"] == "threshold":
+        return Threshold(**fields)
+    fields["guardrails"] = tuple(Guardrail(**g) for g in fields.get("guardrails", ()))
+    return Pair(**fields)
+
