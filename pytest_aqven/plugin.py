@@ -138,7 +138,9 @@ def pytest_runtestloop(session: pytest.Session):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Storage faults stop the session here, with one message, before any worker starts."""
+    """Storage faults stop the session here, with one message, before any worker starts (workers skip it)."""
+    if hasattr(session.config, "workerinput"):
+        return
     roots = _project_roots(session.config)
     if not roots:
         return
