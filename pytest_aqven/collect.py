@@ -12,6 +12,7 @@ from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
+from .report import attempts
 from .series.cap import CapError, series_cap
 from .series.lifecycle import SeriesRun
 
@@ -150,6 +151,7 @@ class AttemptItem(pytest.Item):
         super().__init__(**kwargs)
         self.repeat = repeat
         self.record: dict | None = None
+        self.details: dict | None = None      # what pytest-html shows; None when held out
 
     @property
     def experiment_file(self) -> ExperimentFile:
@@ -170,16 +172,17 @@ class AttemptItem(pytest.Item):
         trace = self.record.pop("trace", None) or {}
         if file.series.plan.spec.question.kind == "look" and record["split"] == "dev":
             self.record["output"] = trace.get("output")     # a look shows each working case's output (-v)
-        if record["outcome"] in ("infra_error", "budget_cut", "cancelled"):
-            raise pytest.skip.Exception(f"{record['error_code']}: {record['error_message']}", _use_item_location=True)
+        self.details = attempts.details(self.record, trace, self.parent.case.inputs)
+        if record["outcome"] in attempts.INFRA:
+            raise pytest.skip.Exception(attempts.reason(self.record), _use_item_location=True)
         if not record["passed"]:
-            failed = [f"{cid}: {c['reason'] or c['state']}" for cid, c in record["checks"].items()
-                      if c["state"] in ("failed", "error")]
-            pytest.xfail("; ".join(failed) or f"{record['outcome']}: {record['error_message']}")
+            pytest.xfail(attempts.reason(self.record))
 
     def repr_failure(self, excinfo, style=None):
-        """A failed check is an xfail whose reason says it all: pytest would otherwise format (and drop) a
-        traceback with the source of every frame, which cost more than the attempt itself."""
+        """The attempt's own story (failed checks with reasons, or its error), not pytest's traceback: a
+        traceback with the source of every frame cost more than the attempt itself, and said nothing."""
+        if self.record is not None:
+            return attempts.longrepr(self.record)
         if isinstance(excinfo.value, pytest.xfail.Exception):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .report.progress import Progress
+
 if TYPE_CHECKING:
     from .project.loader import Project
     from .series.conclude import Conclusion
@@ -48,6 +50,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-new-series", action="store_true", default=False,
                     help="start a new series instead of continuing an unfinished one (which is cancelled)")
     parser.addini("aqven_concurrency", "attempts in flight per process", default="1")
+    group.addoption("--aqven-json", default=None, metavar="PATH",
+                    help="write every series of the session (verdict, cells, intervals, spend, finding) as JSON")
+    group.addoption("--aqven-progress", type=float, default=None, metavar="SECONDS",
+                    help="a progress line (attempts, spend of cap, time left) every SECONDS of a run (default 30; 0: none)")
+    parser.addini("aqven_progress", "seconds between progress lines (0: none)", default="30")
     group.addoption("--aqven-record", action="store_true", default=False,
                     help="call the models and record every call in cassettes under <project>/cassettes")
     group.addoption("--aqven-record-missing", action="store_true", default=False,
@@ -56,6 +63,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="answer every model call from the cassettes, offline; a missing call is cassette_miss")
     parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hooks
+
+    pluginmanager.add_hookspecs(hooks)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -85,6 +98,10 @@ def pytest_configure(config: pytest.Config) -> None:
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")
     config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
+    if config.pluginmanager.hasplugin("html"):
+        from .report.html import HtmlReport
+
+        config.pluginmanager.register(HtmlReport(reporter), "aqven-html")
 
 
 def _fail_on(config: pytest.Config) -> frozenset[str]:
@@ -270,6 +287,10 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     collect = _collect_module()
     if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:
         report.aqven_attempt = item.record          # plain data: travels through xdist unchanged
+        if item.details is not None:
+            report.aqven_details = item.details     # for pytest-html; never set for held-out attempts
+        from .report import junit
+        item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
     return report
 
 
@@ -293,6 +314,50 @@ def _series_spend(tr, records: dict) -> None:
         tr.write_sep("=", "aqven series")
         for line in lines:
             tr.write_line(line)
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """Before a real run, one launch plan line per experiment (closed form: instant)."""
+    collect = _collect_module()
+    if collect is None or config.option.collectonly or config.get_verbosity() < 0:
+        return []
+    from .report import terminal
+    files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, collect.AttemptItem)))
+    family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
+    return [terminal.plan_line(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
+            for f in files]
+
+
+VETOES = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """pytest_aqven_series_start may veto an experiment, asked once per process before its first attempt."""
+    collect = _collect_module()
+    if collect is None or not isinstance(item, collect.AttemptItem):
+        return
+    file = item.experiment_file
+    vetoes = item.config.stash.setdefault(VETOES, {})
+    if file.nodeid not in vetoes:
+        plan = file.series.plan
+        vetoes[file.nodeid] = item.config.hook.pytest_aqven_series_start(config=item.config, series={
+            "experiment": file.experiment_id, "split": plan.split, "root": str(file.root),
+            "cases": len(plan.cases), "repeats": plan.repeats, "variants": list(plan.variants),
+            "attempts": len(plan.cases) * plan.repeats * len(plan.variants),
+            "spend_cap_usd": float(file.series.project.spec.research.spend_cap_usd)})
+    if vetoes[file.nodeid]:
+        pytest.skip(f"series not started: {vetoes[file.nodeid]}")
+
+
+def quick_plan(project: Project, experiment, split: str, layout: dict, family: str):
+    """The launch plan in closed form (instant), with this experiment's history."""
+    from .series.lifecycle import SeriesRun
+
+    run = SeriesRun(project, experiment, split, cases=layout["cases"] or None, repeats=layout["repeats"])
+    try:
+        return run.launch_plan(family, simulate=False)
+    finally:
+        if "store" in run.__dict__:
+            run.store.close()
 
 
 class VerdictReporter:
@@ -307,6 +372,10 @@ class VerdictReporter:
         self.records: dict[str, dict[tuple, dict]] = defaultdict(dict)
         self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
         self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
+        self.entries: list[dict] = []                             # each series as data (report/data.py)
+        self.plans_shown = False
+        every = config.getoption("aqven_progress")
+        self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
         self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
 
     @property
@@ -315,15 +384,30 @@ class VerdictReporter:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         collect = _collect_module()
-        if collect is not None and self.config.option.collectonly and not self.is_worker:
+        if collect is None:
+            return
+        if self.config.option.collectonly and not self.is_worker:
             self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
+        items = [i for i in session.items if isinstance(i, collect.AttemptItem)]
+        self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
+                                           for f in {i.experiment_file for i in items}})
 
+    @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)
         if record is not None and not self.is_worker:
             if not self.records:
                 _import_in_background(DECIDING)
-            self.records[record["series_id"]][(record["variant"], record["case"], record["repeat"])] = record
+            key = (record["variant"], record["case"], record["repeat"])
+            new = key not in self.records[record["series_id"]]
+            self.records[record["series_id"]][key] = record
+            if new:
+                self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
+                self.progress.attempt(record)
+        if report.when == "call" and not self.is_worker:
+            tr = self.config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                self.progress.write(tr)
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -372,24 +456,45 @@ class VerdictReporter:
             self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
             return
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
+        from .report import data, junit
+        entry = self._entry(project, conclusion, records)
+        self.entries.append(entry)
+        self.config.hook.pytest_aqven_verdict(config=self.config, series=entry, verdict=entry["verdict"],
+                                              cells=entry["cells"], finding_path=entry["finding_path"])
         state = conclusion.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
+        text = conclusion.verdict.text if conclusion.verdict else conclusion.note
         if refused is not None:
             outcome, longrepr = "failed", (f"verdict {state}: {conclusion.verdict.text}\nthe finding is recorded in "
                                            f"the project database but its files were not written:\n{refused}")
         elif conclusion.verdict is None:
             outcome, longrepr = "skipped", (str(file_nodeid), None, f"Skipped: {conclusion.note}")
         elif failing:
-            outcome, longrepr = "failed", f"verdict {state}: {conclusion.verdict.text}"
+            outcome, longrepr = "failed", f"verdict {state}: {text}"
         else:
             outcome, longrepr = "passed", None
-        self._fire(session, file_nodeid, outcome, longrepr, [
-            ("aqven_verdict", str(state)), ("aqven_series", series_id),
-            ("aqven_sentence", conclusion.verdict.text if conclusion.verdict else conclusion.note),
-            ("aqven_spend_usd", f"{conclusion.spend_usd:.6f}"),
-            ("aqven_spend_lower_bound", "true" if conclusion.unpriced_calls else "false")])
+        section = f"verdict {data.state_word(conclusion)}: {text}" + (f"\nnext: {entry['next']}" if entry["next"] else "")
+        self._fire(session, file_nodeid, outcome, longrepr, junit.verdict_properties(entry), [("aqven verdict", section)])
 
-    def _fire(self, session: pytest.Session, file_nodeid: str, outcome: str, longrepr, props: list) -> None:
+    def _entry(self, project: Project, conclusion: Conclusion, records: list[dict]) -> dict:
+        from .report import data
+        from .series.db import Store
+
+        store = Store(project.root)
+        try:
+            row = store.series(conclusion.series_id) or {}
+        finally:
+            store.close()
+        experiment = project.experiments.get(conclusion.experiment)
+        layout = {"question": experiment.spec.question.kind if experiment else None,
+                  "variants": row.get("variants", []), "cases": len(row.get("cases", [])), "repeats": row.get("repeats")}
+        plan = None
+        if experiment and conclusion.state in ("refuted", "inconclusive", "signal"):
+            plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, self.family))
+        return data.series_entry(conclusion, records, layout, float(project.spec.research.spend_cap_usd), plan)
+
+    def _fire(self, session: pytest.Session, file_nodeid: str, outcome: str, longrepr, props: list,
+              sections: list | None = None) -> None:
         """Report `<experiment file>::verdict` as every reporter expects a test: logstart, the three phases,
         logfinish."""
         nodeid = f"{file_nodeid}::verdict"
@@ -399,13 +504,61 @@ class VerdictReporter:
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         for when in ("setup", "call", "teardown"):
             rep = pytest.TestReport(nodeid, location, {"aqven": 1}, outcome if when == "call" else "passed",
-                                    longrepr if when == "call" else None, when, user_properties=props)
+                                    longrepr if when == "call" else None, when, user_properties=props,
+                                    sections=sections or [])
             hook.pytest_runtest_logreport(report=rep)
         hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:      # collection happens on workers: send the check warnings to the controller
             self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
+            return
+        path = self.config.getoption("aqven_json")
+        if path:
+            from .report import json_report
+
+            json_report.write(Path(path), self.entries)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        xml = getattr(config.option, "xmlpath", None)
+        if xml and not self.is_worker and self.entries:
+            from .report import junit
+
+            junit.sort_testcases(Path(xml))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        """Under xdist the controller never collects: the launch plan lines come from the first worker's ids."""
+        if self.plans_shown:
+            return
+        self.plans_shown = True
+        attempt_ids = [i for i in ids if i.split("::")[0].endswith("experiment.yaml") and i.count("::") == 3]
+        if not attempt_ids:
+            return
+        from .project.loader import load_project
+        from .report import terminal
+        from .series.lifecycle import SeriesRun
+
+        opt = self.config.getoption
+        split = "holdout" if opt("aqven_holdout") else "dev"
+        projects: dict[Path, Project] = {}
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        for file_nodeid in dict.fromkeys(i.split("::")[0] for i in attempt_ids):
+            path = self.config.rootpath / file_nodeid
+            if tr is None:
+                continue
+            root = path.parent.parent.parent
+            try:
+                project = projects.get(root) or projects.setdefault(root, load_project(root))
+                self.progress.planned(len(attempt_ids), {str(root): float(project.spec.research.spend_cap_usd)})
+                if self.config.get_verbosity() < 0:
+                    continue
+                run = SeriesRun(project, project.experiments[path.parent.name], split,
+                                cases=opt("aqven_cases"), repeats=opt("aqven_repeats"))
+                tr.write_line(terminal.plan_line(path.parent.name, split, run.launch_plan(self.family, simulate=False)))
+            except Exception:  # the workers collected it and report its errors; a plan line is not worth a crash
+                continue
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -420,7 +573,7 @@ class VerdictReporter:
             terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
                                   self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
             terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
-            terminal.summary(terminalreporter, self.conclusions)
+            terminal.summary(terminalreporter, self.entries)
             if self.looks:
                 from .report import look
                 for experiment, split, records, kinds in self.looks:

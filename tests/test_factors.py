@@ -12,7 +12,7 @@ def code(out="text"):
 
 
 def loop(body):
-    return ep.node("loop", body=body, max_iter=2, out=[{"name": "text", "type": "Text", "from": f"${body[0]}.out.text"}])
+    return ep.node("loop", body=body, max_iter=2, out=[{"name": "text", "type": "Text", "from": f"$iter.{body[0]}.out.text"}])
 
 
 def test_an_alternatives_children_come_from_the_alternatives_first_and_unreached_nodes_are_dropped(tmp_path):
@@ -49,3 +49,4 @@ def test_an_alternatives_children_come_from_the_alternatives_first_and_unreached
     runtime = assemble(project, experiment)
     assert runtime["as_written"].nodes == {}
     assert runtime["two_pass"].nodes == {k: nodes[k] for k in replaced}   # what the runner runs in the slots
+

@@ -14,6 +14,8 @@ from pytest_aqven.findings.files import (FindingsRefused, dump, finding_text, re
 from pytest_aqven.findings.verify import problems
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.series.db import Store
+from pytest_aqven.stats.evidence import question_dict, question_from
+from pytest_aqven.stats.model import Guardrail, Look, Pair, Threshold
 
 from . import findings_util as fu
 
@@ -211,3 +213,14 @@ def test_the_same_records_under_other_series_ids_and_arrival_orders_give_the_sam
 
 def _without_series(text: str, series_id: str) -> str:
     return "\n".join(l for l in text.replace(series_id, "<series>").splitlines() if not l.startswith("self_sha256:"))
+
+
+@pytest.mark.parametrize("question", [
+    Threshold("label", above=0.7, margin=0.02),
+    Pair("noninferior", "large", "small", "intent", 0.1, None, (Guardrail("cost_of_pass", 0.2, "lower", True),)),
+    Pair("compare", "a", "b", "intent"),
+    Look(),
+], ids=["threshold", "noninferior", "compare", "look"])
+def test_a_finding_method_reads_back_its_question(question):
+    """A finding's method names its question; verifying the finding decides that same question again."""
+    assert question_from(question_dict(question)) == question

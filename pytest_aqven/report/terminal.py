@@ -34,6 +34,16 @@ def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
     return lines
 
 
+def plan_line(experiment: str, split: str, p) -> str:
+    """One line before a real run: attempts, and the closed-form recommendation when it says more cases."""
+    line = (f"aqven plan {experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
+            f"{p.variants} variant{'s' if p.variants > 1 else ''})")
+    if p.below_recommended:
+        how = " (closed form)" if p.search_pending else ""
+        return f"{line}; below the recommended {p.recommended_cases} cases{how}: {p.text}"
+    return f"{line}; {p.text}"
+
+
 def _n(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -54,29 +64,91 @@ def check_warnings(tr, warnings: list[tuple[str, str]]) -> None:
             tr.write_line(text, yellow=True)
 
 
-def summary(tr, conclusions) -> None:
-    if not conclusions:
+HEADER = ("experiment", "question", "variants", "verdict", "estimate [95% CI]", "against", "cases×repeats",
+          "attempts", "infra", "spend of cap")
+
+
+def row(entry: dict) -> tuple[str, ...]:
+    """One experiment: its primary cell's estimate and interval against the bound or margin."""
+    from .junit import against
+    from .text import figure, interval, usd
+
+    verdict = entry["verdict"]
+    primary = next((c for c in entry["cells"] if c["role"] == "primary"), None)
+    estimate = bound = "-"
+    if primary is not None:
+        e, signed = primary["estimate"], primary["baseline"] is not None
+        estimate = f"{figure(e['value'], e['unit'], signed)} {interval(e, signed)}"
+        bound = against(primary).removeprefix("against ")
+        if len([c for c in entry["cells"] if c["role"] == "primary"]) > 1:
+            estimate = f"{primary['variant']}: {estimate} (+{len(entry['cells']) - 1})"
+    spend = entry["spend"]
+    spent = ("≥" if spend["lower_bound"] else "") + usd(spend["usd"])
+    a = entry["attempts"]
+    variants = (f"{primary['variant']} vs {primary['baseline']}" if primary and primary["baseline"]
+                else ", ".join(entry["variants"]))
+    return (entry["experiment"], entry["question"] or "-", variants, verdict["state"] if verdict else "open", estimate, bound,
+            f"{entry['cases']}×{entry['repeats']}", f"{a['done']}/{a['total']}", str(a["infra_errors"]),
+            f"{spent} of {usd(spend['cap_usd'])}")
+
+
+def table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def summary(tr, entries: list[dict]) -> None:
+    """The table (one row per experiment), then each verdict's sentence and, unless confirmed, what to do
+    next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats."""
+    if not entries:
         return
+    verbosity = tr.config.get_verbosity()
     tr.write_sep("=", "aqven verdicts")
-    for nodeid, c in conclusions:
-        head = f"{c.experiment} ({c.split}, {c.done}/{c.total} attempts): "
-        if c.verdict is None:
-            tr.write_line(head + f"no verdict: {c.note}", yellow=True)
-            continue
-        word = c.state or "look"
-        tr.write(head)
-        tr.write(word, **COLOURS.get(word, {}))
-        tr.write_line(f" - {c.verdict.text}")
-        deciders = sorted({cell.decided_by for cell in c.verdict.cells if cell.decided_by})
-        if c.verdict.cells:
-            family = c.verdict.cells[0].estimate.family
-            tr.write_line(f"  intervals: {family}" + (f", decided by the {' and '.join(deciders)} interval"
-                                                      if deciders else ""))
-        if c.unpriced_calls:
-            tr.write_line(f"  spend: at least ${c.spend_usd:.4f}, a lower bound: {c.unpriced_calls} calls had no "
-                          "known price (cost metrics leave their attempts out)", yellow=True)
-        if c.finding is not None:
-            tr.write_line(f"  finding: {_shown(tr, c.finding)}")
+    if verbosity >= 0:
+        lines = table([HEADER] + [row(e) for e in entries])
+        tr.write_line(lines[0], bold=True)
+        for entry, line in zip(entries, lines[1:]):
+            word = entry["verdict"]["state"] if entry["verdict"] else "open"
+            tr.write_line(line, **COLOURS.get(word, {}))
+        if any(e["spend"]["lower_bound"] for e in entries):
+            tr.write_line("≥: some calls had no known price, so the spend is a lower bound")
+    for entry in entries:
+        _verdict(tr, entry, verbosity)
+
+
+def _verdict(tr, entry: dict, verbosity: int) -> None:
+    from .junit import cell_text
+
+    a = entry["attempts"]
+    head = f"{entry['experiment']} ({entry['split']}, {a['done']}/{a['total']} attempts): "
+    verdict = entry["verdict"]
+    if verdict is None:
+        tr.write_line(head + f"no verdict: {entry['note']}", yellow=True)
+        return
+    word = verdict["state"] if verdict["state"] != "none" else "look"
+    tr.write(head)
+    tr.write(word, **COLOURS.get(word, {}))
+    tr.write_line(f" - {verdict['sentence']}")
+    if verbosity > 0:
+        for cell in entry["cells"]:
+            name = cell["variant"] if cell["baseline"] is None else f"{cell['variant']} vs {cell['baseline']}"
+            tr.write_line(f"  {cell['role']} {name} {cell['metric']}: {cell_text(cell)}")
+        deciders = sorted({c["decided_by"] for c in entry["cells"] if c["decided_by"]})
+        if entry["cells"]:
+            tr.write_line(f"  intervals: {entry['cells'][0]['estimate']['family']}"
+                          + (f", decided by the {' and '.join(deciders)} interval" if deciders else ""))
+        for variant, s in entry["stability"].items():
+            pass_k = "n/a" if s["pass_hat_k"] is None else f"{s['pass_hat_k']:.2f}"
+            tr.write_line(f"  stability {variant}: {s['always']} cases always passed, {s['never']} never, "
+                          f"{s['flaky']} flaky; pass^{s['k']} {pass_k}")
+    spend = entry["spend"]
+    if spend["unpriced_calls"]:
+        tr.write_line(f"  spend: at least ${spend['usd'] or 0:.4f}, a lower bound: {spend['unpriced_calls']} calls had no "
+                      "known price (cost metrics leave their attempts out)", yellow=True)
+    if entry["next"] and verbosity >= 0:
+        tr.write_line(f"  next: {entry['next']}")
+    if entry["finding_path"]:
+        tr.write_line(f"  finding: {_shown(tr, Path(entry['finding_path']))}")
 
 
 def _shown(tr, path) -> str:

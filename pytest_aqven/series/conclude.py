@@ -54,7 +54,8 @@ def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
         passed=record["passed"],
         checks={k: stats.CheckValue(v["state"], v["value"]) for k, v in record["checks"].items()},
         # a call nothing priced makes the attempt's cost unknown: cost metrics leave it out, never count it free
-        cost_usd=None if record.get("unpriced_calls") else record["cost_usd"], latency_ms=record["latency_ms"],
+        cost_usd=record["cost_usd"] if record.get("cost_known", not record.get("unpriced_calls")) else None,
+        latency_ms=record["latency_ms"],
         schema_valid_first_try=record["schema_valid_first_try"])
 
 

@@ -93,5 +93,5 @@ def question_from(d: Mapping) -> Threshold | Pair | Look:
     if d["kind"] == "threshold":
         return Threshold(**fields)
     fields["guardrails"] = tuple(Guardrail(**g) for g in fields.get("guardrails", ()))
-    return Pair(**fields)
+    return Pair(**{**fields, "kind": d["kind"]})
 

@@ -40,9 +40,9 @@ def test_concurrency_holds_across_limiters_sharing_the_database(server, tmp_path
 
 def test_a_lease_of_a_dead_process_expires(tmp_path):
     db = tmp_path / ".aqven" / "aqven.sqlite"
-    dead = SharedLimiter(db, "p", rpm=None, concurrency=1, lease_s=0.05)
+    dead = SharedLimiter(db, "p", rpm=None, concurrency=1, lease_s=2.0)
     assert dead.try_lease("p:m") is not None        # never released
     alive = SharedLimiter(db, "p", rpm=None, concurrency=1)
     assert alive.try_lease("p:m") is None
-    time.sleep(0.1)
+    time.sleep(2.1)
     assert alive.try_lease("p:m") is not None

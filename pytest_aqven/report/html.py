@@ -1,0 +1,88 @@
+"""pytest-html: a verdict section per experiment (sentence, cells, interval plot) above the results, and per
+working-case attempt its inputs, output, checks, cost, latency and trace. Every user text is escaped;
+held-out attempts show their outcome only. Registered only when pytest-html is active."""
+from __future__ import annotations
+
+from html import escape
+
+import pytest
+
+from . import svg
+from .attempts import HELD_OUT
+from .junit import cell_text
+from .text import usd
+
+CSS = ("<style>.aqven-verdict{margin:12px 0;padding:8px 12px;border-left:4px solid #888}"
+       ".aqven-verdict table,.aqven-attempt{border-collapse:collapse;margin:6px 0}"
+       ".aqven-verdict td,.aqven-verdict th,.aqven-attempt td,.aqven-attempt th{border:1px solid #bbb;"
+       "padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap}"
+       ".aqven-state-confirmed{border-color:#1a7f37}.aqven-state-refuted,.aqven-state-invalid{border-color:#cf222e}"
+       ".aqven-state-inconclusive{border-color:#bf8700}.aqven-state-signal{border-color:#0969da}</style>")
+
+
+def _t(x) -> str:
+    return escape(str(x), quote=True)
+
+
+def verdict_section(entry: dict) -> str:
+    v = entry["verdict"]
+    state = v["state"] if v else "open"
+    a, s = entry["attempts"], entry["spend"]
+    spend = ("at least " if s["lower_bound"] else "") + usd(s["usd"]) + f" of {usd(s['cap_usd'])}"
+    rows = "".join(
+        f"<tr><td>{_t(c['role'])}</td><td>{_t(c['variant'] + (' vs ' + c['baseline'] if c['baseline'] else ''))}</td>"
+        f"<td>{_t(c['metric'])}</td><td>{_t(cell_text(c))}</td><td>{_t(c['decided_by'] or '')}</td></tr>"
+        for c in entry["cells"])
+    table = ("<table><tr><th>role</th><th>variant</th><th>metric</th><th>estimate [95% CI], bound: cell verdict</th>"
+             f"<th>decided by</th></tr>{rows}</table>") if rows else ""
+    parts = [f'<section class="aqven-verdict aqven-state-{state}" data-experiment="{_t(entry["experiment"])}">',
+             f"<h3>{_t(entry['experiment'])} ({_t(entry['split'])}): {_t(state)}</h3>",
+             f'<p class="aqven-sentence">{_t(v["sentence"] if v else entry["note"])}</p>', table,
+             svg.plot(entry["cells"], entry["experiment"]),
+             f"<p>{a['done']}/{a['total']} attempts ({entry['cases']} cases × {entry['repeats']} repeats), "
+             f"{a['failed_checks']} with failed checks, {a['infra_errors']} infrastructure errors; spend {_t(spend)}</p>"]
+    if entry["next"]:
+        parts.append(f"<p>Next: {_t(entry['next'])}</p>")
+    if entry["finding_path"]:
+        parts.append(f"<p>Finding: {_t(entry['finding_path'])}</p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def attempt_html(details: dict) -> str:
+    """Compact markup (it travels inside pytest-html's JSON blob): few attributes, none quoted."""
+    checks = "".join(f"<tr><td>{_t(cid)}<td>{_t(c['state'])}<td>{_t('' if c['value'] is None else c['value'])}"
+                     f"<td>{_t(c['reason'] or '')}" for cid, c in details["checks"].items())
+    nodes = "".join(f"<tr><td>{_t(n['node'])}<td>{_t(n['kind'])}<td>{_t(n['status'])}<td>{_t(n['model'] or '')}"
+                    f"<td>{n['latency_ms']:.0f} ms<td>{_t(usd(n['cost_usd']))}<td>{_t(n['error'] or n['output'])}"
+                    for n in details["trace"])
+    cost = usd(details["cost_usd"]) + (f" (at least: {details['unpriced_calls']} unpriced calls)"
+                                      if details["unpriced_calls"] else "")
+    rows = [f"<tr><th>inputs<td>{_t(details['inputs'])}", f"<tr><th>output<td>{_t(details['output'])}",
+            f"<tr><th>cost<td>{_t(cost)}", f"<tr><th>latency<td>{details['latency_ms'] or 0:.0f} ms"]
+    if details["error"]:
+        rows.append(f"<tr><th>error<td>{_t(details['error'])}")
+    return (f"<table class=aqven-attempt>{''.join(rows)}</table>"
+            f"<table class=aqven-attempt><tr><th>check<th>state<th>value<th>reason{checks}</table>"
+            f"<table class=aqven-attempt><tr><th>node<th>kind<th>status<th>model<th>latency<th>cost<th>output{nodes}</table>")
+
+
+class HtmlReport:
+    def __init__(self, reporter):
+        self.reporter = reporter          # the VerdictReporter: its entries are ready before pytest-html writes
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
+        if self.reporter.entries:
+            prefix.extend([CSS, "<h2>AQVEN verdicts</h2>"] + [verdict_section(e) for e in self.reporter.entries])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_html(self, report, data) -> None:
+        record = getattr(report, "aqven_attempt", None)
+        if record is None or report.when != "call":
+            return
+        details = getattr(report, "aqven_details", None)
+        if details is not None:
+            data[:] = [attempt_html(details)]
+        elif record.get("split") == "holdout":
+            data[:] = [_t(f"{record['outcome']}, passed: {record['passed']} ({HELD_OUT})")]

@@ -1,0 +1,81 @@
+"""junit (--junitxml): properties of attempt and verdict testcases, and one testcase order whatever xdist did."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from . import attempts
+from .text import figure, interval
+
+
+def attempt_properties(record: dict) -> list[tuple[str, str]]:
+    """The outcome always; each check's state and reason, cost and latency only for working cases."""
+    props = [("aqven_outcome", record["outcome"]), ("aqven_passed", str(record["passed"]).lower())]
+    if attempts.held_out(record):
+        return props
+    for cid, c in record["checks"].items():
+        props.append((f"aqven_check.{cid}", c["state"] + (f": {c['reason']}" if c.get("reason") else "")))
+    props += [("aqven_cost_usd", f"{record.get('cost_usd') or 0:g}"),
+              ("aqven_latency_ms", f"{record.get('latency_ms') or 0:.0f}")]
+    return props
+
+
+def verdict_properties(entry: dict) -> list[tuple[str, str]]:
+    """The verdict's figures: state ("none" for a look, "open" while the series is unfinished), reason,
+    sentence, one property per cell, attempts, infrastructure errors, spend, finding."""
+    v = entry["verdict"]
+    props = [("aqven_verdict", v["state"] if v else "open"), ("aqven_reason", (v or {}).get("reason") or ""),
+             ("aqven_sentence", v["sentence"] if v else entry["note"] or ""),
+             ("aqven_experiment", entry["experiment"]), ("aqven_split", entry["split"]),
+             ("aqven_series", entry["series_id"])]
+    for cell in entry["cells"]:
+        name = cell["variant"] if cell["baseline"] is None else f"{cell['variant']}-vs-{cell['baseline']}"
+        props.append((f"aqven_cell.{name}.{cell['metric']}", cell_text(cell)))
+    a, s = entry["attempts"], entry["spend"]
+    props += [("aqven_attempts", f"{a['done']}/{a['total']}"), ("aqven_infra_errors", str(a["infra_errors"])),
+              ("aqven_spend_usd", f"{s['usd'] or 0:.6f}"), ("aqven_spend_lower_bound", str(s["lower_bound"]).lower()),
+              ("aqven_cap_usd", "" if s["cap_usd"] is None else f"{s['cap_usd']:g}"),
+              ("aqven_unpriced_calls", str(s["unpriced_calls"]))]
+    if entry["next"]:
+        props.append(("aqven_next", entry["next"]))
+    if entry["finding_path"]:
+        props.append(("aqven_finding", entry["finding_path"]))
+    return props
+
+
+def cell_text(cell: dict) -> str:
+    e, signed = cell["estimate"], cell["baseline"] is not None
+    return f"{figure(e['value'], e['unit'], signed)} {interval(e, signed)} {against(cell)}: {cell['verdict']}"
+
+
+def against(cell: dict) -> str:
+    if cell["bound"]:
+        return f"against {cell['bound']} {cell['threshold']:g} with margin {cell['margin']:g}"
+    return f"against margin {cell['margin']:g}" + (" (relative)" if cell["relative"] else "")
+
+
+def _key(testcase: ET.Element) -> tuple:
+    classname, name = testcase.get("classname", ""), testcase.get("name", "")
+    return (classname + ".\uffff" if name == "verdict" else classname, name)
+
+
+def sort_testcases(path: Path) -> None:
+    """Testcases in one order (by class name, each experiment's verdict after its attempts), so a run
+    with and without -n N writes the same file apart from timings: xdist appends them as workers report."""
+    try:
+        tree = ET.parse(path)
+    except (OSError, ET.ParseError):
+        return
+    changed = False
+    for suite in tree.getroot().iter("testsuite"):
+        cases = [c for c in suite if c.tag == "testcase"]
+        ordered = sorted(cases, key=_key)
+        if ordered != cases:
+            changed = True
+            first = list(suite).index(cases[0])
+            for c in cases:
+                suite.remove(c)
+            for i, c in enumerate(ordered):
+                suite.insert(first + i, c)
+    if changed:
+        tree.write(path, encoding="utf-8", xml_declaration=True)

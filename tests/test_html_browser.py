@@ -1,0 +1,194 @@
+"""The pytest-html report of the example project, rendered by a real headless chromium: the verdict
+sections and interval plots are where their numbers say, in light and dark, and the file stays small."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import pytest
+
+from pytest_aqven.report import svg
+
+EXAMPLE = Path(__file__).parent.parent / "example_project"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--hide-scrollbars", "--force-device-scale-factor=1"]
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _find_chromium() -> str | None:
+    return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Debian's chromium; installed here with apt-get where missing and we are root, else a clear skip."""
+    found = _find_chromium()
+    if found is None and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "-q", "chromium"]
+        if subprocess.run(install, env=env, capture_output=True, timeout=900).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=900)
+            subprocess.run(install, env=env, capture_output=True, timeout=900)
+        found = _find_chromium()
+    if found is None:
+        pytest.skip("no chromium: install Debian's chromium (apt-get install -y chromium) to run the browser "
+                    "test; it was not installed here (not root, or no apt-get)")
+    return found
+
+
+def browse(chromium: str, url: str, out: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = out.parent / f"profile-{out.stem}"        # a fresh profile per run
+    return subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", *args, url],
+                          capture_output=True, text=True, timeout=180, cwd=out.parent)
+
+
+def read_png(path: Path) -> tuple[int, int, int, list[bytes]]:
+    """(width, height, bytes per pixel, unfiltered rows) of an 8-bit RGB/RGBA non-interlaced PNG."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = header
+    assert depth == 8 and colour in (2, 6) and interlace == 0, header
+    bpp = 3 if colour == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, bpp, rows
+
+
+class Picture:
+    def __init__(self, path: Path):
+        self.width, self.height, self.bpp, self.rows = read_png(path)
+
+    def rgb(self, x: int, y: int) -> tuple[int, int, int]:
+        i = x * self.bpp
+        return tuple(self.rows[y][i:i + 3])
+
+    def near(self, x: int, y: int, colour: tuple[int, int, int], tolerance: int = 60) -> bool:
+        return sum(abs(p - q) for p, q in zip(self.rgb(x, y), colour)) <= tolerance
+
+    def first_run(self, colour, min_length: int = 25) -> tuple[int, int, int]:
+        """The topmost horizontal run of `colour` at least min_length long: (y, x_start, x_end)."""
+        for y in range(self.height):
+            run = 0
+            for x in range(self.width):
+                run = run + 1 if self.near(x, y, colour) else 0
+                if run >= min_length:
+                    end = x
+                    while end + 1 < self.width and self.near(end + 1, y, colour):
+                        end += 1
+                    start = end
+                    while start - 1 >= 0 and self.near(start - 1, y, colour):
+                        start -= 1
+                    return y, start, end
+        raise AssertionError(f"no run of {colour} in the screenshot")
+
+    def columns(self, colour, y0: int, y1: int, x0: int, x1: int) -> list[int]:
+        """Columns in [x0, x1) where `colour` covers most of the rows y0..y1 (a vertical line)."""
+        return [x for x in range(max(0, x0), min(self.width, x1))
+                if sum(self.near(x, y, colour, 90) for y in range(y0, y1)) >= (y1 - y0) * 0.6]
+
+
+def hex_rgb(h: str) -> tuple[int, int, int]:
+    return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    """The html report of the example project, as `pytest example_project --html` writes it."""
+    work = tmp_path_factory.mktemp("html")
+    shutil.copytree(EXAMPLE, work / "example_project", ignore=shutil.ignore_patterns(".aqven", "__pycache__"))
+    out = work / "report.html"
+    run = subprocess.run(["pytest", "example_project", "-p", "no:cacheprovider", f"--html={out}",
+                          "--self-contained-html", "-q"], cwd=work, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PATH": f"{Path(os.sys.executable).parent}:{os.environ['PATH']}"})
+    assert out.is_file(), run.stdout[-3000:] + run.stderr[-3000:]
+    return out
+
+
+def test_the_example_report_is_small_and_has_no_traceback(report):
+    text = report.read_text()
+    assert len(text.encode()) < 1_000_000
+    assert "Traceback" not in text and "_pytest/" not in text
+    assert text.count('class="aqven-verdict') == 2 and text.count('<svg class="aqven-plot"') == 2
+
+
+def _plots(dom: str) -> list[ET.Element]:
+    return [ET.fromstring(m) for m in re.findall(r'<svg class="aqven-plot".*?</svg>', dom, re.S)]
+
+
+def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
+    dom = browse(chromium, report.as_uri(), report.with_name("dom.html"), "--dump-dom",
+                 "--virtual-time-budget=5000").stdout
+    plots = _plots(dom)
+    assert len(plots) == 2, dom[:2000]
+    # DOM: every interval, estimate and edge is drawn at the x its value maps to on its panel's axis
+    for plot in plots:
+        for panel in plot.iter(f"{SVG}g"):
+            lo, hi = float(panel.get("data-domain-low")), float(panel.get("data-domain-high"))
+
+            def x(v: float) -> float:
+                return svg.LEFT + (min(max(v, lo), hi) - lo) / (hi - lo) * (svg.RIGHT - svg.LEFT)
+            lines = list(panel.iter(f"{SVG}line"))
+            for ci in (line for line in lines if "aqven-ci" in line.get("class")):
+                low, high = ci.get("data-low"), ci.get("data-high")
+                assert abs(float(ci.get("x1")) - (x(float(low)) if low else svg.LEFT)) < 0.01
+                assert abs(float(ci.get("x2")) - (x(float(high)) if high else svg.RIGHT)) < 0.01
+            for mark in (line for line in lines if line.get("class") in ("aqven-edge", "aqven-bound")):
+                assert abs(float(mark.get("x1")) - x(float(mark.get("data-value")))) < 0.01
+            for dot in panel.iter(f"{SVG}circle"):
+                assert abs(float(dot.get("cx")) - x(float(dot.get("data-value")))) < 0.01
+    first = plots[0]
+    ci = next(line for line in first.iter(f"{SVG}line") if "aqven-ci" in line.get("class"))
+    edge = next(line for line in first.iter(f"{SVG}line") if line.get("class") == "aqven-edge")
+    bound = next(line for line in first.iter(f"{SVG}line") if line.get("class") == "aqven-bound")
+    verdict = ci.get("class").split()[1]
+    assert verdict == "unclear"     # the example's threshold experiment on working cases is too wide to decide
+
+    # pixels: the same relative positions on the screenshot, light and dark
+    for scheme, extra, bg, edge_colour in (("light", [], (255, 255, 255), "#0969da"),
+                                           ("dark", ["--force-dark-mode"], (13, 17, 23), "#4493f8")):
+        png = report.with_name(f"report-{scheme}.png")
+        browse(chromium, report.as_uri(), png, f"--screenshot={png}", "--window-size=1400,1600", *extra)
+        picture = Picture(png)
+        colour = hex_rgb({"unclear": "#bf8700" if scheme == "light" else "#d29922"}[verdict])
+        y, start, end = picture.first_run(colour)
+        x1, x2 = float(ci.get("x1")), float(ci.get("x2"))
+        assert abs((end - start + 1) - (x2 - x1)) <= 3, (scheme, start, end, x1, x2)
+        origin = start - x1                     # where the svg's x = 0 lies on the screenshot
+        edges = picture.columns(hex_rgb(edge_colour), y - 8, y + 8, int(origin) + svg.LEFT - 5, int(origin) + svg.RIGHT + 5)
+        assert edges and abs(sum(edges) / len(edges) - (origin + float(edge.get("x1")))) <= 2.5, (scheme, edges)
+        bounds = [x for x in range(int(origin + float(bound.get("x1"))) - 3, int(origin + float(bound.get("x1"))) + 4)
+                  if any(picture.near(x, yy, (110, 119, 129), 90) for yy in range(y - 12, y + 12))]
+        assert bounds, (scheme, "the dashed bound is not drawn")
+        assert picture.near(int(origin) + 4, y, bg, 30), (scheme, picture.rgb(int(origin) + 4, y))

@@ -1,0 +1,270 @@
+"""What people and CI tools read: attempt reports, held-out redaction, junit, --aqven-json, hooks."""
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pytest_aqven.experiments.split import split_of
+
+from . import projects
+
+PACKAGE = "reportproj"
+XDIST = [[], ["-n", "2"]]
+SECRET = "SECRETCASE"       # in every case's input text: must never reach a report of a held-out run
+
+
+def cases_in(split: str, kinds: list[str], per_kind: int) -> list[tuple[str, str]]:
+    """per_kind cases of each kind ('wrong', 'refuse', 'crash', 'fine') whose names fall in `split`."""
+    out = []
+    for kind in kinds:
+        names = (f"{kind}_{i:03d}" for i in range(1000))
+        picked = [n for n in names if split_of(PACKAGE, "reviews", n) == split][:per_kind]
+        out += [(n, f"{kind} {SECRET}") for n in picked]
+    return out
+
+
+def make(pytester, case_list, **exp) -> Path:
+    root = pytester.path / "proj"
+    projects.write(root, {**projects.dataset(case_list), **projects.experiment(**exp)}, package=PACKAGE)
+    return root
+
+
+def look(pytester, case_list) -> Path:
+    files = projects.experiment(repeats=1)
+    (path, text), = files.items()
+    text = re.sub(r"question:\n(  .*\n)+", 'question:\n  kind: "look"\n', text)
+    return make_files(pytester, {**projects.dataset(case_list), path: text})
+
+
+def make_files(pytester, files) -> Path:
+    root = pytester.path / "proj"
+    projects.write(root, files, package=PACKAGE)
+    return root
+
+
+def call_reports(reprec):
+    return [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call"]
+
+
+def test_attempt_reports_carry_the_failed_checks_not_a_traceback(pytester):
+    make(pytester, cases_in("dev", ["wrong", "refuse", "crash", "bug"], 1) + cases_in("dev", ["fine"], 4), repeats=1)
+    reprec = pytester.inline_run("proj", "-p", "no:cacheprovider")
+    by_case = {r.nodeid.split("::")[2]: r for r in call_reports(reprec) if "::verdict" not in r.nodeid}
+    wrong = next(r for c, r in by_case.items() if c.startswith("wrong"))
+    refuse = next(r for c, r in by_case.items() if c.startswith("refuse"))
+    crash = next(r for c, r in by_case.items() if c.startswith("crash"))
+    assert wrong.wasxfail == "label: fields differ from expected_output: label"
+    text = str(wrong.longrepr)
+    assert "label: failed - fields differ from expected_output: label" in text
+    assert "Traceback" not in text and "_pytest" not in text and len(text) < 300
+    assert "label: failed - the run produced no output: refusal" in str(refuse.longrepr)
+    assert crash.skipped and crash.longrepr[2] == "Skipped: provider_error: node judge: HTTP 503 from the test provider"
+    bug = next(r for c, r in by_case.items() if c.startswith("bug"))      # the user's code raised: where
+    assert re.fullmatch(r"Skipped: code_invalid: .*RuntimeError: a bug in the flow's own code at clean\.py:\d+",
+                        bug.longrepr[2]), bug.longrepr
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
+    case_list = cases_in("holdout", ["wrong", "refuse", "crash"], 1) + cases_in("holdout", ["fine"], 30)
+    make(pytester, case_list, repeats=1, above=0.5)
+    junit, html, js = (pytester.path / n for n in ("junit.xml", "report.html", "report.json"))
+    result = pytester.runpytest("proj", "--aqven-holdout", "-rxs", "-v", "-p", "no:cacheprovider", f"--junitxml={junit}",
+                                f"--html={html}", "--self-contained-html", f"--aqven-json={js}", *xdist)
+    out = result.stdout.str()
+    wrong = next(n for n, _ in case_list if n.startswith("wrong"))
+    crash = next(n for n, _ in case_list if n.startswith("crash"))
+    result.stdout.fnmatch_lines_random([
+        f"XFAIL proj/experiments/rate_ok/experiment.yaml::bot::{wrong}::1 - failed label (held out: details stay in the database)",
+        "SKIPPED [[]1[]] proj/experiments/rate_ok/experiment.yaml:1: provider_error (held out: details stay in the database)"])
+    assert re.search(rf"::{crash}::1 SKIPPED|SKIPPED \S+::{crash}::1", out)
+    secrets = (SECRET, "fields differ", "no output", "HTTP 503", "cannot help")
+    for name, text in (("terminal", out), ("junit", junit.read_text()), ("html", html.read_text()),
+                       ("json", js.read_text())):
+        leaked = [s for s in secrets if s in text]
+        assert not leaked, f"{name} shows {leaked}"
+    root = ET.parse(junit).getroot()
+    attempt = next(c for c in root.iter("testcase") if c.get("classname").endswith(wrong))
+    assert {p.get("name"): p.get("value") for p in attempt.iter("property")} == {"aqven_outcome": "ok", "aqven_passed": "false"}  # the outcome only
+    assert json.loads(js.read_text())["series"][0]["attempts"]["failed_checks"] == 2
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_junit_has_a_verdict_testcase_with_the_figures(pytester, xdist):
+    make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--junitxml={junit}", *xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == "verdict")
+    props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
+    failure = verdict.find("failure")
+    assert failure.get("message").startswith("verdict refuted: bot: label is 0.00 (95% CI 0.00 to ")
+    assert props["aqven_verdict"] == "refuted" and props["aqven_split"] == "holdout"
+    assert re.fullmatch(r"0\.00 \[0\.00, 0\.\d\d\] against above 0\.5 with margin 0: fail", props["aqven_cell.bot.label"])
+    assert props["aqven_attempts"] == f"{props['aqven_attempts'].split('/')[0]}/{props['aqven_attempts'].split('/')[0]}"
+    assert props["aqven_infra_errors"] == "0" and props["aqven_unpriced_calls"] == "0"
+    assert props["aqven_next"].startswith("drop the hypothesis")
+    assert props["aqven_finding"].endswith(".yaml")
+
+
+def test_a_look_is_state_none_in_junit(pytester):
+    look(pytester, projects.cases(12))
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={junit}")
+    assert result.ret == 0
+    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == "verdict")
+    props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
+    assert props["aqven_verdict"] == "none"
+    assert "None" not in ET.tostring(verdict, encoding="unicode")
+
+
+def _normalised(path: Path) -> str:
+    text = path.read_text()
+    text = re.sub(r'(time|timestamp|hostname)="[^"]*"', r'\1=""', text)       # timings
+    text = re.sub(r'"aqven_latency_ms" value="\d+"', '"aqven_latency_ms" value=""', text)
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<series>", text)
+
+
+def test_junit_is_the_same_with_and_without_xdist(pytester):
+    case_list = [("wrong_2", "wrong"), ("c_refuse", "refuse"), ("c_crash", "crash"),
+                 *[(f"ok_{i}", "fine") for i in (2, 6, 7, 9, 10, 12)]]
+    make(pytester, case_list, repeats=3)
+    files = []
+    for name, xdist in (("one.xml", []), ("two.xml", ["-n", "2"])):
+        pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={name}", *xdist)
+        files.append(_normalised(pytester.path / name))
+    dev = [n for n, _ in case_list if split_of(PACKAGE, "reviews", n) == "dev"]
+    assert files[0].count("<testcase") == len(dev) * 3 + 1 and 'name="verdict"' in files[0]
+    assert files[0] == files[1]
+
+
+def test_json_report_validates_against_the_documented_schema(pytester):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parent.parent / "docs/report-json.schema.json").read_text())
+    make(pytester, projects.cases(16, "flaky"), repeats=3, above=0.5, margin=0.05)
+    projects.write(pytester.path / "proj", {**projects.experiment(name="second", repeats=1)}, package=PACKAGE)
+    js = pytester.path / "out/report.json"
+    pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--aqven-json={js}")
+    doc = json.loads(js.read_text())
+    jsonschema.validate(doc, schema)
+    assert [s["experiment"] for s in doc["series"]] == ["rate_ok", "second"]
+    first = doc["series"][0]
+    assert first["verdict"]["state"] in ("confirmed", "refuted", "inconclusive")
+    assert first["cells"][0]["estimate"]["low"] <= first["cells"][0]["estimate"]["value"] <= first["cells"][0]["estimate"]["high"]
+    assert set(first["stability"]["bot"]) == {"always", "never", "flaky", "pass_hat_k", "k"}
+    assert first["finding_path"].endswith(".yaml") and Path(first["finding_path"]).is_file()
+    assert first["spend"]["usd"] > 0 and first["spend"]["lower_bound"] is False
+
+
+CONFTEST = '''
+import json, pathlib
+
+LOG = pathlib.Path(__file__).parent / "verdicts.jsonl"
+
+def pytest_aqven_verdict(config, series, verdict, cells, finding_path):
+    with LOG.open("a") as f:
+        f.write(json.dumps({"experiment": series["experiment"], "state": verdict and verdict["state"],
+                            "cells": len(cells), "finding": finding_path}) + "\\n")
+
+def pytest_aqven_attempt_scored(config, record):
+    with (pathlib.Path(__file__).parent / "attempts.txt").open("a") as f:
+        f.write(f"{record['case']} {record['outcome']}\\n")
+
+def pytest_aqven_series_start(config, series):
+    if series["experiment"] == "too_big":
+        return f"{series['attempts']} attempts exceed the team budget of 10"
+'''
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_hooks_see_each_attempt_and_verdict_once_and_can_veto_a_series(pytester, xdist):
+    make(pytester, projects.cases(8), repeats=2)
+    projects.write(pytester.path / "proj", projects.experiment(name="too_big", repeats=3), package=PACKAGE)
+    pytester.makeconftest(CONFTEST)
+    result = pytester.runpytest("proj", "-rs", "-p", "no:cacheprovider", *xdist)
+    verdicts = [json.loads(l) for l in (pytester.path / "verdicts.jsonl").read_text().splitlines()]
+    assert verdicts == [{"experiment": "rate_ok", "state": "signal", "cells": 1, "finding": None}]
+    attempts = (pytester.path / "attempts.txt").read_text().splitlines()
+    dev = len([1 for n, _ in projects.cases(8) if split_of(PACKAGE, "reviews", n) == "dev"])
+    assert len(attempts) == dev * 2 and all(l.endswith(" ok") for l in attempts)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]{dev * 3}[]] *: series not started: {dev * 3} attempts exceed the team budget of 10"])
+    assert result.ret == 0
+
+
+def test_terminal_table_then_sentences_and_what_to_do_next(pytester):
+    make(pytester, projects.cases(16, "flaky"), repeats=2, above=0.9, margin=0.05)
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider")
+    out = result.outlines
+    plan = next(l for l in out if l.startswith("aqven plan rate_ok (dev): "))
+    assert "attempts (" in plan and "cases × 2 repeats × 1 variant)" in plan
+    head = out.index(next(l for l in out if l.startswith("experiment ")))
+    assert out[head].split() == ["experiment", "question", "variants", "verdict", "estimate", "[95%", "CI]", "against",
+                                 "cases×repeats", "attempts", "infra", "spend", "of", "cap"]
+    row = out[head + 1].split()
+    assert row[:4] == ["rate_ok", "threshold", "bot", "signal"]
+    assert re.fullmatch(r"0\.\d\d", row[4]) and re.fullmatch(r"\[0\.\d\d,", row[5])
+    assert row[7:12] == ["above", "0.9", "with", "margin", "0.05"]
+    assert re.fullmatch(r"\d+×2", row[12]) and row[14] == "0" and row[15].startswith("$") and row[-1] == "$1"
+    sentence = out.index(next(l for l in out if l.startswith("rate_ok (dev, ")))
+    assert out[sentence + 1].startswith("  next: keep exploring on the working cases") and "launch plan: " in out[sentence + 1]
+    quiet = pytester.runpytest("proj", "-q", "-p", "no:cacheprovider").outlines
+    assert not any(l.startswith("experiment ") for l in quiet) and not any("next:" in l for l in quiet)
+    assert any(l.startswith("rate_ok (dev, ") for l in quiet)
+    verbose = pytester.runpytest("proj", "-v", "-p", "no:cacheprovider").outlines
+    assert any(l.startswith("  primary bot label: ") for l in verbose)
+    assert any(re.match(r"  stability bot: \d+ cases always passed, \d+ never, \d+ flaky; pass\^2 [01]\.\d\d", l)
+               for l in verbose)
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_progress_lines_leave_pytests_progress_intact(pytester, xdist):
+    make(pytester, projects.cases(100), repeats=3)      # about 150 attempts: pytest wraps its line of dots
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-progress=0.000001", *xdist)
+    lines = [l for l in result.outlines if l.startswith("aqven: ")]
+    assert lines, result.outlines
+    for line in lines:
+        assert re.fullmatch(r"aqven: \d+/\d+ attempts, \$[\d.]+ of \$1 cap spent, about \d+s left", line), line
+    dots = [l for l in result.outlines if re.fullmatch(r"(proj/\S+ )?[.x]+ *\[ *\d+%\]", l)]
+    assert dots and all("aqven" not in l for l in dots)
+    assert not [l for l in result.outlines if "aqven:" in l and not l.startswith("aqven: ")]
+    quiet = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
+    assert not [l for l in quiet.outlines if l.startswith("aqven: ")]     # short runs: no progress line
+
+
+def test_html_shows_each_working_attempt_escaped_and_a_verdict_section(pytester):
+    import html as htmllib
+
+    name = next(n for n in (f"wrong_{i}" for i in range(100)) if split_of(PACKAGE, "reviews", n) == "dev")
+    make(pytester, [(name, "<script>alert(1)</script> wrong"), *projects.cases(8)], repeats=1)
+    out = pytester.path / "report.html"
+    pytester.runpytest("proj", "-p", "no:cacheprovider", f"--html={out}", "--self-contained-html")
+    text = out.read_text()
+    blob = json.loads(htmllib.unescape(re.search(r'data-jsonblob="([^"]*)"', text).group(1)))
+    tests = blob["tests"]
+    wrong = tests[f"proj/experiments/rate_ok/experiment.yaml::bot::{name}::1"][0]["log"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; wrong" in wrong and "<script>" not in wrong
+    assert "<th>inputs<td>" in wrong and "fields differ from expected_output: label" in wrong
+    assert "<th>node<th>kind" in wrong and "<td>judge<td>llm<td>ok" in wrong
+    verdict = tests["proj/experiments/rate_ok/experiment.yaml::verdict"][0]["log"]
+    assert "verdict signal: Signal on dev, not a finding: bot: label is" in verdict      # a passing verdict's sentence
+    section = re.search(r'<section class="aqven-verdict aqven-state-signal" data-experiment="rate_ok">.*?</section>',
+                        text, re.S).group(0)
+    assert '<svg class="aqven-plot"' in section and 'class="aqven-ci unclear"' in section
+    assert "<script>alert" not in text
+
+
+def test_what_to_do_next_scales_the_observed_interval_and_trusts_no_optimistic_enough():
+    from pytest_aqven.report.data import next_step
+
+    cell = {"role": "primary", "margin": 0.1, "estimate": {"low": -0.17, "high": 0.12, "cases": 26}}
+    enough = {"reason": "enough", "text": "at 26 cases the expected half-width is ±0.02, within the 0.1 margin"}
+    text = next_step("inconclusive", "below_mde", enough, [cell])
+    assert text == ("run a new held-out series of the recommended size on fresh cases (never rerun the same cases); "
+                    "the observed ±0.15 at 26 cases suggests about 55 cases for ±0.1")
+    wide = {"reason": "wide", "text": "about 90 cases are needed"}
+    assert next_step("signal", "dev_split", wide, []).endswith("; launch plan: about 90 cases are needed")
+    assert next_step("confirmed", None, wide, [cell]) is None and next_step("none", None) is None
