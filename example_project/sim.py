@@ -31,12 +31,12 @@ def _draw(*parts: object) -> float:
 
 def complete(request: ModelRequest) -> ModelResponse:
     clear_error, mixed_error, price, latency, not_json = MODELS[request.model]
-    prompt = request.messages[1].content.lower()
+    prompt = next(m.content for m in request.messages if m.role == "user").lower()
     text = prompt[prompt.find("inputs:"): prompt.find("output fields")]
     hits = [intent for intent, words in KEYWORDS.items() if any(w in text for w in words)]
     truth = hits[0] if hits else "question"
     a = request.attempt
-    turn = len(request.messages)
+    turn = 2 * sum(m.role == "user" for m in request.messages)   # 2 for the first answer, 4 after one repair
     r = _draw(request.model, a.experiment, a.variant, a.case, a.repeat, request.node, turn)
     error = mixed_error if len(hits) > 1 else clear_error
     if r < error:

@@ -11,6 +11,7 @@ _PUBLIC = {
     "Verdict": ".experiments.evaluators",
     "AttemptIdentity": ".providers.base", "Message": ".providers.base", "ModelRequest": ".providers.base",
     "ModelResponse": ".providers.base", "ProviderError": ".providers.base",
+    "Part": ".providers.base", "ToolCall": ".providers.base", "ToolDef": ".providers.base",
 }
 __all__ = sorted(_PUBLIC)
 

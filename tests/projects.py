@@ -11,7 +11,7 @@ from pytest_aqven import ModelRequest, ModelResponse, ProviderError
 
 def complete(request: ModelRequest) -> ModelResponse:
     """Answers from the case text: 'ok', 'wrong', 'refuse', 'cut', 'crash', 'junk', 'flaky'."""
-    text = request.messages[1].content
+    text = next(m.content for m in request.messages if m.role == "user")
     a = request.attempt
     if "crash" in text:
         raise ProviderError("provider_error", "HTTP 503 from the test provider")

@@ -92,7 +92,7 @@ def test_variants_put_their_values_in_the_slots(tmp_path):
 def test_an_engine_bug_is_an_internal_infrastructure_error_not_a_crash(project, monkeypatch):
     from pytest_aqven.engine import prompts
 
-    def broken(*args):
+    def broken(*args, **kwargs):
         raise KeyError("oops")
     monkeypatch.setattr(prompts, "render", broken)
     result = run(project, "fine")

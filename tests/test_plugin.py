@@ -182,12 +182,14 @@ def test_pytest_html_shows_the_verdict_as_a_row(pytester):
 
 def test_what_the_engine_cannot_run_yet_stops_collection_with_a_diagnostic(pytester):
     root = make(pytester, projects.cases(8))
-    (root / "flows/rate/nodes/judge/judge.prompt.md").write_text("Rate {{ text }}.\n")
+    agent = root / "agents/bot.yaml"
+    (root / "agents/helper.yaml").write_text(agent.read_text())
+    agent.write_text(agent.read_text() + 'subagents:\n- name: "helper"\n  description: "Helps"\n'
+                     '  agent: "helper"\n  inference: "judge"\n')
     result = pytester.runpytest("proj", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines([
-        "flows/rate/nodes/judge/judge.prompt.md:1:1: error E_RUNTIME_UNSUPPORTED: node judge: "
-        "Liquid prompt templates are not run yet",
-        "  hint: this version of pytest-aqven runs code and llm nodes with plain-text prompts"])
+        "agents/bot.yaml:5:1: error E_RUNTIME_UNSUPPORTED subagents: agent bot: agent subagents are not run yet",
+        "  hint: see docs/engine.md for what this version of pytest-aqven runs"])
     assert "Traceback" not in result.stdout.str()
     assert result.ret != 0
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Mapping
 
 _IDENT = r"[a-z][a-z0-9_]{0,62}"
@@ -45,6 +46,7 @@ def lex(text: str) -> tuple[str, tuple[str | int, ...]]:
     return m.group(1), tuple(steps)
 
 
+@lru_cache(maxsize=4096)
 def parse(text: str) -> Ref:
     try:
         root, steps = lex(text)

@@ -4,7 +4,7 @@ A Runner belongs to one attempt; every value of a run lives in its Scope chain a
 many attempts can share one event loop."""
 from __future__ import annotations
 
-import json
+import asyncio
 import time
 from collections import ChainMap
 from dataclasses import dataclass, field
@@ -17,9 +17,9 @@ from ..project import coderefs, specs
 from ..project.loader import Flow, Node, Project
 from ..project.types import pascal
 from ..project.typesmodule import typed_arguments
-from ..providers.base import AttemptIdentity, Message, ModelRequest, Provider, ProviderError
-from . import prompts, refs, usercode
-from .trace import Address, CallTrace, NodeTrace, RunError, RunResult
+from ..providers.base import AttemptIdentity, Provider, ProviderError
+from . import refs, usercode
+from .trace import Address, NodeTrace, RunError, RunResult
 
 
 @dataclass
@@ -56,6 +56,7 @@ class Frame:
     address: Address
     depth: int = 0                   # call depth
     calls: tuple[str, ...] = ()      # flows being called (cycle guard)
+    init: dict[str, dict[str, Any]] = field(default_factory=dict)   # loop init: child id -> input values
 
     def enter(self, node_id: str, **address) -> "Frame":
         """The frame of a container's children: their outputs stay in the container's own scope."""
@@ -70,19 +71,28 @@ class Runner:
         self.providers = providers
         self.identity = identity
         self.result = RunResult()
+        self.answers: dict[str, Any] = {}     # human answers of the case: node id -> payload
         limits = project.spec.limits if project.spec else None
         self.default_timeout = float((limits and limits.seconds) or usercode.DEFAULT_TIMEOUT)
+        # models, code and compiled checks built from the project's files, shared by every run of the project
+        self._records: dict[tuple, Any] = project.__dict__.setdefault("_engine_cache", {})
+        self._mcp: dict[str, Any] = {}        # server id -> open connection (this run's)
 
     # --- the flow ---------------------------------------------------------------------------
     async def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
-                  node_outputs: dict | None = None) -> RunResult:
+                  node_outputs: dict | None = None, answers: dict | None = None) -> RunResult:
+        """`node_outputs` feed a range's upstream references and answer human nodes; `answers` are the
+        case's scripted human answers (node id -> payload), which win over node_outputs."""
         result = self.result = RunResult()
+        self.answers = {**(node_outputs or {}), **(answers or {})}
         top: dict[str, Any] = {"input": inputs, "run.context": context or {}}
         if assembly.start is not None:
             top.update(node_outputs or {})
         frame = Frame(assembly, ChainMap(top), Address(""))
         started = time.perf_counter()
         try:
+            if assembly.start is None:     # a range reads only the inputs it needs (its fixtures give the rest)
+                top["input"] = self._input(assembly.flow, inputs)
             for node_id in assembly.order:
                 await self.run_node(frame, node_id)
             if assembly.start is not None:
@@ -91,9 +101,18 @@ class Runner:
                 result.output = self._returns(assembly.flow, top)
         except RunError as err:
             result.error = err
+        finally:
+            await self.close()
         result.wall_ms = (time.perf_counter() - started) * 1000
         result.latency_ms = sum(n.latency_ms for n in result.nodes if n.parent is None)
         return result
+
+    def _input(self, flow: Flow, inputs: Any) -> Any:
+        try:
+            model = self.project.types.named(flow.spec.input)
+        except LookupError as exc:
+            raise RunError("INPUT_INVALID", f"flow {flow.id}: input {flow.spec.input}: {exc}") from None
+        return self._validate(model, inputs, "INPUT_INVALID", f"flow {flow.id}: the case's inputs")
 
     def _returns(self, flow: Flow, values) -> Any:
         out = {}
@@ -108,9 +127,18 @@ class Runner:
             raise RunError("RETURNS_UNRESOLVED", str(exc)) from None
         return self._validate(model, out, "RETURNS_UNRESOLVED", f"flow {flow.id} output")
 
+    def bind(self, bindings, frame: Frame, node_id: str) -> dict[str, Any]:
+        """A node's inputs from its bindings; a loop's `init` replaces them on the first pass."""
+        out = self._bind(bindings, frame.values, node_id)
+        if frame.init.get(node_id):
+            out.update(frame.init[node_id])
+        return out
+
     def _bind(self, bindings, values, node_id: str) -> dict[str, Any]:
         out = {}
         for b in bindings:
+            if isinstance(b, dict):
+                b = specs.Binding.model_validate(b)
             if b.from_ is None:
                 out[b.name] = b.value
                 continue
@@ -120,11 +148,42 @@ class Runner:
                 raise RunError("INPUT_INVALID", f"node {node_id}: input {b.name}: {exc}", node_id) from None
         return out
 
+    def record(self, name: str, fields) -> type[BaseModel]:
+        """A record model for a field list, built once per project (pydantic model creation is slow).
+        The field list is the project's own (it lives as long as the project), so its id is its key."""
+        key = ("record", name, id(fields))
+        model = self._records.get(key)
+        if model is None:
+            model = self._records[key] = self.project.types.record(name, list(fields))
+        return model
+
+    def find_flow(self, flow_id: str, caller: Flow) -> Flow | None:
+        """A called flow: a local flow of the experiment first, then a flow of the project."""
+        experiment = self.project.experiments.get(caller.local_to or self.identity.experiment)
+        local = experiment.flows.get(flow_id) if experiment is not None else None
+        return local or self.project.flows.get(flow_id)
+
+    def case_key(self, value: Any, cases: dict) -> str | None:
+        """The switch case for a value: its text (true/false for booleans), or a union variant's name."""
+        if isinstance(value, dict):
+            unions = [s.discriminator for s in self.project.types.specs.values() if isinstance(s, specs.UnionTypeSpec)]
+            for discriminator in dict.fromkeys([*unions, "kind"]):
+                name = value.get(discriminator)
+                if isinstance(name, str) and name in cases:
+                    return name
+            return "default" if "default" in cases else None
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return text if text in cases else ("default" if "default" in cases else None)
+
     def _validate(self, model, value: Any, code: str, what: str) -> Any:
         try:
             if isinstance(model, type) and issubclass(model, BaseModel):
                 return to_json(model.model_validate(value))
-            return value
+            if model is Any:
+                return value
+            from pydantic import TypeAdapter
+            adapter = TypeAdapter(model)
+            return adapter.dump_python(adapter.validate_python(value), mode="json")
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
@@ -141,15 +200,19 @@ class Runner:
         self.result.nodes.append(trace)     # before it runs: a failed node keeps its trace
         started = time.perf_counter()
         try:
-            executor = EXECUTORS.get(type(node.spec))
+            executor = EXECUTORS.get(node.kind)
             if executor is None:
                 raise RunError("MODEL_FEATURE_UNSUPPORTED",
                                f"node {addr.node}: {node.kind} nodes are not run by this version of pytest-aqven")
             trace.output = await executor(self, frame, node, node_id, trace)
+            trace.status = "ok"
         except RunError as err:
             err.node = err.node or addr.node
             trace.status, trace.error_code, trace.error_message = "failed", err.code, err.message
             trace.error_location = err.location
+            raise
+        except asyncio.CancelledError:        # a join or a map decided without this execution
+            trace.status = "cancelled"
             raise
         except Exception as exc:  # a bug of the engine: an infrastructure error of this attempt, not a crash
             trace.status, trace.error_code = "failed", "INTERNAL"
@@ -157,133 +220,150 @@ class Runner:
             raise RunError("INTERNAL", trace.error_message, addr.node) from exc
         finally:
             trace.wall_ms = (time.perf_counter() - started) * 1000
-            # a model's latency is what its provider measured or reported, not our overhead
-            trace.latency_ms = sum(c.latency_ms for c in trace.calls) if trace.calls else trace.wall_ms
+            trace.latency_ms = self._latency(trace, node)
         frame.values[node_id] = trace.output
         return trace.output
 
-    async def call_user(self, fn, kwargs: dict, node: Node, what: str, code: str = "code_invalid") -> Any:
+    def _latency(self, trace: NodeTrace, node: Node) -> float:
+        """A model's latency is what its provider measured or reported, not our overhead; a container's is
+        its children's: the slowest branch of a parallel (or of a map without a concurrency limit), the sum
+        over `concurrency` slots of a map, the sum for a loop, a call or a switch."""
+        if trace.calls:
+            return sum(c.latency_ms for c in trace.calls)
+        children = [n.latency_ms for n in self.result.nodes if n.parent == trace.node]
+        if not children:
+            return trace.wall_ms
+        if trace.kind == "parallel" or (trace.kind == "map" and not node.spec.concurrency):
+            return max(children)
+        if trace.kind == "map":
+            return sum(children) / min(node.spec.concurrency, len(children))
+        return sum(children)
+
+    async def call_user(self, fn, kwargs: dict, node: Node, what: str, code: str = "code_invalid",
+                        args: tuple = ()) -> Any:
         """A user function with the node's time limit; its failure is an infrastructure error naming where."""
         try:
-            return await usercode.call(fn, timeout=self.timeout(node), **kwargs)
+            return await usercode.call(fn, *args, timeout=self.timeout(node), **kwargs)
         except usercode.UserCallTimeout as exc:
             raise RunError("timeout", f"{what} {exc}") from None
         except usercode.UserCodeError as exc:
             raise RunError(code, f"{what} raised {exc}", location=exc.location, traceback=exc.traceback) from None
 
+    async def mcp(self, server_id: str, node: Node, node_id: str):
+        """This run's connection to an MCP server, started on first use."""
+        from .tools import McpConnection
+
+        connection = self._mcp.get(server_id)
+        if connection is None:
+            entity = self.project.mcp_servers.get(server_id)
+            if entity is None:
+                raise RunError("tool_unknown", f"node {node_id}: MCP server {server_id} does not exist in mcp/")
+            if entity.spec.transport != "stdio":
+                raise RunError("MODEL_FEATURE_UNSUPPORTED", f"node {node_id}: MCP server {server_id}: "
+                               f"{entity.spec.transport} servers are not run by this version of pytest-aqven")
+            connection = self._mcp[server_id] = McpConnection(server_id, entity.spec, self.project.root)
+            connection.opening = asyncio.ensure_future(connection.open(self.timeout(node)))
+        await asyncio.shield(connection.opening)
+        return connection
+
+    async def close(self) -> None:
+        """Stop what the run started (MCP servers)."""
+        connections, self._mcp = list(self._mcp.values()), {}
+        for connection in connections:
+            await connection.close()
+
     def resolve_code(self, ref: str, node: Node, what: str):
-        try:
-            return coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
-        except coderefs.CodeRefError as exc:
-            raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
+        key = ("code", ref, node.py_path)
+        fn = self._records.get(key)
+        if fn is None:
+            try:
+                fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
+            except coderefs.CodeRefError as exc:
+                raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
+            self._records[key] = fn
+        return fn
 
 
 # --- code nodes -----------------------------------------------------------------------------
 async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
     spec: specs.CodeNode = node.spec
-    kwargs = runner._bind(spec.in_, frame.values, node_id)
+    kwargs = runner.bind(spec.in_, frame, node_id)
     trace.input = kwargs
     fn = runner.resolve_code(spec.run, node, f"node {node_id}")
     value = await runner.call_user(fn, typed_arguments(fn, kwargs), node, f"node {node_id}: {spec.run}")
-    model = runner.project.types.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
+    model = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
-
-
-# --- llm nodes ------------------------------------------------------------------------------
-async def run_llm(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
-    spec: specs.LlmNode = node.spec
-    assembly = frame.assembly
-    inference = node.inference
-    agent_id = assembly.agents.get(node_id, spec.agent)
-    agent_entity = runner.project.agents.get(agent_id)
-    if inference is None or agent_entity is None:
-        raise RunError("PLAN_MISSING", f"node {node_id}: agent {agent_id} or its inference is missing")
-    agent: specs.AgentSpec = agent_entity.spec
-    provider = runner.providers.get(agent.provider_id)
-    if isinstance(provider, ProviderError):
-        raise RunError(provider.code, f"node {node_id}: {provider}")
-    if provider is None:
-        raise RunError("PLAN_MISSING", f"node {node_id}: provider {agent.provider_id} is not declared in aqven.yaml")
-    inputs = runner._bind(spec.in_, frame.values, node_id)
-    trace.input = inputs
-    stem = spec.inference or node.id
-    out_model = runner.project.types.record(f"{pascal(stem)}Out", inference.out)
-    prompt_path = assembly.prompts.get(node_id, node.prompt_path)
-    try:
-        messages = list(prompts.render(prompt_path.read_text(encoding="utf-8"), inference, inputs))
-    except (OSError, ValueError, AttributeError) as exc:
-        raise RunError("prompt_invalid", f"node {node_id}: {exc}") from None
-    settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
-    settings.update(agent.settings.provider_options)
-    trace.model = agent.model
-    budget = agent.output.retries + 1
-    for attempt in range(budget):
-        request = ModelRequest(agent.model_name, tuple(messages), settings, out_model.model_json_schema(),
-                               agent.output.mode, runner.identity, node_id)
-        response = await _complete(runner, provider, request, node, node_id, agent.model, trace)
-        call = CallTrace(agent.model, response.outcome, response.tokens_in, response.tokens_out,
-                         response.cost_usd, response.cost_source
-                         or ("provider" if response.cost_usd is not None else "unknown"),
-                         response.latency_ms or 0.0, retries=[list(r) for r in response.retries])
-        trace.calls.append(call)
-        last = attempt == budget - 1
-        if response.outcome != "ok":
-            policy = {"refusal": agent.output.on_refusal, "truncated": agent.output.on_truncated,
-                      "error": agent.output.on_error}[response.outcome]
-            if policy == "retry" and not last:
-                continue
-            code = {"refusal": "refusal", "truncated": "truncated", "error": "provider_error"}[response.outcome]
-            raise RunError(code, f"node {node_id}: the model answered with outcome {response.outcome}"
-                           + (f": {response.refusal or response.error}" if response.refusal or response.error else ""))
-        value, problem, code = _parse(response, out_model)
-        call.schema_valid = problem is None
-        if problem is None:
-            return value
-        if last:
-            raise RunError(code if budget == 1 else "MODEL_RETRIES_EXHAUSTED", f"node {node_id}: {problem}")
-        messages += [Message("assistant", response.text or json.dumps(response.parsed)),
-                     Message("user", f"Your answer does not fit the output fields: {problem}. "
-                                     "Answer again with one JSON object.")]
-    raise AssertionError("unreachable")
-
-
-async def _complete(runner: Runner, provider, request: ModelRequest, node: Node, node_id: str, model: str,
-                    trace: NodeTrace):
-    import asyncio
-
-    seconds = runner.timeout(node)
-    try:
-        async with asyncio.timeout(seconds):
-            return await provider.complete(request)
-    except ProviderError as exc:
-        trace.calls.append(CallTrace(model, "error", error=str(exc), retries=[list(r) for r in exc.retries]))
-        raise RunError(exc.code, f"node {node_id}: {exc}") from None
-    except TimeoutError:
-        trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s"))
-        raise RunError("timeout", f"node {node_id}: the model call did not return within {seconds:g} s") from None
-
-
-def _parse(response, model) -> tuple[Any, str | None, str]:
-    raw = response.parsed
-    if raw is None:
-        text = (response.text or "").strip()
-        if text.startswith("```"):
-            text = text.strip("`").removeprefix("json").strip()
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return None, f"the answer is not JSON ({exc.msg})", "MODEL_INVALID_JSON"
-    try:
-        return to_json(model.model_validate(raw)), None, ""
-    except ValidationError as exc:
-        return None, _errors(exc), "MODEL_SCHEMA_MISMATCH"
 
 
 def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
 
 
+# --- human and narrow nodes -----------------------------------------------------------------
+async def run_human(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
+    """Answered from the case (scripted answers, then node_outputs); a series never waits for a person.
+    Without an answer the timeout has passed: on_timeout default gives its value, fail and escalate
+    (nobody answers in a series) are HUMAN_TIMED_OUT."""
+    spec: specs.HumanNode = node.spec
+    trace.input = runner.bind(spec.in_, frame, node_id)
+    address = frame.address.at(node_id).node
+    for key in (address, node_id):
+        if key in runner.answers:
+            answer = runner.answers[key]
+            break
+    else:
+        if spec.on_timeout.policy != "default":
+            raise RunError("HUMAN_TIMED_OUT", f"node {address}: the case has no answer for this human node "
+                           f"(give one under node_outputs.{address} or metadata.human_answers.{address})")
+        answer = spec.on_timeout.value
+        trace.detail["answered_by"] = "on_timeout default"
+    try:
+        model = runner.project.types.resolve(spec.form)
+    except LookupError as exc:
+        raise RunError("INPUT_INVALID", f"node {address}: form {spec.form}: {exc}") from None
+    return runner._validate(model, answer, "INPUT_INVALID", f"node {address}: the answer of the case")
+
+
+async def run_narrow(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
+    """A dynamic value validated into a registry type; a value that does not fit names its field."""
+    spec: specs.NarrowNode = node.spec
+    try:
+        value = refs.resolve(refs.parse(spec.from_), frame.values)
+    except refs.RefError as exc:
+        raise RunError("INPUT_INVALID", f"node {node_id}: from: {exc}") from None
+    trace.input = value
+    try:
+        model = runner.project.types.resolve(spec.to)
+    except LookupError as exc:
+        raise RunError("INPUT_INVALID", f"node {node_id}: to {spec.to}: {exc}") from None
+    return runner._validate(model, value, "output_invalid", f"node {node_id}: the value narrowed to {spec.to}")
+
+
+async def run_tool(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
+    """A tool as a flow step: the inputs validated into the tool's in fields, its output into its out fields."""
+    from . import tools
+
+    spec: specs.ToolNode = node.spec
+    arguments = runner.bind(spec.in_, frame, node_id)
+    trace.input = arguments
+    found = await tools.tool(runner, spec.tool, node, node_id)
+    if found.in_model is not None:
+        arguments = runner._validate(found.in_model, arguments, "INPUT_INVALID", f"node {node_id}: the input of "
+                                     f"tool {spec.tool}")
+    return await found.run(arguments, node, node_id)
+
+
+from . import containers, llm  # noqa: E402 - they call back into Runner
+
 EXECUTORS = {
-    specs.CodeNode: run_code,
-    specs.LlmNode: run_llm,
+    "code": run_code,
+    "llm": llm.run_llm,
+    "call": containers.run_call,
+    "parallel": containers.run_parallel,
+    "map": containers.run_map,
+    "loop": containers.run_loop,
+    "switch": containers.run_switch,
+    "tool": run_tool,
+    "human": run_human,
+    "narrow": run_narrow,
 }

@@ -49,7 +49,7 @@ class CheckTrace:
 class NodeTrace:
     node: str                        # expanded id (see Address)
     kind: str
-    status: str = "ok"               # ok | failed | skipped
+    status: str = "running"          # running | ok | failed | cancelled
     output: Any = None
     latency_ms: float = 0.0          # model latency as reported for llm nodes, else wall time
     model: str | None = None         # the model that answered last (a fallback model after a fallback)
@@ -64,6 +64,7 @@ class NodeTrace:
     wall_ms: float = 0.0
     error_location: str | None = None   # file:line of the user code that raised
     checks: list[CheckTrace] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)   # per kind: case taken, iterations, recovered items...
 
     @property
     def cost_usd(self) -> float:

@@ -68,7 +68,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     identity = AttemptIdentity(plan.experiment.id, variant, case.name, repeat)
     started = time.time()
     runner = Runner(project, providers, identity)
-    result = await runner.run(assembly, case.inputs, case.context, case.node_outputs)
+    result = await runner.run(assembly, case.inputs, case.context, case.node_outputs,
+                              case.metadata.get("human_answers"))
     error_code = result.error.code if result.error else None
     error_message = result.error.message if result.error else None
     outcome = outcome_of(error_code)

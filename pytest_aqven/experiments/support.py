@@ -5,15 +5,15 @@ only produce infrastructure errors, so collection stops with a diagnostic instea
 from __future__ import annotations
 
 from ..check.diagnostics import Diagnostic
-from ..engine.prompts import is_template
 from ..project.loader import Experiment, Project
-from ..project.specs import CodeNode, LlmNode
+from ..project.specs import LlmNode
 from .checks import CheckInvalid
 from .judges import compile_judge
 from .plan import assemble
 
 CODE = "E_RUNTIME_UNSUPPORTED"
-HINT = "this version of pytest-aqven runs code and llm nodes with plain-text prompts"
+HINT = "see docs/engine.md for what this version of pytest-aqven runs"
+RUNS = {"llm", "code", "tool", "call", "parallel", "map", "loop", "switch", "human", "narrow"}
 
 
 def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
@@ -27,30 +27,71 @@ def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
                 continue
             node = judge.assembly.node(check.id)
             out += _llm_gaps(project, node, node.prompt_path, check.agent)
-    if spec.varies is not None and spec.varies.what == "flow":
-        out.append(doc.diag(CODE, ("varies", "what"), "the flow factor is not run yet", HINT))
-        return out
-    seen: set[str] = set()
+    seen: set[tuple] = set()
     for variant, assembly in assemble(project, experiment).items():
-        for node_id in assembly.order:
-            node = assembly.nodes.get(node_id) or assembly.flow.nodes.get(node_id)
-            if node is None or str(node.path) in seen:     # a node that did not load: its own diagnostic says why
+        # (node, its id, its flow, the variant's slots: nodes of the subject have them, those of a called flow not)
+        todo = [(assembly.nodes.get(n) or assembly.flow.nodes.get(n), n, assembly.flow, assembly) for n in assembly.order]
+        while todo:
+            node, node_id, flow, slots = todo.pop()
+            if node is None:                  # a node that did not load: its own diagnostic says why
                 continue
-            seen.add(str(node.path))
-            if not isinstance(node.spec, (CodeNode, LlmNode)):
+            agent = slots.agents.get(node_id) if slots else None
+            prompt = slots.prompts.get(node_id) if slots else None
+            if (node.path, agent, prompt) in seen:
+                continue
+            seen.add((node.path, agent, prompt))
+            if node.kind not in RUNS:
                 out.append(node.doc.diag(CODE, ("node",), f"node {node_id}: {node.kind} nodes are not run yet", HINT))
                 continue
+            if node.kind == "tool":
+                tool = project.tools.get(node.spec.tool)
+                if tool is not None and tool.spec.mcp is not None:
+                    out += _http_servers(project, [tool.spec.mcp.server])
             if isinstance(node.spec, LlmNode):
-                out += _llm_gaps(project, node, assembly.prompts.get(node_id, node.prompt_path),
-                                 assembly.agents.get(node_id, node.spec.agent))
+                out += _llm_gaps(project, node, prompt or node.prompt_path, agent or node.spec.agent)
+            plugged = slots.flows.get(node_id) if slots else None
+            todo += _inside(project, experiment, flow, node, plugged, slots)
+    return out
+
+
+def _inside(project: Project, experiment: Experiment, flow, node, plugged: str | None = None, slots=None) -> list:
+    """The nodes a container runs (its children, by id in its flow) and the top-level nodes of a called flow
+    (`plugged`: the flow a variant's flow factor puts in the call's slot)."""
+    from ..check.flows import children
+
+    if node.kind == "call":
+        called = project.flow_for(experiment, plugged or node.spec.flow)
+        if called is None:
+            return []
+        return [(called.nodes[n], n, called, None) for n in called.spec.order if n in called.nodes]
+    # a container's children run with the variant's slots; an alternative's children may be alternatives too
+    nodes = (slots.nodes if slots else {})
+    return [(nodes.get(c) or flow.nodes[c], c, flow, slots) for _, c in children(node.spec)
+            if c in nodes or c in flow.nodes]
+
+
+def _http_servers(project: Project, servers: list[str]) -> list[Diagnostic]:
+    """MCP servers this engine cannot start: only stdio servers run."""
+    out = []
+    for server in dict.fromkeys(servers):
+        entity = project.mcp_servers.get(server)
+        if entity is not None and entity.spec.transport != "stdio":
+            out.append(entity.doc.diag(CODE, ("transport",), f"MCP server {server}: {entity.spec.transport} "
+                                       "servers are not run yet", "run it over transport: stdio with a command"))
     return out
 
 
 def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagnostic]:
     out = []
-    if node.inference is not None and node.inference.prompt is not None:
-        out.append(node.inference_doc.diag(CODE, ("prompt",), f"node {node.id}: Python prompts are not run yet", HINT))
-    if prompt_path is not None and is_template(prompt_path.read_text(encoding="utf-8", errors="replace")):
-        out.append(Diagnostic(CODE, project.rel(prompt_path), (), f"node {node.id}: Liquid prompt templates are not run yet",
-                              1, 1, HINT))
+    for i, check in enumerate(node.inference.checks if node.inference is not None else []):
+        if check.inference is not None:
+            out.append(node.inference_doc.diag(CODE, ("checks", i, "inference"),
+                                               f"node {node.id}: judge inference checks are not run yet", HINT))
+    agent = project.agents.get(agent_id)
+    if agent is not None and agent.spec.subagents:
+        out.append(agent.doc.diag(CODE, ("subagents",), f"agent {agent_id}: agent subagents are not run yet", HINT))
+    if agent is not None:
+        servers = list(agent.spec.mcp_servers) + [t.spec.mcp.server for t in map(project.tools.get, agent.spec.tools)
+                                                  if t is not None and t.spec.mcp is not None]
+        out += _http_servers(project, servers)
     return out

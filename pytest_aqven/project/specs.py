@@ -340,10 +340,21 @@ class McpServerSpec(Spec):
     api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["McpServer"]
     description: Description
-    transport: Literal["streamable_http"]
-    url: Annotated[str, Field(min_length=1)]
+    transport: Literal["streamable_http", "stdio"]
+    url: Annotated[str, Field(min_length=1)] | None = None
     headers: list[SecretHeader] = []
     schema_hash: str | None = None
+    # stdio (pytest-aqven runs a local server per attempt): the command line, "python" meaning this Python
+    command: list[Annotated[str, Field(min_length=1)]] = []
+    env: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _transport_fields(self):
+        if self.transport == "stdio" and (not self.command or self.url is not None):
+            raise ValueError("a stdio server sets command (its command line) and no url")
+        if self.transport == "streamable_http" and (self.url is None or self.command or self.env):
+            raise ValueError("a streamable_http server sets url and no command or env")
+        return self
 
 
 # --- datasets/ --------------------------------------------------------------------------------

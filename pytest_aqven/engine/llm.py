@@ -1,0 +1,362 @@
+"""llm nodes: prompt, output mode, call outcomes and their policies, repairs, allowed sets, inference checks,
+and the agent's tool calls (the model asks, the tool runs, the answer goes back)."""
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..project import specs
+from ..project.types import pascal
+from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
+from . import prompts, refs
+from .trace import CallTrace, CheckTrace, RunError
+
+if TYPE_CHECKING:
+    from ..project.loader import Node
+    from .runner import Frame, Runner
+    from .trace import NodeTrace
+
+OUTCOME_CODES = {"refusal": "refusal", "truncated": "truncated", "error": "provider_error"}
+MAX_TOOL_ROUNDS = 10          # model turns that only ask for tools, per answer
+
+
+def to_json(value: Any) -> Any:
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+def errors_text(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
+
+
+def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) -> str | None:
+    text = agent.instructions
+    if not text:
+        return None
+    if agent.instructions_file:
+        entity = runner.project.agents[agent_id]
+        rel = agent.instructions_file
+        path = runner.project.root / rel.removeprefix("@root/") if rel.startswith("@root/") else \
+            (runner.project.root / entity.doc.file).parent / rel
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise RunError("prompt_invalid", f"agent {agent_id}: instructions {text}: {exc.strerror}") from None
+    return text
+
+
+@dataclass
+class Problem:
+    """Why an ok answer is not taken: the error's detail (naming the field), and the model's feedback when a
+    repair is left."""
+    code: str
+    cause: str
+    detail: str
+    checks: list = field(default_factory=list)
+
+    @property
+    def feedback(self) -> str:
+        return f"Your answer is not accepted: {self.detail}"
+
+
+async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
+    spec: specs.LlmNode = node.spec
+    assembly = frame.assembly
+    inference = node.inference
+    agent_id = assembly.agents.get(node_id, spec.agent)     # a variant's slot, at any depth of the subject
+    agent_entity = runner.project.agents.get(agent_id)
+    if inference is None or agent_entity is None:
+        raise RunError("PLAN_MISSING", f"node {node_id}: agent {agent_id} or its inference is missing")
+    agent: specs.AgentSpec = agent_entity.spec
+    inputs = runner.bind(spec.in_, frame, node_id)
+    trace.input = inputs
+    stem = spec.inference or node.id
+    in_model = runner.record(f"{pascal(stem)}In", inference.in_) if inference.in_ else None
+    out_model = runner.record(f"{pascal(stem)}Out", inference.out)
+    allowed = allowed_sets(inference, inputs, node_id)
+    prompt_path = assembly.prompts.get(node_id, node.prompt_path)
+    root = runner.project.root
+    if inference.prompt is not None:        # level 3: a Python function renders the messages
+        fn = runner.resolve_code(inference.prompt, node, f"node {node_id}: prompt")
+        text_inputs = {f.name: inputs.get(f.name) for f in inference.in_ if not prompts.media_kind(f.type)}
+        prompt_text = await runner.call_user(fn, text_inputs, node, f"node {node_id}: prompt {inference.prompt}",
+                                             "prompt_invalid")
+    try:
+        if inference.prompt is None:
+            prompt_text = prompt_path.read_text(encoding="utf-8")
+        inf_folder = (root / node.inference_doc.file).parent if node.inference_doc else node.path.parent
+        variants = prompts.variant_texts(inference, inputs, inf_folder, stem, root)
+        media = prompts.media_parts(inference, inputs, root)
+        messages = list(prompts.render(prompt_text, inference, inputs, root=root, variants=variants, allowed=allowed,
+                                       instructions=agent_instructions(runner, agent_id, agent), media=media))
+    except prompts.MediaUnavailable as exc:
+        raise RunError("media_unavailable", f"node {node_id}: {exc}") from None
+    except (OSError, prompts.PromptError, AttributeError) as exc:
+        raise RunError("prompt_invalid", f"node {node_id}: {exc}") from None
+    if variants:
+        trace.detail["variants"] = variants
+    checks = compile_checks(runner, node, node_id, inference)
+    from . import tools as agent_tools
+
+    tools = await agent_tools.for_agent(runner, agent, node, node_id)
+    address = frame.address.at(node_id).node
+    settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
+    settings.update(agent.settings.provider_options)
+    schema = out_model.model_json_schema()
+    models = [agent.model, *agent.fallback_models]
+    for model_index, model in enumerate(models):
+        provider_id, _, model_name = model.partition(":")
+        provider = runner.providers.get(provider_id)
+        if isinstance(provider, ProviderError):
+            raise RunError(provider.code, f"node {node_id}: {provider}")
+        if provider is None:
+            raise RunError("PLAN_MISSING", f"node {node_id}: provider {provider_id} is not declared in aqven.yaml")
+        mode = resolve_mode(agent.output.mode, provider, model_name)
+        tool_defs = tuple(t.definition for t in tools.values())
+        if mode == "tool":
+            tool_defs += (ToolDef(OUTPUT_TOOL, "Give the final answer: its arguments are the output object.", schema),)
+        trace.model = model
+        conversation = list(messages)
+        budget = agent.output.retries + 1
+        answers = 0
+        fall_back = False
+        while answers < budget:
+            answers += 1
+            request = ModelRequest(model_name, tuple(conversation), settings, schema, mode, runner.identity, node_id,
+                                   tool_defs, agent.output.strict)
+            response = await call_model(runner, provider, request, node, node_id, model, trace, tools, conversation,
+                                        agent, address)
+            call = trace.calls[-1]
+            last = answers >= budget
+            if response.outcome != "ok":
+                policy = {"refusal": agent.output.on_refusal, "truncated": agent.output.on_truncated,
+                          "error": agent.output.on_error}[response.outcome]
+                call.cause = response.outcome
+                raised = isinstance(response, ProviderFailed)   # the provider's own retries are behind it
+                if policy == "retry" and not last and not raised:
+                    call.action = "retry"
+                    continue
+                if policy == "fallback" and model_index + 1 < len(models):
+                    call.action = "fallback"
+                    fall_back = True
+                    break
+                detail = response.refusal or response.error
+                if isinstance(response, ProviderFailed):
+                    raise RunError("provider_error", f"node {node_id}: {detail}")
+                raise RunError(OUTCOME_CODES[response.outcome], f"node {node_id}: the model {model} answered with "
+                               f"outcome {response.outcome}" + (f": {detail}" if detail else ""))
+            value, problem = parse(response, out_model, mode)
+            call.schema_valid = problem is None
+            if problem is None:
+                problem = check_allowed(value, inference, allowed)
+            if problem is None:
+                problem = await run_checks(runner, node, node_id, checks, value, out_model, in_model, inputs,
+                                           answers, trace)
+            if problem is None:
+                trace.detail["answered_by"] = model
+                return value
+            call.cause = problem.cause
+            if problem.code == "check_failed" and not problem.checks:
+                raise RunError("check_failed", f"node {node_id}: {problem.detail}")
+            if last:
+                code = problem.code if budget == 1 or problem.code == "check_failed" else "MODEL_RETRIES_EXHAUSTED"
+                raise RunError(code, f"node {node_id}: {problem.detail}")
+            call.action = "repair"
+            conversation += [Message("assistant", response.text or json.dumps(response.parsed)),
+                             Message("user", f"{problem.feedback}. Answer again with one JSON object.")]
+        if not fall_back:
+            raise AssertionError("unreachable: the loop returns or raises")
+    raise AssertionError("unreachable: the last model never falls back")
+
+
+def resolve_mode(mode: str, provider, model_name: str) -> str:
+    """`auto` is the provider's call (it knows the model's profile); without one, prompted works everywhere."""
+    if mode != "auto":
+        return mode
+    resolve = getattr(provider, "resolve_mode", None)
+    return resolve(model_name) if callable(resolve) else "prompted"
+
+
+async def call_model(runner: "Runner", provider, request: ModelRequest, node: "Node", node_id: str, model: str,
+                     trace: "NodeTrace", tools: dict, conversation: list[Message], agent: specs.AgentSpec,
+                     address: str) -> ModelResponse:
+    """One answer of the model. Tool calls it asks for run, their results go back, and it is asked again."""
+    for _ in range(MAX_TOOL_ROUNDS + 1):
+        response = await complete(runner, provider, request, node, node_id, model, trace)
+        asked = [c for c in response.tool_calls if c.name != OUTPUT_TOOL]
+        if response.outcome != "ok" or not asked:
+            return response
+        trace.calls[-1].action, trace.calls[-1].cause = "tools", ", ".join(c.name for c in asked)
+        conversation.append(Message("assistant", response.text or "", tool_calls=tuple(response.tool_calls)))
+        from .tools import agent_call
+
+        results = await asyncio.gather(*(agent_call(runner, agent, tools, c, node, node_id, address, trace)
+                                         for c in asked))
+        for c, result in zip(asked, results):
+            conversation.append(Message("tool", json.dumps(result, ensure_ascii=False), tool_call_id=c.id))
+        request = ModelRequest(request.model, tuple(conversation), request.settings, request.output_schema,
+                               request.output_mode, request.attempt, request.node, request.tools, request.strict)
+    raise RunError("MODEL_TOOL_LOOP", f"node {node_id}: the model asked for tools {MAX_TOOL_ROUNDS} times "
+                   "without answering")
+
+
+async def complete(runner: "Runner", provider, request: ModelRequest, node: "Node", node_id: str, model: str,
+                   trace: "NodeTrace") -> ModelResponse:
+    seconds = runner.timeout(node)
+    try:
+        async with asyncio.timeout(seconds):
+            response = await provider.complete(request)
+    except ProviderError as exc:
+        trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code,
+                                     retries=[list(r) for r in getattr(exc, "retries", ())]))
+        if exc.code == "provider_error":    # on_error: fallback may still move on to the next model
+            return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0)
+        raise RunError(exc.code, f"node {node_id}: {exc}") from None
+    except TimeoutError:
+        trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s", cause="timeout"))
+        raise RunError("timeout", f"node {node_id}: the model call did not return within {seconds:g} s") from None
+    if not isinstance(response, ModelResponse):
+        raise RunError("provider_error", f"node {node_id}: provider returned {type(response).__name__}")
+    source = response.cost_source or ("provider" if response.cost_usd is not None else "unknown")
+    trace.calls.append(CallTrace(model, response.outcome, response.tokens_in, response.tokens_out,
+                                 response.cost_usd, source, response.latency_ms or 0.0,
+                                 retries=[list(r) for r in response.retries]))
+    return response
+
+
+class ProviderFailed(ModelResponse):
+    """A call the provider failed (ProviderError provider_error, after its own transport retries): it is
+    not retried on the same model, but `on_error: fallback` moves on to the next model."""
+
+
+def parse(response: ModelResponse, model: type[BaseModel], mode: str) -> tuple[Any, Problem | None]:
+    raw = response.parsed
+    if raw is None and mode == "tool":
+        final = [c for c in response.tool_calls if c.name == OUTPUT_TOOL]
+        if final:
+            raw = final[0].arguments
+        elif not (response.text or "").strip():
+            return None, Problem("MODEL_NO_STRUCTURED_OUTPUT", "no_structured_output",
+                                 f"the answer did not call {OUTPUT_TOOL}")
+    if raw is None:
+        text = (response.text or "").strip()
+        if text.startswith("```"):
+            text = text.strip("`").removeprefix("json").strip()
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return None, Problem("MODEL_INVALID_JSON", "invalid_json", f"the answer is not JSON ({exc.msg})")
+    try:
+        return to_json(model.model_validate(raw)), None
+    except ValidationError as exc:
+        return None, Problem("MODEL_SCHEMA_MISMATCH", "schema_invalid", errors_text(exc))
+
+
+# --- allowed sets ---------------------------------------------------------------------------
+def allowed_sets(inference: specs.InferenceSpec, inputs: dict, node_id: str) -> dict[str, list]:
+    """Output field -> the values it may take: `allowed_sets: [{type, from: "$in...", labels_from?}]`
+    restricts every output field of that id type to the values present in the input."""
+    out: dict[str, list] = {}
+    for item in inference.allowed_sets:
+        try:
+            values = refs.resolve(refs.parse(item.from_), {"in": inputs})
+        except refs.RefError as exc:
+            raise RunError("prompt_invalid", f"node {node_id}: allowed_sets: {exc}") from None
+        values = [v for v in (values if isinstance(values, list) else [values]) if v is not None]
+        for f in inference.out:
+            if f.type.rstrip("?").removesuffix("[]").rstrip("?") == item.type:
+                out[f.name] = values
+    return out
+
+
+def check_allowed(value: dict, inference, allowed: dict[str, list]) -> Problem | None:
+    for name, values in allowed.items():
+        got = value.get(name)
+        outside = [v for v in (got if isinstance(got, list) else [got]) if v is not None and v not in values]
+        if outside:
+            return Problem("MODEL_SCHEMA_MISMATCH", "schema_invalid",
+                           f"{name} values outside the allowed set: {', '.join(map(str, outside))} "
+                           f"(allowed: {', '.join(map(str, values))})")
+    return None
+
+
+# --- inference checks -----------------------------------------------------------------------
+@dataclass
+class InferenceCheckRun:
+    label: str
+    spec: specs.InferenceCheck
+    fn: Any
+    params: Any
+
+
+def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> list[InferenceCheckRun]:
+    """The inference's checks, each compiled once per runner: the evaluators of experiment checks."""
+    key = ("checks", id(inference))
+    if key in runner._records:
+        return runner._records[key]
+    from ..experiments.checks import CheckInvalid, params_model
+    from ..experiments.evaluators import BUILTINS
+
+    out = []
+    for i, check in enumerate(inference.checks):
+        if check.use is not None:
+            if check.use not in BUILTINS:
+                raise RunError("E_POLICY_PARAMS", f"node {node_id}: check {i + 1}: use: {check.use} is not a "
+                               "built-in evaluator")
+            fn, model = BUILTINS[check.use]
+            label = f"use: {check.use}"
+        elif check.run is not None:
+            fn = runner.resolve_code(check.run, node, f"node {node_id}: check {i + 1}")
+            label = check.run
+            try:
+                model = params_model(fn, label)
+            except CheckInvalid as exc:
+                raise RunError("E_POLICY_PARAMS", f"node {node_id}: {exc}") from None
+        else:
+            raise RunError("MODEL_FEATURE_UNSUPPORTED", f"node {node_id}: check {i + 1}: judge inference checks "
+                           "are not run by this version of pytest-aqven")
+        try:
+            params = model.model_validate(check.with_ or {})
+        except ValidationError as exc:
+            raise RunError("E_POLICY_PARAMS", f"node {node_id}: check {label}: with: {errors_text(exc)}") from None
+        out.append(InferenceCheckRun(label, check, fn, params))
+    runner._records[key] = out
+    return out
+
+
+async def run_checks(runner: "Runner", node: "Node", node_id: str, checks: list[InferenceCheckRun], value: dict,
+                     out_model, in_model, inputs: dict, attempt: int, trace: "NodeTrace") -> Problem | None:
+    if not checks:
+        return None
+    from ..experiments.evaluators import EvalContext, Verdict
+
+    typed_out = out_model.model_validate(value)
+    try:
+        typed_in = in_model.model_validate(inputs) if in_model is not None else inputs
+    except ValidationError:
+        typed_in = inputs
+    context = EvalContext(inputs=typed_in, metadata={"node": node_id}, attempt=attempt)
+    retry, fail = [], []
+    for check in checks:
+        verdict = await runner.call_user(check.fn, {}, node, f"node {node_id}: check {check.label}",
+                                         "E_POLICY_RAISED", args=(typed_out, context, check.params))
+        if not isinstance(verdict, Verdict) and type(verdict).__name__ != "Verdict":
+            raise RunError("E_POLICY_RAISED", f"node {node_id}: check {check.label} did not return a Verdict")
+        passed = bool(verdict.passed)
+        if check.spec.threshold is not None and verdict.score is not None:
+            passed = verdict.score >= check.spec.threshold
+        trace.checks.append(CheckTrace(check.label, check.spec.on_fail, passed, verdict.reason, attempt))
+        if not passed:
+            (retry if check.spec.on_fail == "retry" else fail if check.spec.on_fail == "fail" else []).append(
+                (check, verdict))
+    if fail:
+        check, verdict = fail[0]
+        return Problem("check_failed", f"check {check.label}", f"check {check.label} failed: {verdict.reason or ''}")
+    if retry:
+        feedback = "; ".join(f"check {c.label} failed: {v.reason or 'no reason given'}" for c, v in retry)
+        return Problem("check_failed", f"check {retry[0][0].label}", feedback,
+                       checks=[c for c, _ in retry])
+    return None

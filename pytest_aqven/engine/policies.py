@@ -1,0 +1,263 @@
+"""Container policies: parallel joins, map item errors, loop stop and select; built-in or the user's `run:`.
+
+The decision objects follow AQVEN's contracts (aqven.policies): a join returns Wait / Done(values) /
+Fail(reason), a stop rule Continue / Stop(reason), a select rule an iteration index, an item-error rule
+Skip / Fail(reason) / Default(value). A user policy may return objects of any class with these names
+(AQVEN's own, or the compatibility module's): they are read by name and attributes."""
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from . import refs
+
+
+# --- decisions and states (AQVEN's shapes) --------------------------------------------------
+@dataclass(frozen=True)
+class BranchResult:
+    key: str
+    value: Any = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class JoinState:
+    completed: tuple[BranchResult, ...]
+    pending: tuple[str, ...]
+
+    @property
+    def values(self) -> tuple:
+        return tuple(b.value for b in self.completed if b.error is None)
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        return tuple(b.error for b in self.completed if b.error is not None)
+
+
+@dataclass(frozen=True)
+class Wait:
+    pass
+
+
+@dataclass(frozen=True)
+class Done:
+    value: tuple
+
+
+@dataclass(frozen=True)
+class Fail:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Continue:
+    pass
+
+
+@dataclass(frozen=True)
+class Stop:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Skip:
+    pass
+
+
+@dataclass(frozen=True)
+class Default:
+    value: Any
+
+
+@dataclass(frozen=True)
+class MapItemError:
+    index: int
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class LoopState:
+    iterations: tuple[dict, ...]     # per pass: {child id: {"out": output}}
+
+    def read(self, path: str, iteration: int = -1) -> Any:
+        if not self.iterations:
+            return None
+        return refs.resolve(refs.parse(path), {"iter": self.iterations[iteration]})
+
+
+# --- parameters -----------------------------------------------------------------------------
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParams(Params):
+    pass
+
+
+class QuorumParams(Params):
+    min_ok: int = Field(ge=1)
+    on_error: Literal["skip", "fail"] = "fail"
+
+
+class ThresholdParams(Params):
+    path: str = Field(pattern=r"^\$")
+    gte: float | None = None
+    lte: float | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self):
+        if (self.gte is None) == (self.lte is None):
+            raise ValueError("a threshold sets exactly one of gte or lte")
+        return self
+
+
+class StagnationParams(Params):
+    path: str = Field(pattern=r"^\$")
+    window: int = Field(default=1, ge=1, le=5)
+    min_delta: float = Field(default=0.0, ge=0)
+
+
+class BestParams(Params):
+    path: str = Field(pattern=r"^\$")
+
+
+class DefaultParams(Params):
+    value: Any
+
+
+# --- built-ins ------------------------------------------------------------------------------
+def join_all(state: JoinState, params: NoParams):
+    if state.errors:
+        return Fail(state.errors[0])
+    return Wait() if state.pending else Done(state.values)
+
+
+def join_any(state: JoinState, params: NoParams):
+    if state.errors:
+        return Fail(state.errors[0])
+    return Done(state.values[:1]) if state.values else Wait()
+
+
+def first_success(state: JoinState, params: NoParams):
+    if state.values:
+        return Done(state.values[:1])
+    return Wait() if state.pending else Fail("all branches failed")
+
+
+def quorum(state: JoinState, params: QuorumParams):
+    if params.on_error == "fail" and state.errors:
+        return Fail(state.errors[0])
+    if len(state.values) >= params.min_ok and not state.pending:
+        return Done(state.values)
+    if len(state.values) + len(state.pending) < params.min_ok:
+        return Fail(f"quorum {params.min_ok} is unreachable: {len(state.errors)} branches failed "
+                    f"({'; '.join(state.errors)})")
+    return Wait()
+
+
+def number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def scores(state: LoopState, path: str) -> list[float | None]:
+    return [number(state.read(path, i)) for i in range(len(state.iterations))]
+
+
+def threshold(state: LoopState, params: ThresholdParams):
+    value = scores(state, params.path)[-1] if state.iterations else None
+    hit = value is not None and ((params.gte is not None and value >= params.gte)
+                                 or (params.lte is not None and value <= params.lte))
+    return Stop(f"threshold reached: {params.path} = {value}") if hit else Continue()
+
+
+def stagnation(state: LoopState, params: StagnationParams):
+    known = [v for v in scores(state, params.path) if v is not None]
+    if len(known) <= params.window:
+        return Continue()
+    gain = known[-1] - known[-1 - params.window]
+    if gain < params.min_delta:
+        return Stop(f"{params.path} gained {gain:g} over {params.window} iterations, less than {params.min_delta:g}")
+    return Continue()
+
+
+def last(state: LoopState, params: NoParams) -> int:
+    return max(len(state.iterations) - 1, 0)
+
+
+def best(state: LoopState, params: BestParams) -> int:
+    ranked = scores(state, params.path)
+    return max(range(len(ranked)), key=lambda i: (ranked[i] is not None, ranked[i] or 0.0), default=0)
+
+
+def skip(item: Any, error: MapItemError, params: NoParams):
+    return Skip()
+
+
+def fail(item: Any, error: MapItemError, params: NoParams):
+    return Fail(error.message)
+
+
+def default(item: Any, error: MapItemError, params: DefaultParams):
+    return Default(params.value)
+
+
+BUILTINS: dict[str, dict[str, tuple[Callable, type[Params]]]] = {
+    "join": {"all": (join_all, NoParams), "any": (join_any, NoParams), "first_success": (first_success, NoParams),
+             "quorum": (quorum, QuorumParams)},
+    "stop": {"threshold": (threshold, ThresholdParams), "stagnation": (stagnation, StagnationParams)},
+    "select": {"last": (last, NoParams), "best": (best, BestParams)},
+    "on_item_error": {"skip": (skip, NoParams), "fail": (fail, NoParams), "default": (default, DefaultParams)},
+}
+
+
+class PolicyError(ValueError):
+    pass
+
+
+@dataclass
+class Policy:
+    label: str
+    fn: Callable
+    params: Any
+    builtin: bool = field(default=True)
+
+
+def load(slot: str, ref, resolve_code: Callable[[str], Callable]) -> Policy:
+    """A PolicyRef ({use|run, with}) of one slot -> the function and its validated parameters."""
+    if ref.use is not None:
+        found = BUILTINS[slot].get(ref.use)
+        if found is None:
+            raise PolicyError(f"{slot} policy {ref.use} is not a built-in ({', '.join(BUILTINS[slot])})")
+        fn, model, label, builtin = *found, f"use: {ref.use}", True
+    else:
+        fn, label, builtin = resolve_code(ref.run), ref.run, False
+        model = _params_model(fn, label)
+    try:
+        params = model.model_validate(ref.with_ or {}) if model is not None else None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'with'}: {e['msg']}" for e in exc.errors())
+        raise PolicyError(f"{slot} policy {label}: with parameters are invalid: {problems}") from None
+    return Policy(label, fn, params if params is not None else dict(ref.with_ or {}), builtin)
+
+
+def _params_model(fn: Callable, label: str) -> type[BaseModel] | None:
+    """The annotated type of the last parameter when it is a pydantic model, else the raw `with` map."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+        hints = typing.get_type_hints(fn)
+    except (TypeError, ValueError, NameError):
+        return None
+    if not params:
+        raise PolicyError(f"policy {label} takes no parameters; it needs (state, params)")
+    model = hints.get(params[-1].name)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def kind_of(decision: Any) -> str:
+    """The decision's class name (Wait, Done, Fail, Continue, Stop, Skip, Default), whoever defined it."""
+    return type(decision).__name__
