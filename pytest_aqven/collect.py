@@ -13,11 +13,15 @@ from .experiments.plan import PlanError
 from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
 from .report import attempts
+from .series.cap import CapError, series_cap
 from .series.lifecycle import SeriesRun
 
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
 CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aqven check errors stopped
+SCHEDULER = pytest.StashKey["Scheduler"]()
+RUN_TOKEN = pytest.StashKey[str]()        # the same on every xdist worker of one run
+LAUNCH_NOTES = pytest.StashKey[dict]()    # experiment id -> lines the launch plan adds (cap, warnings)
 
 
 class LoadedProject:
@@ -76,6 +80,8 @@ class ExperimentFile(pytest.File):
         self.extra_keyword_matches.add(self.experiment_id)
 
     def collect(self):
+        if _deselected(self):           # -k / -m that no attempt of it can match: plan and build nothing
+            return
         lp = loaded(self.config, self.root)
         experiment = lp.project.experiments.get(self.experiment_id)
         own = lp.experiment_diagnostics.get(self.experiment_id, [])
@@ -96,10 +102,17 @@ class ExperimentFile(pytest.File):
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         try:
+            cap = series_cap(self.root, lp.project.spec, option=opt("aqven_cap"),
+                             experiment_cap=experiment.spec.cap_usd)
             self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
-                                    repeats=opt("aqven_repeats"), cassettes=cassette_mode(self.config))
+                                    repeats=opt("aqven_repeats"), cap=cap,
+                                    fresh_for=run_token(self.config) if opt("aqven_new_series") else None,
+                                    cassettes=cassette_mode(self.config))
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
+        except CapError as exc:
+            raise self.CollectError(f"error: {exc}") from None
+        self.config.stash.setdefault(LAUNCH_NOTES, {})[self.experiment_id] = [cap.describe(), *self.series.warnings()]
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)
 
@@ -144,9 +157,17 @@ class AttemptItem(pytest.Item):
     def experiment_file(self) -> ExperimentFile:
         return self.parent.parent.parent
 
+    def schedule(self, scheduler):
+        return scheduler.submit(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
+
     def runtest(self) -> None:
         file = self.experiment_file
-        record, reused = file.series.attempt(self.parent.parent.name, self.parent.case, self.repeat)
+        outcome = wait(self.schedule(scheduler(self.config)))
+        if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
+            raise pytest.skip.Exception(outcome.why, _use_item_location=True)
+        record, reused = outcome.record, outcome.kind == "reused"
+        if reused:
+            self.user_properties.append(("aqven_reused", "true"))
         self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
         trace = self.record.pop("trace", None) or {}
         if file.series.plan.spec.question.kind == "look" and record["split"] == "dev":
@@ -169,3 +190,78 @@ class AttemptItem(pytest.Item):
     def reportinfo(self):
         return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \
                                              f"{self.parent.name} #{self.repeat}"
+
+
+def run_token(config: pytest.Config) -> str:
+    """The same on every xdist worker of one run (xdist's testrunuid), new for every run."""
+    if RUN_TOKEN not in config.stash:
+        workerinput = getattr(config, "workerinput", None)
+        config.stash[RUN_TOKEN] = workerinput["testrunuid"] if workerinput else __import__("uuid").uuid4().hex
+    return config.stash[RUN_TOKEN]
+
+
+def scheduler(config: pytest.Config):
+    """This process's attempt scheduler, started on first use."""
+    if SCHEDULER not in config.stash:
+        from .series.scheduler import Scheduler
+        config.stash[SCHEDULER] = Scheduler(config.getoption("aqven_concurrency")
+                                            or int(config.getini("aqven_concurrency") or 1))
+    return config.stash[SCHEDULER]
+
+
+def wait(future):
+    """Block for an attempt, in short waits so Ctrl-C reaches pytest at once."""
+    import concurrent.futures
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except concurrent.futures.TimeoutError:
+            continue
+
+
+def _deselected(file: ExperimentFile) -> bool:
+    """True only when -m or -k surely deselects every attempt of this file. Its items carry the file's markers
+    and keywords plus their variant, case and repeat names, unknown before planning: -k is evaluated for every
+    truth value of the names the file does not decide, and the file is skipped only if all of them deselect."""
+    try:
+        from _pytest.mark import KeywordMatcher
+        from _pytest.mark.expression import Expression
+        marks = {m.name for m in file.iter_markers()}
+        mexpr = file.config.option.markexpr
+        if mexpr:
+            def mark_matcher(name: str, /, **kwargs) -> bool:
+                if kwargs:
+                    raise LookupError          # marks with arguments: let pytest decide per item
+                return name in marks
+            if not Expression.compile(mexpr).evaluate(mark_matcher):
+                return True
+        kexpr = file.config.option.keyword
+        if not kexpr or kexpr.startswith("-") or kexpr.endswith(":"):
+            return False
+        known = KeywordMatcher.from_item(file)
+        expression = Expression.compile(kexpr)
+        unknown: list[str] = []
+        for _ in range(64):
+            def key_matcher(name: str, /, **kwargs) -> bool:
+                if kwargs:
+                    raise LookupError
+                if known(name):
+                    return True
+                if name not in unknown:
+                    unknown.append(name)
+                return assignment.get(name, False)
+            seen = len(unknown)
+            assignment: dict[str, bool] = {}
+            for bits in range(2 ** max(seen, 0)):
+                assignment = {n: bool(bits >> i & 1) for i, n in enumerate(unknown[:seen])}
+                if expression.evaluate(key_matcher):
+                    return False
+                if len(unknown) > seen:
+                    break
+            else:
+                return True
+            if len(unknown) > 8:
+                return False
+        return False
+    except Exception:       # pytest internals changed or an expression we do not model: collect as usual
+        return False

@@ -43,6 +43,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-intervals", choices=("robust", "model"), default=None,
                     help="robust: model-based interval hulled with a distribution-free one (default); "
                          "model: the model-based interval alone")
+    group.addoption("--aqven-concurrency", type=int, default=None, metavar="N",
+                    help="attempts in flight per process (default 1; with -n it multiplies)")
+    group.addoption("--aqven-cap", default=None, metavar="USD",
+                    help="this run's series cap in USD; above the project cap the series waits for approval")
+    group.addoption("--aqven-new-series", action="store_true", default=False,
+                    help="start a new series instead of continuing an unfinished one (which is cancelled)")
+    parser.addini("aqven_concurrency", "attempts in flight per process", default="1")
     group.addoption("--aqven-json", default=None, metavar="PATH",
                     help="write every series of the session (verdict, cells, intervals, spend, finding) as JSON")
     group.addoption("--aqven-progress", type=float, default=None, metavar="SECONDS",
@@ -71,12 +78,26 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--aqven-cases must be at least 1")
     if repeats is not None and not 1 <= repeats <= 20:
         raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
+    concurrency = config.getoption("aqven_concurrency")
+    try:
+        concurrency = int(config.getini("aqven_concurrency") or 1) if concurrency is None else concurrency
+    except ValueError:
+        raise pytest.UsageError("aqven_concurrency (ini) must be a whole number") from None
+    if not 1 <= concurrency <= 1024:
+        raise pytest.UsageError("--aqven-concurrency must be between 1 and 1024")
+    if config.getoption("aqven_cap") is not None:
+        from .series.cap import CapError, parse_usd
+        try:
+            parse_usd(config.getoption("aqven_cap"), "--aqven-cap")
+        except CapError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if sum(map(bool, (config.getoption("aqven_record"), config.getoption("aqven_record_missing"),
                       config.getoption("aqven_replay")))) > 1:
         raise pytest.UsageError("--aqven-record, --aqven-record-missing and --aqven-replay exclude each other")
     reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")
+    config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
     if config.pluginmanager.hasplugin("html"):
         from .report.html import HtmlReport
 
@@ -132,6 +153,134 @@ def pytest_runtestloop(session: pytest.Session):
         option.continue_on_collection_errors = keep
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Storage faults stop the session here, with one message, before any worker starts (workers skip it)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    roots = _project_roots(session.config)
+    if not roots:
+        return
+    from .series.storage import StorageError, preflight
+    for root in roots:
+        try:
+            preflight(root, again=True)
+        except StorageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def _find_root(start: Path) -> Path | None:
+    """project.loader.find_root, without importing the loader."""
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
+        if (folder / PROJECT_FILE).is_file():
+            return folder
+    return None
+
+
+def _project_roots(config: pytest.Config) -> list[Path]:
+    find_root = _find_root
+    roots = []
+    for arg in config.args or [str(config.invocation_params.dir)]:
+        path = Path(config.invocation_params.dir, arg.split("::")[0])
+        found = find_root(path) if path.exists() else None
+        if found is None and path.is_dir():
+            found_below = [p.parent for p in path.glob("*/aqven.yaml")] + [p.parent for p in path.glob("aqven.yaml")]
+            roots += found_below
+        elif found is not None:
+            roots.append(found)
+    return list(dict.fromkeys(roots))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
+    """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
+    items still report in order (each item's runtest waits only for its own attempt)."""
+    collect = _collect_module()
+    if collect is None or not isinstance(item, collect.AttemptItem) or item.session.shouldstop \
+            or item.session.shouldfail:
+        return None
+    sched = collect.scheduler(item.config)
+    for upcoming in _upcoming(item, 2 * sched.concurrency + 2):
+        if isinstance(upcoming, collect.AttemptItem):
+            upcoming.schedule(sched)
+    return None
+
+
+def _upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
+    """This item and the next ones this process runs: under xdist only those the worker was given."""
+    session = item.session
+    worker = next((p for p in item.config.pluginmanager.get_plugins()
+                   if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
+    if worker is not None:
+        try:
+            with worker.torun.lock() as queue:
+                indices = [worker.nextitem_index, *queue]
+        except Exception:       # xdist internals changed: no look-ahead, attempts still run
+            return [item]
+        return [item, *(session.items[i] for i in indices[:count] if isinstance(i, int))]
+    positions = session.stash.get(_POSITIONS, None)
+    if positions is None:
+        positions = session.stash[_POSITIONS] = {id(it): i for i, it in enumerate(session.items)}
+    start = positions.get(id(item))
+    return [item] if start is None else session.items[start:start + count]
+
+
+_POSITIONS = pytest.StashKey[dict]()
+
+
+class StopWatch:
+    """-x / --maxfail decided to stop (pytest sets shouldfail in its own pytest_runtest_logreport, which runs
+    before this trylast one): stop at once, so the verdicts decided after the loop see a cancelled series."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        session = self.session
+        if session is not None and (session.shouldfail or session.shouldstop):
+            _stop(session, f"the run stopped early: {session.shouldstop or session.shouldfail}")
+
+
+def _stop(session: pytest.Session, why: str | None) -> None:
+    """No new attempt starts; running ones finish, are paid and recorded. With `why`, every series this run
+    touched is cancelled (its verdict invalid). Idempotent."""
+    collect = _collect_module()
+    sched = session.config.stash.get(collect.SCHEDULER, None) if collect else None
+    if sched is not None:
+        try:
+            sched.stop(why)
+        finally:
+            sched.close()
+            del session.config.stash[collect.SCHEDULER]
+    reporter = session.config.pluginmanager.getplugin("aqven-verdicts")
+    if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
+        from .series.db import Store
+        from .series.ledger import cancel
+        for series_id, by_attempt in reporter.records.items():
+            store = Store(Path(next(iter(by_attempt.values()))["root"]))
+            try:
+                cancel(store, series_id, why)
+            finally:
+                store.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+    """Ctrl-C, -x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight."""
+    why = None
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        why = "interrupted (Ctrl-C)"
+    elif session.shouldstop or session.shouldfail:
+        why = f"the run stopped early: {session.shouldstop or session.shouldfail}"
+    _stop(session, why)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
@@ -145,6 +294,26 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     return report
 
 
+def _series_spend(tr, records: dict) -> None:
+    """Per series this run reported: what ran, what was reused, and the spend against the cap."""
+    from .series.db import Store
+    from .series.ledger import series_spend
+    lines = []
+    for series_id, by_attempt in records.items():
+        first = next(iter(by_attempt.values()))
+        reused = sum(1 for r in by_attempt.values() if r.get("reused"))
+        store = Store(Path(first["root"]))
+        try:
+            series = store.series(series_id) or {}
+            spent = series_spend(store, series_id)
+        finally:
+            store.close()
+        lines.append(f"{first['experiment']} series {series_id}: {len(by_attempt) - reused} attempts ran, "
+                     f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
+    if lines:
+        tr.write_sep("=", "aqven series")
+        for line in lines:
+            tr.write_line(line)
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Before a real run, one launch plan line per experiment (closed form: instant)."""
     collect = _collect_module()
@@ -398,8 +567,11 @@ class VerdictReporter:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
             from .report import terminal
+            if self.records:
+                _series_spend(terminalreporter, self.records)
             collect = _collect_module()
-            terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [])
+            terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
+                                  self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
             terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.entries)
             if self.looks:

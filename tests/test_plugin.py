@@ -160,7 +160,8 @@ def test_last_failed_reruns_the_experiment_whose_verdict_failed(pytester, xdist)
                    package="goodproj")
     first = pytester.runpytest("proj", "good", "--aqven-holdout")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
-    again = pytester.runpytest("proj", "good", "--aqven-holdout", "--lf", *xdist)
+    # a fresh process: in-process, state of the earlier sessions of this test process leaks into xdist's run
+    again = pytester.runpytest_subprocess("proj", "good", "--aqven-holdout", "--lf", *xdist)
     assert [l.split(" (")[0] for l in again.outlines if " (holdout, " in l] == ["rate_ok"]
     assert again.ret == pytest.ExitCode.TESTS_FAILED
     assert len(list((root / "experiments/rate_ok/findings").glob("*.yaml"))) == 2

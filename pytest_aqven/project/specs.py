@@ -766,6 +766,7 @@ class ExperimentSpec(Spec):
     checks: list[ExperimentCheck] = []
     question: Question
     plan: Plan = Plan()
+    cap_usd: Decimal | None = Field(default=None, gt=0)     # this experiment's series cap (seeds: explicit cap)
 
 
 ToolSpec.model_rebuild()

@@ -7,13 +7,15 @@ COLOURS = {"confirmed": {"green": True}, "refuted": {"red": True}, "inconclusive
            "invalid": {"red": True, "bold": True}, "signal": {"cyan": True}}
 
 
-def launch_plans(tr, plans) -> None:
+def launch_plans(tr, plans, notes: dict | None = None) -> None:
     if not plans:
         return
     tr.write_sep("=", "aqven launch plans")
     for experiment, split, p in plans:
         for line, warn in plan_lines(experiment, split, p):
             tr.write_line(line, yellow=warn)
+        for note in (notes or {}).get(experiment, []):
+            tr.write_line(f"  {note}")
 
 
 def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:

@@ -72,6 +72,12 @@ def conclude(project: Project, series_id: str, records: list[dict], *, family: s
         if len(records) < total:
             conclusion.note = (f"{len(records)} of {total} attempts ran in this session; the series stays open "
                                "and the same command continues it")
+            if series["status"] == "awaiting_approval":
+                from .ledger import pause_text, spend
+                with store.transaction() as db:
+                    conclusion.note = pause_text(series_id, series, spend(db, series_id))
+            elif series["status"] == "cancelled":
+                conclusion.note = f"series {series_id} was cancelled: {series['verdict']['text']}"
             return conclusion
         experiment = project.experiments[series["experiment_id"]]
         spec = experiment.spec

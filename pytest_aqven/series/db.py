@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from . import storage
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS aqven_schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS aqven_series (
@@ -89,6 +91,7 @@ class Store:
                 if statement.strip():
                     db.execute(statement)
             db.execute("INSERT OR IGNORE INTO aqven_schema_versions VALUES ('series', ?)", (SCHEMA_VERSION,))
+            storage.migrate(db)
 
     def _wal(self) -> None:
         """Switching to WAL takes a lock the busy handler does not wait for: retry it ourselves."""
@@ -120,18 +123,31 @@ class Store:
             self._conn.execute("COMMIT")
 
     def open_series(self, *, plan_key: str, experiment_id: str, flow_id: str, dataset_id: str, split: str,
-                    question: str, record: dict) -> tuple[str, bool]:
-        """The unfinished series with this plan key, or a new one. Returns (series id, created)."""
+                    question: str, record: dict, status: str = "running",
+                    fresh_for: str | None = None) -> tuple[str, bool]:
+        """The unfinished series with this plan key, or a new one. Returns (series id, created).
+        fresh_for: a run token (--aqven-new-series): only a series that run created is continued; other
+        unfinished ones with the key are cancelled, in the same transaction, so every worker agrees."""
         with self.transaction() as db:
-            row = db.execute("SELECT series_id FROM aqven_series WHERE plan_key = ? AND status IN "
-                             "('running', 'awaiting_approval') ORDER BY created_at DESC LIMIT 1", (plan_key,)).fetchone()
-            if row:
-                return row[0], False
+            rows = db.execute("SELECT series_id, json_extract(record, '$.run_token') FROM aqven_series "
+                              "WHERE plan_key = ? AND status IN ('running', 'awaiting_approval') "
+                              "ORDER BY created_at DESC", (plan_key,)).fetchall()
+            if fresh_for is not None:
+                for old, token in rows:
+                    if token != fresh_for:
+                        db.execute("UPDATE aqven_series SET status = 'cancelled', finished_at = ?, record = "
+                                   "json_set(record, '$.verdict', json(?)) WHERE series_id = ?",
+                                   (time.time(), json.dumps({"state": "invalid", "reason": "cancelled", "text":
+                                    "No finding: the series was cancelled (--aqven-new-series started another)."}),
+                                    old))
+                rows = [r for r in rows if r[1] == fresh_for]
+            if rows:
+                return rows[0][0], False
             series_id = str(uuid.uuid4())
             db.execute("INSERT INTO aqven_series (series_id, experiment_id, flow_id, dataset_id, split, question, "
-                       "status, plan_key, created_at, record) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
-                       (series_id, experiment_id, flow_id, dataset_id, split, question, plan_key, time.time(),
-                        json.dumps({**record, "series_id": series_id})))
+                       "status, plan_key, created_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (series_id, experiment_id, flow_id, dataset_id, split, question, status, plan_key,
+                        time.time(), json.dumps({**record, "series_id": series_id, "run_token": fresh_for})))
             return series_id, True
 
     def series(self, series_id: str) -> dict | None:

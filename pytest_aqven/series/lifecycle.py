@@ -1,21 +1,23 @@
 """A series as one process sees it: open or continue it, run or reuse its attempts."""
 from __future__ import annotations
 
-import asyncio
 from functools import cached_property
 
 from .. import stats
 from ..experiments import plan as planning
-from ..experiments.attempt import run_attempt
 from ..experiments.checks import CheckInvalid, CompiledCheck, compile_check
 from ..project.loader import Experiment, Project
-from ..project.specs import CaseSpec
 from ..providers import registry
 from ..providers.base import ProviderError
+from . import storage
+from .cap import SeriesCap, series_cap
 from .conclude import question_of, to_attempt
 from .db import Store
 from .findings import unpublished_series
+from .ledger import apply_cap
 from .plans import SearchCache
+
+BIG_DATASET = 2000       # more selected cases than this without plan.cases: the launch plan warns
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None
@@ -32,15 +34,20 @@ def _loop() -> asyncio.AbstractEventLoop:
 
 class SeriesRun:
     def __init__(self, project: Project, experiment: Experiment, split: str, *,
-                 cases: int | None = None, repeats: int | None = None, cassettes: str | None = None):
+                 cases: int | None = None, repeats: int | None = None, cap: SeriesCap | None = None,
+                 fresh_for: str | None = None, cassettes: str | None = None):
         self.project = project
         self.experiment = experiment
         self.plan = planning.plan(project, experiment, split, cases, repeats)
+        self.cap = cap or series_cap(project.root, project.spec, experiment_cap=experiment.spec.cap_usd)
+        self.fresh_for = fresh_for          # --aqven-new-series: the run token that may continue a series
+        self.created = False
         self._series_id: str | None = None
         self.cassettes = cassettes          # record | replay | record_missing | None (live)
 
     @cached_property
     def store(self) -> Store:
+        storage.preflight(self.project.root)
         return Store(self.project.root)
 
     @cached_property
@@ -76,15 +83,33 @@ class SeriesRun:
             self._series_id = unpublished_series(self.store, key)
             if self._series_id is not None:
                 return self._series_id
-            self._series_id, _ = self.store.open_series(
+            cap = self.cap
+            record = {"experiment_id": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
+                      "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
+                      "snapshot": snapshot, "package": self.project.package,
+                      "fingerprints": planning.fingerprints(paths),
+                      "cap_usd": str(cap.cap_usd), "project_cap_usd": str(cap.project_cap_usd),
+                      "project_cap_source": cap.project_cap_source, "cap_from": cap.explicit,
+                      "needs_approval": cap.needs_approval}
+            if cap.needs_approval:      # seeds: a cap above the project cap waits for approval before anything runs
+                record["pause"] = {"reason": "cap_above_project", "spent_usd": 0.0}
+            self._series_id, self.created = self.store.open_series(
                 plan_key=key, experiment_id=self.experiment.id, flow_id=spec.subject.flow,
                 dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,
-                record={"experiment_id": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
-                        "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
-                        "snapshot": snapshot, "package": self.project.package,
-                        "fingerprints": planning.fingerprints(paths)})
+                record=record, status="awaiting_approval" if cap.needs_approval else "running",
+                fresh_for=self.fresh_for)
+            if not self.created and cap.explicit:
+                apply_cap(self.store, self._series_id, cap)
         return self._series_id
 
+    def warnings(self) -> list[str]:
+        """What the launch plan says besides the numbers."""
+        out = []
+        if self.experiment.spec.plan.cases is None and self.plan.available > BIG_DATASET:
+            out.append(f"plan.cases is unset and {self.plan.available} cases are selected: the series runs every "
+                       f"one of them ({self.plan.attempts} attempts); set plan.cases in experiment.yaml or pass "
+                       f"--aqven-cases N")
+        return out
     def attempt(self, variant: str, case: CaseSpec, repeat: int) -> tuple[dict, bool]:
         """The attempt's record, and whether it was reused from an earlier session of the series."""
         series_id = self.series_id

@@ -1,0 +1,248 @@
+"""`aqven series list | show | approve | cancel | export` and `aqven db check`: series steered from the terminal."""
+from __future__ import annotations
+
+import csv
+import getpass
+import json
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+from . import storage
+from .cap import CapError, parse_usd
+from .db import Store
+from .ledger import approve, cancel, pause_text, series_spend
+
+EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "error_code", "cost_usd",
+                 "check_cost_usd", "unpriced_calls", "latency_ms", "tokens_in", "tokens_out", "started_at",
+                 "finished_at"]
+
+
+def add_series(commands) -> None:
+    p = commands.add_parser("series", help="list, read, approve, cancel and export the series of a project",
+                            description="The series of the project around --path (the folder holding aqven.yaml).")
+    sub = p.add_subparsers(dest="series_command", required=True, metavar="SUBCOMMAND")
+    ls = sub.add_parser("list", help="every series, newest first")
+    _path(ls)
+    ls.set_defaults(handler=run_list)
+    show = sub.add_parser("show", help="status, spend, cap, pause and verdict of one series")
+    show.add_argument("series_id", help="the series id (or a unique prefix)")
+    _path(show)
+    show.set_defaults(handler=run_show)
+    ap = sub.add_parser("approve", help="continue a series that waits for approval (a person, on a terminal)",
+                        description="A person continues a series awaiting approval under a higher cap (double the "
+                                    "old one unless another is typed). Needs an interactive terminal and a typed "
+                                    "confirmation; then the same pytest command resumes the series.")
+    ap.add_argument("series_id")
+    ap.add_argument("--cap", default=None, metavar="USD", help="the new cap (default: double the old one)")
+    _path(ap)
+    ap.set_defaults(handler=run_approve)
+    cancel_p = sub.add_parser("cancel", help="stop a series: no new attempt starts, its verdict is invalid")
+    cancel_p.add_argument("series_id")
+    _path(cancel_p)
+    cancel_p.set_defaults(handler=run_cancel)
+    ex = sub.add_parser("export", help="one row per finished attempt")
+    ex.add_argument("series_id")
+    ex.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    ex.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of stdout")
+    _path(ex)
+    ex.set_defaults(handler=run_export)
+
+
+def add_db(commands) -> None:
+    p = commands.add_parser("db", help="the project database")
+    sub = p.add_subparsers(dest="db_command", required=True, metavar="SUBCOMMAND")
+    check = sub.add_parser("check", help="full integrity check of the project database (or of FILE)")
+    check.add_argument("file", nargs="?", default=None, metavar="FILE",
+                       help="a database file (default: .aqven/aqven.sqlite of the project around --path)")
+    _path(check)
+    check.set_defaults(handler=run_db_check)
+
+
+def _path(p) -> None:
+    p.add_argument("--path", default=".", metavar="PATH", help="the project folder or any folder inside it")
+
+
+class Refused(Exception):
+    pass
+
+
+def _store(args) -> Store:
+    from ..project.loader import PROJECT_FILE, find_root
+    start = Path(args.path)
+    root = find_root(start) if start.exists() else None
+    if root is None:
+        raise Refused(f"no {PROJECT_FILE} in {args.path} or any folder above it")
+    if not storage.database_path(root).exists():
+        raise Refused(f"{root} has no series yet ({storage.database_path(root)} does not exist)")
+    try:
+        storage.preflight(root)
+    except storage.StorageError as exc:
+        raise Refused(str(exc)) from None
+    return Store(root)
+
+
+def _series(store: Store, prefix: str) -> dict:
+    rows = store._conn.execute("SELECT series_id FROM aqven_series WHERE series_id LIKE ? || '%'", (prefix,)).fetchall()
+    if not rows:
+        raise Refused(f"no series {prefix} in {store.path}")
+    if len(rows) > 1:
+        raise Refused(f"{prefix} names {len(rows)} series: give more of the id")
+    return store.series(rows[0][0])
+
+
+def _run(fn, args) -> int:
+    try:
+        return fn(args)
+    except Refused as exc:
+        print(f"aqven series: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:          # `| head`: the reader has enough
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _counts(store: Store, series: dict) -> tuple[int, int]:
+    done = store._conn.execute("SELECT COUNT(*) FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished'",
+                               (series["series_id"],)).fetchone()[0]
+    return done, len(series["cases"]) * series["repeats"] * len(series["variants"])
+
+
+def run_list(args) -> int:
+    def body(args):
+        store = _store(args)
+        rows = store._conn.execute("SELECT series_id FROM aqven_series ORDER BY created_at DESC").fetchall()
+        for (series_id,) in rows:
+            s = store.series(series_id)
+            done, total = _counts(store, s)
+            spent = series_spend(store, series_id)
+            verdict = (s.get("verdict") or {}).get("state") or "-"
+            print(f"{series_id}  {s['experiment_id']}  {s['split']}  {s['status']}  {done}/{total} attempts  "
+                  f"{spent.text(s.get('cap_usd'))}  verdict {verdict}")
+        if not rows:
+            print("no series")
+        return 0
+    return _run(body, args)
+
+
+def run_show(args) -> int:
+    def body(args):
+        store = _store(args)
+        s = _series(store, args.series_id)
+        done, total = _counts(store, s)
+        spent = series_spend(store, s["series_id"])
+        print(f"series {s['series_id']}")
+        print(f"  experiment {s['experiment_id']} on {s['split']}, status {s['status']}")
+        print(f"  attempts {done}/{total} ({len(s['cases'])} cases × {s['repeats']} repeats × "
+              f"{len(s['variants'])} variants)")
+        print(f"  spend {spent.text(s.get('cap_usd'))}" + (f", {spent.running} running" if spent.running else ""))
+        if s.get("project_cap_usd") is not None:
+            print(f"  project cap ${float(s['project_cap_usd']):.2f} ({s.get('project_cap_source')})")
+        if s.get("approved_by"):
+            print(f"  approved by {s['approved_by']}")
+        if s["status"] == "awaiting_approval":
+            print(f"  {pause_text(s['series_id'], s, spent)}")
+        verdict = s.get("verdict")
+        if verdict:
+            print(f"  verdict {verdict['state']} ({verdict.get('reason') or '-'}): {verdict['text']}")
+        return 0
+    return _run(body, args)
+
+
+def run_approve(args) -> int:
+    def body(args):
+        store = _store(args)
+        s = _series(store, args.series_id)
+        sid = s["series_id"]
+        if s["status"] != "awaiting_approval":
+            raise Refused(f"series {sid} is {s['status']}, not awaiting approval: nothing to approve")
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise Refused("approve needs a person at an interactive terminal and a typed confirmation "
+                          "(an agent can start a series but never continue one); run it in a terminal")
+        old = Decimal(str(s.get("cap_usd", "1")))
+        reason = (s.get("pause") or {}).get("reason")
+        # cap_above_project: approving the cap that was asked for; spend_near_cap: double the old cap
+        default = old if reason == "cap_above_project" else old * 2
+        print(pause_text(sid, s, series_spend(store, sid)))
+        if args.cap is not None:
+            cap = _cap(args.cap, old, reason)
+        else:
+            typed = input(f"New cap in USD [{default:.2f}]: ").strip()
+            cap = _cap(typed, old, reason) if typed else default
+        answer = input(f"Type yes to continue series {sid} under a cap of ${cap:.2f}: ").strip().lower()
+        if answer != "yes":
+            raise Refused("not approved (the confirmation was not yes): the series still waits")
+        approve(store, sid, cap, getpass.getuser())
+        print(f"approved: series {sid} continues under a cap of ${cap:.2f}; run the same pytest command to resume it")
+        return 0
+    return _run(body, args)
+
+
+def _cap(text: str, old: Decimal, reason: str | None) -> Decimal:
+    try:
+        cap = parse_usd(text, "cap")
+    except CapError as exc:
+        raise Refused(str(exc)) from None
+    if reason == "spend_near_cap" and cap <= old:
+        raise Refused(f"the new cap must be above the old ${old:.2f}")
+    return cap
+
+
+def run_cancel(args) -> int:
+    def body(args):
+        store = _store(args)
+        s = _series(store, args.series_id)
+        if not cancel(store, s["series_id"], "aqven series cancel"):
+            raise Refused(f"series {s['series_id']} is {s['status']}: only a running or waiting series is cancelled")
+        print(f"cancelled: series {s['series_id']}; no new attempt starts and its verdict is invalid")
+        return 0
+    return _run(body, args)
+
+
+def run_export(args) -> int:
+    def body(args):
+        store = _store(args)
+        s = _series(store, args.series_id)
+        rows = store._conn.execute("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished' "
+                                   "ORDER BY finished_at", (s["series_id"],)).fetchall()
+        records = [json.loads(r[0]) for r in rows]
+        checks = sorted({c for r in records for c in r.get("checks", {})})
+        out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
+        try:
+            if args.format == "jsonl":
+                for r in records:
+                    r.pop("trace", None)
+                    out.write(json.dumps(r, sort_keys=True) + "\n")
+            else:
+                writer = csv.writer(out)
+                writer.writerow(EXPORT_FIELDS + [f"check:{c}" for c in checks])
+                for r in records:
+                    writer.writerow([r.get(f) for f in EXPORT_FIELDS] +
+                                    [(r.get("checks", {}).get(c) or {}).get("value") for c in checks])
+        finally:
+            if args.out:
+                out.close()
+        return 0
+    return _run(body, args)
+
+
+def run_db_check(args) -> int:
+    if args.file:
+        path = Path(args.file)
+    else:
+        from ..project.loader import PROJECT_FILE, find_root
+        root = find_root(Path(args.path)) if Path(args.path).exists() else None
+        if root is None:
+            print(f"aqven db check: no {PROJECT_FILE} in {args.path} or any folder above it", file=sys.stderr)
+            return 2
+        path = storage.database_path(root)
+    if not path.exists():
+        print(f"aqven db check: {path} does not exist", file=sys.stderr)
+        return 2
+    problem = storage.check_file(path, full=True)
+    if problem is None:
+        print(f"{path}: ok (integrity_check)")
+        return 0
+    print(f"{path}: damaged: {problem}")
+    return 1

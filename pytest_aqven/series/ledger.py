@@ -1,0 +1,209 @@
+"""The spend ledger and attempt claims, shared through the project database by every process of a run.
+
+The ledger is the one authority on whether an attempt may start. Each decision is one BEGIN IMMEDIATE
+transaction, so xdist workers and a second pytest on the same project see the same spend and claims:
+- an attempt already finished is reused; one claimed by a live runner is waited for (never run twice);
+- a claim of a runner that died (its process is gone, or its heartbeat is older than the lease) is taken over;
+- the first attempt of a series runs alone; its cost becomes the reserve (the most a finished attempt cost);
+- a new attempt starts only while spent + reserve x running < 90% of the cap; when nothing runs and that
+  still blocks, the series waits in awaiting_approval (pause.reason spend_near_cap);
+- each attempt gets a hard limit: cap - (spent + reserve x running) at its start.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+from .cap import NEAR
+from .db import Store, attempt_id
+
+LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
+HOST = socket.gethostname()
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: str                        # start | reused | wait | paused | stopped
+    limit_usd: float | None = None   # start: the attempt's hard spend limit
+    why: str = ""                    # wait/paused/stopped: for a person
+
+
+@dataclass(frozen=True)
+class Spend:
+    spent_usd: float
+    reserve_usd: float
+    finished: int
+    unpriced_attempts: int
+    running: int = 0
+
+    def text(self, cap_usd: float | Decimal | None = None) -> str:
+        amount = f"${self.spent_usd:.4f}"
+        if self.unpriced_attempts:
+            amount = (f"at least {amount} ({self.unpriced_attempts} attempt"
+                      f"{'s' if self.unpriced_attempts != 1 else ''} on a model without a known price)")
+        return amount + (f" of its ${float(cap_usd):.2f} cap" if cap_usd is not None else "")
+
+
+def _alive(db, runner_id: str, me: str, now: float) -> bool:
+    if runner_id == me:
+        return True
+    row = db.execute("SELECT host, pid, heartbeat_at FROM aqven_runners WHERE runner_id = ?", (runner_id,)).fetchone()
+    if row is None:
+        return False
+    host, pid, beat = row
+    if now - beat > LEASE_SECONDS:
+        return False
+    if host == HOST:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+    return True
+
+
+def spend(db, series_id: str, me: str = "", now: float | None = None) -> Spend:
+    spent, reserve, finished, unpriced = db.execute(
+        "SELECT COALESCE(SUM(spend_usd), 0), COALESCE(MAX(spend_usd), 0), COUNT(*), "
+        "SUM(CASE WHEN unpriced_calls > 0 THEN 1 ELSE 0 END) FROM aqven_spend WHERE series_id = ?",
+        (series_id,)).fetchone()
+    now = time.time() if now is None else now
+    running = sum(1 for (runner,) in db.execute(
+        "SELECT runner_id FROM aqven_claims WHERE series_id = ? AND state = 'running'", (series_id,))
+        if _alive(db, runner, me, now))
+    return Spend(spent, reserve, finished, unpriced or 0, running)
+
+
+def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
+    pause = record.get("pause") or {}
+    cap = record.get("cap_usd")
+    if pause.get("reason") == "cap_above_project":
+        return (f"series {series_id} waits for approval: its cap ${float(cap):.2f} is above the project cap "
+                f"${float(record.get('project_cap_usd', 0)):.2f} (cap_above_project). A person runs "
+                f"`aqven series approve {series_id}` on a terminal, then this same pytest command; "
+                f"or `aqven series cancel {series_id}`")
+    amount = spent.text(cap) if spent else f"${float(pause.get('spent_usd', 0)):.4f} of its ${float(cap):.2f} cap"
+    return (f"series {series_id} paused near its cap: it spent {amount} (spend_near_cap). A person runs "
+            f"`aqven series approve {series_id}` on a terminal (doubles the cap, or type another), then this "
+            f"same pytest command continues it; or `aqven series cancel {series_id}`")
+
+
+class Ledger:
+    """One per process and project database; every method is one short transaction."""
+
+    def __init__(self, store: Store, runner_id: str | None = None):
+        self.store = store
+        self.runner_id = runner_id or str(uuid.uuid4())
+        now = time.time()
+        with store.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO aqven_runners VALUES (?, ?, ?, ?, ?)",
+                       (self.runner_id, HOST, os.getpid(), now, now))
+
+    def heartbeat(self) -> None:
+        with self.store.transaction() as db:
+            db.execute("UPDATE aqven_runners SET heartbeat_at = ? WHERE runner_id = ?", (time.time(), self.runner_id))
+
+    def try_start(self, series_id: str, variant: str, case: str, repeat: int) -> Decision:
+        aid = attempt_id(series_id, variant, case, repeat)
+        now = time.time()
+        with self.store.transaction() as db:
+            status, record = db.execute("SELECT status, record FROM aqven_series WHERE series_id = ?",
+                                        (series_id,)).fetchone()
+            record = json.loads(record)
+            if db.execute("SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'",
+                          (aid,)).fetchone():
+                return Decision("reused")
+            if status == "awaiting_approval":
+                return Decision("paused", why=pause_text(series_id, record, spend(db, series_id, self.runner_id, now)))
+            if status != "running":
+                return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")
+            claim = db.execute("SELECT runner_id, state FROM aqven_claims WHERE attempt_id = ?", (aid,)).fetchone()
+            if claim is not None:
+                if _alive(db, claim[0], self.runner_id, now):
+                    return Decision("wait", why="claimed by another runner" if claim[0] != self.runner_id else "mine")
+                db.execute("DELETE FROM aqven_claims WHERE attempt_id = ?", (aid,))      # its runner died
+            s = spend(db, series_id, self.runner_id, now)
+            if s.finished == 0 and s.running > 0:
+                return Decision("wait", why="the first attempt runs alone; its cost becomes the reserve")
+            cap = float(record.get("cap_usd", 1.0))
+            committed = s.spent_usd + s.reserve_usd * s.running
+            if committed >= float(NEAR) * cap:
+                if s.running:
+                    return Decision("wait", why="near the cap: running attempts finish first")
+                pause = {"reason": "spend_near_cap", "spent_usd": round(s.spent_usd, 6)}
+                db.execute("UPDATE aqven_series SET status = 'awaiting_approval', record = "
+                           "json_set(record, '$.pause', json(?), '$.needs_approval', json('true')) "
+                           "WHERE series_id = ?", (json.dumps(pause), series_id))
+                return Decision("paused", why=pause_text(series_id, {**record, "pause": pause}, s))
+            limit = cap - committed
+            db.execute("INSERT INTO aqven_claims VALUES (?, ?, ?, 'running', ?, ?)",
+                       (aid, series_id, self.runner_id, now, limit))
+            return Decision("start", limit_usd=limit)
+
+    def settle(self, record: dict) -> None:
+        """The attempt ran: its spend enters the ledger and its claim is finished (the record follows)."""
+        aid = attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"])
+        amount = (record.get("cost_usd") or 0.0) + (record.get("check_cost_usd") or 0.0)
+        with self.store.transaction() as db:
+            db.execute("INSERT INTO aqven_spend (series_id, attempt_id, runner_id, spend_usd, unpriced_calls, "
+                       "outcome, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (record["series_id"], aid, self.runner_id, amount, record.get("unpriced_calls") or 0,
+                        record["outcome"], time.time()))
+            db.execute("UPDATE aqven_claims SET state = 'finished' WHERE attempt_id = ? AND runner_id = ?",
+                       (aid, self.runner_id))
+
+    def release(self, series_id: str, variant: str, case: str, repeat: int) -> None:
+        """A claimed attempt that did not run to its end (stopped before any call was paid)."""
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM aqven_claims WHERE attempt_id = ? AND runner_id = ? AND state = 'running'",
+                       (attempt_id(series_id, variant, case, repeat), self.runner_id))
+
+    def close(self) -> None:
+        with self.store.transaction() as db:
+            db.execute("DELETE FROM aqven_claims WHERE runner_id = ? AND state = 'running'", (self.runner_id,))
+            db.execute("DELETE FROM aqven_runners WHERE runner_id = ?", (self.runner_id,))
+
+
+def cancel(store: Store, series_id: str, why: str) -> bool:
+    """Ctrl-C, -x, --maxfail or `aqven series cancel`: the series is cancelled and its verdict invalid."""
+    verdict = {"state": "invalid", "reason": "cancelled", "text": f"No finding: the series was cancelled ({why})."}
+    with store.transaction() as db:
+        cur = db.execute("UPDATE aqven_series SET status = 'cancelled', finished_at = ?, record = "
+                         "json_set(record, '$.verdict', json(?)) WHERE series_id = ? "
+                         "AND status IN ('running', 'awaiting_approval')",
+                         (time.time(), json.dumps(verdict), series_id))
+        return cur.rowcount > 0
+
+
+def apply_cap(store: Store, series_id: str, cap) -> None:
+    """An explicit cap on a series that continues: it runs under it; above the project cap it waits for approval."""
+    with store.transaction() as db:
+        status, record = db.execute("SELECT status, record FROM aqven_series WHERE series_id = ?",
+                                    (series_id,)).fetchone()
+        if status != "running" or Decimal(json.loads(record).get("cap_usd", "0")) == cap.cap_usd:
+            return
+        pause = {"reason": "cap_above_project", "spent_usd": round(spend(db, series_id).spent_usd, 6)}
+        db.execute("UPDATE aqven_series SET status = ?, record = json_set(record, '$.cap_usd', ?, '$.cap_from', ?, "
+                   "'$.needs_approval', json(?), '$.pause', json(?)) WHERE series_id = ?",
+                   ("awaiting_approval" if cap.needs_approval else "running", str(cap.cap_usd), cap.explicit,
+                    "true" if cap.needs_approval else "false", json.dumps(pause) if cap.needs_approval else "null",
+                    series_id))
+
+
+def approve(store: Store, series_id: str, cap_usd: Decimal, approved_by: str) -> None:
+    with store.transaction() as db:
+        db.execute("UPDATE aqven_series SET status = 'running', record = json_set(json_remove(record, '$.pause'), "
+                   "'$.cap_usd', ?, '$.approved_by', ?, '$.approved_at', ?, '$.needs_approval', json('false')) "
+                   "WHERE series_id = ? AND status = 'awaiting_approval'",
+                   (str(cap_usd), approved_by, time.time(), series_id))
+
+
+def series_spend(store: Store, series_id: str) -> Spend:
+    with store.transaction() as db:
+        return spend(db, series_id)

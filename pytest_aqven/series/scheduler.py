@@ -1,0 +1,177 @@
+"""One attempt scheduler per process: attempts run on one asyncio event loop in a background thread.
+
+The pytest layer stays synchronous: an attempt item asks for its record and blocks until it is ready, while
+the scheduler runs ahead on the items this process will run next (up to `concurrency` attempts in flight).
+Every start goes through the spend ledger; every database call runs on one database thread."""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..providers.base import ProviderError
+from .db import Store
+from .ledger import Decision, Ledger, cancel
+
+POLL_SECONDS = 0.05
+HEARTBEAT_SECONDS = 5.0
+
+
+@dataclass
+class Outcome:
+    kind: str                        # ran | reused | paused | stopped | cancelled
+    record: dict | None = None
+    why: str = ""
+
+
+class Budget:
+    """The hard spend limit of one attempt: a call is refused once the attempt spent its limit."""
+
+    def __init__(self, limit_usd: float | None):
+        self.limit = limit_usd
+        self.spent = 0.0
+
+    def before(self) -> None:
+        if self.limit is not None and self.spent >= self.limit:
+            raise ProviderError("budget_exceeded", f"the attempt spent ${self.spent:.4f}, its hard limit is "
+                                                   f"${self.limit:.4f} of the series cap")
+
+    def add(self, response) -> Any:
+        self.spent += getattr(response, "cost_usd", None) or 0.0
+        return response
+
+
+class BudgetGuard:
+    """Wraps a provider for one attempt: refuses a call once the attempt spent its limit."""
+
+    def __init__(self, inner, budget: Budget):
+        self.inner = inner
+        self.budget = budget
+
+    async def complete(self, request):
+        self.budget.before()
+        return self.budget.add(await self.inner.complete(request))
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class Scheduler:
+    def __init__(self, concurrency: int = 1):
+        self.concurrency = max(1, concurrency)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="aqven-attempts", daemon=True)
+        self.thread.start()
+        self.db = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aqven-db")
+        self.slots = asyncio.Semaphore(self.concurrency)      # bound to self.loop on first use (3.10+)
+        self.jobs: dict[tuple, concurrent.futures.Future] = {}
+        self.running: set[tuple] = set()
+        self.ledgers: dict[Path, Ledger] = {}
+        self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
+        self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
+        self.stopping = False
+        self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
+
+    # --- from the pytest thread ---------------------------------------------------------------
+    def submit(self, run, variant: str, case, repeat: int) -> concurrent.futures.Future:
+        """Idempotent: the same attempt is scheduled once per process."""
+        key = (id(run), variant, case.name, repeat)
+        fut = self.jobs.get(key)
+        if fut is None:
+            fut = asyncio.run_coroutine_threadsafe(self._job(key, run, variant, case, repeat), self.loop)
+            self.jobs[key] = fut
+        return fut
+
+    def stop(self, why: str | None = None, wait: float | None = None) -> None:
+        """No new attempt starts; running ones finish, are paid and recorded (waits for them).
+        With `why`, every unfinished series this process touched is cancelled (its verdict invalid)."""
+        self.stopping = True
+        try:
+            for fut in list(self.jobs.values()):
+                try:
+                    fut.result(timeout=wait)
+                except Exception:
+                    pass
+        except KeyboardInterrupt:       # a second Ctrl-C: stop waiting; unsaved claims expire with this process
+            pass
+        if why:
+            for series_id, root in self.series.items():
+                self._call(lambda: cancel(self._ledger(root).store, series_id, why))
+
+    def close(self) -> None:
+        self.stopping = True
+        self._beat.cancel()
+        for run in list(self.runs.values()):
+            self._call(run.store.flush)            # group commit: the last batch of attempt records
+        for root in list(self.ledgers):
+            self._call(lambda r=root: (self.ledgers[r].close(), self.ledgers[r].store.close()))
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        self.db.shutdown(wait=True)
+        if not self.thread.is_alive():
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def _call(self, fn):
+        return self.db.submit(fn).result()
+
+    # --- on the loop --------------------------------------------------------------------------
+    def _ledger(self, root: Path) -> Ledger:
+        """Only on the database thread."""
+        if root not in self.ledgers:
+            self.ledgers[root] = Ledger(Store(root))
+        return self.ledgers[root]
+
+    async def _on_db(self, fn, *args):
+        return await self.loop.run_in_executor(self.db, fn, *args)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            for ledger in list(self.ledgers.values()):
+                try:
+                    await self._on_db(ledger.heartbeat)
+                except Exception:       # a busy database delays a beat; the lease is much longer
+                    pass
+
+    async def _job(self, key, run, variant: str, case, repeat: int) -> Outcome:
+        root = run.project.root
+        self.runs[id(run)] = run
+        series_id = await self._on_db(lambda: run.series_id)
+        self.series[series_id] = root
+        while True:
+            if self.stopping:
+                return Outcome("cancelled", why="the run stopped before this attempt started")
+            async with self.slots:
+                if self.stopping:
+                    return Outcome("cancelled", why="the run stopped before this attempt started")
+                decision: Decision = await self._on_db(
+                    lambda: self._ledger(root).try_start(series_id, variant, case.name, repeat))
+                if decision.kind == "start":
+                    self.running.add(key)
+                    try:
+                        record = await self._attempt(run, variant, case, repeat, series_id, decision.limit_usd)
+                    except BaseException:
+                        await self._on_db(lambda: self._ledger(root).release(series_id, variant, case.name, repeat))
+                        raise
+                    finally:
+                        self.running.discard(key)
+                    await self._on_db(lambda: (self._ledger(root).settle(record), run.store.save_attempt(record)))
+                    return Outcome("ran", record)
+            if decision.kind == "reused":
+                record = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
+                if record is not None:
+                    return Outcome("reused", record)
+            elif decision.kind in ("paused", "stopped"):
+                return Outcome(decision.kind, why=decision.why)
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _attempt(self, run, variant, case, repeat, series_id, limit) -> dict:
+        from ..experiments import attempt as attempts     # the engine: imported when an attempt runs
+        budget = Budget(limit)
+        providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
+        args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
+        return await attempts.run_attempt(*args)

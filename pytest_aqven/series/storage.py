@@ -1,0 +1,180 @@
+"""The project database on disk: one clear error for damaged or read-only storage, and schema migrations.
+
+A damaged file is moved aside (never overwritten, never deleted) and the session stops with one message
+naming it and what to do. A normal run checks quickly (PRAGMA quick_check); `aqven db check` fully."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+HEADER = b"SQLite format 3\x00"
+
+# version -> statements that bring the 'series' component from version - 1 to it (version 1 is db.SCHEMA)
+MIGRATIONS: dict[int, str] = {
+    2: """
+CREATE TABLE IF NOT EXISTS aqven_runners (
+  runner_id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, started_at REAL NOT NULL,
+  heartbeat_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS aqven_claims (
+  attempt_id TEXT PRIMARY KEY,
+  series_id TEXT NOT NULL,
+  runner_id TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('running', 'finished')),
+  claimed_at REAL NOT NULL,
+  limit_usd REAL
+);
+CREATE INDEX IF NOT EXISTS aqven_claims_by_series ON aqven_claims (series_id, state);
+CREATE TABLE IF NOT EXISTS aqven_spend (
+  entry INTEGER PRIMARY KEY AUTOINCREMENT,
+  series_id TEXT NOT NULL,
+  attempt_id TEXT NOT NULL,
+  runner_id TEXT,
+  spend_usd REAL NOT NULL,
+  unpriced_calls INTEGER NOT NULL DEFAULT 0,
+  outcome TEXT,
+  at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS aqven_spend_by_series ON aqven_spend (series_id);
+INSERT INTO aqven_spend (series_id, attempt_id, spend_usd, unpriced_calls, outcome, at)
+  SELECT series_id, attempt_id, CAST(cost_usd AS REAL) + CAST(check_cost_usd AS REAL),
+         COALESCE(json_extract(record, '$.unpriced_calls'), 0), outcome, COALESCE(finished_at, 0)
+  FROM aqven_series_attempts WHERE state = 'finished';
+""",
+}
+LATEST = max(MIGRATIONS)
+
+
+class StorageError(Exception):
+    """The whole message a person reads: the file, what is wrong, what to do."""
+
+
+def database_path(root: Path) -> Path:
+    return root / ".aqven" / "aqven.sqlite"
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Inside the caller's transaction: apply every migration above the stored version."""
+    row = db.execute("SELECT version FROM aqven_schema_versions WHERE component = 'series'").fetchone()
+    version = row[0] if row else 1
+    if version > LATEST:
+        raise StorageError(f"the project database was written by a newer pytest-aqven (schema version {version}, "
+                           f"this one knows {LATEST}): upgrade pytest-aqven")
+    for target in range(version + 1, LATEST + 1):
+        for statement in MIGRATIONS[target].split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("INSERT OR REPLACE INTO aqven_schema_versions VALUES ('series', ?)", (target,))
+
+
+def _writable(folder: Path) -> str | None:
+    """Why nothing can be written in `folder`, or None. A real probe: permission bits lie to root."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".aqven-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+def _set_aside(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    n = 0
+    while True:
+        aside = path.with_name(f"{path.name}.damaged-{stamp}" + (f"-{n}" if n else ""))
+        if not aside.exists():
+            break
+        n += 1
+    os.link(path, aside)        # never overwrites: link fails if the name exists
+    os.unlink(path)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.replace(side, aside.with_name(aside.name + suffix))
+    return aside
+
+
+def check_file(path: Path, *, full: bool = False) -> str | None:
+    """What is wrong with an existing database file, or None when it is sound."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror})"
+    if len(head) == 0:
+        return None                                         # an empty file is an empty database
+    if len(head) < 100 or not head.startswith(HEADER):
+        return "it is not an SQLite database (truncated or overwritten)"
+    size = path.stat().st_size
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    counted = head[92:96] == head[24:28]                   # the header's page count is valid
+    if counted and pages and size < pages * page and not path.with_name(path.name + "-wal").exists():
+        return f"it is truncated ({size} bytes of the {pages * page} its header announces)"
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+        try:
+            rows = conn.execute("PRAGMA integrity_check" if full else "PRAGMA quick_check").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return f"SQLite cannot read it ({exc})"
+    problems = [r[0] for r in rows if r[0] != "ok"]
+    if problems:
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        return f"{'integrity_check' if full else 'quick_check'} reports: {'; '.join(problems[:3])}{more}"
+    return None
+
+
+_CHECKED: dict[Path, None] = {}
+
+
+def preflight(root: Path, *, again: bool = False) -> None:
+    """Before a series writes anything: the folder is writable and an existing database is sound.
+    Once per project and process (again: at each session start). Raises StorageError with the one message."""
+    root = Path(root)
+    if root in _CHECKED and not again:
+        return
+    folder = root / ".aqven"
+    path = database_path(root)
+    target = folder if folder.is_dir() else root
+    why = _writable(target)
+    if why is not None:
+        raise StorageError(
+            f"pytest-aqven: cannot write in {target} ({why}). Series and their attempts are stored in {path}: "
+            f"make {target} writable for this user, or run from a writable copy of the project.")
+    for name in ("aqven.sqlite", "aqven.sqlite-wal", "aqven.sqlite-shm"):
+        file = folder / name
+        if file.exists():
+            try:
+                with open(file, "r+b"):
+                    pass
+            except OSError as exc:
+                raise StorageError(
+                    f"pytest-aqven: the project database file {file} is read-only ({exc.strerror}): "
+                    f"make it writable for this user; nothing was changed.") from None
+    if path.exists():
+        problem = check_file(path)
+        if problem is not None:
+            try:
+                aside = _set_aside(path)
+            except OSError as exc:
+                raise StorageError(
+                    f"pytest-aqven: the project database {path} is damaged: {problem}. It could not be moved aside "
+                    f"({exc.strerror}): move it away yourself (keep it: its attempts may be readable), then rerun "
+                    f"the same command to start a new database.") from None
+            raise StorageError(
+                f"pytest-aqven: the project database {path} is damaged: {problem}. It was moved aside to {aside} "
+                f"(kept, nothing deleted). Rerun the same command to start a new database (its series start over); "
+                f"`aqven db check {aside}` shows what is wrong with the old file.")
+    _CHECKED[root] = None
+
+
+def forget(root: Path) -> None:
+    """Check again on next use (tests, and the CLI after it moved a file)."""
+    _CHECKED.pop(Path(root), None)
