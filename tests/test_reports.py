@@ -210,7 +210,7 @@ def test_terminal_table_then_sentences_and_what_to_do_next(pytester):
     assert row[7:12] == ["above", "0.9", "with", "margin", "0.05"]
     assert re.fullmatch(r"\d+×2", row[12]) and row[14] == "0" and row[15].startswith("$") and row[-1] == "$1"
     sentence = out.index(next(l for l in out if l.startswith("rate_ok (dev, ")))
-    assert out[sentence + 1].startswith("  next: keep exploring on the working cases") and "launch plan: " in out[sentence + 1]
+    assert out[sentence + 1].startswith("  next: keep exploring on the working cases") and "launch plan with the rates observed so far: " in out[sentence + 1]
     quiet = pytester.runpytest("proj", "-q", "-p", "no:cacheprovider").outlines
     assert not any(l.startswith("experiment ") for l in quiet) and not any("next:" in l for l in quiet)
     assert any(l.startswith("rate_ok (dev, ") for l in quiet)
@@ -266,5 +266,5 @@ def test_what_to_do_next_scales_the_observed_interval_and_trusts_no_optimistic_e
     assert text == ("run a new held-out series of the recommended size on fresh cases (never rerun the same cases); "
                     "the observed ±0.15 at 26 cases suggests about 55 cases for ±0.1")
     wide = {"reason": "wide", "text": "about 90 cases are needed"}
-    assert next_step("signal", "dev_split", wide, []).endswith("; launch plan: about 90 cases are needed")
+    assert next_step("signal", "dev_split", wide, []).endswith("; launch plan with the rates observed so far: about 90 cases are needed")
     assert next_step("confirmed", None, wide, [cell]) is None and next_step("none", None) is None

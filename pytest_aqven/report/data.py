@@ -54,7 +54,7 @@ def next_step(state: str, reason: str | None, plan: dict | None = None, cells: l
             more.append(f"the observed ±{half:.2g} at {e['cases']} cases suggests about {needed} cases for "
                         f"±{primary['margin']:g}")
     if plan and plan["reason"] in ("wide", "short_of_cases"):
-        more.append(f"launch plan: {plan['text']}")
+        more.append(f"launch plan with the rates observed so far: {plan['text']}")
     return "; ".join([text, *more]) if text else "; ".join(more) or None
 
 

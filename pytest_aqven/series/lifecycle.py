@@ -20,18 +20,6 @@ from .plans import SearchCache
 BIG_DATASET = 2000       # more selected cases than this without plan.cases: the launch plan warns
 
 
-_LOOP: asyncio.AbstractEventLoop | None = None
-
-
-def _loop() -> asyncio.AbstractEventLoop:
-    """One event loop for the attempts of this process: asyncio.run per attempt built and tore down a loop
-    (and its default thread pool) every time, which cost more than a trivial attempt."""
-    global _LOOP
-    if _LOOP is None or _LOOP.is_closed():
-        _LOOP = asyncio.new_event_loop()
-    return _LOOP
-
-
 class SeriesRun:
     def __init__(self, project: Project, experiment: Experiment, split: str, *,
                  cases: int | None = None, repeats: int | None = None, cap: SeriesCap | None = None,
@@ -110,17 +98,6 @@ class SeriesRun:
                        f"one of them ({self.plan.attempts} attempts); set plan.cases in experiment.yaml or pass "
                        f"--aqven-cases N")
         return out
-    def attempt(self, variant: str, case: CaseSpec, repeat: int) -> tuple[dict, bool]:
-        """The attempt's record, and whether it was reused from an earlier session of the series."""
-        series_id = self.series_id
-        done = self.store.finished_attempt(series_id, variant, case.name, repeat)
-        if done is not None:
-            return done, True
-        # one event loop per attempt for now; the series scheduler runs many attempts on one loop
-        record = _loop().run_until_complete(run_attempt(self.project, self.plan, self.checks, self.providers, variant, case,
-                                         repeat, series_id))
-        self.store.save_attempt(record)
-        return record, False
 
     def launch_plan(self, family: str = "robust", *, simulate: bool = True) -> stats.LaunchPlan:
         """Attempts and the recommended cases; history only from a database that already exists.
