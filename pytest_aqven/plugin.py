@@ -356,8 +356,7 @@ def quick_plan(project: Project, experiment, split: str, layout: dict, family: s
     try:
         return run.launch_plan(family, simulate=False)
     finally:
-        if "store" in run.__dict__:
-            run.store.close()
+        run.close_store()
 
 
 class VerdictReporter:

@@ -38,6 +38,12 @@ class SeriesRun:
         storage.preflight(self.project.root)
         return Store(self.project.root)
 
+    def close_store(self) -> None:
+        """Write the last batch and close, so no WAL file is left behind; a later use opens it again."""
+        store = self.__dict__.pop("store", None)
+        if store is not None:
+            store.close()
+
     @cached_property
     def providers(self) -> dict:
         out: dict = {}

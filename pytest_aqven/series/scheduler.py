@@ -105,7 +105,7 @@ class Scheduler:
         self.stopping = True
         self._beat.cancel()
         for run in list(self.runs.values()):
-            self._call(run.store.flush)            # group commit: the last batch of attempt records
+            self._call(run.close_store)            # group commit: the last batch of attempt records
         for root in list(self.ledgers):
             self._call(lambda r=root: (self.ledgers[r].close(), self.ledgers[r].store.close()))
         self.loop.call_soon_threadsafe(self.loop.stop)

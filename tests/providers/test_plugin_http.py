@@ -170,7 +170,9 @@ def test_a_canary_key_reaches_no_output_of_the_run(pytester, server, monkeypatch
     result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-holdout", "-rA", "-v",
                                            "--junitxml=junit.xml", "--html=report.html", "--tb=long")
     written = [p for p in pytester.path.rglob("*") if p.is_file() and before.get(p) != p.stat().st_mtime_ns]
-    names = {p.name for p in written}
+    # read now: opening the database below may checkpoint and delete a WAL file the run left behind
+    contents = {p: p.read_bytes() for p in written}
+    names = {p.name for p in contents}
     assert {"junit.xml", "report.html", "aqven.sqlite", "FINDINGS.md"} <= names, names
     assert any(p.parent.name == "findings" for p in written)
     out = result.stdout.str() + result.stderr.str()
@@ -179,7 +181,7 @@ def test_a_canary_key_reaches_no_output_of_the_run(pytester, server, monkeypatch
     stored = json.dumps(records(root))
     assert "node judge: local: HTTP 401" in stored and "[REDACTED]" in stored
     assert "could not reach the store with key [REDACTED]" in stored
-    leaks = [p.name for p in written if CANARY.encode() in p.read_bytes()]
+    leaks = [p.name for p, data in contents.items() if CANARY.encode() in data]
     assert leaks == [] and CANARY not in out
     assert any(r["trace"]["nodes"] for r in records(root))
     assert re.search(r"confirmed|refuted|inconclusive", verdict_line(result))
