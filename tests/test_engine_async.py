@@ -118,3 +118,37 @@ def test_a_real_cancellation_is_not_swallowed():
             await task
 
     asyncio.run(main())
+
+
+def test_a_loop_waits_briefly_on_a_thread_only_when_nothing_else_waits():
+    """usercode.settled blocks the loop at most QUICK_SECONDS, and only while no other task waits outside it:
+    a slow sync call never stalls another task, and its time limit still holds."""
+    async def ticker(gaps: list, stop: asyncio.Event):
+        last = time.perf_counter()
+        while not stop.is_set():
+            with usercode.away():          # as a provider call or a database hop of another attempt
+                await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    async def main():
+        assert usercode.alone()
+        with usercode.away():
+            assert usercode.alone()
+        gaps: list[float] = []
+        stop = asyncio.Event()
+        other = asyncio.ensure_future(ticker(gaps, stop))
+        await asyncio.sleep(0.02)
+        assert not usercode.alone()
+        await usercode.call(time.sleep, 0.3, timeout=5)
+        stop.set()
+        await other
+        assert max(gaps) < 0.2, gaps               # the other task kept its pace during the 0.3 s call
+        started = time.perf_counter()
+        with pytest.raises(usercode.UserCallTimeout):
+            await usercode.call(time.sleep, 2, timeout=0.05)     # alone: the quick wait, then the time limit
+        assert time.perf_counter() - started < 1
+        assert usercode._away.tasks == {}
+
+    asyncio.run(main())

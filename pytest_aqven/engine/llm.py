@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from ..project import specs
 from ..project.types import pascal
 from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
-from . import prompts, refs
+from . import prompts, refs, usercode
 from .trace import CallTrace, CheckTrace, RunError
 
 if TYPE_CHECKING:
@@ -208,7 +208,8 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
     seconds = runner.timeout(node)
     try:
         async with asyncio.timeout(seconds):
-            response = await provider.complete(request)
+            with usercode.away():
+                response = await provider.complete(request)
     except ProviderError as exc:
         trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code,
                                      retries=[list(r) for r in getattr(exc, "retries", ())]))

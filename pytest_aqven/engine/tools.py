@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..project import specs
 from ..project.types import pascal
 from ..providers.base import ToolCall, ToolDef
+from . import usercode
 from .trace import RunError
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class McpConnection:
 
     async def open(self, seconds: float) -> None:
         self._ready = asyncio.get_running_loop().create_future()
-        self._task = asyncio.ensure_future(self._serve())
+        self._task = asyncio.ensure_future(usercode.waiting(self._serve()))   # its pipes, while it runs
         try:
             async with asyncio.timeout(seconds):
                 await asyncio.shield(self._ready)

@@ -7,14 +7,16 @@ as the cancellation asyncio.run makes of it) and is never caught here."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import inspect
 import os
 import queue
 import threading
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
 DEFAULT_TIMEOUT = 120.0          # seconds per user call, unless aqven.yaml or the node sets limits.seconds
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the pytest_aqven package
@@ -54,6 +56,57 @@ def _is_user(filename: str) -> bool:
                 or filename.startswith("<frozen"))
 
 
+QUICK_SECONDS = 0.005   # how long a loop with nothing else to wait for blocks on a thread's answer
+
+
+class _Away(threading.local):
+    def __init__(self) -> None:
+        self.tasks: dict[Any, int] = {}    # this thread's event loop: task -> its outside waits in progress
+
+
+_away = _Away()
+
+
+@contextmanager
+def away() -> Iterator[None]:
+    """Around every wait of the event loop for something outside it (a thread, a server, a database)."""
+    tasks, task = _away.tasks, asyncio.current_task()
+    tasks[task] = tasks.get(task, 0) + 1
+    try:
+        yield
+    finally:
+        if tasks[task] == 1:
+            del tasks[task]
+        else:
+            tasks[task] -= 1
+
+
+async def waiting(awaitable: Awaitable) -> Any:
+    """Await something that waits outside the loop (a server's pipes) as away() does."""
+    with away():
+        return await awaitable
+
+
+def alone() -> bool:
+    """No other task of this loop waits for something outside it: blocking the loop a moment delays nobody."""
+    tasks = _away.tasks
+    return len(tasks) <= 1 and (not tasks or asyncio.current_task() in tasks)
+
+
+async def settled(future: concurrent.futures.Future, quick: float = QUICK_SECONDS) -> Any:
+    """The result of work handed to another thread. Waking an event loop from a thread costs several times
+    a thread's plain handoff (its self-pipe and a turn of the loop), more than a short call takes; so when
+    nothing else on this loop waits, the loop first blocks up to `quick` seconds for the answer, then awaits
+    it as usual (a time limit around this await still holds, `quick` later at most)."""
+    with away():
+        if quick and alone():
+            try:
+                return future.result(timeout=quick)
+            except concurrent.futures.TimeoutError:
+                pass
+        return await asyncio.wrap_future(future)
+
+
 class _DaemonThreads:
     """A small pool of daemon threads that grows when all are busy; a hung job just keeps its thread."""
 
@@ -62,39 +115,27 @@ class _DaemonThreads:
         self._lock = threading.Lock()
         self._idle = 0
 
-    def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> asyncio.Future:
-        future = loop.create_future()
+    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._idle:
                 self._idle -= 1
             else:
                 threading.Thread(target=self._work, name="aqven-user-code", daemon=True).start()
-        self._jobs.put((loop, future, contextvars.copy_context(), fn))
+        self._jobs.put((future, contextvars.copy_context(), fn))
         return future
 
     def _work(self) -> None:
         while True:
-            loop, future, ctx, fn = self._jobs.get()
-            try:
-                result, error = ctx.run(fn), None
-            except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt of user code included
-                result, error = None, exc
-            try:
-                loop.call_soon_threadsafe(_settle, future, result, error)
-            except RuntimeError:      # the loop closed while this call ran past its time limit
-                pass
-            del loop, future, ctx, fn, result, error
+            future, ctx, fn = self._jobs.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(ctx.run(fn))
+                except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt of user code included
+                    future.set_exception(_Raised(exc))
+            del future, ctx, fn
             with self._lock:
                 self._idle += 1
-
-
-def _settle(future: asyncio.Future, result: Any, error: BaseException | None) -> None:
-    if future.done():               # timed out or cancelled meanwhile
-        return
-    if error is not None:
-        future.set_exception(_Raised(error))
-    else:
-        future.set_result(result)
 
 
 class _Raised(Exception):
@@ -120,13 +161,14 @@ async def call(fn: Callable, *args: Any, timeout: float | None = DEFAULT_TIMEOUT
         async with asyncio.timeout(timeout):
             if is_async(fn):
                 try:
-                    return await fn(*args, **kwargs)
+                    with away():
+                        return await fn(*args, **kwargs)
                 except (asyncio.CancelledError, UserCallTimeout):
                     raise
                 except BaseException as exc:  # noqa: BLE001 - contained: it is the user's, not a Ctrl-C
                     raise user_error(exc) from None
             try:
-                value = await _threads.submit(asyncio.get_running_loop(), lambda: fn(*args, **kwargs))
+                value = await settled(_threads.submit(lambda: fn(*args, **kwargs)))
             except _Raised as raised:
                 raise user_error(raised.error) from None
             if inspect.isawaitable(value):      # a sync callable that returned a coroutine

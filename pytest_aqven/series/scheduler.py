@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engine import usercode
 from ..providers.base import ProviderError
 from .db import Store
 from .ledger import Decision, Ledger, cancel
@@ -126,7 +127,7 @@ class Scheduler:
         return self.ledgers[root]
 
     async def _on_db(self, fn, *args):
-        return await self.loop.run_in_executor(self.db, fn, *args)
+        return await usercode.settled(self.db.submit(fn, *args))    # blocks a moment when nothing else waits
 
     async def _heartbeat(self) -> None:
         while True:
@@ -140,7 +141,7 @@ class Scheduler:
     async def _job(self, key, run, variant: str, case, repeat: int) -> Outcome:
         root = run.project.root
         self.runs[id(run)] = run
-        series_id = await self._on_db(lambda: run.series_id)
+        series_id = run._series_id or await self._on_db(lambda: run.series_id)   # opened by the first job
         self.series[series_id] = root
         while True:
             if self.stopping:
