@@ -172,7 +172,8 @@ class AttemptItem(pytest.Item):
         trace = self.record.pop("trace", None) or {}
         if file.series.plan.spec.question.kind == "look" and record["split"] == "dev":
             self.record["output"] = trace.get("output")     # a look shows each working case's output (-v)
-        self.details = attempts.details(self.record, trace, self.parent.case.inputs)
+        if getattr(self.config.option, "htmlpath", None):      # only pytest-html shows them (and xdist ships them)
+            self.details = attempts.details(self.record, trace, self.parent.case.inputs)
         if record["outcome"] in attempts.INFRA:
             raise pytest.skip.Exception(attempts.reason(self.record), _use_item_location=True)
         if not record["passed"]:

@@ -81,3 +81,43 @@ def test_parameters_are_strict():
         BUILTINS["regex"][1].model_validate({"field": "$out.x", "pattern": "a", "flags": "i"})
     with pytest.raises(ValidationError):
         BUILTINS["max_words"][1].model_validate({"field": "out.x", "max": 3})
+
+
+def test_built_in_checks_run_on_the_loop_and_regex_keeps_its_thread_and_time_limit(monkeypatch):
+    """Built-ins are ours and linear in the value: no thread hop. `regex` runs the user's pattern, which can
+    backtrack for ages, so it goes through usercode.call like user code. A built-in's bug is the check's error."""
+    import asyncio
+    import dataclasses
+
+    from pytest_aqven.engine import usercode
+    from pytest_aqven.experiments.checks import CheckRaised, compile_check
+    from pytest_aqven.project.specs import ExperimentCheck
+
+    threaded = []
+    real = usercode.call
+
+    async def spy(fn, *args, **kwargs):
+        threaded.append(fn.__name__)
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(usercode, "call", spy)
+
+    def check(**fields):
+        return compile_check(ExperimentCheck.model_validate({"kind": "binary", **fields}), None, None)
+
+    expected = check(id="e", use="expected")
+    pattern = check(id="r", use="regex", **{"with": {"field": "$out.label", "pattern": "^a$"}})
+    context = EvalContext(inputs={}, expected_output={"label": "a"})
+
+    def boom(value, context, params):
+        raise ValueError("broken")
+
+    async def main():
+        scored = await expected.score({"label": "a"}, context), await pattern.score({"label": "b"}, context)
+        with pytest.raises(CheckRaised, match="check e: evaluator use: expected raised ValueError: broken"):
+            await dataclasses.replace(expected, fn=boom).score({"label": "a"}, context)
+        return scored
+
+    passed, failed = asyncio.run(main())
+    assert (passed.state, failed.state) == ("passed", "failed")
+    assert threaded == ["regex"]

@@ -13,7 +13,7 @@ from ..engine import usercode
 from ..project import coderefs
 from ..project.loader import Experiment, Project
 from ..project.specs import ExperimentCheck
-from .evaluators import BUILTINS, EvalContext, NoParams, Verdict
+from .evaluators import BUILTINS, INLINE, EvalContext, NoParams, Verdict
 
 if typing.TYPE_CHECKING:
     from .judges import JudgeCheck
@@ -37,6 +37,7 @@ class CompiledCheck:
     params: BaseModel
     label: str
     models: tuple[Any, Any, Any] = (None, None, None)    # value, context inputs, expected output: user hints
+    inline: bool = False       # a built-in that needs no thread (ours, no user code, linear in the value)
 
     def typed(self, value: Any, context: EvalContext) -> tuple[Any, EvalContext]:
         """User code runs unchanged: a check typed `value: <Out>, context: EvalContext[<In>, <Out>]` gets
@@ -54,10 +55,17 @@ class CompiledCheck:
 
     async def score(self, value: Any, context: EvalContext, timeout: float | None = usercode.DEFAULT_TIMEOUT
                     ) -> CheckResult:
-        """In a worker thread (awaited when async), with a time limit: a check is user code."""
+        """In a worker thread (awaited when async), with a time limit: a check is user code. A built-in that
+        is ours through and through runs on the loop: handing it to a thread cost more than the check."""
         try:
             value, context = self.typed(value, context)
-            verdict = await usercode.call(self.fn, value, context, self.params, timeout=timeout)
+            if self.inline:
+                try:
+                    verdict = self.fn(value, context, self.params)
+                except Exception as exc:  # noqa: BLE001 - reported as a thread's exception would be
+                    raise usercode.user_error(exc) from None
+            else:
+                verdict = await usercode.call(self.fn, value, context, self.params, timeout=timeout)
         except usercode.UserCallTimeout as exc:
             raise CheckRaised(f"check {self.id}: evaluator {self.label} {exc}", "timeout") from None
         except usercode.UserCodeError as exc:  # a bug in a check is an infrastructure error of the attempt
@@ -128,6 +136,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
         fn, model = BUILTINS[spec.use]
         label = f"use: {spec.use}"
         models = (None, None, None)
+        inline = spec.use in INLINE
     elif spec.run is not None:
         try:
             fn = coderefs.resolve(spec.run, package=project.package, root=project.root,
@@ -137,6 +146,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
         label = spec.run
         model = params_model(fn, label)
         models = user_models(fn)
+        inline = False
     else:
         from .judges import compile_judge   # judges import this module
 
@@ -146,7 +156,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
     except ValidationError as exc:
         raise CheckInvalid(f"evaluator {label}: with parameters are invalid: "
                            + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
-    return CompiledCheck(spec, fn, params, label, models)
+    return CompiledCheck(spec, fn, params, label, models, inline)
 
 
 __all__ = ["CheckInvalid", "CheckRaised", "CheckResult", "CompiledCheck", "compile_check", "NoParams"]

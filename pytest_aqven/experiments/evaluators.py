@@ -234,3 +234,6 @@ BUILTINS = {
     "cost_usd": (cost_usd, NoParams),
     "latency_ms": (latency_ms, NoParams),
 }
+# run on the event loop, not in a thread: ours, pure, linear in the value; `regex` is left out because its
+# pattern is the user's and can backtrack for as long as it likes (the thread keeps its time limit)
+INLINE = frozenset(BUILTINS) - {"regex"}

@@ -103,6 +103,7 @@ class TypesModule(pytypes.ModuleType):
 
 
 _ADAPTERS: dict[tuple[int, str], tuple[Any, Any]] = {}
+_HINTS: dict[int, tuple[Any, dict, Any]] = {}
 
 
 def typed_arguments(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -112,11 +113,16 @@ def typed_arguments(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str,
     import typing
 
     from pydantic import TypeAdapter, ValidationError
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-        params = inspect.signature(fn).parameters
-    except Exception:          # hints naming what does not exist: leave the arguments alone
-        return kwargs
+    known = _HINTS.get(id(fn))
+    if known is not None and known[0] is fn:
+        _, hints, params = known
+    else:
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+            params = inspect.signature(fn).parameters
+        except Exception:          # hints naming what does not exist (yet): leave the arguments alone
+            return kwargs
+        _HINTS[id(fn)] = (fn, hints, params)     # read once per function, not on every call
     out = dict(kwargs)
     for name, value in kwargs.items():
         hint = hints.get(name)
