@@ -47,7 +47,7 @@ def record(store: Store, project: Project, series: dict, conclusion: Conclusion,
            status: str, updates: dict) -> None:
     """Mark the series finished and, when it has one, record its finding: one transaction. A finding
     already recorded for the series (a rerun after a crash) is kept as it is: written exactly once."""
-    text = finding_text(document.build(project, series, conclusion, records)) if due(conclusion) else None
+    text = finding_text(document.build(project, series, conclusion, records), decided=True) if due(conclusion) else None
     with store.transaction() as db:
         ensure_tables(db)
         if text is not None and db.execute("SELECT 1 FROM aqven_findings WHERE series_id = ?",

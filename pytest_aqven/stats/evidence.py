@@ -83,7 +83,10 @@ class EvidenceTable:
 
 def question_dict(question: Threshold | Pair | Look) -> dict:
     kind = "look" if isinstance(question, Look) else "threshold" if isinstance(question, Threshold) else question.kind
-    return {"kind": kind, **dataclasses.asdict(question)}
+    fields = dataclasses.asdict(question)
+    if "guardrails" in fields:      # a list, as YAML reads it back (the same text and hash as the tuple)
+        fields["guardrails"] = list(fields["guardrails"])
+    return {"kind": kind, **fields}
 
 
 def question_from(d: Mapping) -> Threshold | Pair | Look:
