@@ -98,6 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")
     config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
+    config.pluginmanager.register(Release(), "aqven-release")
     if config.pluginmanager.hasplugin("html"):
         from .report.html import HtmlReport
 
@@ -227,6 +228,41 @@ def _upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
 
 
 _POSITIONS = pytest.StashKey[dict]()
+
+
+class Release:
+    """Memory flat in the number of attempts: pytest keeps every item and every report to the end of the
+    session, so once an attempt reported, its record, details and trace leave them (the VerdictReporter
+    folded the record into its tallies)."""
+
+    def __init__(self):
+        self.unread: dict[str, pytest.TestReport] = {}     # call reports whose teardown report is still to come
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+        """Once an attempt reported, nothing of it stays on the item or in the scheduler (pytest keeps both)."""
+        try:
+            return (yield)
+        finally:
+            collect = _collect_module()
+            sched = item.config.stash.get(collect.SCHEDULER, None) if collect else None
+            if sched is not None and isinstance(item, collect.AttemptItem):
+                item.forget(sched)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport):
+        """An attempt's record and details leave its call report once its teardown report was seen by every
+        reporter (pytest-html reads them then): pytest keeps every report to the end of the session."""
+        try:
+            return (yield)
+        finally:
+            if report.when == "call" and hasattr(report, "aqven_attempt"):
+                self.unread[report.nodeid] = report
+            elif report.when == "teardown":
+                done = self.unread.pop(report.nodeid, None)
+                if done is not None:
+                    done.__dict__.pop("aqven_attempt", None)
+                    done.__dict__.pop("aqven_details", None)
 
 
 class StopWatch:

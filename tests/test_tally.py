@@ -95,6 +95,20 @@ QUESTIONS = [
 ]
 
 
+def sample_data_per_case(sample) -> dict:
+    """evidence.sample_data as it was written first, case by case (the finding's data must not change)."""
+    out = {}
+    for i, case in enumerate(sample.cases):
+        values = sample.values[i]
+        if sample.info.shape == "rate":
+            out[case] = [evidence._number(values.sum()), len(values)]
+        elif sample.info.shape == "ratio":
+            out[case] = [[evidence._number(c), evidence._number(p)] for c, p in zip(values, sample.passes[i])]
+        else:
+            out[case] = [evidence._number(v) for v in values]
+    return out
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_the_tally_decides_what_the_records_decide(seed):
     recs = records(seed)
@@ -113,6 +127,7 @@ def test_the_tally_decides_what_the_records_decide(seed):
             assert (x.flat_passes is None) == (y.flat_passes is None), (variant, name)
             if x.flat_passes is not None:
                 assert np.array_equal(x.flat_passes, y.flat_passes), (variant, name)
+            assert json.dumps(evidence.sample_data(y)) == json.dumps(sample_data_per_case(x))
     decided = 0
     for question in QUESTIONS:
         for split in ("holdout", "dev") if seed == 1 else ("holdout",):

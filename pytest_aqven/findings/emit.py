@@ -40,13 +40,16 @@ def _quoted(text: str) -> str:
 
 def _float(x: float) -> str:
     """SafeRepresenter.represent_float."""
+    text = repr(x)
+    if "e" not in text and "n" not in text:      # the common case: repr as it is
+        return text
     if x != x:
         return ".nan"
     if x == float("inf"):
         return ".inf"
     if x == float("-inf"):
         return "-.inf"
-    text = repr(x).lower()
+    text = text.lower()
     return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
 
 
@@ -87,7 +90,11 @@ def _flow(items: list, seen: set) -> str:
     if id(items) in seen:
         raise Unsupported("a list twice")
     seen.add(id(items))
-    return "[" + ", ".join(_flow(x, seen) if type(x) is list else _scalar(x) for x in items) + "]"
+    parts = []
+    for x in items:
+        t = type(x)
+        parts.append(str(x) if t is int else _float(x) if t is float else _flow(x, seen) if t is list else _scalar(x))
+    return "[" + ", ".join(parts) + "]"
 
 
 def _numbers(items: list) -> bool:
