@@ -148,77 +148,87 @@ class _Builder:
 
     def run(self, loader) -> Any:
         index, marks, after = self.index, self.index.marks, self.index.after
-        get_event = loader.get_event
+        get_event, typed = loader.get_event, self._typed
         data = None
         stack: list[list] = []      # frames [container, is mapping, entry holding it, pending key, its entry]
+        top = None                  # stack[-1]
         depth = documents = 0
         building = True
-        while True:
+        while True:                 # the hot loop of reading a large dataset: kept flat on purpose
             ev = get_event()
             cls = ev.__class__
-            if cls is ScalarEvent or cls is MappingStartEvent or cls is SequenceStartEvent:
-                if cls is not ScalarEvent:
-                    depth += 1
-                    if depth > MAX_DEPTH:
-                        raise _error(self.file, "E_YAML_DEPTH",
-                                     f"the YAML nests collections deeper than {MAX_DEPTH} levels", ev,
-                                     "flatten the value: project files nest a few levels at most")
-                if ev.anchor or (ev.tag is not None and ev.tag != "!" and not self._implicit(ev)):
+            if cls is ScalarEvent:
+                if ev.anchor or (ev.tag is not None and ev.tag != "!" and not any(ev.implicit)):
                     self._event_problem(ev)
                     building = False
                 if not building:
                     continue
-                mark = ev.start_mark
-                packed = (mark.line + 1) << 32 | (mark.column + 1)
-                frame = stack[-1] if stack else None
-                if frame is not None and frame[1] and frame[3] is None:     # a mapping key
-                    if cls is not ScalarEvent:
-                        self.build_error = _error(self.file, "E_YAML_KEY", "a mapping key must be a plain string", ev)
-                        building = False
-                        continue
-                    key = ev.value
-                    if key in frame[0]:
-                        first = index.at(index.walk(frame[2], _key_index(frame[0], key)))[0]
+                value = ev.value
+                if top is not None and top[1] and top[3] is None:          # a mapping key
+                    if value in top[0]:
+                        first = index.at(index.walk(top[2], _key_index(top[0], value)))[0]
                         self.build_error = _error(self.file, "E_YAML_DUPLICATE_KEY",
-                                                  f"key {key} appears twice in this mapping (first on line {first})",
+                                                  f"key {value} appears twice in this mapping (first on line {first})",
                                                   ev, "keep one of the two entries")
                         building = False
                         continue
-                    frame[3], frame[4] = key, len(marks)
-                    marks.append(packed)
+                    mark = ev.start_mark
+                    top[3], top[4] = value, len(marks)
+                    marks.append((mark.line + 1) << 32 | (mark.column + 1))
                     after.append(0)
                     continue
-                if frame is None:
-                    entry = -1
-                elif frame[1]:
-                    entry = frame[4]
-                else:
-                    entry = len(marks)
-                    marks.append(packed)
-                    after.append(0)
-                if cls is ScalarEvent:
-                    value = self._scalar(ev)
+                if ev.implicit[0] and (_WILDCARD or value[:1] in _TYPED_FIRST):
+                    value = typed(ev)
                     if value is _FAILED:
                         building = False
                         continue
-                    if entry >= 0:
-                        after[entry] = len(marks)
-                else:
-                    value = {} if cls is MappingStartEvent else []
-                    stack.append([value, cls is MappingStartEvent, entry, None, 0])
-                if frame is None:
+                if top is None:
                     data = value
-                elif frame[1]:
-                    frame[0][frame[3]] = value
-                    frame[3] = None
+                elif top[1]:
+                    top[0][top[3]] = value
+                    top[3] = None
+                    after[top[4]] = len(marks)
                 else:
-                    frame[0].append(value)
+                    mark = ev.start_mark
+                    after.append(len(marks) + 1)
+                    marks.append((mark.line + 1) << 32 | (mark.column + 1))
+                    top[0].append(value)
+            elif cls is MappingStartEvent or cls is SequenceStartEvent:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _error(self.file, "E_YAML_DEPTH", f"the YAML nests collections deeper than {MAX_DEPTH} levels",
+                                 ev, "flatten the value: project files nest a few levels at most")
+                if ev.anchor or (ev.tag is not None and ev.tag != "!" and not ev.implicit):
+                    self._event_problem(ev)
+                    building = False
+                if not building:
+                    continue
+                value = {} if cls is MappingStartEvent else []
+                if top is None:
+                    data, entry = value, -1
+                elif top[1]:
+                    if top[3] is None:
+                        self.build_error = _error(self.file, "E_YAML_KEY", "a mapping key must be a plain string", ev)
+                        building = False
+                        continue
+                    entry = top[4]
+                    top[0][top[3]] = value
+                    top[3] = None
+                else:
+                    mark = ev.start_mark
+                    entry = len(marks)
+                    marks.append((mark.line + 1) << 32 | (mark.column + 1))
+                    after.append(0)
+                    top[0].append(value)
+                top = [value, cls is MappingStartEvent, entry, None, 0]
+                stack.append(top)
             elif cls is MappingEndEvent or cls is SequenceEndEvent:
                 depth -= 1
                 if building:
-                    frame = stack.pop()
-                    if frame[2] >= 0:
-                        after[frame[2]] = len(marks)
+                    if top[2] >= 0:
+                        after[top[2]] = len(marks)
+                    stack.pop()
+                    top = stack[-1] if stack else None
             elif cls is StreamEndEvent:
                 break
             elif cls is DocumentStartEvent:
@@ -234,11 +244,6 @@ class _Builder:
         if self.build_error is not None:
             raise self.build_error
         return data
-
-    @staticmethod
-    def _implicit(ev) -> bool:
-        implicit = ev.implicit
-        return implicit is True or (isinstance(implicit, tuple) and any(implicit))
 
     def _event_problem(self, ev) -> None:
         if self.event_error is not None:
@@ -256,11 +261,10 @@ class _Builder:
             self.event_error = _error(self.file, "E_YAML_TAG", f"tag {ev.tag} is not allowed", ev,
                                       "remove the tag: project files use plain YAML values")
 
-    def _scalar(self, ev) -> Any:
-        """The value SafeLoader gives the scalar (its tag resolved as yaml.compose does)."""
+    def _typed(self, ev) -> Any:
+        """The value SafeLoader gives a plain scalar that may not be a string (its tag resolved as
+        yaml.compose does), or _FAILED."""
         value = ev.value
-        if not ev.implicit[0] or (not _WILDCARD and value[:1] not in _TYPED_FIRST):
-            return value
         tag = self.resolver.resolve(ScalarNode, value, ev.implicit)
         if tag == _STR:
             return value
