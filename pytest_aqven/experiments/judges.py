@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.runner import Assembly, Runner
+from ..engine.sources import LIVE, Sources
 from ..engine.trace import RunResult
 from ..project import specs
 from ..project.loader import Flow, Node, Project, load_inference
@@ -27,6 +28,7 @@ class JudgeCheck:
     assembly: Assembly             # the judge as a one-node flow, run as a range over its node
     inference: specs.InferenceSpec
     inference_path: Path
+    sources: Sources = LIVE        # the series' snapshot, given at its start: the judge's prompt is read from it
 
     @property
     def id(self) -> str:
@@ -49,7 +51,7 @@ class JudgeCheck:
     async def run(self, project: Project, providers: dict[str, Provider], identity: AttemptIdentity,
                   scope: dict[str, Any], expected_output: Any, context: dict | None = None
                   ) -> tuple[CheckResult, RunResult]:
-        runner = Runner(project, providers, identity)
+        runner = Runner(project, providers, identity, self.sources)
         result = await runner.run(self.assembly, self.bind(scope, expected_output), context or {})
         return self.interpret(result), result
 
