@@ -113,6 +113,17 @@ def _flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Fl
     return list(seen.values())
 
 
+def _inference_files(project: Project, node) -> set[Path]:
+    """An llm node's inference, prompt and variant texts, wherever the inference lives."""
+    if node.inference_doc is None:
+        return set()
+    inference = project.root / node.inference_doc.file
+    stem = inference.name[: -len(".inference.yaml")]
+    variants = inference.parent / f"{stem}.variants"
+    return {inference, *([node.prompt_path] if node.prompt_path else []),
+            *(p for p in variants.rglob("*") if p.is_file())}
+
+
 def _instruction_files(project: Project) -> list[Path]:
     """The files agents name as their instructions (`./x.md`, `@root/x.md`), wherever they are."""
     out = []
@@ -129,10 +140,12 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     root = project.root
     flows = {}
     for variant, a in series.variants.items():
-        folders = [f.folder for f in _flows_run(project, series.experiment, a)] + \
-            [n.path.parent for n in a.nodes.values()]                          # the alternatives in its slots
-        flows[variant] = sorted({p for folder in folders for p in folder.rglob("*")
-                                 if p.is_file() and "__pycache__" not in p.parts} | set(a.prompts.values()))
+        run = _flows_run(project, series.experiment, a)
+        folders = [f.folder for f in run] + [n.path.parent for n in a.nodes.values()]   # and the slots' alternatives
+        files = {p for folder in folders for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        for node in [n for f in run for n in f.nodes.values()] + list(a.nodes.values()):
+            files |= _inference_files(project, node)       # a shared inference may live in another flow
+        flows[variant] = sorted(files | set(a.prompts.values()))
     shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
     shared += [p for p in _instruction_files(project) if p.is_file() and p not in shared]
     judges = {}
@@ -229,13 +242,15 @@ def take(project: Project, series: SeriesPlan) -> Snapshot:
     return Snapshot(hashes, marks, Sources(held), stale)
 
 
-def import_code(project: Project, experiment: Experiment) -> None:
-    """Import every module the project's code references name, now, so that every attempt of this process
-    runs the code the snapshot hashes (a module first imported mid-series would run its bytes of then).
-    A reference that does not resolve is left to the attempt, which reports it."""
+def import_code(project: Project, series: SeriesPlan) -> None:
+    """Import every module the code references of the series name (its flows' nodes, Python prompts,
+    inference checks, tools), now, so that every attempt of this process runs the code the snapshot
+    hashes (a module first imported mid-series would run its bytes of then). A reference that does not
+    resolve is left to the attempt, which reports it."""
     from ..project import coderefs
-    flows = [*project.flows.values(), *experiment.flows.values()]
-    nodes = [n for f in flows for n in f.nodes.values()] + list(experiment.alternatives.values())
+    nodes = []
+    for a in series.variants.values():
+        nodes += [n for f in _flows_run(project, series.experiment, a) for n in f.nodes.values()] + list(a.nodes.values())
     refs = []
     for node in nodes:
         run = getattr(node.spec, "run", None)

@@ -67,7 +67,7 @@ class SeriesRun:
         """The series start in this process: import the code and build the providers and checks it runs
         (their YAML read, their modules imported), then read every input once. Attempts run from that."""
         from ..experiments.judges import JudgeCheck
-        planning.import_code(self.project, self.experiment)
+        planning.import_code(self.project, self.plan)
         assert self.providers is not None       # built now: a function provider's module is imported
         checks = self.checks
         taken = planning.take(self.project, self.plan)
