@@ -201,11 +201,6 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
     }
 
 
-def fingerprints(paths: dict[str, list[Path]]) -> dict[str, list[int]]:
-    """mtime and size of every input file at the start: a file edited and restored during the series shows."""
-    return inputs.fingerprint(sorted({str(p.resolve()) for files in paths.values() for p in files}))
-
-
 PARSED = (".yaml", ".yml", ".py")     # parsed at load time or imported; every other input is held as bytes
 
 
@@ -234,7 +229,7 @@ def take(project: Project, series: SeriesPlan) -> Snapshot:
             continue                  # gone (or a folder): not hashed, and the end sees it missing
     hashes = snapshot(project, series, paths, data)
     held = {p: b for p, b in data.items() if p.suffix not in PARSED}
-    loaded, now = getattr(project, "loaded_ns", None), time.time_ns()
+    loaded, now = project.loaded_ns, time.time_ns()
     # a future mtime (a clock skew, an archive) says nothing about an edit: only the window since loading counts
     stale = [] if loaded is None else sorted(
         project.rel(p) if project.root in p.parents else str(p) for p in files

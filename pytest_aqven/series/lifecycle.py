@@ -68,8 +68,8 @@ class SeriesRun:
         (their YAML read, their modules imported), then read every input once. Attempts run from that."""
         from ..experiments.judges import JudgeCheck
         planning.import_code(self.project, self.plan)
-        assert self.providers is not None       # built now: a function provider's module is imported
-        checks = self.checks
+        self.providers          # noqa: B018 - built now: a function provider's module is imported at the start
+        checks = self.checks    # compiled now: their modules imported, a judge's YAML read
         taken = planning.take(self.project, self.plan)
         for check in checks if isinstance(checks, list) else []:
             if isinstance(check, JudgeCheck):   # its prompt is an input too
