@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..providers.base import ProviderError
+from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from .db import Store
 from .ledger import Decision, Ledger, cancel
 
@@ -138,6 +138,7 @@ class Scheduler:
                     pass
 
     async def _job(self, key, run, variant: str, case, repeat: int) -> Outcome:
+        CALLS_IN_FLIGHT.set(max(self.concurrency, CALLS_IN_FLIGHT.get()))   # HTTP pools: at least one per attempt
         root = run.project.root
         self.runs[id(run)] = run
         series_id = await self._on_db(lambda: run.series_id)
