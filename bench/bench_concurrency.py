@@ -8,7 +8,10 @@ Per configuration (medians over rounds):
 - pytest wall and CPU: the whole command (process start, imports, collection, verdict, xdist workers);
 - CPU ms per attempt: the command's CPU minus that of `--collect-only` on the same project, per attempt.
 
-    PYTHONPATH=. python bench/bench_concurrency.py [--attempts 400] [--delay 0.05] [--rounds 3]
+    PYTHONPATH=. python bench/bench_concurrency.py [--attempts 400] [--delay 0.05] [--rounds 3] [--before DIR]
+
+--before DIR adds each configuration run with another checkout's pytest_aqven (DIR first on PYTHONPATH, e.g.
+a `git worktree add DIR <commit>`), in the same rounds, so before and after are measured side by side.
 """
 from __future__ import annotations
 
@@ -141,10 +144,13 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="configuration names to run (default: all)")
+    parser.add_argument("--before", help="another checkout of the repository, measured side by side")
     args = parser.parse_args()
-    configs = [c for c in CONFIGS if not args.only or c[0] in args.only]
+    versions = [("", None)] + ([(" (before)", args.before)] if args.before else [])
+    configs = [(name + label, label, config, path) for name, config in CONFIGS if not args.only or name in args.only
+               for label, path in versions]
     server = SlowServer(args.delay)
-    rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in configs}
+    rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in configs}
     collect_cpu: list[float] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -155,8 +161,9 @@ def main() -> None:
             env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": tmp}
             for r in range(args.rounds):                 # alternating: the machine's noise hits every config
                 collect_cpu.append(run_once(pytest_cmd(str(root), "--collect-only", *extra), cwd=tmp, env=env).cpu)
-                for name, config in configs:
-                    run = run_once(pytest_cmd(str(root), "--aqven-new-series", *extra, *config), cwd=tmp, env=env)
+                for name, _, config, path in configs:
+                    run = run_once(pytest_cmd(str(root), "--aqven-new-series", *extra, *config), cwd=tmp,
+                                   env={**env, "PYTHONPATH": path} if path else env)
                     if run.returncode != 0:
                         sys.exit(f"{name}: pytest exited {run.returncode}")
                     phase, n = attempts_phase(root)
@@ -167,15 +174,15 @@ def main() -> None:
     finally:
         server.stop()
     med = {name: [statistics.median(col) for col in zip(*rs)] for name, rs in rows.items()}
-    base_phase, base_wall, _ = med[configs[0][0]]
     cpu0 = statistics.median(collect_cpu)
     print(f"{args.attempts} attempts, the server answers after {args.delay * 1000:.0f} ms; medians of {args.rounds} "
           f"round{'s' if args.rounds > 1 else ''}; the server saw at most {server.max_inflight} requests at once; "
           f"--collect-only CPU {cpu0:.2f} s")
     print(f"| configuration | attempts wall | speed-up | pytest wall | speed-up | pytest CPU | CPU ms per attempt |")
     print("|---|---|---|---|---|---|---|")
-    for name, _ in configs:
+    for name, label, _, _ in configs:
         phase, wall, cpu = med[name]
+        base_phase, base_wall, _ = med.get(CONFIGS[0][0] + label, med[configs[0][0]])   # its own concurrency 1
         print(f"| {name} | {phase:.2f} s | {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
               f"| {cpu:.2f} s | {(cpu - cpu0) / args.attempts * 1000:.1f} |")
 

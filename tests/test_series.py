@@ -310,9 +310,17 @@ def test_a_cap_above_the_project_cap_waits_for_approval_before_anything_runs(pyt
 
 
 def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):
-    root = make(pytester.path, sleep=0.05)
+    root = make(pytester.path, sleep=0.05, gate=8)
     runs = [subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    # answers wait until both runs have paid a call: on a loaded machine one run could otherwise finish the
+    # series before the other opened it, and the other would rightly start a new one
+    deadline = time.time() + 240
+    while len({l.split("|")[3] for l in (root / "calls.log").read_text().splitlines()}
+               if (root / "calls.log").exists() else ()) < 2:
+        assert time.time() < deadline and all(r.poll() is None for r in runs), "the second run never made a call"
+        time.sleep(0.05)
+    (root / "go").touch()
     outs = [r.communicate(timeout=300)[0] for r in runs]
     with capsys.disabled():
         print(f"\ntwo runs: {len(calls(root))} provider calls / {len(finished(root))} attempts")
