@@ -130,8 +130,18 @@ def launch_plans(session: pytest.Session) -> list:
 
 class VariantNode(pytest.Collector):
     def collect(self):
-        for case in self.parent.series.plan.cases:
-            yield CaseNode.from_parent(self, name=case.name, case=case)
+        series = self.parent.series
+        for case in series.plan.cases:
+            yield CaseNode.from_parent(self, name=node_name(series, case.name), case=case)
+
+
+def node_name(series: SeriesRun, case: str) -> str:
+    """A held-out case is never shown by name, so its node is named by the salted key its finding uses."""
+    if series.plan.split != "holdout":
+        return case
+    from .stats.evidence import case_key
+    from .stats.model import experiment_salt
+    return "case-" + case_key(experiment_salt(series.project.package, series.experiment.id), case)
 
 
 class CaseNode(pytest.Collector):
