@@ -1,6 +1,11 @@
 """Tool nodes and agent tools: Python function tools (sync and async), the model's tool calls with their
-results going back, approvals answered from the case or refused, and MCP tools over stdio."""
+results going back, approvals answered from the case or refused, and MCP tools over stdio and streamable HTTP."""
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -197,15 +202,48 @@ def test_an_mcp_tool_error_is_the_nodes_error(tmp_path):
     assert result.error.code == "code_invalid" and "MCP tool tiny.fail failed" in result.error.message
 
 
-def test_only_stdio_mcp_servers_run_the_others_are_named_at_collection(tmp_path):
-    from pytest_aqven.experiments.support import _http_servers
+@pytest.fixture
+def http_mcp(monkeypatch):
+    """The tiny server over streamable HTTP on 127.0.0.1, answering only requests with its token."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "tiny-token-7319"
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], env={**os.environ, "TINY_TOKEN": token})
+    deadline = time.time() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert proc.poll() is None and time.time() < deadline, "the MCP server did not start"
+            time.sleep(0.1)
+    yield port, token
+    proc.terminate()
+    proc.wait(timeout=10)
 
+
+def test_mcp_tools_over_streamable_http_with_a_secret_header(tmp_path, http_mcp, monkeypatch):
+    port, token = http_mcp
     far = {"apiVersion": "aqven/v1", "kind": "McpServer", "description": "far", "transport": "streamable_http",
-           "url": "https://mcp.example/tools"}
-    p = load(write(tmp_path, {**mcp_files(), "mcp/far.yaml": far}, "mcpgate"))
-    (diag,) = _http_servers(p, ["far", "tiny", "far"])
-    assert (diag.code, diag.file, diag.line) == ("E_RUNTIME_UNSUPPORTED", "mcp/far.yaml", 4)
-    assert "streamable_http servers are not run yet" in diag.message
+           "url": f"http://127.0.0.1:{port}/mcp", "headers": [{"name": "X-Token", "value": "ref:env/TINY_KEY"}]}
+    files = {"mcp/far.yaml": far,
+             "tools/remote_lookup.yaml": {"apiVersion": "aqven/v1", "kind": "Tool", "description": "Order status",
+                                          "effect": "read", "mcp": {"server": "far", "tool": "lookup_order"}},
+             "flows/t/flow.yaml": flow(["look"], {"text": "$look.out.status"}),
+             "flows/t/nodes/look/look.node.yaml": node("tool", tool="remote_lookup",
+                                                       in_=[{"name": "order_id", "from": "$input.text"}])}
+    root = write(tmp_path, files, "mcphttp")
+    monkeypatch.delenv("TINY_KEY", raising=False)
+    result = run(load(root), "t", {"text": "A9"})
+    assert result.error.code == "provider_key_missing" and "TINY_KEY" in result.error.message
+    (root / ".env").write_text("TINY_KEY=wrong-token-0000\n")
+    result = run(load(root), "t", {"text": "A9"})
+    assert result.error.code == "provider_error" and "MCP server far" in result.error.message
+    monkeypatch.setenv("TINY_KEY", token)                      # the environment wins over .env
+    result = run(load(root), "t", {"text": "A9"})
+    assert result.error is None, result.error
+    assert result.nodes[0].output == {"order_id": "A9", "status": "shipped"}
 
 
 def test_a_stdio_server_needs_its_command(tmp_path):

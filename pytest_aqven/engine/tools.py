@@ -1,5 +1,6 @@
 """Tools: Python function tools (`tools/<id>.yaml` with `run:`, sync or async) and MCP tools
-(`mcp: {server, tool}`, or every tool of an agent's `mcp_servers`) over stdio with the `mcp` package.
+(`mcp: {server, tool}`, or every tool of an agent's `mcp_servers`) over stdio or streamable HTTP with the
+`mcp` package.
 
 A tool node calls one tool as a flow step; an agent's tools are offered to the model, which asks for
 calls; each runs and its result goes back. A call of a tool under the agent's `approval` runs only when
@@ -128,7 +129,7 @@ async def agent_call(runner: "Runner", agent: specs.AgentSpec, tools: dict[str, 
     return output
 
 
-# --- MCP over stdio -------------------------------------------------------------------------
+# --- MCP over stdio or streamable HTTP --------------------------------------------------------
 class McpConnection:
     """One MCP server for one run. The SDK's context managers must be entered and left by the same task,
     so a task of its own holds them; callers use the session from any task."""
@@ -152,18 +153,46 @@ class McpConnection:
             await self.close()
             raise RunError("timeout", f"MCP server {self.server_id} did not start within {seconds:g} s") from None
 
+    def _transport(self):
+        """The SDK's client for this server's transport: an async context manager of (read, write, ...)."""
+        if self.spec.transport == "stdio":
+            from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
+            command = [sys.executable if c == "python" else c for c in self.spec.command]
+            return stdio_client(StdioServerParameters(command=command[0], args=command[1:],
+                                                      env=dict(self.spec.env) or None, cwd=str(self.root)))
+        headers = self._headers()
+        from mcp.client import streamable_http
+        if hasattr(streamable_http, "streamable_http_client"):                       # mcp 2
+            client = streamable_http.create_mcp_http_client(headers=headers)
+            return streamable_http.streamable_http_client(self.spec.url, http_client=client)
+        return streamable_http.streamablehttp_client(self.spec.url, headers=headers)  # mcp 1
+
+    def _headers(self) -> dict[str, str]:
+        """The server's headers, each from `ref:env/NAME` (the environment, then the module root's .env)."""
+        from ..providers import secrets
+        out = {}
+        for header in self.spec.headers:
+            name = secrets.env_name(header.value)
+            value = secrets.lookup(name, self.root)
+            if not value:
+                raise RunError("provider_key_missing", f"MCP server {self.server_id}: header {header.name} needs "
+                               f"{name}: set it in the environment or in {self.root / '.env'}")
+            out[header.name] = value
+        return out
+
     async def _serve(self) -> None:
         try:
-            from mcp import ClientSession, StdioServerParameters
-            from mcp.client.stdio import stdio_client
+            from mcp import ClientSession
+            transport = self._transport()
         except ImportError:
             self._ready.set_exception(RunError("MODEL_FEATURE_UNSUPPORTED", "MCP tools need the mcp package"))
             return
-        command = [sys.executable if c == "python" else c for c in self.spec.command]
-        params = StdioServerParameters(command=command[0], args=command[1:], env=dict(self.spec.env) or None,
-                                       cwd=str(self.root))
+        except RunError as exc:
+            self._ready.set_exception(exc)
+            return
         try:
-            async with stdio_client(params) as (read, write):
+            async with transport as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     listed = await session.list_tools()
@@ -177,8 +206,11 @@ class McpConnection:
                     await self._closing.wait()
         except Exception as exc:  # the server did not start or broke the protocol: infra error of the run
             if not self._ready.done():
-                self._ready.set_exception(RunError("provider_error", f"MCP server {self.server_id}: "
-                                                   f"{type(exc).__name__}: {exc}"))
+                from ..providers.secrets import scrub
+                while isinstance(exc, BaseExceptionGroup) and exc.exceptions:   # the SDK's task groups
+                    exc = exc.exceptions[0]
+                self._ready.set_exception(RunError("provider_error", scrub(f"MCP server {self.server_id}: "
+                                                                           f"{type(exc).__name__}: {exc}")))
 
     def _runner_for(self, name: str):
         async def run(arguments: dict, node: "Node", node_id: str) -> Any:

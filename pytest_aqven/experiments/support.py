@@ -43,10 +43,6 @@ def runtime_gaps(project: Project, experiment: Experiment) -> list[Diagnostic]:
             if node.kind not in RUNS:
                 out.append(node.doc.diag(CODE, ("node",), f"node {node_id}: {node.kind} nodes are not run yet", HINT))
                 continue
-            if node.kind == "tool":
-                tool = project.tools.get(node.spec.tool)
-                if tool is not None and tool.spec.mcp is not None:
-                    out += _http_servers(project, [tool.spec.mcp.server])
             if isinstance(node.spec, LlmNode):
                 out += _llm_gaps(project, node, prompt or node.prompt_path, agent or node.spec.agent)
             plugged = slots.flows.get(node_id) if slots else None
@@ -70,17 +66,6 @@ def _inside(project: Project, experiment: Experiment, flow, node, plugged: str |
             if c in nodes or c in flow.nodes]
 
 
-def _http_servers(project: Project, servers: list[str]) -> list[Diagnostic]:
-    """MCP servers this engine cannot start: only stdio servers run."""
-    out = []
-    for server in dict.fromkeys(servers):
-        entity = project.mcp_servers.get(server)
-        if entity is not None and entity.spec.transport != "stdio":
-            out.append(entity.doc.diag(CODE, ("transport",), f"MCP server {server}: {entity.spec.transport} "
-                                       "servers are not run yet", "run it over transport: stdio with a command"))
-    return out
-
-
 def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagnostic]:
     out = []
     for i, check in enumerate(node.inference.checks if node.inference is not None else []):
@@ -90,8 +75,4 @@ def _llm_gaps(project: Project, node, prompt_path, agent_id: str) -> list[Diagno
     agent = project.agents.get(agent_id)
     if agent is not None and agent.spec.subagents:
         out.append(agent.doc.diag(CODE, ("subagents",), f"agent {agent_id}: agent subagents are not run yet", HINT))
-    if agent is not None:
-        servers = list(agent.spec.mcp_servers) + [t.spec.mcp.server for t in map(project.tools.get, agent.spec.tools)
-                                                  if t is not None and t.spec.mcp is not None]
-        out += _http_servers(project, servers)
     return out
