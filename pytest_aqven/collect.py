@@ -10,7 +10,6 @@ from .check.rules import check_project, internal_error
 from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
-from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
 from .report import attempts
 from .series.cap import CapError, series_cap
@@ -92,13 +91,6 @@ class ExperimentFile(pytest.File):
         if errors:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
-        try:
-            gaps = runtime_gaps(lp.project, experiment)
-        except Exception as exc:  # a bug of the gate: a collection error with its message, never a traceback
-            gaps = [internal_error(lp.project.rel(experiment.file), "looking for what this engine cannot run", exc)]
-        if gaps:
-            self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
-            raise self.CollectError(_render(gaps))
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         try:

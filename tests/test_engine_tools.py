@@ -144,6 +144,33 @@ def test_approval_of_a_tool_call_is_answered_from_the_case_or_refused(tmp_path, 
         assert result.nodes[0].detail["tool_calls"][1]["error"] == "refused"
 
 
+def test_a_subagent_answers_the_agent_as_a_tool_and_its_call_is_the_attempts(tmp_path):
+    """The resolver delegates to its researcher: the model calls the subagent with the inference's inputs, the
+    researcher's agent answers the inference, its output goes back; its model call is traced and paid."""
+    script = {"bot": [{"tool_calls": [{"id": "s1", "name": "research_policy", "arguments": {"topic": "refunds"}}]},
+                      {"text": '{"reply": "done"}'}],
+              "scholar": [{"text": '{"policy": "refunds within 30 days"}'}]}
+    extra = {"agents/researcher.yaml": agent("fake:scholar"),
+             "flows/research.inference.yaml": inference({"topic": "Text"}, {"policy": "Text"}),
+             "flows/research.prompt.md": "Find the policy."}
+    p = agent_project(tmp_path, "subagents", script=script, extra_files=extra)
+    bot = tmp_path / "agents/bot.yaml"
+    bot.write_text(bot.read_text().replace("tools:\n- lookup\n- credit\n", "subagents:\n- name: research_policy\n"
+                                           "  description: Finds the policy that applies\n  agent: researcher\n"
+                                           "  inference: research\n"))
+    result = run(load(tmp_path), "qa", {"text": "refund A7"})
+    assert result.error is None, result.error
+    first, sub, last = seen("subagents")
+    assert [(t.name, t.description) for t in first.tools] == [("research_policy", "Finds the policy that applies")]
+    assert first.tools[0].parameters["required"] == ["topic"]
+    assert sub.model == "scholar" and "refunds" in sub.messages[-1].content
+    (message,) = [m for m in last.messages if m.role == "tool"]
+    assert json.loads(message.content) == {"policy": "refunds within 30 days"}
+    nested = next(n for n in result.nodes if n.node == "answer__research_policy")
+    assert nested.parent == "answer" and nested.model == "fake:scholar" and nested.output == json.loads(message.content)
+    assert result.cost_usd == pytest.approx(0.003)                # two calls of the bot and one of the researcher
+
+
 def test_invalid_tool_arguments_go_back_to_the_model(tmp_path):
     script = {"bot": [{"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"order": "A7"}}]},
                       {"text": '{"reply": "done"}'}]}
