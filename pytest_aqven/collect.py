@@ -162,6 +162,11 @@ class AttemptItem(pytest.Item):
     def schedule(self, scheduler):
         return scheduler.submit(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
 
+    def forget(self, scheduler) -> None:
+        """After its reports: its record, the scheduler's job and trace go (memory flat in attempts)."""
+        scheduler.forget(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
+        self.record = self.details = None
+
     def runtest(self) -> None:
         file = self.experiment_file
         outcome = wait(self.schedule(scheduler(self.config)))
