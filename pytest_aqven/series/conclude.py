@@ -99,7 +99,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
             # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
             # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
             inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {})))
-            or any(r.get("error_code") == "inputs_changed" for r in records),
+            or tally.inputs_changed > 0,
             salt=stats.experiment_salt(project.package, experiment.id))
         table = tally.table(facts.salt, facts.check_kinds)
         conclusion.question = question_of(spec)
