@@ -430,14 +430,16 @@ class VerdictReporter:
             if root not in projects:
                 lp = collected.get(Path(root))
                 projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
-            self._report(session, projects[root], series_id, records)
             experiment = projects[root].experiments.get(records[0]["experiment"])
+            look = None
             if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look":
-                self.looks.append((experiment.id, records[0]["split"], records,
-                                   {c.id: c.kind for c in experiment.spec.checks}))
+                look = (experiment.id, records[0]["split"], records, {c.id: c.kind for c in experiment.spec.checks})
+                self.looks.append(look)
+            self._report(session, projects[root], series_id, records, look)
         return result
 
-    def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
+    def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict],
+                look: tuple | None = None) -> None:
         from .findings.files import FindingsRefused
         from .series.conclude import conclude
         from .series.findings import write_finding_for
@@ -473,7 +475,8 @@ class VerdictReporter:
         else:
             outcome, longrepr = "passed", None
         section = f"verdict {data.state_word(conclusion)}: {text}" + (f"\nnext: {entry['next']}" if entry["next"] else "")
-        self._fire(session, file_nodeid, outcome, longrepr, junit.verdict_properties(entry), [("aqven verdict", section)])
+        props = junit.verdict_properties(entry) + (junit.look_properties(look[1], records, look[3]) if look else [])
+        self._fire(session, file_nodeid, outcome, longrepr, props, [("aqven verdict", section)])
 
     def _entry(self, project: Project, conclusion: Conclusion, records: list[dict]) -> dict:
         from .report import data
