@@ -42,6 +42,9 @@ class ProviderSpec(Spec):
     routing: dict[str, Any] | None = None
     capabilities: dict[str, Any] | None = None
     limits: ProviderLimits | None = None
+    on_rate_limit: Literal["auto", "fixed", "fail"] = "auto"     # what a 429 does (AQVEN's provider keys)
+    retry_wait_seconds: float | None = Field(default=None, gt=0)  # fixed: the wait before each retry (10)
+    retry_attempts: int | None = Field(default=None, ge=0)        # fixed: retries of a rate-limited call (5)
 
     @model_validator(mode="after")
     def _kind_fields(self):
