@@ -118,3 +118,31 @@ def test_a_held_out_case_is_shown_only_with_reveal(pytester, capsys):
                           "--format", "json")
     assert code == 0 and "revealing held-out data" in err
     assert {r["split"] for r in json.loads(out)} == {"holdout"}
+
+
+def test_nested_node_executions_are_indented_under_their_container():
+    from pytest_aqven.report.attempt_text import nodes_lines
+
+    def node(name, kind, parent=None, **extra):
+        return {"node": name, "kind": kind, "status": "ok", "latency_ms": 5.0, "input": {"x": 1}, "output": {"y": 2},
+                "calls": [], "checks": [], "parent": parent, **extra}
+
+    lines = nodes_lines([
+        node("drafts", "parallel"),
+        node("drafts__gpt", "llm", "drafts", branch="gpt", model="m:1",
+             calls=[{"model": "m:1", "outcome": "error", "tokens_in": 3, "tokens_out": 0, "cost_usd": None,
+                     "latency_ms": 9.0, "error": "HTTP 503", "action": "fallback", "cause": "error",
+                     "retries": [["HTTP 429", 0.5]]}],
+             checks=[{"check": "tone", "on_fail": "retry", "passed": False, "reason": "too curt", "attempt": 1}]),
+        node("drafts__gpt__fix", "code", "drafts__gpt", iteration=2, status="failed", output=None,
+             error_code="code_invalid", error_message="fix raised ValueError: no", error_location="fix.py:4"),
+        node("pick", "code"),
+    ], "")
+    assert lines[0] == "drafts (parallel): ok, 5 ms"
+    assert lines[3] == "  drafts__gpt [branch gpt] (llm): ok, 5 ms, at least $0, answered by m:1"
+    assert lines[6] == ("    call 1: m:1 error; tokens 3 in, 0 out; unpriced; 9 ms; after transport retries HTTP 429 "
+                        "(waited 0.5 s); error HTTP 503; then fallback (error)")
+    assert lines[7] == "    check tone (on_fail retry, answer 1): failed: too curt"
+    assert lines[8] == "    drafts__gpt__fix [iteration 2] (code): failed, 5 ms"
+    assert lines[10] == "      error: code_invalid: fix raised ValueError: no at fix.py:4"
+    assert lines[11] == "pick (code): ok, 5 ms"

@@ -71,7 +71,7 @@ def nodes_lines(nodes: list[dict], indent: str) -> list[str]:
         cost = sum(c.get("cost_usd") or 0.0 for c in n.get("calls") or [])
         head = f"{pad}{n['node']}{f' [{where}]' if where else ''} ({n['kind']}): {n['status']}, {_ms(n.get('latency_ms'))}"
         if n.get("calls"):
-            head += f", {usd(cost)}"
+            head += f", {'at least ' if any(c.get('cost_usd') is None for c in n['calls']) else ''}{usd(cost)}"
         if n.get("model"):
             head += f", answered by {n['model']}"
         lines.append(head)
