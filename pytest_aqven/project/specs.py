@@ -365,10 +365,11 @@ class McpServerSpec(Spec):
 class CaseSpec(Spec):
     name: Annotated[str, Field(min_length=1)]
     inputs: Any
-    context: dict[str, Any] = {}
-    node_outputs: dict[str, Any] = {}
-    metadata: dict[str, Any] = {}
-    tags: dict[str, str] = {}
+    # default_factory: pydantic deep-copies a {} default for every case, the most of validating a large dataset
+    context: dict[str, Any] = Field(default_factory=dict)
+    node_outputs: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: dict[str, str] = Field(default_factory=dict)
     expected_output: Any = None
 
 
