@@ -10,7 +10,6 @@ from .check.rules import check_project, internal_error
 from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
-from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
 from .report import attempts
 from .series.cap import CapError, series_cap
@@ -92,13 +91,6 @@ class ExperimentFile(pytest.File):
         if errors:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
-        try:
-            gaps = runtime_gaps(lp.project, experiment)
-        except Exception as exc:  # a bug of the gate: a collection error with its message, never a traceback
-            gaps = [internal_error(lp.project.rel(experiment.file), "looking for what this engine cannot run", exc)]
-        if gaps:
-            self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
-            raise self.CollectError(_render(gaps))
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         try:
@@ -107,7 +99,7 @@ class ExperimentFile(pytest.File):
             self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
                                     repeats=opt("aqven_repeats"), cap=cap,
                                     fresh_for=run_token(self.config) if opt("aqven_new_series") else None,
-                                    cassettes=cassette_mode(self.config))
+                                    cassettes=cassette_mode(self.config), run=run_token(self.config))
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
         except CapError as exc:
@@ -130,8 +122,18 @@ def launch_plans(session: pytest.Session) -> list:
 
 class VariantNode(pytest.Collector):
     def collect(self):
-        for case in self.parent.series.plan.cases:
-            yield CaseNode.from_parent(self, name=case.name, case=case)
+        series = self.parent.series
+        for case in series.plan.cases:
+            yield CaseNode.from_parent(self, name=node_name(series, case.name), case=case)
+
+
+def node_name(series: SeriesRun, case: str) -> str:
+    """A held-out case is never shown by name, so its node is named by the salted key its finding uses."""
+    if series.plan.split != "holdout":
+        return case
+    from .stats.evidence import case_key
+    from .stats.model import experiment_salt
+    return "case-" + case_key(experiment_salt(series.project.package, series.experiment.id), case)
 
 
 class CaseNode(pytest.Collector):

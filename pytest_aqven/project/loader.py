@@ -1,6 +1,7 @@
 """Load an AQVEN project (standard layout) into specs with positions and diagnostics."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ class Project:
     unreadable: dict[str, set[str]] = field(default_factory=lambda: {"type": set(), "agent": set(), "dataset": set(),
                                                                       "flow": set(), "tool": set(),
                                                                       "mcp_server": set()})
+    loaded_ns: int | None = None      # when loading began: a parsed file modified since may differ from its specs
 
     @property
     def package(self) -> str:
@@ -131,7 +133,7 @@ def _yaml_files(folder: Path, pattern: str = "*.yaml") -> list[Path]:
 
 def load_project(root: Path) -> Project:
     root = root.resolve()
-    project = Project(root)
+    project = Project(root, loaded_ns=time.time_ns())
     sink = project.diagnostics
     project.spec, project.doc = _read(root / PROJECT_FILE, root, specs.ProjectSpec, "project", sink)
 
@@ -291,9 +293,15 @@ def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: l
     return node
 
 
+def inference_path(project: Project, stem: str) -> Path | None:
+    """The file of an inference named by id (a judge's, a subagent's): flows/<stem>.inference.yaml, else the
+    first one in the project."""
+    return _find_inference(project.root / "flows", stem, project.root)
+
+
 def load_inference(project: Project, stem: str, sink: list[Diagnostic]) -> tuple[Any, YamlDoc | None]:
     """An inference by id anywhere in the project (a judge names one), or (None, None)."""
-    path = _find_inference(project.root / "flows", stem, project.root)
+    path = inference_path(project, stem)
     if path is None:
         return None, None
     return _read(path, project.root, specs.InferenceSpec, f"inference {stem}", sink)
