@@ -245,14 +245,17 @@ class Release:
             return (yield)
         finally:
             collect = _collect_module()
-            sched = item.config.stash.get(collect.SCHEDULER, None) if collect else None
-            if sched is not None and isinstance(item, collect.AttemptItem):
-                item.forget(sched)
+            if collect is not None and isinstance(item, collect.AttemptItem):
+                sched = item.config.stash.get(collect.SCHEDULER, None)
+                if sched is not None:
+                    item.forget(sched)
+                item.user_properties[:] = _not_ours(item.user_properties)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):
-        """An attempt's record and details leave its call report once its teardown report was seen by every
-        reporter (pytest-html reads them then): pytest keeps every report to the end of the session."""
+        """An attempt's record and details leave its call report, and its junit properties its teardown
+        report, once its teardown report was seen by every reporter (pytest-html and junitxml read them
+        then): pytest keeps every report to the end of the session."""
         try:
             return (yield)
         finally:
@@ -263,6 +266,11 @@ class Release:
                 if done is not None:
                     done.__dict__.pop("aqven_attempt", None)
                     done.__dict__.pop("aqven_details", None)
+                    report.user_properties[:] = _not_ours(report.user_properties)
+
+
+def _not_ours(properties: list) -> list:
+    return [p for p in properties if not (isinstance(p, tuple) and str(p[0]).startswith("aqven_"))]
 
 
 class StopWatch:
