@@ -154,14 +154,16 @@ def main() -> None:
     collect_cpu: list[float] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp) / "proj"
-            extra = build(root, server.url, args.attempts)
+            # one project per checkout: each keeps its own database (an older checkout refuses a newer schema)
+            roots = {label: Path(tmp) / f"proj{i}" for i, (label, _) in enumerate(versions)}
+            extra = [build(root, server.url, args.attempts) for root in roots.values()][0]
             # a private temp root: pytest's end-of-session cleanup of old numbered folders in the shared one
             # (other runs' leftovers) took up to a minute here and is no part of the attempts
             env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": tmp}
             for r in range(args.rounds):                 # alternating: the machine's noise hits every config
-                collect_cpu.append(run_once(pytest_cmd(str(root), "--collect-only", *extra), cwd=tmp, env=env).cpu)
-                for name, _, config, path in configs:
+                collect_cpu.append(run_once(pytest_cmd(str(roots[""]), "--collect-only", *extra), cwd=tmp, env=env).cpu)
+                for name, label, config, path in configs:
+                    root = roots[label]
                     run = run_once(pytest_cmd(str(root), "--aqven-new-series", *extra, *config), cwd=tmp,
                                    env={**env, "PYTHONPATH": path} if path else env)
                     if run.returncode != 0:

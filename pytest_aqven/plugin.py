@@ -245,14 +245,17 @@ class Release:
             return (yield)
         finally:
             collect = _collect_module()
-            sched = item.config.stash.get(collect.SCHEDULER, None) if collect else None
-            if sched is not None and isinstance(item, collect.AttemptItem):
-                item.forget(sched)
+            if collect is not None and isinstance(item, collect.AttemptItem):
+                sched = item.config.stash.get(collect.SCHEDULER, None)
+                if sched is not None:
+                    item.forget(sched)
+                item.user_properties[:] = _not_ours(item.user_properties)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport):
-        """An attempt's record and details leave its call report once its teardown report was seen by every
-        reporter (pytest-html reads them then): pytest keeps every report to the end of the session."""
+        """An attempt's record and details leave its call report, and its junit properties its teardown
+        report, once its teardown report was seen by every reporter (pytest-html and junitxml read them
+        then): pytest keeps every report to the end of the session."""
         try:
             return (yield)
         finally:
@@ -263,6 +266,11 @@ class Release:
                 if done is not None:
                     done.__dict__.pop("aqven_attempt", None)
                     done.__dict__.pop("aqven_details", None)
+                    report.user_properties[:] = _not_ours(report.user_properties)
+
+
+def _not_ours(properties: list) -> list:
+    return [p for p in properties if not (isinstance(p, tuple) and str(p[0]).startswith("aqven_"))]
 
 
 class StopWatch:
@@ -464,15 +472,17 @@ class VerdictReporter:
             if root not in projects:
                 lp = collected.get(Path(root))
                 projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
-            self._report(session, projects[root], series_id, tally)
             experiment = projects[root].experiments.get(tally.experiment)
+            look = None
             if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look" \
                     and tally.records is not None:
-                self.looks.append((experiment.id, tally.split, tally.records,
-                                   {c.id: c.kind for c in experiment.spec.checks}))
+                look = (experiment.id, tally.split, tally.records, {c.id: c.kind for c in experiment.spec.checks})
+                self.looks.append(look)
+            self._report(session, projects[root], series_id, tally, look)
         return result
 
-    def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally) -> None:
+    def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally,
+                look: tuple | None = None) -> None:
         from .findings.files import FindingsRefused
         from .series.conclude import conclude
         from .series.findings import write_finding_for
@@ -508,7 +518,8 @@ class VerdictReporter:
         else:
             outcome, longrepr = "passed", None
         section = f"verdict {data.state_word(conclusion)}: {text}" + (f"\nnext: {entry['next']}" if entry["next"] else "")
-        self._fire(session, file_nodeid, outcome, longrepr, junit.verdict_properties(entry), [("aqven verdict", section)])
+        props = junit.verdict_properties(entry) + (junit.look_properties(look[1], look[2], look[3]) if look else [])
+        self._fire(session, file_nodeid, outcome, longrepr, props, [("aqven verdict", section)])
 
     def _entry(self, project: Project, conclusion: Conclusion, tally: SeriesTally) -> dict:
         from .report import data

@@ -65,3 +65,92 @@ def test_a_held_out_look_shows_no_case(pytester):
     rows = table(result)
     assert rows[1:] == ["held-out cases are never shown one by one: the attempts are in the database"]
     assert not (pytester.path / "proj/experiments/replies/findings").exists()
+
+
+def _look_rows_in_html(text: str) -> list[list[str]]:
+    """The cells of the look table in a pytest-html report, parsed as html."""
+    from html.parser import HTMLParser
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.inside, self.rows, self.cell = False, [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table" and ("class", "aqven-look") in attrs:
+                self.inside = True
+            elif self.inside and tag == "tr":
+                self.rows.append([])
+            elif self.inside and tag in ("td", "th"):
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag == "table":
+                self.inside = False
+            elif self.inside and tag in ("td", "th"):
+                self.rows[-1].append(self.cell)
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+
+    parser = Rows()
+    parser.feed(text)
+    return parser.rows
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_the_look_table_is_in_junit_and_in_the_html_report(pytester, xdist):
+    import xml.etree.ElementTree as ET
+
+    project(pytester.path, CASES, {"replies": LOOK})
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--junitxml=j.xml", "--html=r.html",
+                                "--self-contained-html", *xdist)
+    assert result.ret == 0
+    terminal = [row.split()[:2] for row in table(result)[2:]]
+    dev = sorted({r["case"] for r in records(pytester.path)})
+    bad = next(c for c in dev if c.startswith("bad"))
+    ok = next(c for c in dev if c.startswith("ok"))
+
+    html = _look_rows_in_html((pytester.path / "r.html").read_text())
+    assert html[0] == ["case", "variant", "grade", "short", "spend", "cost $", "judges $", "latency ms"]
+    assert [row[:2] for row in html[1:]] == terminal == [[c, "bot"] for c in dev]
+    assert dict((r[0], r[2:]) for r in html[1:])[bad] == ["FAIL: it says bad", "pass", "0.0002", "0.0002", "0.0010", "40"]
+    assert dict((r[0], r[2:]) for r in html[1:])[ok] == ["pass", "pass", "0.0002", "0.0002", "0.0010", "40"]
+
+    testcases = list(ET.parse(pytester.path / "j.xml").getroot().iter("testcase"))
+    verdict = next(c for c in testcases if c.get("name") == "verdict")
+    props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
+    assert sorted(k for k in props if k.startswith("aqven_look.")) == sorted(f"aqven_look.{c}.bot" for c in dev)
+    assert props[f"aqven_look.{bad}.bot"] == ("ok; grade=FAIL: it says bad; short=pass; spend=0.0002; cost $=0.0002; "
+                                             "judges $=0.0010; latency ms=40")
+    attempt = next(c for c in testcases if c.get("classname").endswith(f".bot.{bad}"))
+    assert [(p.get("name"), p.get("value")) for p in attempt.iter("property")] == [
+        ("aqven_outcome", "ok"), ("aqven_passed", "false"), ("aqven_case", bad), ("aqven_variant", "bot"),
+        ("aqven_repeat", "1"), ("aqven_check.grade", "failed: it says bad"), ("aqven_check.grade.value", "0"),
+        ("aqven_check.short", "passed"), ("aqven_check.short.value", "1"), ("aqven_check.spend", "passed"),
+        ("aqven_check.spend.value", "0.0002"), ("aqven_cost_usd", "0.0002"), ("aqven_latency_ms", "40"),
+        ("aqven_judges_cost_usd", "0.001")]
+
+
+def test_a_held_out_look_shows_no_case_in_junit_or_html(pytester):
+    import xml.etree.ElementTree as ET
+
+    project(pytester.path, CASES, {"replies": LOOK})
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-holdout", "--junitxml=j.xml",
+                                "--html=r.html", "--self-contained-html")
+    assert result.ret == 0
+    held_out = {r["case"] for r in records(pytester.path)}
+    assert held_out
+    html = (pytester.path / "r.html").read_text()
+    assert _look_rows_in_html(html) == [] and "held-out cases are never shown one by one" in html
+    assert "it says bad" not in html
+    testcases = list(ET.parse(pytester.path / "j.xml").getroot().iter("testcase"))
+    verdict = next(c for c in testcases if c.get("name") == "verdict")
+    props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
+    assert props["aqven_look"] == "held-out cases are never shown one by one: the attempts are in the database"
+    assert not any(k.startswith("aqven_look.") for k in props)
+    for attempt in (c for c in testcases if c.get("name") != "verdict"):
+        assert [p.get("name") for p in attempt.iter("property")] == ["aqven_outcome", "aqven_passed"]
+    assert "it says bad" not in (pytester.path / "j.xml").read_text()

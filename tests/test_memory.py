@@ -1,5 +1,6 @@
-"""Memory flat in the number of attempts: once an attempt reported, its record, details and trace stay
-neither on its item, nor on its reports, nor in the scheduler (pytest keeps items and reports to the end);
+"""Memory flat in the number of attempts: once an attempt reported, its record, details, trace and junit
+properties stay neither on its item, nor on its reports, nor in the scheduler (pytest keeps items and
+reports to the end);
 the controller keeps per-case tallies (tests/test_tally.py)."""
 from __future__ import annotations
 
@@ -14,9 +15,14 @@ class Watch:
     def __init__(self):
         self.jobs_left = None
         self.scored = 0
+        self.teardown_properties = 0
 
     def pytest_aqven_attempt_scored(self, config, record):
         self.scored += 1
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "teardown" and any(name == "aqven_outcome" for name, _ in report.user_properties):
+            self.teardown_properties += 1
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session):
@@ -34,8 +40,11 @@ def test_nothing_of_an_attempt_stays_after_it_reported(pytester):
              if isinstance(i, collect.AttemptItem)]
     calls = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call" and "::verdict" not in r.nodeid]
     assert items and len(calls) == len(items) == watch.scored      # every attempt was folded
-    assert all(i.record is None and i.details is None for i in items)
+    assert all(i.record is None and i.details is None and i.user_properties == [] for i in items)
     assert not any(hasattr(r, "aqven_attempt") or hasattr(r, "aqven_details") for r in calls)
+    reports = [r for r in reprec.getreports("pytest_runtest_logreport") if "::verdict" not in r.nodeid]
+    assert not any(name.startswith("aqven_") for r in reports for name, _ in r.user_properties)
+    assert watch.teardown_properties == len(items)    # junitxml read them on the teardown report
     assert watch.jobs_left == 0
     verdicts = [r for r in reprec.getreports("pytest_runtest_logreport") if r.nodeid.endswith("::verdict")]
     assert verdicts and all(r.passed for r in verdicts)

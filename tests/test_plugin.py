@@ -180,16 +180,55 @@ def test_pytest_html_shows_the_verdict_as_a_row(pytester):
     assert "verdict refuted" in rows[0]["log"]
 
 
-def test_an_agent_with_a_subagent_collects_and_runs(pytester):
-    """Every AQVEN feature runs (docs/engine.md): a subagent is offered to the model as a tool."""
-    root = make(pytester, projects.cases(8))
-    agent = root / "agents/bot.yaml"
-    (root / "agents/helper.yaml").write_text(agent.read_text())
-    agent.write_text(agent.read_text() + 'subagents:\n- name: "helper"\n  description: "Helps"\n'
-                     '  agent: "helper"\n  inference: "judge"\n')
-    result = pytester.runpytest("proj", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5)                  # 2 cases x 2 repeats and the verdict
-    assert "rate_ok (dev, 4/4 attempts): signal" in result.stdout.str()
+DELEGATING_PROVIDER = '''
+from pathlib import Path
+from pytest_aqven import ModelResponse, ToolCall
+
+LOG = Path(__file__).parent / "seen.log"
+
+
+def complete(request):
+    with open(LOG, "a") as f:
+        f.write(f"{request.model}: {request.messages[-1].content[:40]!r}\\n")
+    if request.model == "helper-1":                 # the subagent answers its inference
+        return ModelResponse(text=\'{"policy": "refunds within 30 days"}\', cost_usd=0.0001)
+    if request.model == "grader-1":                 # the judge check of the rating inference
+        return ModelResponse(text=\'{"rationale": "fits", "score": 0.9}\', cost_usd=0.0001)
+    if not any(m.role == "tool" for m in request.messages):
+        return ModelResponse(tool_calls=(ToolCall("c1", "policy", {"topic": "refunds"}),), finish_reason="tool_calls",
+                             cost_usd=0.0001)
+    return ModelResponse(text=\'{"label": "positive"}\', cost_usd=0.0002)
+'''
+
+
+def test_subagents_and_judge_checks_of_an_inference_run_in_a_series(pytester):
+    """Both run from the series' snapshot of inputs: their inferences live outside the subject's flow."""
+    root = make(pytester, projects.cases(8), repeats=1)
+    files = {
+        "provider.py": DELEGATING_PROVIDER,
+        "agents/helper.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Helper"\nmodel: "fake:helper-1"\n',
+        "agents/grader.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Grader"\nmodel: "fake:grader-1"\n',
+        "flows/policy.inference.yaml": 'apiVersion: "aqven/v1"\nkind: "Inference"\ndescription: "A policy"\n'
+                                       'in:\n- name: "topic"\n  type: "Text"\nout:\n- name: "policy"\n  type: "Text"\n',
+        "flows/policy.prompt.md": "Look up the policy.\n",
+        "flows/grade.inference.yaml": 'apiVersion: "aqven/v1"\nkind: "Inference"\ndescription: "A grade"\n'
+                                      'in:\n- name: "text"\n  type: "Text"\n- name: "label"\n  type: "Label"\n'
+                                      'out:\n- name: "rationale"\n  type: "Text"\n- name: "score"\n  type: "Float"\n',
+        "flows/grade.prompt.md": "Grade the rating.\n",
+    }
+    for name, text in files.items():
+        (root / name).write_text(text)
+    bot = root / "agents/bot.yaml"
+    bot.write_text(bot.read_text() + 'subagents:\n- name: "policy"\n  description: "The policy that applies"\n'
+                   '  agent: "helper"\n  inference: "policy"\n')
+    inference = root / "flows/rate/nodes/judge/judge.inference.yaml"
+    inference.write_text(inference.read_text() + 'checks:\n- inference: "grade"\n  agent: "grader"\n  on_fail: "fail"\n')
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs")
+    assert "rate_ok (dev, 2/2 attempts): signal" in result.stdout.str(), result.stdout.str()
+    result.assert_outcomes(passed=3)                  # 2 attempts and the verdict
+    seen = (root / "seen.log").read_text()
+    assert seen.count("helper-1: ") == 2 and seen.count("grader-1: ") == 2 and "Look up the policy" in seen
+    assert "$0.0010 of its $1.00 cap" in result.stdout.str()      # 2 x (tool call, subagent, answer, judge)
 
 
 def test_a_failure_while_deciding_fails_the_verdict_test_not_the_session(pytester, monkeypatch):

@@ -114,14 +114,29 @@ def _flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Fl
 
 
 def _inference_files(project: Project, node) -> set[Path]:
-    """An llm node's inference, prompt and variant texts, wherever the inference lives."""
+    """An llm node's inference, prompt and variant texts, wherever the inference lives, and those of the judges
+    of its checks."""
     if node.inference_doc is None:
         return set()
     inference = project.root / node.inference_doc.file
     stem = inference.name[: -len(".inference.yaml")]
     variants = inference.parent / f"{stem}.variants"
+    judges = {p for check in (node.inference.checks if node.inference else []) if check.inference
+              for p in _named_inference_files(project, check.inference)}
     return {inference, *([node.prompt_path] if node.prompt_path else []),
-            *(p for p in variants.rglob("*") if p.is_file())}
+            *(p for p in variants.rglob("*") if p.is_file()), *judges}
+
+
+def _named_inference_files(project: Project, stem: str) -> set[Path]:
+    """An inference named by id (a judge's, a subagent's): its file, prompt and variant texts."""
+    from ..project.loader import inference_path
+
+    found = inference_path(project, stem)
+    if found is None:
+        return set()
+    variants = found.parent / f"{stem}.variants"
+    return {p for p in (found, found.parent / f"{stem}.prompt.md") if p.is_file()} | {
+        p for p in variants.rglob("*") if p.is_file()}
 
 
 def _instruction_files(project: Project) -> list[Path]:
@@ -148,6 +163,9 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
         flows[variant] = sorted(files | set(a.prompts.values()))
     shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
     shared += [p for p in _instruction_files(project) if p.is_file() and p not in shared]
+    subagents = {p for entity in project.agents.values() for sub in entity.spec.subagents     # any agent may run
+                 for p in _named_inference_files(project, sub.inference)}
+    shared += sorted(subagents - set(shared))
     judges = {}
     for check in series.spec.checks:
         if check.is_judge:

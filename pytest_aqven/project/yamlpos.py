@@ -18,6 +18,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.events import (AliasEvent, DocumentStartEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
                          SequenceEndEvent, SequenceStartEvent, StreamEndEvent)
 from yaml.nodes import ScalarNode
+from yaml.reader import Reader
 from yaml.resolver import Resolver
 
 from ..check.diagnostics import Diagnostic, DiagnosticError
@@ -112,14 +113,62 @@ _FAST_LOADER = getattr(yaml, "CSafeLoader", None)     # libyaml, when PyYAML was
 
 def parse_yaml(text: str, file: str) -> YamlDoc:
     """Parse with libyaml when available (several times faster); a syntax error is read again by the pure
-    Python parser, so that its message does not depend on how PyYAML was built."""
+    Python parser, so that its message does not depend on how PyYAML was built. In a file larger than
+    REREAD_LIMIT only the lines up to the error are read again, and when they are too many too (the
+    pure-Python parser reads about 1 MB a second) libyaml's own words are reported, at its position. A
+    value that SafeLoader's constructor rejects (an impossible date) is reported as libyaml's pass found
+    it: the constructor, not the parser, words it."""
     if _FAST_LOADER is not None:
         try:
             return _parse(text, file, _FAST_LOADER)
+        except _ValueProblem:
+            raise
         except DiagnosticError as exc:
             if exc.diagnostics[0].code != "E_YAML_SYNTAX":
                 raise
+            if len(text) > REREAD_LIMIT:
+                raise (_early_error(text, file, exc.diagnostics[0].line) or exc) from None
     return _parse(text, file, yaml.SafeLoader)
+
+
+REREAD_LIMIT = 1_000_000       # characters
+
+
+def _early_error(text: str, file: str, line: int | None) -> DiagnosticError | None:
+    """The pure-Python parser's first error when it lies at or before `line` (where libyaml stopped), read
+    from the text up to two lines past it: a large file with a syntax error is not read twice whole.
+    Its parser streams, so what it raises there it raises on the whole text too."""
+    if Reader.NON_PRINTABLE.search(text):    # the pure-Python reader rejects it before parsing anything
+        try:
+            yaml.SafeLoader(text).dispose()
+        except yaml.YAMLError as exc:
+            return _syntax_error(exc, file)
+    if line is None:
+        return None
+    cut = -1
+    for _ in range(line + 2):
+        cut = text.find("\n", cut + 1)
+        if cut < 0 or cut >= REREAD_LIMIT:
+            return None
+    loader, depth = yaml.SafeLoader(text[: cut + 1]), 0
+    try:
+        while True:
+            ev = loader.get_event()
+            if isinstance(ev, (MappingStartEvent, SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    error = _depth_error(file, ev)
+                    break
+            elif isinstance(ev, (MappingEndEvent, SequenceEndEvent)):
+                depth -= 1
+            elif isinstance(ev, StreamEndEvent):
+                return None
+    except yaml.YAMLError as exc:
+        error = _syntax_error(exc, file)
+    finally:
+        loader.dispose()
+    found = error.diagnostics[0].line
+    return error if found is not None and found <= line else None
 
 
 MAX_DEPTH = 64       # far beyond any project file
@@ -196,8 +245,7 @@ class _Builder:
             elif cls is MappingStartEvent or cls is SequenceStartEvent:
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise _error(self.file, "E_YAML_DEPTH", f"the YAML nests collections deeper than {MAX_DEPTH} levels",
-                                 ev, "flatten the value: project files nest a few levels at most")
+                    raise _depth_error(self.file, ev)
                 if ev.anchor or (ev.tag is not None and ev.tag != "!" and not ev.implicit):
                     self._event_problem(ev)
                     building = False
@@ -276,7 +324,8 @@ class _Builder:
             typed = constructor.construct_object(ScalarNode(tag, value, ev.start_mark, ev.end_mark), deep=True)
         except (ConstructorError, ValueError) as exc:
             if self.build_error is None:
-                self.build_error = _error(self.file, "E_YAML_SYNTAX", f"invalid YAML value: {exc}", ev)
+                self.build_error = _ValueProblem(_error(self.file, "E_YAML_SYNTAX", f"invalid YAML value: {exc}",
+                                                        ev).diagnostics)
             return _FAILED
         finally:
             constructor.constructed_objects.clear()
@@ -288,20 +337,33 @@ class _Builder:
 _FAILED = object()
 
 
+class _ValueProblem(DiagnosticError):
+    """A scalar that SafeLoader's constructor rejects."""
+
+
+def _syntax_error(exc: yaml.YAMLError, file: str) -> DiagnosticError:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        problem = exc.problem or exc.context or "cannot be parsed"
+        return DiagnosticError([Diagnostic("E_YAML_SYNTAX", file, (), f"invalid YAML: {problem}", line, col,
+                                           "fix the YAML syntax at this position")])
+    return DiagnosticError([Diagnostic("E_YAML_SYNTAX", file, (), f"invalid YAML: {exc}")])
+
+
+def _depth_error(file: str, ev) -> DiagnosticError:
+    return _error(file, "E_YAML_DEPTH", f"the YAML nests collections deeper than {MAX_DEPTH} levels", ev,
+                  "flatten the value: project files nest a few levels at most")
+
+
 def _parse(text: str, file: str, loader_class) -> YamlDoc:
     builder = _Builder(file)
     loader = None
     try:
         loader = loader_class(text)       # the pure Python reader already rejects characters YAML forbids
         data = builder.run(loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
-        problem = exc.problem or exc.context or "cannot be parsed"
-        raise DiagnosticError([Diagnostic("E_YAML_SYNTAX", file, (), f"invalid YAML: {problem}", line, col,
-                                          "fix the YAML syntax at this position")]) from None
     except yaml.YAMLError as exc:
-        raise DiagnosticError([Diagnostic("E_YAML_SYNTAX", file, (), f"invalid YAML: {exc}")]) from None
+        raise _syntax_error(exc, file) from None
     finally:
         if loader is not None:
             loader.dispose()

@@ -7,7 +7,7 @@ from html import escape
 
 import pytest
 
-from . import svg
+from . import look, svg
 from .attempts import HELD_OUT
 from .junit import cell_text
 from .text import usd
@@ -17,14 +17,15 @@ CSS = ("<style>.aqven-verdict{margin:12px 0;padding:8px 12px;border-left:4px sol
        ".aqven-verdict td,.aqven-verdict th,.aqven-attempt td,.aqven-attempt th{border:1px solid #bbb;"
        "padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap}"
        ".aqven-state-confirmed{border-color:#1a7f37}.aqven-state-refuted,.aqven-state-invalid{border-color:#cf222e}"
-       ".aqven-state-inconclusive{border-color:#bf8700}.aqven-state-signal{border-color:#0969da}</style>")
+       ".aqven-state-inconclusive{border-color:#bf8700}.aqven-state-signal{border-color:#0969da}"
+       ".aqven-look-failed td{color:#cf222e}</style>")
 
 
 def _t(x) -> str:
     return escape(str(x), quote=True)
 
 
-def verdict_section(entry: dict) -> str:
+def verdict_section(entry: dict, look_table: str = "") -> str:
     v = entry["verdict"]
     state = v["state"] if v else "open"
     a, s = entry["attempts"], entry["spend"]
@@ -38,7 +39,7 @@ def verdict_section(entry: dict) -> str:
     parts = [f'<section class="aqven-verdict aqven-state-{state}" data-experiment="{_t(entry["experiment"])}">',
              f"<h3>{_t(entry['experiment'])} ({_t(entry['split'])}): {_t(state)}</h3>",
              f'<p class="aqven-sentence">{_t(v["sentence"] if v else entry["note"])}</p>', table,
-             svg.plot(entry["cells"], entry["experiment"]),
+             svg.plot(entry["cells"], entry["experiment"]), look_table,
              f"<p>{a['done']}/{a['total']} attempts ({entry['cases']} cases × {entry['repeats']} repeats), "
              f"{a['failed_checks']} with failed checks, {a['infra_errors']} infrastructure errors; spend {_t(spend)}</p>"]
     if entry["next"]:
@@ -47,6 +48,17 @@ def verdict_section(entry: dict) -> str:
         parts.append(f"<p>Finding: {_t(entry['finding_path'])}</p>")
     parts.append("</section>")
     return "".join(parts)
+
+
+def look_html(split: str, records: list[dict], kinds: dict[str, str]) -> str:
+    """A look's table as the terminal prints it (report/look.py), with every reason whole; a failed row in red.
+    A held-out look's says why it has none."""
+    if split == "holdout":
+        return f'<p class="aqven-look">{_t(look.HELD_OUT_LOOK)}</p>'
+    head, lines, body = look.grid(records, kinds, cut=False)
+    rows = "".join(f'<tr{" class=aqven-look-failed" if row["failed"] else ""}>'
+                   + "".join(f"<td>{_t(c)}</td>" for c in cells) + "</tr>" for row, cells in zip(lines, body))
+    return (f'<table class="aqven-look"><tr>{"".join(f"<th>{_t(h)}</th>" for h in head)}</tr>{rows}</table>')
 
 
 def attempt_html(details: dict) -> str:
@@ -74,7 +86,10 @@ class HtmlReport:
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
         if self.reporter.entries:
-            prefix.extend([CSS, "<h2>AQVEN verdicts</h2>"] + [verdict_section(e) for e in self.reporter.entries])
+            looks = {records[0]["series_id"]: look_html(split, records, kinds)
+                     for _, split, records, kinds in self.reporter.looks if records}
+            sections = [verdict_section(e, looks.get(e["series_id"], "")) for e in self.reporter.entries]
+            prefix.extend([CSS, "<h2>AQVEN verdicts</h2>"] + sections)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_html(self, report, data) -> None:

@@ -4,20 +4,45 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from . import attempts
+from . import attempts, look
 from .text import figure, interval
 
 
 def attempt_properties(record: dict) -> list[tuple[str, str]]:
-    """The outcome always; each check's state and reason, cost and latency only for working cases."""
+    """The outcome always; which attempt, each check's state, value and reason, cost (judges apart), latency
+    and the error only for working cases: held-out cases are never shown one by one."""
     props = [("aqven_outcome", record["outcome"]), ("aqven_passed", str(record["passed"]).lower())]
     if attempts.held_out(record):
         return props
+    props += [("aqven_case", record["case"]), ("aqven_variant", record["variant"]),
+              ("aqven_repeat", str(record["repeat"]))]
     for cid, c in record["checks"].items():
         props.append((f"aqven_check.{cid}", c["state"] + (f": {c['reason']}" if c.get("reason") else "")))
+        props.append((f"aqven_check.{cid}.value", _number(c.get("value"))))
     props += [("aqven_cost_usd", f"{record.get('cost_usd') or 0:g}"),
               ("aqven_latency_ms", f"{record.get('latency_ms') or 0:.0f}")]
+    if record.get("check_cost_usd"):
+        props.append(("aqven_judges_cost_usd", f"{record['check_cost_usd']:g}"))
+    if record.get("error_code"):
+        props.append(("aqven_error", f"{record['error_code']}: {record.get('error_message') or ''}"))
     return props
+
+
+def _number(value) -> str:
+    if value is None:
+        return ""
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+def look_properties(split: str, records: list[dict], kinds: dict[str, str]) -> list[tuple[str, str]]:
+    """A look's table on its verdict testcase: one property per case and variant (`aqven_look.<case>.<variant>`,
+    its outcome then each column as `name=cell`); a held-out look's only says why there is none."""
+    if split == "holdout":
+        return [("aqven_look", look.HELD_OUT_LOOK)]
+    head, lines, body = look.grid(records, kinds, cut=False)
+    return [(f"aqven_look.{row['case']}.{row['variant']}",
+             "; ".join([row["outcome"]] + [f"{h}={c}" for h, c in zip(head[2:], cells[2:])]))
+            for row, cells in zip(lines, body)]
 
 
 def verdict_properties(entry: dict) -> list[tuple[str, str]]:

@@ -62,12 +62,12 @@ def _check_cell(results: list[dict], kind: str) -> tuple[str, str | None, bool]:
     return text, reason, bool(failing)
 
 
-def table(tr, experiment: str, split: str, records: list[dict], kinds: dict[str, str]) -> None:
-    tr.write_sep("-", f"aqven look: {experiment} ({split}, {len(records)} attempts)")
-    if split == "holdout":
-        tr.write_line("held-out cases are never shown one by one: the attempts are in the database")
-        return
-    verbose = tr.config.getoption("verbose") > 0
+HELD_OUT_LOOK = "held-out cases are never shown one by one: the attempts are in the database"
+
+
+def grid(records: list[dict], kinds: dict[str, str], cut: bool = True) -> tuple[list[str], list[dict], list[list[str]]]:
+    """The table every reporter shows (terminal, html, junit): its head, its rows (as rows() gives them) and
+    each row's cells as text; with cut, a reason longer than MAX_CELL is cut."""
     lines = rows(records, kinds)
     check_ids = list(dict.fromkeys(c for row in lines for c in row["checks"]))
     judged = any(row["check_cost_usd"] for row in lines)
@@ -77,7 +77,8 @@ def table(tr, experiment: str, split: str, records: list[dict], kinds: dict[str,
         cells = [row["case"], row["variant"]]
         for cid in check_ids:
             text, reason, _ = row["checks"].get(cid, ("-", None, False))
-            cells.append(_cut(f"{text}: {reason}" if reason else text))
+            text = f"{text}: {reason}" if reason else text
+            cells.append(_cut(text) if cut else text)
         cells.append(_money(row["cost_usd"]))
         if judged:
             cells.append(_money(row["check_cost_usd"]))
@@ -85,6 +86,16 @@ def table(tr, experiment: str, split: str, records: list[dict], kinds: dict[str,
         if row["outcome"] != "ok":
             cells[0] += f" [{row['outcome']}]"
         body.append(cells)
+    return head, lines, body
+
+
+def table(tr, experiment: str, split: str, records: list[dict], kinds: dict[str, str]) -> None:
+    tr.write_sep("-", f"aqven look: {experiment} ({split}, {len(records)} attempts)")
+    if split == "holdout":
+        tr.write_line(HELD_OUT_LOOK)
+        return
+    verbose = tr.config.getoption("verbose") > 0
+    head, lines, body = grid(records, kinds)
     widths = [max(len(str(r[i])) for r in [head, *body]) for i in range(len(head))]
     tr.write_line("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), bold=True)
     for row, cells in zip(lines, body):

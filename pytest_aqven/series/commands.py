@@ -25,8 +25,19 @@ def add_series(commands) -> None:
     ls = sub.add_parser("list", help="every series, newest first")
     _path(ls)
     ls.set_defaults(handler=run_list)
-    show = sub.add_parser("show", help="status, spend, cap, pause and verdict of one series")
+    show = sub.add_parser("show", help="status, spend, cap, pause and verdict of one series; --case: one case's attempts",
+                          description="Status, spend, cap, pause and verdict of one series. With --case NAME, every "
+                                      "attempt of that case (each variant and repeat, or --variant / --repeat) with its "
+                                      "full trace. Held-out cases are never shown one by one: --reveal shows them to a "
+                                      "person who asks explicitly.")
     show.add_argument("series_id", help="the series id (or a unique prefix)")
+    show.add_argument("--case", default=None, metavar="NAME", help="print this case's attempts with their full traces")
+    show.add_argument("--variant", default=None, metavar="V", help="with --case: only this variant")
+    show.add_argument("--repeat", type=int, default=None, metavar="R", help="with --case: only this repeat")
+    show.add_argument("--format", choices=("text", "json"), default="text",
+                      help="with --case: readable text (default) or the raw attempt records as JSON")
+    show.add_argument("--reveal", action="store_true",
+                      help="with --case on a held-out series: show the held-out case anyway (for a person who asks)")
     _path(show)
     show.set_defaults(handler=run_show)
     ap = sub.add_parser("approve", help="continue a series that waits for approval (a person, on a terminal)",
@@ -126,28 +137,93 @@ def run_list(args) -> int:
     return _run(body, args)
 
 
+HELD_OUT_REFUSAL = ("held-out cases are never shown one by one (whoever reads them starts tuning to them, and the "
+                    "half stops being held out); --reveal shows them to a person who asks explicitly")
+
+
 def run_show(args) -> int:
     def body(args):
         store = _store(args)
         s = _series(store, args.series_id)
-        done, total = _counts(store, s)
-        spent = series_spend(store, s["series_id"])
-        print(f"series {s['series_id']}")
-        print(f"  experiment {s['experiment_id']} on {s['split']}, status {s['status']}")
-        print(f"  attempts {done}/{total} ({len(s['cases'])} cases × {s['repeats']} repeats × "
-              f"{len(s['variants'])} variants)")
-        print(f"  spend {spent.text(s.get('cap_usd'))}" + (f", {spent.running} running" if spent.running else ""))
-        if s.get("project_cap_usd") is not None:
-            print(f"  project cap ${float(s['project_cap_usd']):.2f} ({s.get('project_cap_source')})")
-        if s.get("approved_by"):
-            print(f"  approved by {s['approved_by']}")
-        if s["status"] == "awaiting_approval":
-            print(f"  {pause_text(s['series_id'], s, spent)}")
-        verdict = s.get("verdict")
-        if verdict:
-            print(f"  verdict {verdict['state']} ({verdict.get('reason') or '-'}): {verdict['text']}")
-        return 0
+        if args.case is None:
+            if args.variant is not None or args.repeat is not None or args.reveal or args.format != "text":
+                raise Refused("--variant, --repeat, --format and --reveal go with --case NAME")
+            return _show_series(store, s)
+        return _show_case(store, s, args)
     return _run(body, args)
+
+
+def _show_case(store: Store, s: dict, args) -> int:
+    """Every finished attempt of one case (narrowed by --variant / --repeat), with its trace."""
+    sid, held_out = s["series_id"], s["split"] == "holdout"
+    if held_out and not args.reveal:
+        raise Refused(f"series {sid} ran held-out cases: {HELD_OUT_REFUSAL}")
+    if args.case not in s["cases"]:
+        raise Refused(f"series {sid} has no case {args.case!r}; its {len(s['cases'])} cases include "
+                      f"{', '.join(s['cases'][:8])}{', ...' if len(s['cases']) > 8 else ''}")
+    if args.variant is not None and args.variant not in s["variants"]:
+        raise Refused(f"series {sid} has no variant {args.variant!r}; its variants: {', '.join(s['variants'])}")
+    if args.repeat is not None and not 1 <= args.repeat <= s["repeats"]:
+        raise Refused(f"series {sid} has repeats 1 to {s['repeats']}, not {args.repeat}")
+    query = ("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND case_name = ? AND state = 'finished'"
+             + (" AND variant_id = ?" if args.variant is not None else "")
+             + (" AND repeat = ?" if args.repeat is not None else ""))
+    params = [sid, args.case] + [p for p in (args.variant, args.repeat) if p is not None]
+    records = [json.loads(r) for (r,) in store._conn.execute(query, params)]
+    order = {v: i for i, v in enumerate(s["variants"])}
+    records.sort(key=lambda r: (order.get(r["variant"], len(order)), r["repeat"]))
+    if not records:
+        raise Refused(f"series {sid} has no finished attempt of case {args.case!r}"
+                      + (f" variant {args.variant}" if args.variant is not None else "")
+                      + (f" repeat {args.repeat}" if args.repeat is not None else ""))
+    if held_out:       # on stderr too, so that it is seen when the JSON goes to a file
+        print(f"revealing held-out data of series {sid}, case {args.case}, as asked with --reveal: "
+              f"do not tune the flow to what it shows", file=sys.stderr if args.format == "json" else sys.stdout)
+    if args.format == "json":
+        print(json.dumps(records, ensure_ascii=False, indent=1, default=str))
+        return 0
+    from ..report.attempt_text import attempt_lines
+    print(f"series {sid}: case {args.case}, {len(records)} attempt{'s' if len(records) != 1 else ''}")
+    for record in records:
+        print()
+        print("\n".join(attempt_lines(record)))
+    return 0
+
+
+def _show_series(store: Store, s: dict) -> int:
+    done, total = _counts(store, s)
+    spent = series_spend(store, s["series_id"])
+    print(f"series {s['series_id']}")
+    print(f"  experiment {s['experiment_id']} on {s['split']}, status {s['status']}")
+    print(f"  attempts {done}/{total} ({len(s['cases'])} cases × {s['repeats']} repeats × "
+          f"{len(s['variants'])} variants)")
+    print(f"  spend {spent.text(s.get('cap_usd'))}" + (f", {spent.running} running" if spent.running else ""))
+    if s.get("project_cap_usd") is not None:
+        print(f"  project cap ${float(s['project_cap_usd']):.2f} ({s.get('project_cap_source')})")
+    if s.get("approved_by"):
+        print(f"  approved by {s['approved_by']}")
+    if s["status"] == "awaiting_approval":
+        print(f"  {pause_text(s['series_id'], s, spent)}")
+    verdict = s.get("verdict")
+    if verdict and verdict.get("state"):
+        print(f"  verdict {verdict['state']} ({verdict.get('reason') or '-'}): {verdict['text']}")
+    elif verdict:
+        print(f"  no verdict: {verdict['text']}")
+    outcomes = _outcomes(store, s["series_id"])
+    if outcomes:
+        print("  outcomes " + ", ".join(f"{k} {n}" for k, n in outcomes))
+    if s["split"] == "holdout":
+        print(f"  {HELD_OUT_REFUSAL}")
+    else:
+        print("  --case NAME prints one case's attempts with their full traces")
+    return 0
+
+
+def _outcomes(store: Store, series_id: str) -> list[tuple[str, int]]:
+    """How many finished attempts ended in each outcome: an aggregate, shown for held-out series too."""
+    return store._conn.execute("SELECT outcome, COUNT(*) FROM aqven_series_attempts WHERE series_id = ? AND "
+                               "state = 'finished' GROUP BY outcome ORDER BY COUNT(*) DESC, outcome",
+                               (series_id,)).fetchall()
 
 
 def run_approve(args) -> int:

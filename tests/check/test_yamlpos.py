@@ -12,6 +12,7 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
 from pytest_aqven.check.diagnostics import Diagnostic, DiagnosticError
+from pytest_aqven.project import yamlpos
 from pytest_aqven.project.yamlpos import MAX_DEPTH, parse_yaml
 
 from .showcase import FILES
@@ -96,11 +97,12 @@ def oracle(text: str, file: str, loader) -> tuple[object, dict] | Diagnostic:
 
 
 def expected(text: str):
-    """As the reader promises: libyaml when PyYAML has it, a syntax error read again by the Python parser."""
+    """As the reader promises: libyaml when PyYAML has it, a syntax error read again by the Python parser
+    (a value the constructor rejects is not a syntax error)."""
     fast = getattr(yaml, "CSafeLoader", None)
     if fast is not None:
         got = oracle(text, "f.yaml", fast)
-        if not (isinstance(got, Diagnostic) and got.code == "E_YAML_SYNTAX"):
+        if not (isinstance(got, Diagnostic) and got.code == "E_YAML_SYNTAX") or got.message.startswith("invalid YAML value"):
             return got
     return oracle(text, "f.yaml", yaml.SafeLoader)
 
@@ -173,12 +175,71 @@ def test_mutated_project_files_read_as_the_oracle_reads_them():
 
 def test_a_long_list_keeps_every_position():
     text = "cases:\n" + "".join(f"- name: c{i}\n  inputs: {{text: t{i}}}\n  expected_output:\n    label: x\n"
-                                   for i in range(3000))
+                                   for i in range(1000))
     doc = parse_yaml(text, "d.yaml")
-    for i in (0, 17, 1234, 2999):
+    for i in (0, 17, 345, 999):
         assert doc.pos(("cases", i)) == (2 + 4 * i, 3)        # the item is its mapping, after "- "
         assert doc.pos(("cases", i, "inputs", "text")) == (3 + 4 * i, 12)
         assert doc.pos(("cases", i, "expected_output", "label")) == (5 + 4 * i, 5)
         assert doc.pos(("cases", i, "metadata")) == (2 + 4 * i, 3)
-    assert doc.pos(("cases", 3000)) == (1, 1)
+    assert doc.pos(("cases", 1000)) == (1, 1)
     same_as_oracle(text)
+
+
+def _long(i: int) -> str:
+    return f"- name: c{i}\n  inputs: {{text: 't{i}'}}\n  expected_output:\n    label: x\n"
+
+
+def expected_large(text: str, limit: int):
+    """`expected` for a file larger than the reader's REREAD_LIMIT: the Python parser's words only for an
+    error at or before libyaml's line, when the lines up to two past it fit within the limit."""
+    fast = oracle(text, "f.yaml", yaml.CSafeLoader)
+    if not isinstance(fast, Diagnostic) or fast.code != "E_YAML_SYNTAX" or fast.message.startswith("invalid YAML value"):
+        return fast
+    full = oracle(text, "f.yaml", yaml.SafeLoader)
+    if full.line is None:                            # the Python reader's check of every character
+        return full
+    reread = len("".join(text.splitlines(keepends=True)[: fast.line + 2]))
+    immediate = full.code == "E_YAML_DEPTH" or (full.code == "E_YAML_SYNTAX" and "YAML value" not in full.message)
+    return full if reread <= limit and immediate and full.line <= fast.line else fast
+
+
+@pytest.mark.skipif(getattr(yaml, "CSafeLoader", None) is None, reason="the limit applies to libyaml's errors")
+def test_errors_in_a_large_file_read_as_promised(monkeypatch):
+    rng = random.Random(7)
+    body = "".join(_long(i) for i in range(100))      # 400 lines: errors past the two lines read again
+    for _ in range(40):
+        at = rng.randrange(len(body))
+        text = "cases:\n" + body[:at] + rng.choice(BREAKERS) + body[at:]
+        limit = rng.choice([len(text) // 3, len(text) // 2, len(text) - 1])
+        monkeypatch.setattr(yamlpos, "REREAD_LIMIT", limit)
+        want = expected_large(text, limit)
+        try:
+            got = parse_yaml(text, "f.yaml")
+        except DiagnosticError as exc:
+            assert exc.diagnostics == [want], text
+        else:
+            assert got.data == want[0], text
+
+
+def test_a_syntax_error_in_a_large_file_is_read_again_only_up_to_where_it_is(monkeypatch):
+    """libyaml finds the error; the pure-Python parser words it from the lines up to it, not the whole file."""
+    read = []
+    python_loader = yaml.SafeLoader
+
+    class Spy(python_loader):
+        def __init__(self, stream):
+            read.append(len(stream))
+            super().__init__(stream)
+
+    body = "".join(_long(i) for i in range(5000))
+    text = "cases:\n" + _long(0) + "- name: [oops\n" + body
+    monkeypatch.setattr(yamlpos, "REREAD_LIMIT", 10_000)
+    monkeypatch.setattr(yaml, "SafeLoader", Spy)
+    with pytest.raises(DiagnosticError) as raised:
+        parse_yaml(text, "f.yaml")
+    monkeypatch.setattr(yaml, "SafeLoader", python_loader)
+    assert raised.value.diagnostics == [expected(text)]
+    assert raised.value.diagnostics[0].line == 7
+    if getattr(yaml, "CSafeLoader", None) is not None:
+        assert read and max(read) < 1000 < len(text)
