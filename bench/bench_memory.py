@@ -1,6 +1,8 @@
 """Memory against the number of attempts: peak RSS of a session of 100,000 attempts against one of 10,000
-(one trivial code node; 1 variant × N cases × 20 repeats), side by side (target: at most 1.2x,
-docs/performance.md). Each run starts from an empty database.
+(one trivial code node; 1 variant × N cases × 20 repeats), side by side with plain pytest running as many
+trivial parametrized tests (target: at most 1.2x, docs/performance.md). pytest itself keeps every item
+and every report to the end of a session, so plain pytest grows too: what the plugin adds is the
+difference, and that is what has to stay flat. Each run starts from an empty database.
 
     python bench/bench_memory.py [--small 10000] [--large 100000] [--rounds 1]
 """
@@ -14,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import projects  # noqa: E402
 from bench_attempts import fresh  # noqa: E402
-from sidebyside import compare, report  # noqa: E402
+from sidebyside import compare, median, pytest_cmd, report  # noqa: E402
 
 REPEATS = 20
 
@@ -25,15 +27,28 @@ def main() -> None:
     ap.add_argument("--large", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
+    sizes = (args.small, args.large)
     with tempfile.TemporaryDirectory() as tmp:
-        for n in (args.small, args.large):
+        commands = {}
+        for n in sizes:
             projects.write(Path(tmp, f"p{n}"), cases=n // REPEATS, repeats=REPEATS)
-        runs = compare({f"{args.large} attempts": fresh(f"p{args.large}"),
-                        f"{args.small} attempts": fresh(f"p{args.small}")}, rounds=args.rounds, warmup=0, cwd=tmp)
+            projects.plain_tests(Path(tmp, f"test_plain_{n}.py"), n)
+            commands[f"{n} attempts"] = fresh(f"p{n}")
+            commands[f"{n} trivial tests"] = pytest_cmd(f"test_plain_{n}.py")
+        runs = compare(commands, rounds=args.rounds, warmup=0, cwd=tmp)
     print(f"peak RSS, one code node, {REPEATS} repeats; medians of {args.rounds}:")
-    report(runs, against=f"{args.small} attempts")
-    large, small = (sorted(r.rss_mb for r in runs[k])[len(runs[k]) // 2] for k in runs)
-    print(f"peak RSS ratio x{large / small:.2f}")
+    for n in sizes:
+        report({k: runs[k] for k in (f"{n} attempts", f"{n} trivial tests")}, against=f"{n} trivial tests")
+    rss = {k: median(v, "rss_mb") for k, v in runs.items()}
+    small, large = args.small, args.large
+    extra = {n: rss[f"{n} attempts"] - rss[f"{n} trivial tests"] for n in sizes}
+    print(f"attempts: {rss[f'{large} attempts']:.0f} MB against {rss[f'{small} attempts']:.0f} MB, "
+          f"x{rss[f'{large} attempts'] / rss[f'{small} attempts']:.2f}")
+    print(f"plain pytest: {rss[f'{large} trivial tests']:.0f} MB against {rss[f'{small} trivial tests']:.0f} MB, "
+          f"x{rss[f'{large} trivial tests'] / rss[f'{small} trivial tests']:.2f}")
+    print(f"what the plugin adds: {extra[large]:.0f} MB at {large} against {extra[small]:.0f} MB at {small} "
+          f"(x{extra[large] / extra[small]:.2f}; growth {extra[large] - extra[small]:+.0f} MB for "
+          f"{large - small} more attempts)")
 
 
 if __name__ == "__main__":

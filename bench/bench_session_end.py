@@ -60,6 +60,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         projects.write(Path(tmp, "proj"), kind="agents", cases=args.cases, repeats=args.repeats,
                        variants=args.variants, split="holdout")
+        # $0.0002 a call: 12,000 attempts would pause near the default $1 cap before the session end
+        with Path(tmp, "proj", "aqven.yaml").open("a") as f:
+            f.write('research:\n  spend_cap_usd: "1000"\n')
         Path(tmp, "sessiontimer.py").write_text(TIMER)
         times = Path(tmp, "times.json")
         env = {**os.environ, "PYTHONPATH": tmp, "BENCH_TIMES": str(times)}

@@ -10,7 +10,6 @@ from .check.rules import check_project, internal_error
 from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
-from .experiments.support import runtime_gaps
 from .project.loader import Project, load_project
 from .report import attempts
 from .series.cap import CapError, series_cap
@@ -92,13 +91,6 @@ class ExperimentFile(pytest.File):
         if errors:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
-        try:
-            gaps = runtime_gaps(lp.project, experiment)
-        except Exception as exc:  # a bug of the gate: a collection error with its message, never a traceback
-            gaps = [internal_error(lp.project.rel(experiment.file), "looking for what this engine cannot run", exc)]
-        if gaps:
-            self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
-            raise self.CollectError(_render(gaps))
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         try:
@@ -130,8 +122,18 @@ def launch_plans(session: pytest.Session) -> list:
 
 class VariantNode(pytest.Collector):
     def collect(self):
-        for case in self.parent.series.plan.cases:
-            yield CaseNode.from_parent(self, name=case.name, case=case)
+        series = self.parent.series
+        for case in series.plan.cases:
+            yield CaseNode.from_parent(self, name=node_name(series, case.name), case=case)
+
+
+def node_name(series: SeriesRun, case: str) -> str:
+    """A held-out case is never shown by name, so its node is named by the salted key its finding uses."""
+    if series.plan.split != "holdout":
+        return case
+    from .stats.evidence import case_key
+    from .stats.model import experiment_salt
+    return "case-" + case_key(experiment_salt(series.project.package, series.experiment.id), case)
 
 
 class CaseNode(pytest.Collector):
@@ -159,6 +161,11 @@ class AttemptItem(pytest.Item):
 
     def schedule(self, scheduler):
         return scheduler.submit(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
+
+    def forget(self, scheduler) -> None:
+        """After its reports: its record, the scheduler's job and trace go (memory flat in attempts)."""
+        scheduler.forget(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
+        self.record = self.details = None
 
     def runtest(self) -> None:
         file = self.experiment_file

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections import defaultdict
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from .report.progress import Progress
 if TYPE_CHECKING:
     from .project.loader import Project
     from .series.conclude import Conclusion
+    from .series.tally import SeriesTally
 
 FAILING = ("refuted", "inconclusive", "invalid")
 PROJECT_FILE = "aqven.yaml"     # project.loader.PROJECT_FILE, without importing the loader
@@ -98,6 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                or config.getini("aqven_intervals"))
     config.pluginmanager.register(reporter, "aqven-verdicts")
     config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
+    config.pluginmanager.register(Release(), "aqven-release")
     if config.pluginmanager.hasplugin("html"):
         from .report.html import HtmlReport
 
@@ -229,6 +230,41 @@ def _upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
 _POSITIONS = pytest.StashKey[dict]()
 
 
+class Release:
+    """Memory flat in the number of attempts: pytest keeps every item and every report to the end of the
+    session, so once an attempt reported, its record, details and trace leave them (the VerdictReporter
+    folded the record into its tallies)."""
+
+    def __init__(self):
+        self.unread: dict[str, pytest.TestReport] = {}     # call reports whose teardown report is still to come
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+        """Once an attempt reported, nothing of it stays on the item or in the scheduler (pytest keeps both)."""
+        try:
+            return (yield)
+        finally:
+            collect = _collect_module()
+            sched = item.config.stash.get(collect.SCHEDULER, None) if collect else None
+            if sched is not None and isinstance(item, collect.AttemptItem):
+                item.forget(sched)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport):
+        """An attempt's record and details leave its call report once its teardown report was seen by every
+        reporter (pytest-html reads them then): pytest keeps every report to the end of the session."""
+        try:
+            return (yield)
+        finally:
+            if report.when == "call" and hasattr(report, "aqven_attempt"):
+                self.unread[report.nodeid] = report
+            elif report.when == "teardown":
+                done = self.unread.pop(report.nodeid, None)
+                if done is not None:
+                    done.__dict__.pop("aqven_attempt", None)
+                    done.__dict__.pop("aqven_details", None)
+
+
 class StopWatch:
     """-x / --maxfail decided to stop (pytest sets shouldfail in its own pytest_runtest_logreport, which runs
     before this trylast one): stop at once, so the verdicts decided after the loop see a cancelled series."""
@@ -262,8 +298,8 @@ def _stop(session: pytest.Session, why: str | None) -> None:
     if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
         from .series.db import Store
         from .series.ledger import cancel
-        for series_id, by_attempt in reporter.records.items():
-            store = Store(Path(next(iter(by_attempt.values()))["root"]))
+        for series_id, tally in reporter.tallies.items():
+            store = Store(Path(tally.root))
             try:
                 cancel(store, series_id, why)
             finally:
@@ -294,21 +330,20 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     return report
 
 
-def _series_spend(tr, records: dict) -> None:
+def _series_spend(tr, tallies: dict[str, SeriesTally]) -> None:
     """Per series this run reported: what ran, what was reused, and the spend against the cap."""
     from .series.db import Store
     from .series.ledger import series_spend
     lines = []
-    for series_id, by_attempt in records.items():
-        first = next(iter(by_attempt.values()))
-        reused = sum(1 for r in by_attempt.values() if r.get("reused"))
-        store = Store(Path(first["root"]))
+    for series_id, tally in tallies.items():
+        reused = tally.reused
+        store = Store(Path(tally.root))
         try:
             series = store.series(series_id) or {}
             spent = series_spend(store, series_id)
         finally:
             store.close()
-        lines.append(f"{first['experiment']} series {series_id}: {len(by_attempt) - reused} attempts ran, "
+        lines.append(f"{tally.experiment} series {series_id}: {tally.done - reused} attempts ran, "
                      f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
     if lines:
         tr.write_sep("=", "aqven series")
@@ -367,8 +402,9 @@ class VerdictReporter:
         self.config = config
         self.fail_on = fail_on
         self.family = family
-        # series id -> attempt (variant, case, repeat) -> its record: one record per attempt, however reported
-        self.records: dict[str, dict[tuple, dict]] = defaultdict(dict)
+        # series id -> its attempts folded as they were reported (one per attempt, however reported); the
+        # records themselves are dropped, but for a look's (its table shows them)
+        self.tallies: dict[str, SeriesTally] = {}
         self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
         self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
         self.entries: list[dict] = []                             # each series as data (report/data.py)
@@ -395,12 +431,12 @@ class VerdictReporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "aqven_attempt", None)
         if record is not None and not self.is_worker:
-            if not self.records:
+            if not self.tallies:
                 _import_in_background(DECIDING)
-            key = (record["variant"], record["case"], record["repeat"])
-            new = key not in self.records[record["series_id"]]
-            self.records[record["series_id"]][key] = record
-            if new:
+            tally = self.tallies.get(record["series_id"])
+            if tally is None:
+                tally = self.tallies[record["series_id"]] = _tally_for(record)
+            if tally.add(record):
                 self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
                 self.progress.attempt(record)
         if report.when == "call" and not self.is_worker:
@@ -416,38 +452,37 @@ class VerdictReporter:
         flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
         if flush_all is not None:
             flush_all()
-        if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.records:
+        if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.tallies:
             return result
         from .project.loader import load_project
         # the project collection loaded (an xdist controller collects nothing: it loads it once); the end
         # snapshot hashes the input files as they are now, so a file changed during the run still shows
         collected = self.config.stash.get(_collect_module().PROJECTS, {}) if _collect_module() else {}
         projects: dict[str, Project] = {}
-        for series_id, by_attempt in sorted(self.records.items(),
-                                            key=lambda kv: next(iter(kv[1].values()))["file_nodeid"]):
-            records = list(by_attempt.values())
-            root = records[0]["root"]
+        for series_id, tally in sorted(self.tallies.items(), key=lambda kv: kv[1].file_nodeid):
+            root = tally.root
             if root not in projects:
                 lp = collected.get(Path(root))
                 projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
-            self._report(session, projects[root], series_id, records)
-            experiment = projects[root].experiments.get(records[0]["experiment"])
-            if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look":
-                self.looks.append((experiment.id, records[0]["split"], records,
+            self._report(session, projects[root], series_id, tally)
+            experiment = projects[root].experiments.get(tally.experiment)
+            if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look" \
+                    and tally.records is not None:
+                self.looks.append((experiment.id, tally.split, tally.records,
                                    {c.id: c.kind for c in experiment.spec.checks}))
         return result
 
-    def _report(self, session: pytest.Session, project: Project, series_id: str, records: list[dict]) -> None:
+    def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally) -> None:
         from .findings.files import FindingsRefused
         from .series.conclude import conclude
         from .series.findings import write_finding_for
-        file_nodeid = records[0]["file_nodeid"]
+        file_nodeid = tally.file_nodeid
         refused = None
         try:
-            conclusion = conclude(project, series_id, records, family=self.family)
+            conclusion = conclude(project, series_id, tally, family=self.family)
             if conclusion.verdict is not None:
                 try:
-                    conclusion.finding = write_finding_for(project, conclusion, records)
+                    conclusion.finding = write_finding_for(project, conclusion)
                 except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten
                     refused = exc
         except Exception as exc:  # our bug: the verdict test fails with its message, the session goes on
@@ -456,7 +491,7 @@ class VerdictReporter:
             return
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         from .report import data, junit
-        entry = self._entry(project, conclusion, records)
+        entry = self._entry(project, conclusion, tally)
         self.entries.append(entry)
         self.config.hook.pytest_aqven_verdict(config=self.config, series=entry, verdict=entry["verdict"],
                                               cells=entry["cells"], finding_path=entry["finding_path"])
@@ -475,7 +510,7 @@ class VerdictReporter:
         section = f"verdict {data.state_word(conclusion)}: {text}" + (f"\nnext: {entry['next']}" if entry["next"] else "")
         self._fire(session, file_nodeid, outcome, longrepr, junit.verdict_properties(entry), [("aqven verdict", section)])
 
-    def _entry(self, project: Project, conclusion: Conclusion, records: list[dict]) -> dict:
+    def _entry(self, project: Project, conclusion: Conclusion, tally: SeriesTally) -> dict:
         from .report import data
         from .series.db import Store
 
@@ -490,7 +525,7 @@ class VerdictReporter:
         plan = None
         if experiment and conclusion.state in ("refuted", "inconclusive", "signal"):
             plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, self.family))
-        return data.series_entry(conclusion, records, layout, float(project.spec.research.spend_cap_usd), plan)
+        return data.series_entry(conclusion, tally, layout, float(project.spec.research.spend_cap_usd), plan)
 
     def _fire(self, session: pytest.Session, file_nodeid: str, outcome: str, longrepr, props: list,
               sections: list | None = None) -> None:
@@ -566,8 +601,8 @@ class VerdictReporter:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
             from .report import terminal
-            if self.records:
-                _series_spend(terminalreporter, self.records)
+            if self.tallies:
+                _series_spend(terminalreporter, self.tallies)
             collect = _collect_module()
             terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
                                   self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
@@ -582,6 +617,31 @@ class VerdictReporter:
 # what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
 # thread from the first attempt record on, while the attempts run, so the session end only decides
 DECIDING = ("series.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "series.findings")
+
+
+def _tally_for(record: dict) -> SeriesTally:
+    """A new series' tally; a look's keeps its records (the question kind is in the series' database row;
+    unknown: kept too)."""
+    from .series.tally import SeriesTally
+
+    kind = _question_kind(record["root"], record["series_id"])
+    return SeriesTally(record["series_id"], record["root"], record["file_nodeid"], record["experiment"],
+                       record["split"], keep_records=kind in ("look", None))
+
+
+def _question_kind(root: str, series_id: str) -> str | None:
+    import sqlite3
+
+    path = Path(root, ".aqven", "aqven.sqlite")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+        try:
+            row = conn.execute("SELECT question FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
 
 
 def _import_in_background(modules: tuple[str, ...]) -> None:

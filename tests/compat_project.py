@@ -26,6 +26,9 @@ FILES: dict[str, str] = {
             retention: "zero"
           limits:
             rpm: 120
+          on_rate_limit: "fixed"
+          retry_wait_seconds: 2
+          retry_attempts: 3
         policies:
           pii:
             mask_in_traces: true

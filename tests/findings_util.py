@@ -61,7 +61,7 @@ def held_out(root: Path, experiment: str = "rate_ok", passed=passes_with(0.97)) 
 def decide_and_publish(root: Path, series_id: str, records: list[dict]):
     project = load_project(root)
     conclusion = conclude(project, series_id, records)
-    conclusion.finding = write_finding_for(project, conclusion, records)
+    conclusion.finding = write_finding_for(project, conclusion)
     return conclusion
 
 

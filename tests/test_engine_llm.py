@@ -254,6 +254,30 @@ def test_inference_checks_are_scored_with_the_experiment_evaluators(tmp_path, on
         assert outcome_of(code) == "model_fail"
 
 
+def test_a_judge_check_of_an_inference_grades_each_answer_and_asks_again(tmp_path):
+    """checks: [{inference, agent}] inside an inference: the judge's inputs bind by name to the node's in and out,
+    a score under the threshold sends its rationale back to the model; the judge's calls are the attempt's."""
+    script = {"bot": [{"text": '{"reply": "no", "ids": []}'}, {"text": '{"reply": "yes please", "ids": []}'}],
+              "grader": [{"text": '{"rationale": "too curt", "score": 0.2}'},
+                         {"text": '{"rationale": "kind", "score": 0.9}'}]}
+    checks = [{"inference": "grade", "agent": "judge", "on_fail": "retry", "threshold": 0.8}]
+    extra = {"agents/judge.yaml": agent("fake:grader"),
+             "flows/grade.inference.yaml": inference({"text": "Text", "reply": "Text"},
+                                                     {"rationale": "Text", "score": "Float"}),
+             "flows/grade.prompt.md": "Grade the reply."}
+    p = project(tmp_path, "judgechk", script=script, inf_extra={"checks": checks}, extra_files=extra)
+    result = run(p, "qa", ASK)
+    assert result.error is None, result.error
+    requests = seen("judgechk")
+    grades = [r for r in requests if r.model == "grader"]
+    assert len(grades) == 2 and "no" in grades[0].messages[-1].content and ASK["text"] in grades[0].messages[-1].content
+    answer = result.nodes[0]
+    assert [(c.passed, c.reason) for c in answer.checks] == [(False, "too curt"), (True, "kind")]
+    assert "check judge grade (judge) failed: too curt" in [r for r in requests if r.model == "bot"][1].messages[-1].content
+    assert [n.node for n in result.nodes].count("answer__check1_grade") == 2
+    assert result.cost_usd == pytest.approx(0.004) and result.output == {"reply": "yes please"}
+
+
 PY_PROMPT = '''
 from types import SimpleNamespace
 

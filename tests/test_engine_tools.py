@@ -1,6 +1,11 @@
 """Tool nodes and agent tools: Python function tools (sync and async), the model's tool calls with their
-results going back, approvals answered from the case or refused, and MCP tools over stdio."""
+results going back, approvals answered from the case or refused, and MCP tools over stdio and streamable HTTP."""
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,6 +144,33 @@ def test_approval_of_a_tool_call_is_answered_from_the_case_or_refused(tmp_path, 
         assert result.nodes[0].detail["tool_calls"][1]["error"] == "refused"
 
 
+def test_a_subagent_answers_the_agent_as_a_tool_and_its_call_is_the_attempts(tmp_path):
+    """The resolver delegates to its researcher: the model calls the subagent with the inference's inputs, the
+    researcher's agent answers the inference, its output goes back; its model call is traced and paid."""
+    script = {"bot": [{"tool_calls": [{"id": "s1", "name": "research_policy", "arguments": {"topic": "refunds"}}]},
+                      {"text": '{"reply": "done"}'}],
+              "scholar": [{"text": '{"policy": "refunds within 30 days"}'}]}
+    extra = {"agents/researcher.yaml": agent("fake:scholar"),
+             "flows/research.inference.yaml": inference({"topic": "Text"}, {"policy": "Text"}),
+             "flows/research.prompt.md": "Find the policy."}
+    p = agent_project(tmp_path, "subagents", script=script, extra_files=extra)
+    bot = tmp_path / "agents/bot.yaml"
+    bot.write_text(bot.read_text().replace("tools:\n- lookup\n- credit\n", "subagents:\n- name: research_policy\n"
+                                           "  description: Finds the policy that applies\n  agent: researcher\n"
+                                           "  inference: research\n"))
+    result = run(load(tmp_path), "qa", {"text": "refund A7"})
+    assert result.error is None, result.error
+    first, sub, last = seen("subagents")
+    assert [(t.name, t.description) for t in first.tools] == [("research_policy", "Finds the policy that applies")]
+    assert first.tools[0].parameters["required"] == ["topic"]
+    assert sub.model == "scholar" and "refunds" in sub.messages[-1].content
+    (message,) = [m for m in last.messages if m.role == "tool"]
+    assert json.loads(message.content) == {"policy": "refunds within 30 days"}
+    nested = next(n for n in result.nodes if n.node == "answer__research_policy")
+    assert nested.parent == "answer" and nested.model == "fake:scholar" and nested.output == json.loads(message.content)
+    assert result.cost_usd == pytest.approx(0.003)                # two calls of the bot and one of the researcher
+
+
 def test_invalid_tool_arguments_go_back_to_the_model(tmp_path):
     script = {"bot": [{"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"order": "A7"}}]},
                       {"text": '{"reply": "done"}'}]}
@@ -197,15 +229,48 @@ def test_an_mcp_tool_error_is_the_nodes_error(tmp_path):
     assert result.error.code == "code_invalid" and "MCP tool tiny.fail failed" in result.error.message
 
 
-def test_only_stdio_mcp_servers_run_the_others_are_named_at_collection(tmp_path):
-    from pytest_aqven.experiments.support import _http_servers
+@pytest.fixture
+def http_mcp(monkeypatch):
+    """The tiny server over streamable HTTP on 127.0.0.1, answering only requests with its token."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "tiny-token-7319"
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], env={**os.environ, "TINY_TOKEN": token})
+    deadline = time.time() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert proc.poll() is None and time.time() < deadline, "the MCP server did not start"
+            time.sleep(0.1)
+    yield port, token
+    proc.terminate()
+    proc.wait(timeout=10)
 
+
+def test_mcp_tools_over_streamable_http_with_a_secret_header(tmp_path, http_mcp, monkeypatch):
+    port, token = http_mcp
     far = {"apiVersion": "aqven/v1", "kind": "McpServer", "description": "far", "transport": "streamable_http",
-           "url": "https://mcp.example/tools"}
-    p = load(write(tmp_path, {**mcp_files(), "mcp/far.yaml": far}, "mcpgate"))
-    (diag,) = _http_servers(p, ["far", "tiny", "far"])
-    assert (diag.code, diag.file, diag.line) == ("E_RUNTIME_UNSUPPORTED", "mcp/far.yaml", 4)
-    assert "streamable_http servers are not run yet" in diag.message
+           "url": f"http://127.0.0.1:{port}/mcp", "headers": [{"name": "X-Token", "value": "ref:env/TINY_KEY"}]}
+    files = {"mcp/far.yaml": far,
+             "tools/remote_lookup.yaml": {"apiVersion": "aqven/v1", "kind": "Tool", "description": "Order status",
+                                          "effect": "read", "mcp": {"server": "far", "tool": "lookup_order"}},
+             "flows/t/flow.yaml": flow(["look"], {"text": "$look.out.status"}),
+             "flows/t/nodes/look/look.node.yaml": node("tool", tool="remote_lookup",
+                                                       in_=[{"name": "order_id", "from": "$input.text"}])}
+    root = write(tmp_path, files, "mcphttp")
+    monkeypatch.delenv("TINY_KEY", raising=False)
+    result = run(load(root), "t", {"text": "A9"})
+    assert result.error.code == "provider_key_missing" and "TINY_KEY" in result.error.message
+    (root / ".env").write_text("TINY_KEY=wrong-token-0000\n")
+    result = run(load(root), "t", {"text": "A9"})
+    assert result.error.code == "provider_error" and "MCP server far" in result.error.message
+    monkeypatch.setenv("TINY_KEY", token)                      # the environment wins over .env
+    result = run(load(root), "t", {"text": "A9"})
+    assert result.error is None, result.error
+    assert result.nodes[0].output == {"order_id": "A9", "status": "shipped"}
 
 
 def test_a_stdio_server_needs_its_command(tmp_path):

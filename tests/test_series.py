@@ -30,6 +30,7 @@ from pathlib import Path
 from pytest_aqven import ModelRequest, ModelResponse
 
 CALLS = Path(__file__).parent / "calls.log"
+GO = Path(__file__).parent / "go"
 
 
 async def complete(request: ModelRequest) -> ModelResponse:
@@ -37,17 +38,21 @@ async def complete(request: ModelRequest) -> ModelResponse:
     await asyncio.sleep({sleep})
     with open(CALLS, "a") as f:          # one short append per paid call: atomic across processes
         f.write(f"{{a.variant}}|{{a.case}}|{{a.repeat}}|{{os.getpid()}}\\n")
+    # from the {gate}th call on, answers wait for the test's "go": a kill then always meets attempts in flight
+    while {gate} and len(CALLS.read_text().splitlines()) >= {gate} and not GO.exists():
+        await asyncio.sleep(0.02)
     return ModelResponse(text={answer!r}, tokens_in=10, tokens_out=3, cost_usd={cost})
 '''
 
 
 def make(path: Path, *, cases: int = 80, cost: float | None = 0.01, sleep: float = 0.0, cap: float | None = None,
-         repeats: int = 1, extra: str = "", answer: str = '{"label": "positive"}', files: dict | None = None) -> Path:
+         repeats: int = 1, extra: str = "", answer: str = '{"label": "positive"}', files: dict | None = None,
+         gate: int = 0) -> Path:
     root = path / "proj"
     aqven = projects.FILES["aqven.yaml"].rstrip(" ")
     if cap is not None:
         aqven += f"        research:\n          spend_cap_usd: {cap}\n"
-    projects.write(root, {"aqven.yaml": aqven, "provider.py": PROVIDER.format(sleep=sleep, cost=cost, answer=answer),
+    projects.write(root, {"aqven.yaml": aqven, "provider.py": PROVIDER.format(sleep=sleep, cost=cost, answer=answer, gate=gate),
                           **projects.dataset(projects.cases(cases)),
                           **projects.experiment(repeats=repeats, extra=extra), **(files or {})}, package=PACKAGE)
     return root
@@ -298,23 +303,35 @@ def _resumes_without_rerunning(root: Path, cwd: Path, killed: list) -> None:
     assert db(root).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+def wait_for_finished(root: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until some attempt is committed (group commit writes within 100 ms) while later answers are held."""
+    deadline = time.time() + timeout
+    while not (root / ".aqven" / "aqven.sqlite").exists() or not finished(root):
+        assert proc.poll() is None and time.time() < deadline, "no attempt finished"
+        time.sleep(0.05)
+
+
 def test_kill_9_of_the_runner_mid_series_then_the_same_command_resumes(pytester):
-    root = make(pytester.path, sleep=0.1)
+    root = make(pytester.path, sleep=0.1, gate=10)
     proc = subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_calls(root, 10, proc)
+    wait_for_finished(root, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    (root / "go").touch()
     _resumes_without_rerunning(root, pytester.path, [proc.pid])
 
 
 def test_kill_9_of_an_xdist_worker_mid_series_then_the_same_command_resumes(pytester):
-    root = make(pytester.path, sleep=0.1)
+    root = make(pytester.path, sleep=0.1, gate=10)
     proc = subprocess.Popen(pytest_cmd("-n", "2", "--aqven-concurrency", "4"), cwd=pytester.path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_calls(root, 10, proc)
+    wait_for_finished(root, proc)
     workers = {int(l.split("|")[3]) for l in (root / "calls.log").read_text().splitlines()}
     os.kill(sorted(workers)[0], signal.SIGKILL)
+    (root / "go").touch()
     proc.wait(timeout=300)
     _resumes_without_rerunning(root, pytester.path, sorted(workers)[:1])
 

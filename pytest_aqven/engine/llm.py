@@ -32,6 +32,33 @@ def errors_text(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
 
 
+def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, description: str,
+                   returns: list[dict] | None = None):
+    """An inference with an agent as a one-node flow of an llm node (a judge, a subagent), so it runs exactly
+    as any llm node: prompt, output mode, retries, provider, pricing and trace. LookupError: what is missing."""
+    from ..project.loader import Flow, Node, inference_path, load_inference
+
+    found = inference_path(project, stem)
+    if found is None:
+        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in the project")
+    sink: list = []
+    inference, doc = load_inference(project, stem, sink)
+    if inference is None:
+        raise LookupError(f"inference {stem} does not load: " + "; ".join(d.message for d in sink))
+    prompt = found.parent / f"{stem}.prompt.md"
+    if not prompt.is_file() and inference.prompt is None:
+        raise LookupError(f"inference {stem} has no prompt file {prompt.name}")
+    llm = specs.LlmNode.model_validate({
+        "apiVersion": "aqven/v1", "kind": "Node", "node": "llm", "description": description, "agent": agent,
+        "inference": stem, "in": [{"name": f.name, "from": f"$input.{f.name}"} for f in inference.in_]})
+    node = Node(node_id, llm, doc, found, inference, doc, prompt if prompt.is_file() else None)
+    flow_spec = specs.FlowSpec.model_validate({
+        "apiVersion": "aqven/v1", "kind": "Flow", "description": description, "input": "Any", "output": "Any",
+        "order": [node_id],
+        "returns": returns or [{"name": f.name, "from": f"${node_id}.out.{f.name}"} for f in inference.out]})
+    return Flow(flow_id, flow_spec, doc, found.parent, {node_id: node})
+
+
 def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) -> str | None:
     text = agent.instructions
     if not text:
@@ -101,7 +128,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     checks = compile_checks(runner, node, node_id, inference)
     from . import tools as agent_tools
 
-    tools = await agent_tools.for_agent(runner, agent, node, node_id)
+    tools = await agent_tools.for_agent(runner, agent, node, node_id, frame)
     address = frame.address.at(node_id).node
     settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
     settings.update(agent.settings.provider_options)
@@ -153,8 +180,8 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
             if problem is None:
                 problem = check_allowed(value, inference, allowed)
             if problem is None:
-                problem = await run_checks(runner, node, node_id, checks, value, out_model, in_model, inputs,
-                                           answers, trace)
+                problem = await run_checks(runner, frame, node, node_id, checks, value, out_model, in_model,
+                                           inputs, answers, trace)
             if problem is None:
                 trace.detail["answered_by"] = model
                 return value
@@ -315,9 +342,15 @@ def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> l
                 model = params_model(fn, label)
             except CheckInvalid as exc:
                 raise RunError("E_POLICY_PARAMS", f"node {node_id}: {exc}") from None
-        else:
-            raise RunError("MODEL_FEATURE_UNSUPPORTED", f"node {node_id}: check {i + 1}: judge inference checks "
-                           "are not run by this version of pytest-aqven")
+        else:                       # a judge: the check's agent answers its inference, run as an llm node
+            label = f"judge {check.inference} ({check.agent})"
+            try:
+                fn = inference_flow(runner.project, f"aqven_check_{node_id}_{i + 1}", f"check{i + 1}_{check.inference}",
+                                    check.agent, check.inference, f"check {i + 1} of node {node_id}")
+            except LookupError as exc:
+                raise RunError("PLAN_MISSING", f"node {node_id}: check {label}: {exc}") from None
+            out.append(InferenceCheckRun(label, check, fn, None))
+            continue
         try:
             params = model.model_validate(check.with_ or {})
         except ValidationError as exc:
@@ -327,8 +360,34 @@ def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> l
     return out
 
 
-async def run_checks(runner: "Runner", node: "Node", node_id: str, checks: list[InferenceCheckRun], value: dict,
-                     out_model, in_model, inputs: dict, attempt: int, trace: "NodeTrace") -> Problem | None:
+async def run_judge(runner: "Runner", frame: "Frame", node_id: str, check: InferenceCheckRun, inputs: dict,
+                    value: dict):
+    """A judge check of an inference: its inputs bind by name to the in and out of the evaluated inference; it
+    passes when its score reaches the check's threshold (0.5 without one). Its calls are the attempt's."""
+    from collections import ChainMap
+
+    from ..experiments.evaluators import Verdict
+    from .runner import Assembly, Frame
+
+    flow = check.fn
+    (judge_id,) = flow.nodes
+    scope = {**inputs, **value}
+    bound = {f.name: scope.get(f.name) for f in flow.nodes[judge_id].inference.in_}
+    inner = Frame(Assembly(flow), ChainMap({"input": bound, "run.context": frame.values.get("run.context", {})}),
+                  frame.address.at(node_id), frame.depth + 1, frame.calls)
+    out = await runner.run_node(inner, judge_id)
+    score = out.get("score") if isinstance(out, dict) else None
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise RunError("check_failed", f"node {node_id}: check {check.label} returned no numeric score")
+    rationale = out.get("rationale") if isinstance(out.get("rationale"), str) else None
+    bound_at = check.spec.threshold if check.spec.threshold is not None else 0.5
+    return Verdict(passed=score >= bound_at, score=float(score),
+                   reason=rationale or f"score {score:g} against the threshold {bound_at:g}")
+
+
+async def run_checks(runner: "Runner", frame: "Frame", node: "Node", node_id: str, checks: list[InferenceCheckRun],
+                     value: dict, out_model, in_model, inputs: dict, attempt: int, trace: "NodeTrace"
+                     ) -> Problem | None:
     if not checks:
         return None
     from ..experiments.evaluators import EvalContext, Verdict
@@ -341,8 +400,11 @@ async def run_checks(runner: "Runner", node: "Node", node_id: str, checks: list[
     context = EvalContext(inputs=typed_in, metadata={"node": node_id}, attempt=attempt)
     retry, fail = [], []
     for check in checks:
-        verdict = await runner.call_user(check.fn, {}, node, f"node {node_id}: check {check.label}",
-                                         "E_POLICY_RAISED", args=(typed_out, context, check.params))
+        if check.spec.inference is not None:
+            verdict = await run_judge(runner, frame, node_id, check, inputs, value)
+        else:
+            verdict = await runner.call_user(check.fn, {}, node, f"node {node_id}: check {check.label}",
+                                             "E_POLICY_RAISED", args=(typed_out, context, check.params))
         if not isinstance(verdict, Verdict) and type(verdict).__name__ != "Verdict":
             raise RunError("E_POLICY_RAISED", f"node {node_id}: check {check.label} did not return a Verdict")
         passed = bool(verdict.passed)

@@ -3,34 +3,41 @@
 The decision objects follow AQVEN's contracts (aqven.policies): a join returns Wait / Done(values) /
 Fail(reason), a stop rule Continue / Stop(reason), a select rule an iteration index, an item-error rule
 Skip / Fail(reason) / Default(value). A user policy may return objects of any class with these names
-(AQVEN's own, or the compatibility module's): they are read by name and attributes."""
+(AQVEN's own when its engine package is installed; otherwise `aqven.policies` is these classes): they are
+read by name and attributes."""
 from __future__ import annotations
 
 import inspect
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import refs
 
 
-# --- decisions and states (AQVEN's shapes) --------------------------------------------------
+# --- decisions and states (AQVEN's shapes; generic, so user code may write JoinState[Draft]) ------
+T = TypeVar("T")
+O = TypeVar("O")
+
+
 @dataclass(frozen=True)
-class BranchResult:
+class BranchResult(Generic[T]):
     key: str
-    value: Any = None
+    value: T | None = None
     error: str | None = None
 
 
 @dataclass(frozen=True)
-class JoinState:
-    completed: tuple[BranchResult, ...]
+class JoinState(Generic[T]):
+    """What a parallel node's join sees: the finished branches and the keys still running."""
+    completed: tuple[BranchResult[T], ...]
     pending: tuple[str, ...]
 
     @property
-    def values(self) -> tuple:
+    def values(self) -> tuple[T, ...]:
+        """The outputs of the branches that succeeded (a branch may succeed with an empty output)."""
         return tuple(b.value for b in self.completed if b.error is None)
 
     @property
@@ -44,8 +51,8 @@ class Wait:
 
 
 @dataclass(frozen=True)
-class Done:
-    value: tuple
+class Done(Generic[T]):
+    value: tuple[T, ...]
 
 
 @dataclass(frozen=True)
@@ -69,8 +76,8 @@ class Skip:
 
 
 @dataclass(frozen=True)
-class Default:
-    value: Any
+class Default(Generic[O]):
+    value: O
 
 
 @dataclass(frozen=True)
@@ -82,12 +89,18 @@ class MapItemError:
 
 @dataclass(frozen=True)
 class LoopState:
+    """What a loop's stop and select policies see: the output documents of every pass so far."""
     iterations: tuple[dict, ...]     # per pass: {child id: {"out": output}}
 
     def read(self, path: str, iteration: int = -1) -> Any:
+        """The value at `path` ($iter.<node>.out...) in one pass (the last by default), or None."""
         if not self.iterations:
             return None
-        return refs.resolve(refs.parse(path), {"iter": self.iterations[iteration]})
+        try:
+            root, steps = refs.lex(path)
+        except refs.RefError:
+            return None
+        return refs.walk(self.iterations[iteration], steps) if root == "iter" else None
 
 
 # --- parameters -----------------------------------------------------------------------------

@@ -258,9 +258,6 @@ class Runner:
             entity = self.project.mcp_servers.get(server_id)
             if entity is None:
                 raise RunError("tool_unknown", f"node {node_id}: MCP server {server_id} does not exist in mcp/")
-            if entity.spec.transport != "stdio":
-                raise RunError("MODEL_FEATURE_UNSUPPORTED", f"node {node_id}: MCP server {server_id}: "
-                               f"{entity.spec.transport} servers are not run by this version of pytest-aqven")
             connection = self._mcp[server_id] = McpConnection(server_id, entity.spec, self.project.root)
             connection.opening = asyncio.ensure_future(connection.open(self.timeout(node)))
         await asyncio.shield(connection.opening)

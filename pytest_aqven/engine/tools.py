@@ -1,5 +1,6 @@
-"""Tools: Python function tools (`tools/<id>.yaml` with `run:`, sync or async) and MCP tools
-(`mcp: {server, tool}`, or every tool of an agent's `mcp_servers`) over stdio with the `mcp` package.
+"""Tools: Python function tools (`tools/<id>.yaml` with `run:`, sync or async), MCP tools (`mcp: {server,
+tool}`, or every tool of an agent's `mcp_servers`) over stdio or streamable HTTP with the `mcp` package, and
+an agent's subagents (another agent answering an inference).
 
 A tool node calls one tool as a flow step; an agent's tools are offered to the model, which asks for
 calls; each runs and its result goes back. A call of a tool under the agent's `approval` runs only when
@@ -20,7 +21,7 @@ from .trace import RunError
 
 if TYPE_CHECKING:
     from ..project.loader import Node
-    from .runner import Runner
+    from .runner import Frame, Runner
     from .trace import NodeTrace
 
 
@@ -69,8 +70,9 @@ async def tool(runner: "Runner", tool_id: str, node: "Node", node_id: str) -> To
     return Tool(tool_id, ToolDef(tool_id, spec.description, schema), run, in_model)
 
 
-async def for_agent(runner: "Runner", agent: specs.AgentSpec, node: "Node", node_id: str) -> dict[str, Tool]:
-    """Name -> tool for every tool of the agent and of its MCP servers."""
+async def for_agent(runner: "Runner", agent: specs.AgentSpec, node: "Node", node_id: str,
+                    frame: "Frame") -> dict[str, Tool]:
+    """Name -> tool for every tool of the agent, of its MCP servers, and for each of its subagents."""
     out: dict[str, Tool] = {}
     for tool_id in agent.tools:
         out[tool_id] = await tool(runner, tool_id, node, node_id)
@@ -78,7 +80,40 @@ async def for_agent(runner: "Runner", agent: specs.AgentSpec, node: "Node", node
         connection = await runner.mcp(server, node, node_id)
         for name, found in connection.tools.items():
             out.setdefault(name, found)
+    for sub in agent.subagents:
+        out[sub.name] = subagent(runner, sub, frame, node_id)
     return out
+
+
+def subagent(runner: "Runner", sub: specs.Subagent, frame: "Frame", node_id: str) -> Tool:
+    """A subagent as a tool: the model passes the inference's inputs, the subagent's agent answers with the
+    inference's output, run as an llm node under the calling node (its calls are the attempt's, traced and paid)."""
+    from collections import ChainMap
+
+    from .llm import inference_flow
+    from .containers import MAX_CALL_DEPTH
+    from .runner import Assembly, Frame
+
+    key = ("subagent", sub.agent, sub.inference)
+    flow = runner._records.get(key)
+    if flow is None:
+        try:
+            flow = runner._records[key] = inference_flow(runner.project, f"aqven_subagent_{sub.agent}", sub.name,
+                                                         sub.agent, sub.inference, sub.description)
+        except LookupError as exc:
+            raise RunError("PLAN_MISSING", f"node {node_id}: subagent {sub.name}: {exc}") from None
+    inference = flow.nodes[sub.name].inference
+    in_model = runner.record(f"{pascal(sub.inference)}In", inference.in_) if inference.in_ else None
+
+    async def run(arguments: dict, node: "Node", node_id: str) -> Any:
+        if frame.depth + 1 > MAX_CALL_DEPTH:        # agents that delegate to each other
+            raise RunError("E_CALL_DEPTH", f"node {node_id}: subagents are nested deeper than {MAX_CALL_DEPTH}")
+        inner = Frame(Assembly(flow), ChainMap({"input": arguments, "run.context": frame.values.get("run.context", {})}),
+                      frame.address.at(node_id), frame.depth + 1, frame.calls)
+        return _json(await runner.run_node(inner, sub.name))
+
+    schema = in_model.model_json_schema() if in_model else {"type": "object", "properties": {}}
+    return Tool(f"subagent {sub.name}", ToolDef(sub.name, sub.description, schema), run, in_model)
 
 
 def approval(runner: "Runner", agent: specs.AgentSpec, tool_id: str, address: str, node_id: str
@@ -128,7 +163,7 @@ async def agent_call(runner: "Runner", agent: specs.AgentSpec, tools: dict[str, 
     return output
 
 
-# --- MCP over stdio -------------------------------------------------------------------------
+# --- MCP over stdio or streamable HTTP --------------------------------------------------------
 class McpConnection:
     """One MCP server for one run. The SDK's context managers must be entered and left by the same task,
     so a task of its own holds them; callers use the session from any task."""
@@ -152,18 +187,46 @@ class McpConnection:
             await self.close()
             raise RunError("timeout", f"MCP server {self.server_id} did not start within {seconds:g} s") from None
 
+    def _transport(self):
+        """The SDK's client for this server's transport: an async context manager of (read, write, ...)."""
+        if self.spec.transport == "stdio":
+            from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
+            command = [sys.executable if c == "python" else c for c in self.spec.command]
+            return stdio_client(StdioServerParameters(command=command[0], args=command[1:],
+                                                      env=dict(self.spec.env) or None, cwd=str(self.root)))
+        headers = self._headers()
+        from mcp.client import streamable_http
+        if hasattr(streamable_http, "streamable_http_client"):                       # mcp 2
+            client = streamable_http.create_mcp_http_client(headers=headers)
+            return streamable_http.streamable_http_client(self.spec.url, http_client=client)
+        return streamable_http.streamablehttp_client(self.spec.url, headers=headers)  # mcp 1
+
+    def _headers(self) -> dict[str, str]:
+        """The server's headers, each from `ref:env/NAME` (the environment, then the module root's .env)."""
+        from ..providers import secrets
+        out = {}
+        for header in self.spec.headers:
+            name = secrets.env_name(header.value)
+            value = secrets.lookup(name, self.root)
+            if not value:
+                raise RunError("provider_key_missing", f"MCP server {self.server_id}: header {header.name} needs "
+                               f"{name}: set it in the environment or in {self.root / '.env'}")
+            out[header.name] = value
+        return out
+
     async def _serve(self) -> None:
         try:
-            from mcp import ClientSession, StdioServerParameters
-            from mcp.client.stdio import stdio_client
+            from mcp import ClientSession
+            transport = self._transport()
         except ImportError:
             self._ready.set_exception(RunError("MODEL_FEATURE_UNSUPPORTED", "MCP tools need the mcp package"))
             return
-        command = [sys.executable if c == "python" else c for c in self.spec.command]
-        params = StdioServerParameters(command=command[0], args=command[1:], env=dict(self.spec.env) or None,
-                                       cwd=str(self.root))
+        except RunError as exc:
+            self._ready.set_exception(exc)
+            return
         try:
-            async with stdio_client(params) as (read, write):
+            async with transport as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     listed = await session.list_tools()
@@ -177,8 +240,11 @@ class McpConnection:
                     await self._closing.wait()
         except Exception as exc:  # the server did not start or broke the protocol: infra error of the run
             if not self._ready.done():
-                self._ready.set_exception(RunError("provider_error", f"MCP server {self.server_id}: "
-                                                   f"{type(exc).__name__}: {exc}"))
+                from ..providers.secrets import scrub
+                while isinstance(exc, BaseExceptionGroup) and exc.exceptions:   # the SDK's task groups
+                    exc = exc.exceptions[0]
+                self._ready.set_exception(RunError("provider_error", scrub(f"MCP server {self.server_id}: "
+                                                                           f"{type(exc).__name__}: {exc}")))
 
     def _runner_for(self, name: str):
         async def run(arguments: dict, node: "Node", node_id: str) -> Any:

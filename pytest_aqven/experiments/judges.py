@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engine.llm import inference_flow
 from ..engine.runner import Assembly, Runner
 from ..engine.trace import RunResult
 from ..project import specs
-from ..project.loader import Flow, Node, Project, load_inference
+from ..project.loader import Project, inference_path
 from ..providers.base import AttemptIdentity, Provider
 from .checks import CheckInvalid, CheckResult
 
@@ -81,44 +82,19 @@ def judge_scope(inputs: Any, node_outputs: dict[str, Any], order: list[str], out
 
 
 def compile_judge(spec: specs.ExperimentCheck, project: Project) -> JudgeCheck:
-    found = _inference_file(project, spec.inference)
-    if found is None:
-        raise CheckInvalid(f"check {spec.id}: inference {spec.inference} has no file "
-                           f"{spec.inference}.inference.yaml in the project")
-    sink: list = []
-    inference, doc = load_inference(project, spec.inference, sink)
-    if inference is None:
-        raise CheckInvalid(f"check {spec.id}: inference {spec.inference} does not load: "
-                           + "; ".join(d.message for d in sink))
-    prompt = found.parent / f"{spec.inference}.prompt.md"
-    if not prompt.is_file() and inference.prompt is None:
-        raise CheckInvalid(f"check {spec.id}: inference {spec.inference} has no prompt file {prompt.name}")
     node_id = spec.id
-    llm = specs.LlmNode.model_validate({
-        "apiVersion": "aqven/v1", "kind": "Node", "node": "llm", "description": f"judge of check {spec.id}",
-        "agent": spec.agent, "inference": spec.inference,
-        "in": [{"name": f.name, "from": f"$input.{f.name}"} for f in inference.in_]})
-    node = Node(node_id, llm, doc, found, inference, doc, prompt if prompt.is_file() else None)
-    flow_spec = specs.FlowSpec.model_validate({
-        "apiVersion": "aqven/v1", "kind": "Flow", "description": f"the judge of check {spec.id}",
-        "input": "Any", "output": "Any", "order": [node_id],
-        "returns": [{"name": "score", "from": f"${node_id}.out.score"}]})
-    flow = Flow(f"aqven_judge_{spec.id}", flow_spec, doc, found.parent, {node_id: node})
-    return JudgeCheck(spec, Assembly(flow, start=node_id, end=node_id), inference, found)
-
-
-def _inference_file(project: Project, stem: str) -> Path | None:
-    """The file load_inference reads: flows/<stem>.inference.yaml, else the first one in the project."""
-    beside = project.root / "flows" / f"{stem}.inference.yaml"
-    if beside.is_file():
-        return beside
-    found = sorted(project.root.glob(f"**/{stem}.inference.yaml"))
-    return found[0] if found else None
+    try:
+        flow = inference_flow(project, f"aqven_judge_{spec.id}", node_id, spec.agent, spec.inference,
+                              f"judge of check {spec.id}", [{"name": "score", "from": f"${node_id}.out.score"}])
+    except LookupError as exc:
+        raise CheckInvalid(f"check {spec.id}: {exc}") from None
+    node = flow.nodes[node_id]
+    return JudgeCheck(spec, Assembly(flow, start=node_id, end=node_id), node.inference, node.path)
 
 
 def judge_files(project: Project, stem: str) -> list[Path]:
     """The files a judge runs on (its inference and prompt): a changed judge prompt changes the series."""
-    found = _inference_file(project, stem)
+    found = inference_path(project, stem)
     if found is None:
         return []
     return [p for p in (found, found.parent / f"{stem}.prompt.md") if p.is_file()]

@@ -9,7 +9,6 @@ from ..project.loader import Project
 from ..stats import betting, evidence
 from ..stats.estimates import RESAMPLES
 from ..stats.intervals import ALPHA
-from ..stats.samples import AttemptTable
 from .files import read_findings
 from ..series.conclude import Conclusion, cell_dict, estimate_dict, question_of
 
@@ -18,23 +17,23 @@ def _iso(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def build(project: Project, series: dict, conclusion: Conclusion, records: list[dict]) -> dict:
+def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
+    """`tally`: the series' attempts (series/tally.py SeriesTally)."""
     experiment = project.experiments[conclusion.experiment]
     spec = experiment.spec
     verdict = conclusion.verdict
     what = spec.varies.what if spec.varies else None
     variants = []
     for v in spec.variants:
-        mine = [r for r in records if r["variant"] == v.id]
-        models = sorted({m for r in mine for m in r["models"].values()})
+        models = sorted(tally.models.get(v.id, ()))
         variants.append({
             "id": v.id,
             "changes": [{"node_id": n, "what": what, "value": val} for n, val in v.nodes.items()],
             "models": models,
             "metrics": {m: estimate_dict(e) for m, e in sorted(verdict.metrics.get(v.id, {}).items())},
         })
-    spend = sum(Decimal(repr(r["cost_usd"] or 0.0)) + Decimal(repr(r.get("check_cost_usd") or 0.0)) for r in records)  # None: unpriced
-    case_names_sha = canonical_hash(sorted({r["case"] for r in records}))
+    spend = tally.spend_exact
+    case_names_sha = canonical_hash(sorted(tally.case_names()))
     others = [f for _, f in read_findings(project.root, project.package) if f["experiment"] == experiment.id
               and f["series"] != conclusion.series_id and f["scope"]["case_names_sha256"] == case_names_sha]
     return {
@@ -59,20 +58,19 @@ def build(project: Project, series: dict, conclusion: Conclusion, records: list[
             "tags": dict(spec.cases.tags),
             "cases": len(series["cases"]),
             "repeats": series["repeats"],
-            "attempts": len(records),
-            "infra_errors": sum(1 for r in records if r["outcome"] == "infra_error"),
-            "unpriced_attempts": sum(1 for r in records if r["unpriced_calls"]),
+            "attempts": tally.done,
+            "infra_errors": tally.infra_errors,
+            "unpriced_attempts": tally.unpriced_attempts,
             "holdout_looks": 1 + len(others),
             "case_names_sha256": case_names_sha,
-            "started_at": _iso(min(r["started_at"] for r in records)),
-            "finished_at": _iso(max(r["finished_at"] for r in records)),
+            "started_at": _iso(tally.started_at),
+            "finished_at": _iso(tally.finished_at),
             "engine_version": ENGINE_VERSION,
         },
         "inputs": dict(series["snapshot"]),
         "spend_usd": str(spend.quantize(Decimal("0.000001")).normalize()),
         "method": method(conclusion),
-        "data": evidence.sufficient_data(AttemptTable(conclusion.attempts, conclusion.facts.check_kinds),
-                                         conclusion.facts, verdict.metrics),
+        "data": evidence.sufficient_data(conclusion.table, conclusion.facts, verdict.metrics),
     }
 
 

@@ -291,9 +291,15 @@ def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: l
     return node
 
 
+def inference_path(project: Project, stem: str) -> Path | None:
+    """The file of an inference named by id (a judge's, a subagent's): flows/<stem>.inference.yaml, else the
+    first one in the project."""
+    return _find_inference(project.root / "flows", stem, project.root)
+
+
 def load_inference(project: Project, stem: str, sink: list[Diagnostic]) -> tuple[Any, YamlDoc | None]:
     """An inference by id anywhere in the project (a judge names one), or (None, None)."""
-    path = _find_inference(project.root / "flows", stem, project.root)
+    path = inference_path(project, stem)
     if path is None:
         return None, None
     return _read(path, project.root, specs.InferenceSpec, f"inference {stem}", sink)

@@ -42,6 +42,9 @@ class ProviderSpec(Spec):
     routing: dict[str, Any] | None = None
     capabilities: dict[str, Any] | None = None
     limits: ProviderLimits | None = None
+    on_rate_limit: Literal["auto", "fixed", "fail"] = "auto"     # what a 429 does (AQVEN's provider keys)
+    retry_wait_seconds: float | None = Field(default=None, gt=0)  # fixed: the wait before each retry (10)
+    retry_attempts: int | None = Field(default=None, ge=0)        # fixed: retries of a rate-limited call (5)
 
     @model_validator(mode="after")
     def _kind_fields(self):
@@ -362,10 +365,11 @@ class McpServerSpec(Spec):
 class CaseSpec(Spec):
     name: Annotated[str, Field(min_length=1)]
     inputs: Any
-    context: dict[str, Any] = {}
-    node_outputs: dict[str, Any] = {}
-    metadata: dict[str, Any] = {}
-    tags: dict[str, str] = {}
+    # default_factory: pydantic deep-copies a {} default for every case, the most of validating a large dataset
+    context: dict[str, Any] = Field(default_factory=dict)
+    node_outputs: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: dict[str, str] = Field(default_factory=dict)
     expected_output: Any = None
 
 

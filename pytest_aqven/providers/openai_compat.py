@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import random
 import time
@@ -31,6 +32,9 @@ class RetryPolicy:
     base_s: float = 0.5              # first backoff; doubles each retry, full jitter
     cap_s: float = 30.0              # the longest single backoff
     total_s: float = 120.0           # the most one call waits between its requests, Retry-After included
+    on_rate_limit: str = "auto"      # a 429: auto (as above) | fixed (rate_wait_s, rate_retries) | fail (no retry)
+    rate_wait_s: float = 10.0
+    rate_retries: int = 5
 
 
 class OpenAICompatProvider:
@@ -80,7 +84,8 @@ class OpenAICompatProvider:
         client = self.client()
         retries: list[tuple[str, float]] = []
         waited = 0.0
-        for attempt in range(self.retry.retries + 1):
+        policy = self.retry
+        for attempt in itertools.count():      # ends: every retry is bounded by its policy
             retry_after = None
             slot = self.limiter.slot(request.model) if self.limiter else _nothing()
             async with slot:
@@ -105,17 +110,23 @@ class OpenAICompatProvider:
                     raise ProviderError("provider_error", f"{self.provider_id}: {detail}", tuple(retries))
                 cause = "rate_limited" if status == 429 else f"http_{status}"
                 retry_after = _retry_after(response.headers.get("retry-after"))
-            wait = retry_after if retry_after is not None else _backoff(self.retry, attempt)
-            if attempt == self.retry.retries or waited + wait > self.retry.total_s:
-                code = {"timeout": "timeout", "rate_limited": "rate_limited"}.get(cause, "provider_error")
-                gave_up = (f" after {len(retries)} retries" if retries else "") + (
-                    f" (next wait {wait:.1f} s would pass the {self.retry.total_s:g} s retry budget)"
-                    if attempt < self.retry.retries else "")
-                raise ProviderError(code, f"{self.provider_id}: {detail}{gave_up}", tuple(retries))
+            after = f" after {len(retries)} retries" if retries else ""
+            if cause == "rate_limited" and policy.on_rate_limit != "auto":
+                rate_limited = sum(1 for c, _ in retries if c == "rate_limited")
+                if policy.on_rate_limit == "fail" or rate_limited >= policy.rate_retries:
+                    raise ProviderError("rate_limited", f"{self.provider_id}: {detail}{after} (on_rate_limit: "
+                                        f"{policy.on_rate_limit})", tuple(retries))
+                wait = policy.rate_wait_s
+            else:
+                wait = retry_after if retry_after is not None else _backoff(policy, attempt)
+                if attempt >= policy.retries or waited + wait > policy.total_s:
+                    code = {"timeout": "timeout", "rate_limited": "rate_limited"}.get(cause, "provider_error")
+                    gave_up = after + (f" (next wait {wait:.1f} s would pass the {policy.total_s:g} s retry budget)"
+                                       if attempt < policy.retries else "")
+                    raise ProviderError(code, f"{self.provider_id}: {detail}{gave_up}", tuple(retries))
             retries.append((cause, round(wait, 3)))
             waited += wait
             await asyncio.sleep(wait)
-        raise AssertionError("unreachable")
 
     # --- request --------------------------------------------------------------------------
     def body(self, request: ModelRequest) -> dict[str, Any]:
@@ -272,7 +283,10 @@ def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvid
     params = dict(spec.params or {})
     knobs = {"retries": "retries", "retry_base_s": "base_s", "retry_cap_s": "cap_s", "retry_total_s": "total_s"}
     retry = RetryPolicy(**{field: type(getattr(RetryPolicy, field))(params.pop(key))
-                           for key, field in knobs.items() if key in params})
+                           for key, field in knobs.items() if key in params},
+                        on_rate_limit=spec.on_rate_limit,
+                        rate_wait_s=spec.retry_wait_seconds if spec.retry_wait_seconds is not None else 10.0,
+                        rate_retries=spec.retry_attempts if spec.retry_attempts is not None else 5)
     timeout_s = float(params.pop("timeout_s", 60.0))
     headers = {str(k): str(v) for k, v in (params.pop("headers", None) or {}).items()}
     limits = spec.limits

@@ -3,7 +3,6 @@ the aqven_verdict hook all show. Only aggregates: no case of a held-out series i
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -76,32 +75,31 @@ def cell_entry(cell) -> dict[str, Any]:
                          "degenerate": e.degenerate}}
 
 
-def stability(records: list[dict], repeats: int) -> dict[str, dict]:
+def stability(tally, repeats: int) -> dict[str, dict]:
     """Per variant over counted attempts: cases that always / never / sometimes passed, and pass^k
-    (k = repeats; the mean over cases of C(passed, k) / C(attempts, k)). Empty when repeats < 2."""
+    (k = repeats; the mean over cases of C(passed, k) / C(attempts, k)). Empty when repeats < 2.
+    `tally`: the series' SeriesTally."""
     if repeats < 2:
         return {}
-    per: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
-    for r in records:
-        if r["passed"] is not None:
-            per[r["variant"]][r["case"]].append(bool(r["passed"]))
+    per = tally.pass_counts()
     out = {}
     for variant in sorted(per):
-        runs = [v for v in per[variant].values() if len(v) >= 2]
-        ks = [v for v in per[variant].values() if len(v) >= repeats]
-        pass_k = (sum(math.comb(sum(v), repeats) / math.comb(len(v), repeats) for v in ks) / len(ks)) if ks else None
-        out[variant] = {"always": sum(all(v) for v in runs), "never": sum(not any(v) for v in runs),
-                        "flaky": sum(any(v) and not all(v) for v in runs), "pass_hat_k": _num(pass_k), "k": repeats}
+        runs = [(k, n) for k, n in per[variant] if n >= 2]
+        ks = [(k, n) for k, n in per[variant] if n >= repeats]
+        pass_k = (sum(math.comb(k, repeats) / math.comb(n, repeats) for k, n in ks) / len(ks)) if ks else None
+        out[variant] = {"always": sum(k == n for k, n in runs), "never": sum(k == 0 for k, n in runs),
+                        "flaky": sum(0 < k < n for k, n in runs), "pass_hat_k": _num(pass_k), "k": repeats}
     return out
 
 
-def series_entry(conclusion, records: list[dict], layout: dict, cap_usd: float | None,
+def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
                  plan: dict | None = None) -> dict[str, Any]:
-    """`layout`: the series' question kind, variants, cases and repeats (from its database row)."""
+    """`tally`: the series' attempts (series/tally.py); `layout`: its question kind, variants, cases and
+    repeats (from its database row)."""
     word = state_word(conclusion)
     verdict = conclusion.verdict
-    spend = sum(r.get("cost_usd") or 0.0 for r in records) + sum(r.get("check_cost_usd") or 0.0 for r in records)
-    unpriced = sum(r.get("unpriced_calls") or 0 for r in records)
+    spend = tally.cost_sum + tally.check_cost_sum
+    unpriced = tally.unpriced_calls
     reason = verdict.reason if verdict else None
     return {
         "experiment": conclusion.experiment,
@@ -111,15 +109,12 @@ def series_entry(conclusion, records: list[dict], layout: dict, cap_usd: float |
         "variants": list(layout.get("variants", [])),
         "cases": layout.get("cases"),
         "repeats": layout.get("repeats"),
-        "attempts": {"done": conclusion.done, "total": conclusion.total,
-                     "reused": sum(1 for r in records if r.get("reused")),
-                     "passed": sum(1 for r in records if r["passed"]),
-                     "failed_checks": sum(1 for r in records if r["passed"] is False),
-                     "infra_errors": sum(1 for r in records if r["outcome"] in INFRA)},
+        "attempts": {"done": conclusion.done, "total": conclusion.total, "reused": tally.reused,
+                     "passed": tally.passed, "failed_checks": tally.failed_checks, "infra_errors": tally.infra},
         "verdict": None if verdict is None else {"state": word, "reason": reason, "sentence": verdict.text},
         "note": conclusion.note,
         "cells": [cell_entry(c) for c in verdict.cells] if verdict else [],
-        "stability": stability(records, layout.get("repeats") or 1),
+        "stability": stability(tally, layout.get("repeats") or 1),
         "spend": {"usd": _num(spend), "cap_usd": _num(cap_usd), "unpriced_calls": unpriced,
                   "lower_bound": unpriced > 0},
         "launch_plan": plan,

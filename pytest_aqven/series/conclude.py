@@ -1,4 +1,5 @@
-"""After the last attempt: the verdict of a series from its attempt records, and its end in the database."""
+"""After the last attempt: the verdict of a series from its attempts (folded in a SeriesTally as they came),
+and its end in the database."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
 from ..stats.evidence import case_key
 from .db import Store
+from .tally import SeriesTally, TallyTable
 
 
 @dataclass
@@ -24,7 +26,7 @@ class Conclusion:
     finding: Path | None = None
     note: str | None = None                   # why there is no verdict, or what else to know
     facts: stats.SeriesFacts | None = None    # what the verdict was decided with
-    attempts: list[stats.Attempt] | None = None   # the records as decided: cases named by their salted key
+    table: TallyTable | None = None           # the samples decided from: cases named by their salted key
     question: object = None                   # the stats question decided
     spend_usd: float = 0.0                    # what the priced calls cost
     unpriced_calls: int = 0                   # calls nothing priced: spend_usd is then a lower bound
@@ -59,18 +61,21 @@ def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
         schema_valid_first_try=record["schema_valid_first_try"])
 
 
-def conclude(project: Project, series_id: str, records: list[dict], *, family: str = "robust") -> Conclusion:
+def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict], *,
+             family: str = "robust") -> Conclusion:
     """Decide a series whose attempts all finished; leave it running (no verdict) when some did not.
-    `records` holds one record per attempt. `project` is loaded after the attempts ran: the snapshot taken now is compared with the one at the start."""
+    `attempts`: its SeriesTally, or its records (one per attempt). `project` is loaded after the attempts
+    ran: the snapshot taken now is compared with the one at the start."""
+    tally = attempts if isinstance(attempts, SeriesTally) else SeriesTally.of(attempts)
     store = Store(project.root)
     try:
         series = store.series(series_id)
         total = len(series["cases"]) * series["repeats"] * len(series["variants"])
-        conclusion = Conclusion(series["experiment_id"], series_id, series["split"], len(records), total)
-        conclusion.spend_usd = sum((r["cost_usd"] or 0.0) + (r.get("check_cost_usd") or 0.0) for r in records)
-        conclusion.unpriced_calls = sum(r.get("unpriced_calls") or 0 for r in records)
-        if len(records) < total:
-            conclusion.note = (f"{len(records)} of {total} attempts ran in this session; the series stays open "
+        conclusion = Conclusion(series["experiment_id"], series_id, series["split"], tally.done, total)
+        conclusion.spend_usd = tally.spend
+        conclusion.unpriced_calls = tally.unpriced_calls
+        if tally.done < total:
+            conclusion.note = (f"{tally.done} of {total} attempts ran in this session; the series stays open "
                                "and the same command continues it")
             if series["status"] == "awaiting_approval":
                 from .ledger import pause_text, spend
@@ -94,15 +99,15 @@ def conclude(project: Project, series_id: str, records: list[dict], *, family: s
             # changed now, or touched at any time since the start (even if changed back: the mtime moved)
             inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {}))),
             salt=stats.experiment_salt(project.package, experiment.id))
-        attempts = [to_attempt(r, facts.salt) for r in records]
+        table = tally.table(facts.salt, facts.check_kinds)
         conclusion.question = question_of(spec)
-        verdict = stats.decide(conclusion.question, attempts, facts)
-        conclusion.verdict, conclusion.facts, conclusion.attempts = verdict, facts, attempts
-        infra = sum(1 for r in records if r["outcome"] == "infra_error")
-        status = "failed" if infra == len(records) else "done"
+        from ..stats.verdicts import decide_table  # noqa: PLC0415
+        verdict = decide_table(conclusion.question, table, facts)
+        conclusion.verdict, conclusion.facts, conclusion.table = verdict, facts, table
+        status = "failed" if tally.infra_errors == tally.done else "done"
         from .findings import record  # noqa: PLC0415  (the finding document builds on this module)
         # the series is marked done in the transaction that records its finding
-        record(store, project, series, conclusion, records, status, {
+        record(store, project, series, conclusion, tally, status, {
             "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
         return conclusion
     finally:

@@ -18,6 +18,7 @@ from ..findings.files import FindingsRefused, finding_path, finding_text, refres
 from ..project.loader import Project
 from .conclude import Conclusion
 from .db import Store
+from .tally import SeriesTally
 
 FINDINGS_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS aqven_findings (
@@ -43,11 +44,11 @@ def due(conclusion: Conclusion) -> bool:
             and conclusion.split == "holdout")
 
 
-def record(store: Store, project: Project, series: dict, conclusion: Conclusion, records: list[dict],
+def record(store: Store, project: Project, series: dict, conclusion: Conclusion, tally: SeriesTally,
            status: str, updates: dict) -> None:
     """Mark the series finished and, when it has one, record its finding: one transaction. A finding
     already recorded for the series (a rerun after a crash) is kept as it is: written exactly once."""
-    text = finding_text(document.build(project, series, conclusion, records)) if due(conclusion) else None
+    text = finding_text(document.build(project, series, conclusion, tally), decided=True) if due(conclusion) else None
     with store.transaction() as db:
         ensure_tables(db)
         if text is not None and db.execute("SELECT 1 FROM aqven_findings WHERE series_id = ?",
@@ -87,7 +88,7 @@ def _publish_rows(project: Project, store: Store, rows: list[tuple[str, str, str
     return paths
 
 
-def write_finding_for(project: Project, conclusion: Conclusion, records: list[dict]) -> Path | None:
+def write_finding_for(project: Project, conclusion: Conclusion) -> Path | None:
     """Publish the finding `conclude` recorded for this series (raises FindingsRefused when the files on
     disk are not what aqven generated: the finding stays in the database, nothing is overwritten)."""
     if not due(conclusion):

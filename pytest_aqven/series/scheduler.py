@@ -85,6 +85,10 @@ class Scheduler:
             self.jobs[key] = fut
         return fut
 
+    def forget(self, run, variant: str, case, repeat: int) -> None:
+        """The attempt's item reported its result: drop the job and the record and trace it holds."""
+        self.jobs.pop((id(run), variant, case.name, repeat), None)
+
     def stop(self, why: str | None = None, wait: float | None = None) -> None:
         """No new attempt starts; running ones finish, are paid and recorded (waits for them).
         With `why`, every unfinished series this process touched is cancelled (its verdict invalid)."""

@@ -186,7 +186,7 @@ def single(sample: Sample, salt: str, family: str = "robust", bet=None) -> Estim
     if cases == 0:
         return degenerate("no_data", "M5", 0, 0, unit)
     values = sample.flat
-    point = float(np.quantile(values, info.quantile, method="linear"))
+    point = float(np.quantile(values, info.quantile, method="inverted_cdf"))   # the quantile M5 inverts
     if attempts < info.min_attempts:
         return degenerate("too_few_attempts", "M5", cases, attempts, unit, value=point)
     if cases < 2:

@@ -32,15 +32,16 @@ def _number(x: float):
 def sample_data(sample: Sample) -> dict:
     """{case key: data} of one variant's sample of one metric."""
     shape = sample.info.shape
-    out = {}
-    for i, case in enumerate(sample.cases):
-        values = sample.values[i]
-        if shape == "rate":
-            out[case] = [_number(values.sum()), len(values)]
-        elif shape == "ratio":
-            out[case] = [[_number(c), _number(p)] for c, p in zip(values, sample.passes[i])]
-        else:
-            out[case] = [_number(v) for v in values]
+    sizes = sample.sizes.tolist()
+    if shape == "rate":
+        return {case: [_number(k), n] for case, k, n in zip(sample.cases, sample.sums().tolist(), sizes)}
+    flat = [_number(v) for v in sample.flat.tolist()]
+    passes = [_number(p) for p in sample.flat_passes.tolist()] if shape == "ratio" else None
+    out, start = {}, 0
+    for case, n in zip(sample.cases, sizes):
+        end = start + n
+        out[case] = flat[start:end] if passes is None else [list(cp) for cp in zip(flat[start:end], passes[start:end])]
+        start = end
     return out
 
 
@@ -83,7 +84,10 @@ class EvidenceTable:
 
 def question_dict(question: Threshold | Pair | Look) -> dict:
     kind = "look" if isinstance(question, Look) else "threshold" if isinstance(question, Threshold) else question.kind
-    return {"kind": kind, **dataclasses.asdict(question)}
+    fields = dataclasses.asdict(question)
+    if "guardrails" in fields:      # a list, as YAML reads it back (the same text and hash as the tuple)
+        fields["guardrails"] = list(fields["guardrails"])
+    return {"kind": kind, **fields}
 
 
 def question_from(d: Mapping) -> Threshold | Pair | Look:

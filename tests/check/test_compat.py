@@ -92,6 +92,23 @@ def test_aqven_api_names_resolve_to_pytest_aqvens_classes(spoke):
     assert callable(flow)
 
 
+def test_aqven_policies_are_the_engines_own_states_and_decisions():
+    """One set of classes: a user's join sees the engine's JoinState, may annotate it as JoinState[T], and a
+    branch that succeeded with an empty output counts as a value."""
+    from pytest_aqven import compat
+    compat.install()
+    from aqven import policies as api
+
+    from pytest_aqven.engine import policies as engine
+    assert (api.JoinState, api.Done, api.LoopState, api.Default) == (engine.JoinState, engine.Done, engine.LoopState,
+                                                                     engine.Default)
+    state = api.JoinState[str](completed=(api.BranchResult("a", None), api.BranchResult("b", error="E: x")),
+                               pending=("c",))
+    assert state.values == (None,) and state.errors == ("E: x",)
+    loop = api.LoopState(iterations=({"score": {"out": {"value": 0.4}}},))
+    assert loop.read("$iter.score.out.value") == 0.4 and loop.read("not a path") is None
+
+
 MUTATIONS = [
     ("agents/mechanic/mechanic.yaml", '- "find_history"', '- "find_histroy"', "E_TOOL_UNKNOWN"),
     ("agents/mechanic/mechanic.yaml", '  - "lookup_part"\n  assignee', '  - "order_part"\n  assignee',

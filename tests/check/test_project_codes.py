@@ -217,7 +217,7 @@ def test_user_code_that_raises_while_importing_is_a_diagnostic(showcase):
 
 
 def test_human_node_is_valid_aqven_and_its_spec_is_checked(showcase):
-    """Every node kind of AQVEN passes aqven check; what this engine cannot run yet is named at collection."""
+    """Every node kind of AQVEN passes aqven check, and its spec is checked."""
     human = ('apiVersion: "aqven/v1"\nkind: "Node"\nnode: "human"\ndescription: "Ask a person"\nform: "CaseOutcome"\n'
              'assignee: "support_lead"\ntimeout_seconds: 3600\non_timeout:\n  policy: "fail"\n')
     showcase.write(SC + "nodes/resolve/resolve.node.yaml", human)

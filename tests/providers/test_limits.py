@@ -13,11 +13,12 @@ from .test_openai_compat import FAST, request
 
 def test_rpm_slots_are_spaced_across_limiters_sharing_the_database(tmp_path):
     db = tmp_path / ".aqven" / "aqven.sqlite"
-    one, two = (SharedLimiter(db, "p", rpm=600, concurrency=None) for _ in range(2))
+    # 6 rpm: a slot every 10 s, far longer than a reservation takes even on a loaded machine (none sleeps)
+    one, two = (SharedLimiter(db, "p", rpm=6, concurrency=None) for _ in range(2))
     starts = [(one if i % 2 else two).reserve() for i in range(6)]
     gaps = [b - a for a, b in zip(starts, starts[1:])]
-    assert all(abs(g - 0.1) < 1e-6 for g in gaps), gaps
-    other = SharedLimiter(db, "another_provider", rpm=600, concurrency=None)
+    assert all(abs(g - 10.0) < 1e-6 for g in gaps), gaps
+    other = SharedLimiter(db, "another_provider", rpm=6, concurrency=None)
     assert other.reserve() < starts[-1]         # each provider has its own pace
 
 

@@ -6,6 +6,7 @@ import base64
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from pytest_aqven.providers import registry
 from pytest_aqven.providers.base import (OUTPUT_TOOL, Message, ModelRequest, Part, ProviderError, ToolCall,
@@ -143,6 +144,38 @@ def test_retries_stop_at_their_budget_with_the_cause_as_code(server):
     with pytest.raises(ProviderError) as info:
         call(provider(server), request("m2"))
     assert info.value.code == "rate_limited" and "retry budget" in str(info.value)
+
+
+def test_aqvens_on_rate_limit_keys_fail_at_once_or_wait_a_fixed_time(server, tmp_path):
+    """on_rate_limit: fail gives up at the first 429; fixed waits retry_wait_seconds, retry_attempts times
+    (Retry-After ignored); other faults keep the usual retries. The keys build from aqven.yaml's provider."""
+    from pytest_aqven.providers import openai_compat
+
+    def built(**keys):
+        spec = ProviderSpec.model_validate({"id": "local", "kind": "openai_compatible", "base_url": server.url,
+                                            "data_policy": {"allows_pii": False, "allows_sensitive": False,
+                                                            "retention": "zero"}, **keys})
+        return openai_compat.build(spec, None, root=tmp_path, api_key="sk-test-000000")
+
+    server.script("m1", "429", "429")
+    with pytest.raises(ProviderError) as info:
+        call(built(on_rate_limit="fail"), request())
+    assert info.value.code == "rate_limited" and info.value.retries == () and len(server.requests) == 1
+    assert "on_rate_limit: fail" in str(info.value)
+
+    server.script("m2", "429:30", "500", "429")
+    response, elapsed = asyncio.run(_timed(built(on_rate_limit="fixed", retry_wait_seconds=0.05), request("m2")))
+    assert response.outcome == "ok" and elapsed < 5
+    assert [(c, w) for c, w in response.retries if c == "rate_limited"] == [("rate_limited", 0.05)] * 2
+    server.script("m3", *["429"] * 5)
+    with pytest.raises(ProviderError) as info:
+        call(built(on_rate_limit="fixed", retry_wait_seconds=0.01, retry_attempts=2), request("m3"))
+    assert info.value.code == "rate_limited" and len(info.value.retries) == 2
+    assert built().retry.on_rate_limit == "auto"
+    with pytest.raises(ValidationError):
+        ProviderSpec.model_validate({"id": "x", "kind": "code", "run": "m:f", "on_rate_limit": "sometimes",
+                                     "data_policy": {"allows_pii": False, "allows_sensitive": False,
+                                                     "retention": "zero"}})
 
 
 def test_one_pooled_client_per_event_loop_shared_by_concurrent_calls(server):

@@ -54,7 +54,15 @@ def test_latency_quantiles_and_reliability():
     est = single(_sample("latency_p50_ms", _attempts(rows)), "s")
     assert est.method == "M5" and est.family == "model" and est.low < est.value < est.high
     pooled = np.concatenate([[f["latency_ms"] for f in row] for row in rows])
-    assert est.value == pytest.approx(np.quantile(pooled, 0.5))
+    assert est.value == pytest.approx(np.quantile(pooled, 0.5, method="inverted_cdf"))   # what M5 inverts
+
+
+def test_a_quantile_interval_always_holds_its_own_estimate():
+    """Ten cases, each half at 101 ms and half at 102 ms: the linear median 101.5 fell outside [101, 101]
+    before; the estimate is the pooled inverted-CDF quantile, the one Woodruff's interval is built around."""
+    rows = [[{"latency_ms": 101.0 if (i + r) % 2 else 102.0} for r in range(10)] for i in range(10)]
+    est = single(_sample("latency_p50_ms", _attempts(rows)), "s")
+    assert est.low <= est.value <= est.high
     p95 = single(_sample("latency_p95_ms", _attempts(rows[:12])), "s")
     assert p95.reliability == "low"  # a p95 of 12 cases rests on the slowest few
     few = single(_sample("latency_p95_ms", _attempts([r[:1] for r in rows[:19]])), "s")

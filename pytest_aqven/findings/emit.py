@@ -1,0 +1,167 @@
+"""The canonical YAML of a finding, written directly: the same bytes as PyYAML's pure-Python dumper with
+files.py's representers (block style, indent 2, sequences in mappings not indented, every string
+double-quoted, lists of numbers on one line, unlimited width, unicode kept), at a fraction of its time.
+
+It knows only the shapes a finding has: dicts with plain keys, lists and tuples, str, int, float, bool
+and None, no object twice. Anything else raises `Unsupported`, and files.dump falls back to PyYAML itself
+(tests/test_findings_emit.py compares both on random documents).
+"""
+from __future__ import annotations
+
+import re
+
+from yaml import ScalarNode
+from yaml.resolver import Resolver
+
+_STR = "tag:yaml.org,2002:str"
+_ESCAPES = {"\0": "0", "\x07": "a", "\x08": "b", "\x09": "t", "\x0A": "n", "\x0B": "v", "\x0C": "f",
+            "\x0D": "r", "\x1B": "e", '"': '"', "\\": "\\", "\x85": "N", "\u2028": "L", "\u2029": "P"}
+# what PyYAML's emitter escapes in a double-quoted scalar with allow_unicode
+_ESCAPED = re.compile('["\\\\\x85\u2028\u2029\uFEFF]|[^\x20-\x7E\xA0-\uD7FF\uE000-\uFFFD]')
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,99}")
+_RESOLVER = Resolver()
+
+
+class Unsupported(Exception):
+    """A value this emitter does not write the way PyYAML would: the caller uses PyYAML."""
+
+
+def _escape(match: re.Match) -> str:
+    ch = match.group()
+    if ch in _ESCAPES:
+        return "\\" + _ESCAPES[ch]
+    code = ord(ch)
+    return f"\\x{code:02X}" if code <= 0xFF else f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}"
+
+
+def _quoted(text: str) -> str:
+    return '"' + _ESCAPED.sub(_escape, text) + '"'
+
+
+def _float(x: float) -> str:
+    """SafeRepresenter.represent_float."""
+    text = repr(x)
+    if "e" not in text and "n" not in text:      # the common case: repr as it is
+        return text
+    if x != x:
+        return ".nan"
+    if x == float("inf"):
+        return ".inf"
+    if x == float("-inf"):
+        return "-.inf"
+    text = text.lower()
+    return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
+
+
+_KEYS: dict[str, str] = {}
+
+
+def _key(k) -> str:
+    """A mapping key as files._mapping makes it: str(k), plain unless YAML would read it as another type."""
+    text = str(k)
+    out = _KEYS.get(text)
+    if out is None:
+        if not _PLAIN_KEY.fullmatch(text):
+            raise Unsupported(f"key {text!r}")
+        plain = _RESOLVER.resolve(ScalarNode, text, (True, False)) == _STR
+        out = text if plain else f"'{text}'"
+        if len(_KEYS) < 100_000:
+            _KEYS[text] = out
+    return out
+
+
+def _scalar(x) -> str:
+    t = type(x)
+    if t is str:
+        return _quoted(x)
+    if t is float:
+        return _float(x)
+    if t is bool:
+        return "true" if x else "false"
+    if t is int:
+        return str(x)
+    if x is None:
+        return "null"
+    raise Unsupported(type(x).__name__)
+
+
+def _flow(items: list, seen: set) -> str:
+    """A list of numbers (or of such lists) on one line."""
+    if id(items) in seen:
+        raise Unsupported("a list twice")
+    seen.add(id(items))
+    parts = []
+    for x in items:
+        t = type(x)
+        parts.append(str(x) if t is int else _float(x) if t is float else _flow(x, seen) if t is list else _scalar(x))
+    return "[" + ", ".join(parts) + "]"
+
+
+def _numbers(items: list) -> bool:
+    """files._numbers, with exact types (a subclass would be represented otherwise)."""
+    return all(type(x) in (int, float, bool) or (type(x) is list and _numbers(x)) for x in items)
+
+
+def _inline(value, seen: set) -> str | None:
+    """The value's text when it fits on the line of its key or dash, else None (a block collection)."""
+    t = type(value)
+    if t is dict:
+        return "{}" if not value else None
+    if t is list:
+        if not value:
+            return "[]"
+        return _flow(value, seen) if _numbers(value) else None
+    if t is tuple:          # SafeRepresenter.represent_list: block style, even for numbers
+        if not value:
+            return "[]"
+        seen.add(tuple)     # marks the document as one YAML reads back with lists instead
+        return None
+    return _scalar(value)
+
+
+def _block(value, indent: int, out: list, seen: set) -> None:
+    """A non-empty block mapping or sequence; its first line continues the text already in out[-1]
+    when that ends with '- ' (an item of a sequence), else starts a new line at `indent`."""
+    if id(value) in seen:
+        raise Unsupported("an object twice")
+    seen.add(id(value))
+    pad = " " * indent
+    first = bool(out) and out[-1].endswith("- ")
+    if type(value) is dict:
+        for k, v in value.items():
+            lead = "" if first else pad
+            first = False
+            text = _inline(v, seen)
+            if text is not None:
+                out.append(f"{lead}{_key(k)}: {text}\n")
+            elif type(v) is dict:
+                out.append(f"{lead}{_key(k)}:\n")
+                _block(v, indent + 2, out, seen)
+            else:                      # a sequence in a mapping: its dashes at the key's indent
+                out.append(f"{lead}{_key(k)}:\n")
+                _block(v, indent, out, seen)
+        return
+    for item in value:
+        lead = "" if first else pad
+        first = False
+        text = _inline(item, seen)
+        if text is not None:
+            out.append(f"{lead}- {text}\n")
+        else:
+            out.append(f"{lead}- ")
+            _block(item, indent + 2, out, seen)
+
+
+def dump(document: dict) -> str:
+    """The canonical YAML of `document` (a non-empty dict); raises Unsupported for other shapes."""
+    return dump_plain(document)[0]
+
+
+def dump_plain(document: dict) -> tuple[str, bool]:
+    """(the canonical YAML, whether YAML reads it back equal to `document`: no tuple in it)."""
+    if type(document) is not dict or not document:
+        raise Unsupported("not a non-empty mapping")
+    out: list[str] = []
+    seen: set = set()
+    _block(document, 0, out, seen)
+    return "".join(out), tuple not in seen

@@ -1,0 +1,274 @@
+"""A series' attempt records folded as they arrive, then dropped: what its verdict, its finding and the
+reports read, so that the controller's memory stays flat in the number of attempts.
+
+Per variant and case it keeps what every metric's sample needs (stats/samples.py AttemptTable decides
+which attempts count for which metric): bit masks of the repeats that count and that succeeded for the
+rates (success, schema valid at first try, infrastructure errors, binary checks), and the values with
+their repeats for the means and quantiles (cost, latency, scored checks). `TallyTable` rebuilds from them
+exactly the samples AttemptTable builds from the records (the same values in the same order, so the same
+verdict to the last bit: tests/test_tally.py compares both on random series). A series of a look keeps its
+records too: the look's table shows them one by one.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from decimal import Decimal
+from itertools import compress
+
+COUNTED = frozenset({"ok", "model_fail", "schema_invalid", "refusal"})     # stats.samples.COUNTED_OUTCOMES
+INFRA = ("infra_error", "budget_cut", "cancelled")                          # report.data.INFRA
+
+
+def _known(x) -> bool:
+    return x is not None and x == x         # None and NaN are unknown: left out of the metric
+
+
+def _bits(mask: int) -> list[int]:
+    """The repeats set in `mask`, ascending."""
+    return [r for r in range(mask.bit_length()) if mask >> r & 1]
+
+
+class _Values:
+    """One metric's values in one case with each value's repeat (in arrival order; sorted when read)."""
+
+    __slots__ = ("repeats", "values")
+
+    def __init__(self):
+        self.repeats = array("q")
+        self.values = array("d")
+
+    def add(self, repeat: int, value: float) -> None:
+        self.repeats.append(repeat)
+        self.values.append(value)
+
+    def ordered(self) -> tuple[list[int], list[float]]:
+        pairs = sorted(zip(self.repeats, self.values), key=lambda p: p[0])
+        return [r for r, _ in pairs], [v for _, v in pairs]
+
+
+class _Check:
+    __slots__ = ("scored", "passed", "values")
+
+    def __init__(self):
+        self.scored = 0         # counted repeats where the check passed or failed
+        self.passed = 0
+        self.values = _Values()  # their values, when set (the mean of a score check)
+
+
+class _Case:
+    """One variant's attempts at one case."""
+
+    __slots__ = ("seen", "settled", "infra", "counted", "ones", "schema", "schema_ones", "cost", "latency",
+                 "checks", "known", "known_passed", "first_known", "derive")
+
+    def __init__(self):
+        self.seen = self.settled = self.infra = self.counted = self.ones = self.schema = self.schema_ones = 0
+        self.cost: _Values | None = None
+        self.latency: _Values | None = None
+        self.checks: dict[str, _Check] = {}
+        self.known = self.known_passed = 0      # attempts with `passed` set, and those that passed (stability)
+        self.first_known: int | None = None     # arrival number of the first of them (stability's case order)
+        self.derive: list | None = None         # counted attempts without `passed`: derived from the checks
+
+
+class SeriesTally:
+    """Everything the session end reads about one series, folded record by record (`add`)."""
+
+    def __init__(self, series_id: str, root: str, file_nodeid: str, experiment: str, split: str,
+                 keep_records: bool = False):
+        self.series_id, self.root, self.file_nodeid = series_id, root, file_nodeid
+        self.experiment, self.split = experiment, split
+        self.records: list[dict] | None = [] if keep_records else None
+        self.done = self.reused = self.passed = self.failed_checks = self.infra = self.infra_errors = 0
+        self.unpriced_calls = self.unpriced_attempts = 0
+        # the sums the records path computed, each in its own order of addition (arrival order)
+        self.spend = 0.0                 # of (cost + check cost) per attempt: conclude
+        self.cost_sum = self.check_cost_sum = 0.0   # separately: the report's spend
+        self.spend_exact = Decimal(0)    # of Decimal(repr(...)): the finding's spend
+        self.started_at = math.inf
+        self.finished_at = -math.inf
+        self.models: dict[str, set[str]] = {}
+        self.cases: dict[tuple[str, str], _Case] = {}   # (variant, case name) -> its attempts, first seen first
+
+    @classmethod
+    def of(cls, records, keep_records: bool = False) -> SeriesTally:
+        """The tally of a list of records (one per attempt)."""
+        records = list(records)
+        first = records[0]
+        tally = cls(first["series_id"], first.get("root", ""), first.get("file_nodeid", ""), first["experiment"],
+                    first["split"], keep_records)
+        for record in records:
+            tally.add(record)
+        return tally
+
+    def add(self, record: dict) -> bool:
+        """Fold one attempt's record; False (and nothing folded) when that attempt was already."""
+        variant, repeat = record["variant"], record["repeat"]
+        key = (variant, record["case"])
+        case = self.cases.get(key)
+        if case is None:
+            case = self.cases[key] = _Case()
+        bit = 1 << repeat
+        if case.seen & bit:
+            return False
+        case.seen |= bit
+        if self.records is not None:
+            self.records.append(record)
+
+        outcome, passed = record["outcome"], record["passed"]
+        cost, check_cost = record["cost_usd"], record.get("check_cost_usd")
+        self.done += 1
+        self.reused += bool(record.get("reused"))
+        self.passed += bool(passed)
+        self.failed_checks += passed is False
+        self.infra += outcome in INFRA
+        self.infra_errors += outcome == "infra_error"
+        self.spend += (cost or 0.0) + (check_cost or 0.0)
+        self.cost_sum += cost or 0.0
+        self.check_cost_sum += check_cost or 0.0
+        self.spend_exact += Decimal(repr(cost or 0.0)) + Decimal(repr(check_cost or 0.0))
+        unpriced = record.get("unpriced_calls") or 0
+        self.unpriced_calls += unpriced
+        self.unpriced_attempts += bool(unpriced)
+        self.started_at = min(self.started_at, record["started_at"])
+        self.finished_at = max(self.finished_at, record["finished_at"])
+        self.models.setdefault(variant, set()).update((record.get("models") or {}).values())
+
+        if passed is not None:
+            case.known += 1
+            case.known_passed += bool(passed)
+            if case.first_known is None:
+                case.first_known = self.done
+        if outcome != "cancelled":
+            case.settled |= bit
+            if outcome == "infra_error":
+                case.infra |= bit
+        if outcome not in COUNTED:
+            return True
+        case.counted |= bit
+        if passed is None:
+            case.derive = (case.derive or []) + [(repeat, outcome == "ok",
+                                                  {k: v["state"] for k, v in record["checks"].items()})]
+        elif passed:
+            case.ones |= bit
+        schema = record["schema_valid_first_try"]
+        if _known(schema):
+            case.schema |= bit
+            if schema:
+                case.schema_ones |= bit
+        # stats reads an attempt's cost only when every call of it was priced (conclude.to_attempt)
+        if record.get("cost_known", not record.get("unpriced_calls")) and _known(cost):
+            if case.cost is None:
+                case.cost = _Values()
+            case.cost.add(repeat, cost)
+        latency = record["latency_ms"]
+        if _known(latency):
+            if case.latency is None:
+                case.latency = _Values()
+            case.latency.add(repeat, latency)
+        for name, check in record["checks"].items():
+            state = check["state"]
+            if state != "passed" and state != "failed":
+                continue
+            c = case.checks.get(name)
+            if c is None:
+                c = case.checks[name] = _Check()
+            c.scored |= bit
+            if state == "passed":
+                c.passed |= bit
+            if _known(check["value"]):
+                c.values.add(repeat, check["value"])
+        return True
+
+    def case_names(self) -> set[str]:
+        return {name for _, name in self.cases}
+
+    def table(self, salt: str, check_kinds) -> TallyTable:
+        return TallyTable(self, salt, check_kinds)
+
+    def pass_counts(self) -> dict[str, list[tuple[int, int]]]:
+        """Per variant, (passed, attempts with `passed` set) of each case that has one, cases in the order
+        their first such attempt came (report/data.stability's order)."""
+        out: dict[str, list[tuple[int, int]]] = {}
+        for (variant, _), case in sorted(((k, c) for k, c in self.cases.items() if c.known),
+                                         key=lambda kc: kc[1].first_known):
+            out.setdefault(variant, []).append((case.known_passed, case.known))
+        return out
+
+
+class TallyTable:
+    """What stats.decide_table and evidence.sufficient_data read (AttemptTable's `tallies` and `sample`),
+    from a tally; cases named by their salted key, as conclude names them."""
+
+    def __init__(self, tally: SeriesTally, salt: str, check_kinds):
+        from ..stats.evidence import case_key   # noqa: PLC0415  (stats imports numpy)
+
+        self.tally, self.check_kinds = tally, check_kinds
+        keys = {name: case_key(salt, name) for name in tally.case_names()}
+        self.variants = sorted({variant for variant, _ in tally.cases})
+        self._by_variant: dict[str, list[tuple[str, _Case]]] = {v: [] for v in self.variants}
+        for (variant, name), case in tally.cases.items():
+            self._by_variant[variant].append((keys[name], case))
+        for cases in self._by_variant.values():
+            cases.sort(key=lambda kc: kc[0])
+
+    def tallies(self) -> tuple[int, int, int]:
+        settled = errors = 0
+        for case in self.tally.cases.values():
+            settled += case.settled.bit_count()
+            errors += (case.settled & case.infra).bit_count()
+        return self.tally.done, settled, errors
+
+    def _ones(self, case: _Case) -> int:
+        if not case.derive:
+            return case.ones
+        from ..stats.samples import SCORED_STATES   # noqa: PLC0415
+
+        ones = case.ones
+        for repeat, ok, states in case.derive:      # as AttemptTable derives an unset `passed`
+            if ok and all(state == "passed" for check, state in states.items()
+                          if self.check_kinds.get(check, "binary") == "binary" and state in SCORED_STATES):
+                ones |= 1 << repeat
+        return ones
+
+    def sample(self, variant: str, info):
+        import numpy as np  # noqa: PLC0415
+
+        from ..stats.samples import Sample  # noqa: PLC0415
+
+        name, shape = info.name, info.shape
+        cases, sizes, flat, passes = [], [], [], []
+        for key, case in self._by_variant.get(variant, ()):
+            if name == "infra_error_rate":
+                values = [float(bool(case.infra >> r & 1)) for r in _bits(case.settled)]
+            elif name == "success_rate":
+                ones = self._ones(case)
+                values = [float(ones >> r & 1) for r in _bits(case.counted)]
+            elif name == "schema_valid_first_try":
+                values = [float(case.schema_ones >> r & 1) for r in _bits(case.schema)]
+            elif name in ("cost_usd", "cost_of_pass"):
+                if case.cost is None:
+                    continue
+                repeats, values = case.cost.ordered()
+                if name == "cost_of_pass":
+                    ones = self._ones(case)
+                    passes += [float(ones >> r & 1) for r in repeats]
+            elif shape == "quantile":
+                if case.latency is None:
+                    continue
+                values = case.latency.ordered()[1]
+            else:
+                check = case.checks.get(name)
+                if check is None:
+                    continue
+                if shape == "rate":
+                    values = [float(check.passed >> r & 1) for r in _bits(check.scored)]
+                else:
+                    values = check.values.ordered()[1]
+            if values:
+                cases.append(key)
+                sizes.append(len(values))
+                flat += values
+        return Sample(info, tuple(cases), np.array(flat, dtype=float), np.array(sizes, dtype=int),
+                      np.array(passes, dtype=float) if name == "cost_of_pass" else None)

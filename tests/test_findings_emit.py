@@ -1,0 +1,122 @@
+"""The finding emitter writes the bytes PyYAML's dumper writes, on random documents of every shape."""
+from __future__ import annotations
+
+import random
+
+import pytest
+import yaml
+
+from pytest_aqven.findings import emit, files
+
+KEYS = ["id", "value", "a", "cost_of_pass", "flows/rate.yaml", "0123abcd", "1234567890123456", "0b1010",
+        "012", "0912", "1.0", "1.0.0", "true", "True", "yes", "no", "on", "null", "Null", "y", "n", "x_y-z",
+        "_x", "9e5", "2026-11-30", "12:30", "a b", "a: b", "#x", "-x", ".inf", "é", "k" * 130, "", "~"]
+STRINGS = ["", "plain", "with \"quotes\" and \\ back", "line\nbreak\ttab\r", "nul\0bell\x07esc\x1b",
+           "\x85\u2028\u2029\ufeff\xa0", "é ü 東京 ✓", "emoji 🎉", "\ud800 lone", "\x7f\x80\x9f", " lead", "trail ",
+           "- dash", "#hash", "a: b", "'single'", "x" * 500]
+FLOATS = [0.0, -0.0, 1.0, 0.5, -2.25, 1e-05, 1e16, 1.5e300, 5e-324, float("nan"), float("inf"), float("-inf"),
+          0.1 + 0.2, 123456789.123]
+
+
+def _scalar(rng: random.Random):
+    kind = rng.randrange(6)
+    if kind == 0:
+        return rng.choice(STRINGS) + (rng.choice(STRINGS) if rng.random() < 0.3 else "")
+    if kind == 1:
+        return rng.choice(FLOATS) if rng.random() < 0.5 else rng.uniform(-1e6, 1e6)
+    if kind == 2:
+        return rng.choice([0, 1, -7, 2**53, 10**30, rng.randrange(-10**6, 10**6)])
+    if kind == 3:
+        return rng.random() < 0.5
+    if kind == 4:
+        return None
+    return rng.choice(STRINGS)
+
+
+def _numbers(rng: random.Random, depth: int):
+    items = []
+    for _ in range(rng.randrange(0, 5)):
+        if depth and rng.random() < 0.3:
+            items.append(_numbers(rng, depth - 1))
+        else:
+            items.append(rng.choice([rng.randrange(100), rng.choice(FLOATS), rng.random() < 0.5]))
+    return items
+
+
+def _value(rng: random.Random, depth: int):
+    roll = rng.random()
+    if depth <= 0 or roll < 0.45:
+        return _scalar(rng)
+    if roll < 0.6:
+        return _numbers(rng, 2)
+    if roll < 0.8:
+        return [_value(rng, depth - 1) for _ in range(rng.randrange(0, 4))]
+    return _mapping(rng, depth - 1)
+
+
+def _mapping(rng: random.Random, depth: int):
+    keys = KEYS[:24]      # keys the emitter writes itself, plain or quoted
+    return {rng.choice(keys): _value(rng, depth) for _ in range(rng.randrange(0, 5))}
+
+
+def test_same_bytes_as_pyyaml():
+    fast = 0
+    for seed in range(400):
+        rng = random.Random(seed)
+        document = _mapping(rng, 4) or {"k": 1}
+        if seed % 5 == 0:
+            document["weird"] = {rng.choice(KEYS): 1}
+        if seed % 7 == 0:
+            shared = [1, 2]
+            document["twice"] = [shared, {"again": shared}]      # PyYAML writes an anchor: the fallback does
+        if seed % 11 == 0:
+            document["tuple"] = (1, "two")
+        expected = files.pyyaml_dump(document)
+        assert files.dump(document) == expected, seed
+        try:
+            assert emit.dump(document) == expected, seed
+            fast += 1
+        except emit.Unsupported:
+            pass
+    assert fast > 200       # most documents take the fast path: the comparison means something
+
+
+def test_a_finding_shaped_document_takes_the_fast_path():
+    document = {"apiVersion": "aqven/v1", "cells": [{"metric": "label", "estimate": {"value": 0.5, "low": None}}],
+                "variants": [{"id": "a", "changes": [], "models": ["fake:a-1"], "metrics": {}}],
+                "data": {"variants": {"a": {"label": {"0123abcd": [3, 4], "99": [[0.0002, 1], [0.0002, 0]]}}}},
+                "scope": {"tags": {}}}
+    assert emit.dump(document) == files.pyyaml_dump(document)
+    assert yaml.safe_load(emit.dump(document)) == document
+
+
+def test_shapes_it_does_not_know_are_refused():
+    for document in ({"a b": 1}, {"k" * 130: 1}, {"s": {1, 2}}, {"i": [1], "j": {"again": None}}):
+        if "i" in document:
+            document["j"]["again"] = document["i"]
+        with pytest.raises(emit.Unsupported):
+            emit.dump(document)
+        assert files.dump(document) == files.pyyaml_dump(document)
+
+
+def test_tuples_are_block_sequences_and_read_back_as_lists():
+    document = {"t": (1, 2.5), "e": (), "g": ({"metric": "cost", "margin": 0.1},)}
+    text, plain = emit.dump_plain(document)
+    assert text == files.pyyaml_dump(document) and not plain
+    assert emit.dump_plain({"t": [1, 2.5]})[1]
+
+
+def test_only_a_decided_finding_skips_being_read_back(tmp_path):
+    """examine() trusts a text it made only when series/findings.record decided it: a document hashed by
+    finding_text alone (what a forger can do) is parsed and decided again like any file."""
+    forged = {"experiment": "e", "series": "s", "state": "confirmed", "statement": "x", "cells": [],
+              "variants": [], "scope": {}, "method": {}, "data": {}}
+    path = tmp_path / "experiments" / "e" / "findings" / "s.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(files.finding_text(forged))
+    [(_, _, found)] = files.examine(tmp_path)
+    assert found and "cannot be decided again" in found[0][1]
+    path.unlink()
+    path.write_text(files.finding_text(forged, decided=True))
+    [(_, document, found)] = files.examine(tmp_path)
+    assert found == [] and document["series"] == "s"
