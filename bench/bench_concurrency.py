@@ -1,91 +1,190 @@
-"""Wall time of 400 attempts whose model answers after 50 ms (an async function provider sleeping 50 ms),
-with --aqven-concurrency 1, with 32, and with -n 2 --aqven-concurrency 16, measured side by side in one run.
+"""400 attempts against a local chat-completions server on 127.0.0.1 that answers after 50 ms, through the
+real `openai_compatible` provider (httpx), with --aqven-concurrency 1, 32, 100 and -n 2 --aqven-concurrency 16,
+measured side by side in one run (A B C D A B C D ...).
 
-Two figures per configuration: the attempts' own wall time (first attempt start to last attempt end, from
-the database) and the whole pytest command (collection, verdict and process start included).
+Per configuration (medians over rounds):
+- attempts wall: the attempts' own phase, first attempt start to last attempt end (from the database). This
+  is the figure concurrency speeds up, and the one the target is about;
+- pytest wall and CPU: the whole command (process start, imports, collection, verdict, xdist workers);
+- CPU ms per attempt: the command's CPU minus that of `--collect-only` on the same project, per attempt.
 
-    PYTHONPATH=. python bench/bench_concurrency.py [--attempts 400] [--sleep 0.05] [--rounds 1]
+    PYTHONPATH=. python bench/bench_concurrency.py [--attempts 400] [--delay 0.05] [--rounds 3] [--before DIR]
+
+--before DIR adds each configuration run with another checkout's pytest_aqven (DIR first on PYTHONPATH, e.g.
+a `git worktree add DIR <commit>`), in the same rounds, so before and after are measured side by side.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import os
 import sqlite3
-import subprocess
+import statistics
 import sys
 import tempfile
-import time
+import threading
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.sidebyside import pytest_cmd, run_once  # noqa: E402
 from tests import projects  # noqa: E402  (the test suite's small project)
-
-PROVIDER = '''
-import asyncio
-from pytest_aqven import ModelResponse
-
-
-async def complete(request):
-    await asyncio.sleep({sleep})
-    return ModelResponse(text='{{"label": "positive"}}', tokens_in=10, tokens_out=3, cost_usd=0.0001)
-'''
 
 CONFIGS = [("concurrency 1", ["--aqven-concurrency", "1"]),
            ("concurrency 32", ["--aqven-concurrency", "32"]),
+           ("concurrency 100", ["--aqven-concurrency", "100"]),
            ("-n 2, concurrency 16", ["-n", "2", "--aqven-concurrency", "16"])]
 
+AQVEN = '''
+        apiVersion: "aqven/v1"
+        kind: "Project"
+        description: "A project on a local chat-completions server"
+        package: "{package}"
+        research:
+          spend_cap_usd: 1000
+        providers:
+        - id: "local"
+          kind: "openai_compatible"
+          base_url: "{url}"
+          params: {timeout_s: 30}
+          data_policy:
+            allows_pii: false
+            allows_sensitive: false
+            retention: "zero"
+        '''
+AGENT = 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "A model"\nmodel: "local:m1"\n'
 
-def build(root: Path, attempts: int, sleep: float) -> list[str]:
+
+class SlowServer:
+    """Chat completions on 127.0.0.1, each answered after `delay` seconds (asyncio: a thousand connections
+    cost nothing), HTTP/1.1 keep-alive, priced (usage.cost). Counts requests and the most answered at once."""
+
+    def __init__(self, delay: float):
+        self.delay = delay
+        self.requests = 0
+        self.inflight = 0
+        self.max_inflight = 0
+        self.loop = asyncio.new_event_loop()
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=1024))
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    return
+                length = 0
+                while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    name, _, value = header.decode("latin-1").partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                self.requests += 1
+                self.inflight += 1
+                self.max_inflight = max(self.max_inflight, self.inflight)
+                await asyncio.sleep(self.delay)
+                self.inflight -= 1
+                answer = json.dumps({
+                    "id": "c", "object": "chat.completion", "model": body.get("model", ""),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": '{"label": "positive"}'}}],
+                    "usage": {"prompt_tokens": 20, "completion_tokens": 5, "cost": 0.0001}}).encode()
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(answer)).encode() + b"\r\n\r\n" + answer)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    def stop(self) -> None:
+        async def shut() -> None:
+            self.server.close()
+            for task in asyncio.all_tasks() - {asyncio.current_task()}:
+                task.cancel()
+        asyncio.run_coroutine_threadsafe(shut(), self.loop).result(timeout=5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+def build(root: Path, url: str, attempts: int) -> list[str]:
     repeats = 4
     cases = attempts // repeats
-    aqven = projects.FILES["aqven.yaml"].rstrip(" ") + "        research:\n          spend_cap_usd: 1000\n"
-    projects.write(root, {"aqven.yaml": aqven, "provider.py": PROVIDER.format(sleep=sleep),
+    projects.write(root, {"aqven.yaml": AQVEN.replace("{url}", url), "agents/bot.yaml": AGENT,
                           **projects.dataset(projects.cases(cases * 3)),
                           **projects.experiment(repeats=repeats, cases=cases)}, package="benchproj")
+    (root / "provider.py").unlink()
     return ["--aqven-cases", str(cases), "--aqven-repeats", str(repeats)]
 
 
-def run(root: Path, args: list[str]) -> tuple[float, float, int]:
-    started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", str(root), "-q", "-p", "no:cacheprovider",
-                           "--aqven-new-series", *args], capture_output=True, text=True, cwd=root.parent)
-    total = time.perf_counter() - started
-    if proc.returncode != 0:
-        sys.exit(f"pytest failed ({proc.returncode}):\n{proc.stdout[-3000:]}")
+def attempts_phase(root: Path) -> tuple[float, int]:
+    """First attempt start to last attempt end of the newest series, and how many attempts it has."""
     db = sqlite3.connect(root / ".aqven" / "aqven.sqlite")
-    (series,) = db.execute("SELECT series_id FROM aqven_series ORDER BY created_at DESC LIMIT 1").fetchone()
-    first, last, n = db.execute("SELECT MIN(started_at), MAX(finished_at), COUNT(*) FROM aqven_series_attempts "
-                                "WHERE series_id = ?", (series,)).fetchone()
-    db.close()
-    return last - first, total, n
+    try:
+        (series,) = db.execute("SELECT series_id FROM aqven_series ORDER BY created_at DESC LIMIT 1").fetchone()
+        first, last, n = db.execute("SELECT MIN(started_at), MAX(finished_at), COUNT(*) FROM aqven_series_attempts "
+                                    "WHERE series_id = ?", (series,)).fetchone()
+    finally:
+        db.close()
+    return last - first, n
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=400)
-    parser.add_argument("--sleep", type=float, default=0.05)
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--delay", type=float, default=0.05)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", nargs="*", help="configuration names to run (default: all)")
+    parser.add_argument("--before", help="another checkout of the repository, measured side by side")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "proj"
-        extra = build(root, args.attempts, args.sleep)
-        results: dict[str, list[tuple[float, float, int]]] = {name: [] for name, _ in CONFIGS}
-        for _ in range(args.rounds):                     # alternating: the machine's noise hits every config
-            for name, config in CONFIGS:
-                results[name].append(run(root, [*extra, *config]))
-    base_attempts = min(r[0] for r in results[CONFIGS[0][0]])
-    base_total = min(r[1] for r in results[CONFIGS[0][0]])
-    print(f"{args.attempts} attempts, the model answers after {args.sleep * 1000:.0f} ms "
-          f"(best of {args.rounds} round{'s' if args.rounds > 1 else ''})")
-    print(f"{'configuration':<24}{'attempts wall':>14}{'speed-up':>10}{'pytest wall':>13}{'speed-up':>10}")
-    for name, _ in CONFIGS:
-        attempts_wall = min(r[0] for r in results[name])
-        total = min(r[1] for r in results[name])
-        n = results[name][0][2]
-        assert n == args.attempts, f"{name}: {n} attempts ran"
-        print(f"{name:<24}{attempts_wall:>13.2f}s{base_attempts / attempts_wall:>9.1f}x"
-              f"{total:>12.2f}s{base_total / total:>9.1f}x")
+    versions = [("", None)] + ([(" (before)", args.before)] if args.before else [])
+    configs = [(name + label, label, config, path) for name, config in CONFIGS if not args.only or name in args.only
+               for label, path in versions]
+    server = SlowServer(args.delay)
+    rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in configs}
+    collect_cpu: list[float] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "proj"
+            extra = build(root, server.url, args.attempts)
+            # a private temp root: pytest's end-of-session cleanup of old numbered folders in the shared one
+            # (other runs' leftovers) took up to a minute here and is no part of the attempts
+            env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": tmp}
+            for r in range(args.rounds):                 # alternating: the machine's noise hits every config
+                collect_cpu.append(run_once(pytest_cmd(str(root), "--collect-only", *extra), cwd=tmp, env=env).cpu)
+                for name, _, config, path in configs:
+                    run = run_once(pytest_cmd(str(root), "--aqven-new-series", *extra, *config), cwd=tmp,
+                                   env={**env, "PYTHONPATH": path} if path else env)
+                    if run.returncode != 0:
+                        sys.exit(f"{name}: pytest exited {run.returncode}")
+                    phase, n = attempts_phase(root)
+                    if n != args.attempts:
+                        sys.exit(f"{name}: {n} attempts ran, not {args.attempts}")
+                    rows[name].append((phase, run.wall, run.cpu))
+                print(f"  round {r + 1}/{args.rounds}", file=sys.stderr)
+    finally:
+        server.stop()
+    med = {name: [statistics.median(col) for col in zip(*rs)] for name, rs in rows.items()}
+    cpu0 = statistics.median(collect_cpu)
+    print(f"{args.attempts} attempts, the server answers after {args.delay * 1000:.0f} ms; medians of {args.rounds} "
+          f"round{'s' if args.rounds > 1 else ''}; the server saw at most {server.max_inflight} requests at once; "
+          f"--collect-only CPU {cpu0:.2f} s")
+    print(f"| configuration | attempts wall | speed-up | pytest wall | speed-up | pytest CPU | CPU ms per attempt |")
+    print("|---|---|---|---|---|---|---|")
+    for name, label, _, _ in configs:
+        phase, wall, cpu = med[name]
+        base_phase, base_wall, _ = med.get(CONFIGS[0][0] + label, med[configs[0][0]])   # its own concurrency 1
+        print(f"| {name} | {phase:.2f} s | {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
+              f"| {cpu:.2f} s | {(cpu - cpu0) / args.attempts * 1000:.1f} |")
 
 
 if __name__ == "__main__":

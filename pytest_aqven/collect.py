@@ -99,7 +99,7 @@ class ExperimentFile(pytest.File):
             self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
                                     repeats=opt("aqven_repeats"), cap=cap,
                                     fresh_for=run_token(self.config) if opt("aqven_new_series") else None,
-                                    cassettes=cassette_mode(self.config))
+                                    cassettes=cassette_mode(self.config), run=run_token(self.config))
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
         except CapError as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_aqven.series import ledger as ledgers
+from pytest_aqven.series import storage
 from pytest_aqven.series.cap import SeriesCap
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.scheduler import Budget
@@ -184,6 +185,37 @@ def test_a_claim_of_a_dead_runner_is_taken_over_and_a_live_one_is_waited_for(tmp
     assert me.try_start(sid, "v", "a", 1).kind == "start"              # heartbeat older than the lease
 
 
+def assert_totals_are_the_sums(conn: sqlite3.Connection) -> None:
+    """The running spend totals equal what summing every spend row gives, series by series."""
+    totals = {r[0]: r[1:] for r in conn.execute("SELECT * FROM aqven_spend_totals")}
+    sums = {r[0]: r[1:] for r in conn.execute("SELECT series_id, SUM(spend_usd), MAX(spend_usd), COUNT(*), "
+                                               "SUM(unpriced_calls > 0) FROM aqven_spend GROUP BY series_id")}
+    assert totals.keys() == sums.keys() and sums
+    for series_id, (spent, reserve, n, unpriced) in sums.items():
+        assert totals[series_id] == (pytest.approx(spent, abs=1e-12), reserve, n, unpriced)
+
+
+def test_the_running_spend_total_is_the_sum_of_the_spend_rows_through_releases_and_takeovers(tmp_path):
+    store, sid = open_series(tmp_path, cap="1")
+    other_store, _ = open_series(tmp_path, cap="1")
+    other = ledgers.Ledger(other_store)
+    me = ledgers.Ledger(store)
+    assert me.try_start(sid, "v", "a", 1).kind == "start"
+    settle(me, sid, "a", 0.03, unpriced=1)
+    for case in "bcd":
+        assert other.try_start(sid, "v", case, 1).kind == "start"
+    settle(other, sid, "b", 0.01)
+    other.release(sid, "v", "c", 1)                                     # stopped before any call was paid
+    with store.transaction() as conn:                                  # the other runner died with d running
+        conn.execute("UPDATE aqven_runners SET pid = 999999999 WHERE runner_id = ?", (other.runner_id,))
+    assert me.try_start(sid, "v", "d", 1).kind == "start"              # taken over
+    settle(me, sid, "d", 0.05)
+    spent = ledgers.series_spend(store, sid)
+    assert (spent.spent_usd, spent.reserve_usd, spent.finished, spent.unpriced_attempts, spent.running) == \
+        (pytest.approx(0.09), 0.05, 3, 1, 0)
+    assert_totals_are_the_sums(store._conn)
+
+
 def test_unpriced_attempts_make_the_spend_a_lower_bound_and_the_hard_limit_refuses_the_next_call(tmp_path):
     store, sid = open_series(tmp_path, cap="1")
     ledger = ledgers.Ledger(store)
@@ -278,9 +310,17 @@ def test_a_cap_above_the_project_cap_waits_for_approval_before_anything_runs(pyt
 
 
 def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):
-    root = make(pytester.path, sleep=0.05)
+    root = make(pytester.path, sleep=0.05, gate=8)
     runs = [subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    # answers wait until both runs have paid a call: on a loaded machine one run could otherwise finish the
+    # series before the other opened it, and the other would rightly start a new one
+    deadline = time.time() + 240
+    while len({l.split("|")[3] for l in (root / "calls.log").read_text().splitlines()}
+               if (root / "calls.log").exists() else ()) < 2:
+        assert time.time() < deadline and all(r.poll() is None for r in runs), "the second run never made a call"
+        time.sleep(0.05)
+    (root / "go").touch()
     outs = [r.communicate(timeout=300)[0] for r in runs]
     with capsys.disabled():
         print(f"\ntwo runs: {len(calls(root))} provider calls / {len(finished(root))} attempts")
@@ -301,6 +341,7 @@ def _resumes_without_rerunning(root: Path, cwd: Path, killed: list) -> None:
     assert not again & kept                                          # no finished attempt ran again
     assert len(finished(root)) == 40 and the_series(root)["status"] == "done"
     assert db(root).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert_totals_are_the_sums(db(root))
 
 
 def wait_for_finished(root: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -436,8 +477,9 @@ def test_an_old_database_is_migrated_and_its_spend_counted(tmp_path):
     old.commit()
     old.close()
     store = Store(tmp_path)
-    assert store._conn.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == 2
+    assert store._conn.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == storage.LATEST == 3
     assert ledgers.series_spend(store, "s").spent_usd == pytest.approx(0.25)
+    assert_totals_are_the_sums(store._conn)
 
 
 # --- large datasets ----------------------------------------------------------------------------------

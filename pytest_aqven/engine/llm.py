@@ -69,7 +69,7 @@ def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) 
         path = runner.project.root / rel.removeprefix("@root/") if rel.startswith("@root/") else \
             (runner.project.root / entity.doc.file).parent / rel
         try:
-            return path.read_text(encoding="utf-8").strip()
+            return runner.sources.read_text(path).strip()
         except OSError as exc:
             raise RunError("prompt_invalid", f"agent {agent_id}: instructions {text}: {exc.strerror}") from None
     return text
@@ -113,15 +113,16 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                                              "prompt_invalid")
     try:
         if inference.prompt is None:
-            prompt_text = prompt_path.read_text(encoding="utf-8")
+            prompt_text = runner.sources.read_text(prompt_path)     # as the series read it at its start
         inf_folder = (root / node.inference_doc.file).parent if node.inference_doc else node.path.parent
-        variants = prompts.variant_texts(inference, inputs, inf_folder, stem, root)
+        variants = prompts.variant_texts(inference, inputs, inf_folder, stem, root, runner.sources)
         media = prompts.media_parts(inference, inputs, root)
         messages = list(prompts.render(prompt_text, inference, inputs, root=root, variants=variants, allowed=allowed,
-                                       instructions=agent_instructions(runner, agent_id, agent), media=media))
+                                       instructions=agent_instructions(runner, agent_id, agent), media=media,
+                                       sources=runner.sources))
     except prompts.MediaUnavailable as exc:
         raise RunError("media_unavailable", f"node {node_id}: {exc}") from None
-    except (OSError, prompts.PromptError, AttributeError) as exc:
+    except (OSError, UnicodeDecodeError, prompts.PromptError, AttributeError) as exc:
         raise RunError("prompt_invalid", f"node {node_id}: {exc}") from None
     if variants:
         trace.detail["variants"] = variants

@@ -20,6 +20,7 @@ from typing import Any
 from ..project import specs
 from ..providers.base import Message, Part
 from . import refs
+from .sources import LIVE, Sources
 
 MEDIA_TYPES = {"Image": "image", "Audio": "audio", "Video": "video", "Document": "document"}
 _START, _SEP = "\x1e", "\x1f"      # marks around a message block in the rendered text
@@ -65,16 +66,18 @@ def _inputs(inference: specs.InferenceSpec, inputs: dict[str, Any]) -> str:
 
 def render(text: str, inference: specs.InferenceSpec, inputs: dict[str, Any], *, root: Path | None = None,
            variants: dict[str, str] | None = None, allowed: dict[str, list] | None = None,
-           instructions: str | None = None, media: tuple[Part, ...] = ()) -> tuple[Message, ...]:
+           instructions: str | None = None, media: tuple[Part, ...] = (),
+           sources: Sources = LIVE) -> tuple[Message, ...]:
     """The messages of one model call. Raises PromptError for a template that does not render.
-    `text` is the prompt file, or the messages a Python prompt returned (level 3)."""
+    `text` is the prompt file, or the messages a Python prompt returned (level 3); fragments are read
+    from `sources` (the series' snapshot)."""
     fmt = output_format(inference, allowed)
     if not isinstance(text, str):
         messages = rendered_messages(text)
     elif is_template(text):
         values = {k: v for k, v in inputs.items()}
         values.update(output_format=fmt, variants=variants or {})
-        rendered = _liquid(text, root, values)
+        rendered = _liquid(text, root, values, sources)
         messages = _split(rendered)
     else:
         messages = [Message("user", f"{text.strip()}\n\n{_inputs(inference, inputs)}\n\n{fmt}")]
@@ -108,18 +111,18 @@ def rendered_messages(rendered: Any) -> list[Message]:
     return out
 
 
-def _liquid(text: str, root: Path | None, values: dict[str, Any]) -> str:
+def _liquid(text: str, root: Path | None, values: dict[str, Any], sources: Sources = LIVE) -> str:
     from liquid.exceptions import LiquidError
 
     try:
-        return _template(text, str(root) if root else "").render(**values)
+        return _template(text, str(root) if root else "", sources).render(**values)
     except LiquidError as exc:
         raise PromptError(f"the prompt template does not render: {exc}") from None
 
 
-def render_text(text: str, root: Path | None, values: dict[str, Any]) -> str:
+def render_text(text: str, root: Path | None, values: dict[str, Any], sources: Sources = LIVE) -> str:
     """A variant text: Liquid when it is a template, else as written."""
-    return _liquid(text, root, values) if is_template(text) else text
+    return _liquid(text, root, values, sources) if is_template(text) else text
 
 
 def _split(rendered: str) -> list[Message]:
@@ -139,17 +142,19 @@ def _split(rendered: str) -> list[Message]:
 
 
 @lru_cache(maxsize=256)
-def _template(text: str, root: str):
-    """Parsed once per text and project: parsing is the slow part of Liquid."""
-    return _environment(root).from_string(text)
+def _template(text: str, root: str, sources: Sources):
+    """Parsed once per text, project and snapshot: parsing is the slow part of Liquid."""
+    return _environment(root, sources).from_string(text)
 
 
 @lru_cache(maxsize=16)
-def _environment(root: str):
+def _environment(root: str, sources: Sources):
+    from pathlib import PurePosixPath
+
     from liquid import Environment
     from liquid.ast import Node
-    from liquid.builtin.loaders.file_system_loader import FileSystemLoader
-    from liquid.exceptions import LiquidSyntaxError
+    from liquid.exceptions import LiquidSyntaxError, TemplateNotFoundError
+    from liquid.loader import BaseLoader, TemplateSource
     from liquid.parser import get_parser
     from liquid.tag import Tag
     from liquid.token import TOKEN_EOF, TOKEN_TAG
@@ -186,13 +191,28 @@ def _environment(root: str):
             stream.expect(TOKEN_TAG, value="endmessage")
             return MessageNode(token, words[0], block)
 
-    env = Environment(loader=FileSystemLoader(root or ".", ext=".md"))
+    class SnapshotLoader(BaseLoader):
+        """`{% include "fragments/<name>" %}`: `<root>/fragments/<name>.md`, read from the snapshot."""
+
+        def get_source(self, env, template_name, *, context=None, **kwargs):
+            rel = PurePosixPath(template_name)
+            if not rel.name or rel.is_absolute() or ".." in rel.parts:
+                raise TemplateNotFoundError(template_name)
+            if not rel.suffix:
+                rel = rel.with_suffix(".md")
+            try:
+                text = sources.read_text(Path(root or ".", rel))
+            except (OSError, UnicodeDecodeError):
+                raise TemplateNotFoundError(template_name) from None
+            return TemplateSource(text, rel.as_posix(), None)
+
+    env = Environment(loader=SnapshotLoader())
     env.add_tag(MessageTag)
     return env
 
 
 def variant_texts(inference: specs.InferenceSpec, inputs: dict[str, Any], folder: Path, stem: str,
-                  root: Path | None) -> dict[str, str]:
+                  root: Path | None, sources: Sources = LIVE) -> dict[str, str]:
     """`variants: {slot: {on, cases, default}}` -> slot -> the text chosen by the input, rendered."""
     out = {}
     for slot, spec in inference.variants.items():
@@ -207,10 +227,10 @@ def variant_texts(inference: specs.InferenceSpec, inputs: dict[str, Any], folder
             raise PromptError(f"variant slot {slot}: no variant for {selector!r} and no default")
         path = folder / f"{stem}.variants" / slot / f"{name}.md"
         try:
-            text = path.read_text(encoding="utf-8")
+            text = sources.read_text(path)
         except OSError as exc:
             raise PromptError(f"variant slot {slot}: cannot read {path.name}: {exc.strerror}") from None
-        out[slot] = render_text(text, root, inputs)
+        out[slot] = render_text(text, root, inputs, sources)
     return out
 
 

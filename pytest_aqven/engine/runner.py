@@ -19,6 +19,7 @@ from ..project.types import pascal
 from ..project.typesmodule import typed_arguments
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 from . import refs, usercode
+from .sources import LIVE, Sources
 from .trace import Address, NodeTrace, RunError, RunResult
 
 
@@ -66,8 +67,9 @@ class Frame:
 
 class Runner:
     def __init__(self, project: Project, providers: dict[str, Provider | ProviderError],
-                 identity: AttemptIdentity = AttemptIdentity()):
+                 identity: AttemptIdentity = AttemptIdentity(), sources: Sources = LIVE):
         self.project = project
+        self.sources = sources                # the series' snapshot: prompts and fragments read from it
         self.providers = providers
         self.identity = identity
         self.result = RunResult()
@@ -91,6 +93,8 @@ class Runner:
         frame = Frame(assembly, ChainMap(top), Address(""))
         started = time.perf_counter()
         try:
+            if self.sources.conflict:        # this process read other inputs than the series recorded
+                raise RunError("inputs_changed", self.sources.conflict)
             if assembly.start is None:     # a range reads only the inputs it needs (its fixtures give the rest)
                 top["input"] = self._input(assembly.flow, inputs)
             for node_id in assembly.order:

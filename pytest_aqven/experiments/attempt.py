@@ -67,7 +67,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     assembly = plan.variants[variant]
     identity = AttemptIdentity(plan.experiment.id, variant, case.name, repeat)
     started = time.time()
-    runner = Runner(project, providers, identity)
+    runner = Runner(project, providers, identity, plan.sources)   # the inputs read at the series start
     result = await runner.run(assembly, case.inputs, case.context, case.node_outputs,
                               case.metadata.get("human_answers"))
     error_code = result.error.code if result.error else None

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..engine.llm import inference_flow
 from ..engine.runner import Assembly, Runner
+from ..engine.sources import LIVE, Sources
 from ..engine.trace import RunResult
 from ..project import specs
 from ..project.loader import Project, inference_path
@@ -28,6 +29,7 @@ class JudgeCheck:
     assembly: Assembly             # the judge as a one-node flow, run as a range over its node
     inference: specs.InferenceSpec
     inference_path: Path
+    sources: Sources = LIVE        # the series' snapshot, given at its start: the judge's prompt is read from it
 
     @property
     def id(self) -> str:
@@ -50,7 +52,7 @@ class JudgeCheck:
     async def run(self, project: Project, providers: dict[str, Provider], identity: AttemptIdentity,
                   scope: dict[str, Any], expected_output: Any, context: dict | None = None
                   ) -> tuple[CheckResult, RunResult]:
-        runner = Runner(project, providers, identity)
+        runner = Runner(project, providers, identity, self.sources)
         result = await runner.run(self.assembly, self.bind(scope, expected_output), context or {})
         return self.interpret(result), result
 

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine.runner import Assembly
-from ..project.loader import Experiment, Project
-from ..project.specs import CaseSpec, ExperimentSpec
+from ..engine.sources import LIVE, Sources
+from ..project.loader import Experiment, Flow, Project
+from ..project.specs import CallNode, CaseSpec, ExperimentSpec
 from . import inputs
 from . import split as splitting
 from .factors import use_nodes
@@ -28,6 +30,7 @@ class SeriesPlan:
     available: int
     repeats: int
     variants: dict[str, Assembly] = field(default_factory=dict)   # in declaration order
+    sources: Sources = LIVE        # the inputs as read at the series start (lifecycle sets it): attempts read these
 
     @property
     def spec(self) -> ExperimentSpec:
@@ -80,9 +83,56 @@ def file_hash(path: Path) -> str:
     return "sha256-" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def bytes_hash(data: bytes) -> str:
+    return "sha256-" + hashlib.sha256(data).hexdigest()
+
+
 def canonical_hash(value) -> str:
     data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return "sha256-" + hashlib.sha256(data.encode()).hexdigest()
+
+
+def _flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Flow]:
+    """The variant's flow, the flows in its slots, and every flow their call nodes call, transitively."""
+    todo = [a.flow, *(f for f in (project.flow_for(experiment, i) for i in a.flows.values()) if f is not None)]
+    nodes = list(a.nodes.values())
+    seen: dict[tuple, Flow] = {}
+    while todo or nodes:
+        if todo:
+            flow = todo.pop()
+            if (flow.local_to, flow.id) in seen:
+                continue
+            seen[(flow.local_to, flow.id)] = flow
+            nodes += flow.nodes.values()
+            continue
+        node = nodes.pop()
+        if isinstance(node.spec, CallNode):
+            called = project.flow_for(experiment, node.spec.flow)
+            if called is not None:
+                todo.append(called)
+    return list(seen.values())
+
+
+def _inference_files(project: Project, node) -> set[Path]:
+    """An llm node's inference, prompt and variant texts, wherever the inference lives."""
+    if node.inference_doc is None:
+        return set()
+    inference = project.root / node.inference_doc.file
+    stem = inference.name[: -len(".inference.yaml")]
+    variants = inference.parent / f"{stem}.variants"
+    return {inference, *([node.prompt_path] if node.prompt_path else []),
+            *(p for p in variants.rglob("*") if p.is_file())}
+
+
+def _instruction_files(project: Project) -> list[Path]:
+    """The files agents name as their instructions (`./x.md`, `@root/x.md`), wherever they are."""
+    out = []
+    for entity in project.agents.values():
+        rel = entity.spec.instructions_file
+        if rel:
+            out.append(project.root / rel.removeprefix("@root/") if rel.startswith("@root/")
+                       else (project.root / entity.doc.file).parent / rel)
+    return out
 
 
 def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
@@ -90,12 +140,14 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     root = project.root
     flows = {}
     for variant, a in series.variants.items():
-        plugged = [project.flow_for(series.experiment, f) for f in a.flows.values()]
-        folders = [a.flow.folder, *(n.path.parent for n in a.nodes.values()),   # the flow, its alternatives
-                   *(f.folder for f in plugged if f is not None)]                # and the flows in its slots
-        flows[variant] = sorted({p for folder in folders for p in folder.rglob("*")
-                                 if p.is_file() and "__pycache__" not in p.parts} | set(a.prompts.values()))
+        run = _flows_run(project, series.experiment, a)
+        folders = [f.folder for f in run] + [n.path.parent for n in a.nodes.values()]   # and the slots' alternatives
+        files = {p for folder in folders for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        for node in [n for f in run for n in f.nodes.values()] + list(a.nodes.values()):
+            files |= _inference_files(project, node)       # a shared inference may live in another flow
+        flows[variant] = sorted(files | set(a.prompts.values()))
     shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
+    shared += [p for p in _instruction_files(project) if p.is_file() and p not in shared]
     judges = {}
     for check in series.spec.checks:
         if check.is_judge:
@@ -112,8 +164,10 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     }
 
 
-def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] | None = None) -> dict[str, str]:
-    """Hashes of everything the series runs on; compared at the end to detect inputs that changed."""
+def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] | None = None,
+             data: dict[Path, bytes] | None = None) -> dict[str, str]:
+    """Hashes of everything the series runs on: of `data` (the bytes read at its start, by resolved path)
+    when given, else of the files as they are now (the end compares the two)."""
     root = project.root
     paths = paths or input_paths(project, series)
 
@@ -121,15 +175,21 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
         p = p.resolve()
         return p.relative_to(root.resolve()).as_posix() if root.resolve() in p.parents else p.as_posix()
 
+    def digest(p: Path) -> str | None:
+        if data is not None:
+            held = data.get(p.resolve())
+            return None if held is None else bytes_hash(held)
+        return file_hash(p) if p.is_file() else None
+
     def hashes(files) -> dict[str, str]:
-        return {named(p): file_hash(p) for p in files if p.is_file()}
+        return {named(p): h for p in files for h in [digest(p)] if h is not None}
 
     flows = {k.split(":", 1)[1]: canonical_hash(hashes(v)) for k, v in paths.items() if k.startswith("flow:")}
     judges = {k.split(":", 1)[1]: canonical_hash(hashes(v)) for k, v in paths.items() if k.startswith("judge:")}
     return {
-        "experiment_sha256": file_hash(series.experiment.file),
+        "experiment_sha256": digest(series.experiment.file),
         "experiment_folder_sha256": canonical_hash(hashes(paths["experiment"])),
-        "dataset_sha256": file_hash(paths["dataset"][0]),
+        "dataset_sha256": digest(paths["dataset"][0]),
         "cases_sha256": canonical_hash([c.model_dump(mode="json") for c in series.cases]),
         "flows_sha256": canonical_hash(flows),
         "project_sha256": canonical_hash(hashes(paths["project"])),
@@ -141,6 +201,65 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
     }
 
 
-def fingerprints(paths: dict[str, list[Path]]) -> dict[str, list[int]]:
-    """mtime and size of every input file at the start: a file edited and restored during the series shows."""
-    return inputs.fingerprint(sorted({str(p.resolve()) for files in paths.values() for p in files}))
+PARSED = (".yaml", ".yml", ".py")     # parsed at load time or imported; every other input is held as bytes
+
+
+@dataclass
+class Snapshot:
+    """The inputs of a series as this process read them at the series start."""
+    hashes: dict                      # what the series records and its finding carries
+    fingerprints: dict[str, list[int]]
+    sources: Sources                  # the text the engine reads during attempts
+    stale: list[str]                  # parsed or imported inputs modified after the project was loaded
+
+
+def take(project: Project, series: SeriesPlan) -> Snapshot:
+    """Read every input once: stat it (an edit after this shows at the end), read its bytes, hash those.
+    Call it after the code the series runs is imported (import_code): a module edited after the project
+    was loaded may have been imported from other bytes than those hashed, and so may a YAML file
+    parsed at load time; both are `stale`."""
+    paths = input_paths(project, series)
+    files = sorted({p.resolve() for group in paths.values() for p in group})
+    marks = inputs.fingerprint([str(p) for p in files])
+    data: dict[Path, bytes] = {}
+    for p in files:
+        try:
+            data[p] = p.read_bytes()
+        except OSError:
+            continue                  # gone (or a folder): not hashed, and the end sees it missing
+    hashes = snapshot(project, series, paths, data)
+    held = {p: b for p, b in data.items() if p.suffix not in PARSED}
+    loaded, now = project.loaded_ns, time.time_ns()
+    # a future mtime (a clock skew, an archive) says nothing about an edit: only the window since loading counts
+    stale = [] if loaded is None else sorted(
+        project.rel(p) if project.root in p.parents else str(p) for p in files
+        if p.suffix in PARSED and str(p) in marks and loaded <= marks[str(p)][0] <= now)
+    return Snapshot(hashes, marks, Sources(held), stale)
+
+
+def import_code(project: Project, series: SeriesPlan) -> None:
+    """Import every module the code references of the series name (its flows' nodes, Python prompts,
+    inference checks, tools), now, so that every attempt of this process runs the code the snapshot
+    hashes (a module first imported mid-series would run its bytes of then). A reference that does not
+    resolve is left to the attempt, which reports it."""
+    from ..project import coderefs
+    nodes = []
+    for a in series.variants.values():
+        nodes += [n for f in _flows_run(project, series.experiment, a) for n in f.nodes.values()] + list(a.nodes.values())
+    refs = []
+    for node in nodes:
+        run = getattr(node.spec, "run", None)
+        if isinstance(run, str):
+            refs.append((run, node.py_path))
+        inference = node.inference
+        if inference is not None:
+            if inference.prompt:
+                refs.append((inference.prompt, node.py_path))
+            refs += [(c.run, node.py_path) for c in inference.checks if c.run]
+    refs += [(e.spec.run, project.root / "tools" / f"{tool_id}.py") for tool_id, e in project.tools.items()
+             if getattr(e.spec, "run", None)]
+    for ref, here in refs:
+        try:
+            coderefs.resolve(ref, package=project.package, root=project.root, here=here)
+        except Exception:  # noqa: BLE001 - the user's module: its error is the attempt's to report
+            continue

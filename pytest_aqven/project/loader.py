@@ -1,6 +1,7 @@
 """Load an AQVEN project (standard layout) into specs with positions and diagnostics."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ class Project:
     unreadable: dict[str, set[str]] = field(default_factory=lambda: {"type": set(), "agent": set(), "dataset": set(),
                                                                       "flow": set(), "tool": set(),
                                                                       "mcp_server": set()})
+    loaded_ns: int | None = None      # when loading began: a parsed file modified since may differ from its specs
 
     @property
     def package(self) -> str:
@@ -131,7 +133,7 @@ def _yaml_files(folder: Path, pattern: str = "*.yaml") -> list[Path]:
 
 def load_project(root: Path) -> Project:
     root = root.resolve()
-    project = Project(root)
+    project = Project(root, loaded_ns=time.time_ns())
     sink = project.diagnostics
     project.spec, project.doc = _read(root / PROJECT_FILE, root, specs.ProjectSpec, "project", sink)
 

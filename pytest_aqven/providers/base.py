@@ -1,6 +1,7 @@
 """The model-call contract every provider implements, and the one a function provider receives."""
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -67,6 +68,10 @@ class ModelRequest:
     tools: tuple[ToolDef, ...] = ()  # the agent's tools (and, in tool mode, the output tool OUTPUT_TOOL)
     strict: bool = True              # ask for constrained decoding of the output schema
 
+
+# How many model calls this process may have in flight at once: an HTTP provider sizes its connection
+# pool by it (the attempt scheduler sets it from --aqven-concurrency).
+CALLS_IN_FLIGHT: ContextVar[int] = ContextVar("aqven_calls_in_flight", default=100)
 
 # In output mode `tool` the answer is a call of this tool whose arguments are the output object.
 OUTPUT_TOOL = "final_result"

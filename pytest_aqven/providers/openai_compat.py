@@ -1,7 +1,8 @@
 """Chat completions over HTTP (httpx) for the catalog prefixes and `kind: openai_compatible`.
 
-One pooled async client per provider, process and event loop, shared by every concurrent attempt.
-Transport retries (429, 5xx, timeouts, dropped connections) honour Retry-After and otherwise back
+One pool of keep-alive connections per provider, process and event loop, shared by every concurrent
+attempt and sized for the calls in flight (`base.CALLS_IN_FLIGHT`): the lean HTTP/1.1 client of http11.py,
+or httpx when the environment routes the URL through a proxy. Transport retries (429, 5xx, timeouts, dropped connections) honour Retry-After and otherwise back
 off exponentially with full jitter, within a bounded total wait; other 4xx are never retried. Every
 retry is returned on the response (`retries`) for the trace. Limits are shared across processes.
 """
@@ -18,7 +19,8 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-from .base import OUTPUT_TOOL, ModelRequest, ModelResponse, ProviderError, ToolCall
+from .base import CALLS_IN_FLIGHT, OUTPUT_TOOL, ModelRequest, ModelResponse, ProviderError, ToolCall
+from .http11 import HTTPTimeout, HTTPTransportError, Origin, needs_proxy
 from .limits import SharedLimiter
 from .pricing import PriceList, genai_cost
 from .secrets import scrub
@@ -59,16 +61,17 @@ class OpenAICompatProvider:
         return f"OpenAICompatProvider({self.provider_id!r}, {self.url!r})"
 
     def client(self):
-        """The pooled client of the running event loop (a client cannot outlive its loop)."""
-        import httpx
+        """The connection pool of the running event loop (connections cannot outlive their loop)."""
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
             for closed in [lp for lp in self._clients if lp.is_closed()]:
                 del self._clients[closed]       # its connections died with their loop
-            timeout = httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
-            client = httpx.AsyncClient(timeout=timeout, headers=self._headers,
-                                       limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
+            size = max(CALLS_IN_FLIGHT.get(), 1)
+            if needs_proxy(self.url):
+                client = _HttpxClient(self.url, self._headers, self.timeout_s, size)
+            else:
+                client = Origin(self.url, self._headers, size=size)
             self._clients[loop] = client
         return client
 
@@ -79,8 +82,7 @@ class OpenAICompatProvider:
 
     # --- the call -------------------------------------------------------------------------
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        import httpx
-        body = self.body(request)
+        body = json.dumps(self.body(request)).encode()
         client = self.client()
         retries: list[tuple[str, float]] = []
         waited = 0.0
@@ -91,12 +93,13 @@ class OpenAICompatProvider:
             async with slot:
                 started = time.perf_counter()
                 try:
-                    response = await client.post(self.url, json=body)
+                    response = await client.post(None, body, timeout=self.timeout_s,
+                                                 connect_timeout=min(10.0, self.timeout_s))
                     cause = None
-                except httpx.TimeoutException:
+                except HTTPTimeout:
                     cause, detail = "timeout", f"no answer within {self.timeout_s:g} s"
-                except httpx.TransportError as exc:
-                    cause, detail = "connection", f"{type(exc).__name__}: {exc}"
+                except HTTPTransportError as exc:
+                    cause, detail = "connection", str(exc)
                 latency_ms = (time.perf_counter() - started) * 1000
             if cause is None:
                 status = response.status_code
@@ -208,6 +211,29 @@ class OpenAICompatProvider:
         if cost is not None:
             return cost, "genai_prices"
         return None, "unknown"
+
+
+class _HttpxClient:
+    """The httpx path (through the environment's proxy), behind the same post() as http11.Origin."""
+
+    def __init__(self, url: str, headers: dict[str, str], timeout_s: float, size: int):
+        import httpx
+        self.url = url
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
+                                        headers=headers, limits=httpx.Limits(max_connections=size,
+                                                                             max_keepalive_connections=size))
+
+    async def post(self, path: str | None, body: bytes, *, timeout: float, connect_timeout: float):
+        import httpx
+        try:
+            return await self.client.post(self.url, content=body)
+        except httpx.TimeoutException as exc:
+            raise HTTPTimeout(str(exc)) from None
+        except httpx.TransportError as exc:
+            raise HTTPTransportError(f"{type(exc).__name__}: {exc}") from None
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
 
 
 class _nothing:

@@ -96,8 +96,10 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
             check_kinds={c.id: c.kind for c in spec.checks},
             unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
             total_attempts=total, family=family,
-            # changed now, or touched at any time since the start (even if changed back: the mtime moved)
-            inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {}))),
+            # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
+            # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
+            inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {})))
+            or tally.inputs_changed > 0,
             salt=stats.experiment_salt(project.package, experiment.id))
         table = tally.table(facts.salt, facts.check_kinds)
         conclusion.question = question_of(spec)

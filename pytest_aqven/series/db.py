@@ -124,31 +124,60 @@ class Store:
 
     def open_series(self, *, plan_key: str, experiment_id: str, flow_id: str, dataset_id: str, split: str,
                     question: str, record: dict, status: str = "running",
-                    fresh_for: str | None = None) -> tuple[str, bool]:
+                    fresh_for: str | None = None, scope_key: str | None = None,
+                    run: str | None = None) -> tuple[str, bool]:
         """The unfinished series with this plan key, or a new one. Returns (series id, created).
         fresh_for: a run token (--aqven-new-series): only a series that run created is continued; other
-        unfinished ones with the key are cancelled, in the same transaction, so every worker agrees."""
+        unfinished ones with the key are cancelled, in the same transaction, so every worker agrees.
+        run: this run's token, kept in the series it opens; a process of the same run whose inputs differ
+        (another plan key, same `scope_key`: experiment, half, cases, repeats, variants) joins that series
+        instead of starting one of its own: the caller sees the recorded snapshot differ."""
         with self.transaction() as db:
-            rows = db.execute("SELECT series_id, json_extract(record, '$.run_token') FROM aqven_series "
-                              "WHERE plan_key = ? AND status IN ('running', 'awaiting_approval') "
-                              "ORDER BY created_at DESC", (plan_key,)).fetchall()
-            if fresh_for is not None:
-                for old, token in rows:
-                    if token != fresh_for:
-                        db.execute("UPDATE aqven_series SET status = 'cancelled', finished_at = ?, record = "
-                                   "json_set(record, '$.verdict', json(?)) WHERE series_id = ?",
-                                   (time.time(), json.dumps({"state": "invalid", "reason": "cancelled", "text":
-                                    "No finding: the series was cancelled (--aqven-new-series started another)."}),
-                                    old))
-                rows = [r for r in rows if r[1] == fresh_for]
-            if rows:
-                return rows[0][0], False
-            series_id = str(uuid.uuid4())
-            db.execute("INSERT INTO aqven_series (series_id, experiment_id, flow_id, dataset_id, split, question, "
-                       "status, plan_key, created_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (series_id, experiment_id, flow_id, dataset_id, split, question, status, plan_key,
-                        time.time(), json.dumps({**record, "series_id": series_id, "run_token": fresh_for})))
-            return series_id, True
+            if run is not None and scope_key is not None:
+                joined = db.execute(
+                    "SELECT series_id FROM aqven_series WHERE status IN ('running', 'awaiting_approval') "
+                    "AND json_extract(record, '$.scope_key') = ? AND plan_key != ? AND EXISTS "
+                    "(SELECT 1 FROM json_each(record, '$.runs') WHERE value = ?) ORDER BY created_at DESC",
+                    (scope_key, plan_key, run)).fetchone()
+                if joined is not None:
+                    return joined[0], False
+            sid = self._open_series(db, plan_key, experiment_id, flow_id, dataset_id, split, question, record,
+                                    status, fresh_for, scope_key)
+            if run is not None:     # every run that continues the series is named in it
+                db.execute("UPDATE aqven_series SET record = json_set(record, '$.runs', json(?)) WHERE series_id = ? "
+                           "AND NOT EXISTS (SELECT 1 FROM json_each(record, '$.runs') WHERE value = ?)",
+                           (json.dumps([*self._runs(db, sid[0]), run]), sid[0], run))
+            return sid
+
+    @staticmethod
+    def _runs(db, series_id: str) -> list[str]:
+        row = db.execute("SELECT json_extract(record, '$.runs') FROM aqven_series WHERE series_id = ?",
+                         (series_id,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else []
+
+    def _open_series(self, db, plan_key, experiment_id, flow_id, dataset_id, split, question, record, status,
+                     fresh_for, scope_key) -> tuple[str, bool]:
+        rows = db.execute("SELECT series_id, json_extract(record, '$.run_token') FROM aqven_series "
+                          "WHERE plan_key = ? AND status IN ('running', 'awaiting_approval') "
+                          "ORDER BY created_at DESC", (plan_key,)).fetchall()
+        if fresh_for is not None:
+            for old, token in rows:
+                if token != fresh_for:
+                    db.execute("UPDATE aqven_series SET status = 'cancelled', finished_at = ?, record = "
+                               "json_set(record, '$.verdict', json(?)) WHERE series_id = ?",
+                               (time.time(), json.dumps({"state": "invalid", "reason": "cancelled", "text":
+                                "No finding: the series was cancelled (--aqven-new-series started another)."}),
+                                old))
+            rows = [r for r in rows if r[1] == fresh_for]
+        if rows:
+            return rows[0][0], False
+        series_id = str(uuid.uuid4())
+        db.execute("INSERT INTO aqven_series (series_id, experiment_id, flow_id, dataset_id, split, question, "
+                   "status, plan_key, created_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (series_id, experiment_id, flow_id, dataset_id, split, question, status, plan_key,
+                    time.time(), json.dumps({**record, "series_id": series_id, "run_token": fresh_for,
+                                             "scope_key": scope_key})))
+        return series_id, True
 
     def series(self, series_id: str) -> dict | None:
         row = self._conn.execute("SELECT status, record, created_at, finished_at FROM aqven_series WHERE series_id = ?",

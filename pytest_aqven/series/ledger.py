@@ -69,15 +69,19 @@ def _alive(db, runner_id: str, me: str, now: float) -> bool:
 
 
 def spend(db, series_id: str, me: str = "", now: float | None = None) -> Spend:
-    spent, reserve, finished, unpriced = db.execute(
-        "SELECT COALESCE(SUM(spend_usd), 0), COALESCE(MAX(spend_usd), 0), COUNT(*), "
-        "SUM(CASE WHEN unpriced_calls > 0 THEN 1 ELSE 0 END) FROM aqven_spend WHERE series_id = ?",
-        (series_id,)).fetchone()
+    """The running total (one row, kept by a trigger on aqven_spend) and the attempts running now."""
+    row = db.execute("SELECT spent_usd, reserve_usd, finished, unpriced_attempts FROM aqven_spend_totals "
+                     "WHERE series_id = ?", (series_id,)).fetchone()
+    spent, reserve, finished, unpriced = row or (0.0, 0.0, 0, 0)
     now = time.time() if now is None else now
-    running = sum(1 for (runner,) in db.execute(
-        "SELECT runner_id FROM aqven_claims WHERE series_id = ? AND state = 'running'", (series_id,))
-        if _alive(db, runner, me, now))
-    return Spend(spent, reserve, finished, unpriced or 0, running)
+    running = sum(n for runner, n in db.execute(
+        "SELECT runner_id, COUNT(*) FROM aqven_claims WHERE series_id = ? AND state = 'running' GROUP BY runner_id",
+        (series_id,)).fetchall() if _alive(db, runner, me, now))
+    return Spend(spent, reserve, finished, unpriced, running)
+
+
+def _record(db, series_id: str) -> dict:
+    return json.loads(db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()[0])
 
 
 def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
@@ -113,14 +117,15 @@ class Ledger:
         aid = attempt_id(series_id, variant, case, repeat)
         now = time.time()
         with self.store.transaction() as db:
-            status, record = db.execute("SELECT status, record FROM aqven_series WHERE series_id = ?",
-                                        (series_id,)).fetchone()
-            record = json.loads(record)
+            # the cap alone: the whole record (with every case name) is read only to say why a series waits
+            status, cap = db.execute("SELECT status, json_extract(record, '$.cap_usd') FROM aqven_series "
+                                     "WHERE series_id = ?", (series_id,)).fetchone()
             if db.execute("SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'",
                           (aid,)).fetchone():
                 return Decision("reused")
             if status == "awaiting_approval":
-                return Decision("paused", why=pause_text(series_id, record, spend(db, series_id, self.runner_id, now)))
+                return Decision("paused", why=pause_text(series_id, _record(db, series_id),
+                                                         spend(db, series_id, self.runner_id, now)))
             if status != "running":
                 return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")
             claim = db.execute("SELECT runner_id, state FROM aqven_claims WHERE attempt_id = ?", (aid,)).fetchone()
@@ -131,7 +136,7 @@ class Ledger:
             s = spend(db, series_id, self.runner_id, now)
             if s.finished == 0 and s.running > 0:
                 return Decision("wait", why="the first attempt runs alone; its cost becomes the reserve")
-            cap = float(record.get("cap_usd", 1.0))
+            cap = float(1.0 if cap is None else cap)
             committed = s.spent_usd + s.reserve_usd * s.running
             if committed >= float(NEAR) * cap:
                 if s.running:
@@ -140,7 +145,7 @@ class Ledger:
                 db.execute("UPDATE aqven_series SET status = 'awaiting_approval', record = "
                            "json_set(record, '$.pause', json(?), '$.needs_approval', json('true')) "
                            "WHERE series_id = ?", (json.dumps(pause), series_id))
-                return Decision("paused", why=pause_text(series_id, {**record, "pause": pause}, s))
+                return Decision("paused", why=pause_text(series_id, _record(db, series_id), s))
             limit = cap - committed
             db.execute("INSERT INTO aqven_claims VALUES (?, ?, ?, 'running', ?, ?)",
                        (aid, series_id, self.runner_id, now, limit))

@@ -23,12 +23,13 @@ BIG_DATASET = 2000       # more selected cases than this without plan.cases: the
 class SeriesRun:
     def __init__(self, project: Project, experiment: Experiment, split: str, *,
                  cases: int | None = None, repeats: int | None = None, cap: SeriesCap | None = None,
-                 fresh_for: str | None = None, cassettes: str | None = None):
+                 fresh_for: str | None = None, cassettes: str | None = None, run: str | None = None):
         self.project = project
         self.experiment = experiment
         self.plan = planning.plan(project, experiment, split, cases, repeats)
         self.cap = cap or series_cap(project.root, project.spec, experiment_cap=experiment.spec.cap_usd)
         self.fresh_for = fresh_for          # --aqven-new-series: the run token that may continue a series
+        self.run = run                      # this run's token (the same on every xdist worker): joins its series
         self.created = False
         self._series_id: str | None = None
         self.cassettes = cassettes          # record | replay | record_missing | None (live)
@@ -62,17 +63,34 @@ class SeriesRun:
         except CheckInvalid as exc:
             return exc
 
+    def start(self) -> planning.Snapshot:
+        """The series start in this process: import the code and build the providers and checks it runs
+        (their YAML read, their modules imported), then read every input once. Attempts run from that."""
+        from ..experiments.judges import JudgeCheck
+        planning.import_code(self.project, self.plan)
+        self.providers          # noqa: B018 - built now: a function provider's module is imported at the start
+        checks = self.checks    # compiled now: their modules imported, a judge's YAML read
+        taken = planning.take(self.project, self.plan)
+        for check in checks if isinstance(checks, list) else []:
+            if isinstance(check, JudgeCheck):   # its prompt is an input too
+                check.sources = taken.sources
+        self.plan.sources = taken.sources
+        if taken.stale:
+            taken.sources.conflict = (
+                f"inputs changed after the project was loaded, before the series started: "
+                f"{', '.join(taken.stale[:3])}{' ...' if len(taken.stale) > 3 else ''}; rerun without editing them")
+        return taken
+
     @property
     def series_id(self) -> str:
         """Opened on first use, in a transaction, so every process of the run gets the same series."""
         if self._series_id is None:
-            paths = planning.input_paths(self.project, self.plan)
-            snapshot = planning.snapshot(self.project, self.plan, paths)
+            taken = self.start()
+            snapshot = taken.hashes
             spec = self.plan.spec
-            key = planning.canonical_hash({
-                "experiment": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
-                "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
-                "snapshot": snapshot})
+            scope = {"experiment": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
+                     "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants)}
+            key = planning.canonical_hash({**scope, "snapshot": snapshot})
             # a held-out series decided but never published (a crash): continue it, never run the half again
             self._series_id = unpublished_series(self.store, key)
             if self._series_id is not None:
@@ -81,7 +99,7 @@ class SeriesRun:
             record = {"experiment_id": self.experiment.id, "split": self.plan.split, "repeats": self.plan.repeats,
                       "cases": [c.name for c in self.plan.cases], "variants": list(self.plan.variants),
                       "snapshot": snapshot, "package": self.project.package,
-                      "fingerprints": planning.fingerprints(paths),
+                      "fingerprints": taken.fingerprints,
                       "cap_usd": str(cap.cap_usd), "project_cap_usd": str(cap.project_cap_usd),
                       "project_cap_source": cap.project_cap_source, "cap_from": cap.explicit,
                       "needs_approval": cap.needs_approval}
@@ -91,7 +109,14 @@ class SeriesRun:
                 plan_key=key, experiment_id=self.experiment.id, flow_id=spec.subject.flow,
                 dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,
                 record=record, status="awaiting_approval" if cap.needs_approval else "running",
-                fresh_for=self.fresh_for)
+                fresh_for=self.fresh_for, scope_key=planning.canonical_hash(scope), run=self.run)
+            if not self.created:
+                recorded = self.store.series(self._series_id)["snapshot"]
+                if recorded != snapshot:    # another process of this run started it on other inputs
+                    differ = sorted(k for k in snapshot if snapshot[k] != recorded.get(k))
+                    taken.sources.conflict = (
+                        f"the inputs changed while the series ran: this process read other {', '.join(differ)} "
+                        f"than the series recorded at its start; rerun without editing the project")
             if not self.created and cap.explicit:
                 apply_cap(self.store, self._series_id, cap)
         return self._series_id

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..providers.base import ProviderError
+from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from .db import Store
 from .ledger import Decision, Ledger, cancel
 
@@ -72,6 +72,7 @@ class Scheduler:
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
         self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
+        self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
         self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
 
@@ -142,9 +143,12 @@ class Scheduler:
                     pass
 
     async def _job(self, key, run, variant: str, case, repeat: int) -> Outcome:
+        CALLS_IN_FLIGHT.set(max(self.concurrency, CALLS_IN_FLIGHT.get()))   # HTTP pools: at least one per attempt
         root = run.project.root
         self.runs[id(run)] = run
-        series_id = await self._on_db(lambda: run.series_id)
+        series_id = self.series_ids.get(id(run))
+        if series_id is None:           # opening the series reads the database: once per run, not per attempt
+            series_id = self.series_ids[id(run)] = await self._on_db(lambda: run.series_id)
         self.series[series_id] = root
         while True:
             if self.stopping:

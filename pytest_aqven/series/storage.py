@@ -44,6 +44,25 @@ INSERT INTO aqven_spend (series_id, attempt_id, spend_usd, unpriced_calls, outco
          COALESCE(json_extract(record, '$.unpriced_calls'), 0), outcome, COALESCE(finished_at, 0)
   FROM aqven_series_attempts WHERE state = 'finished';
 """,
+    # the running spend total of each series, kept by a trigger in the transaction that inserts the spend
+    # row (the ledger is append-only), so a start decision reads one row instead of summing every attempt
+    3: """
+CREATE TABLE IF NOT EXISTS aqven_spend_totals (
+  series_id TEXT PRIMARY KEY,
+  spent_usd REAL NOT NULL,
+  reserve_usd REAL NOT NULL,
+  finished INTEGER NOT NULL,
+  unpriced_attempts INTEGER NOT NULL
+);
+INSERT OR REPLACE INTO aqven_spend_totals
+  SELECT series_id, SUM(spend_usd), MAX(spend_usd), COUNT(*), SUM(unpriced_calls > 0) FROM aqven_spend GROUP BY series_id;
+CREATE TRIGGER IF NOT EXISTS aqven_spend_total AFTER INSERT ON aqven_spend BEGIN
+  INSERT INTO aqven_spend_totals VALUES (NEW.series_id, NEW.spend_usd, NEW.spend_usd, 1, NEW.unpriced_calls > 0)
+  ON CONFLICT (series_id) DO UPDATE SET spent_usd = spent_usd + excluded.spent_usd,
+    reserve_usd = MAX(reserve_usd, excluded.reserve_usd), finished = finished + 1,
+    unpriced_attempts = unpriced_attempts + excluded.unpriced_attempts;
+END;
+""",
 }
 LATEST = max(MIGRATIONS)
 
@@ -64,10 +83,20 @@ def migrate(db: sqlite3.Connection) -> None:
         raise StorageError(f"the project database was written by a newer pytest-aqven (schema version {version}, "
                            f"this one knows {LATEST}): upgrade pytest-aqven")
     for target in range(version + 1, LATEST + 1):
-        for statement in MIGRATIONS[target].split(";"):
-            if statement.strip():
-                db.execute(statement)
+        for statement in statements(MIGRATIONS[target]):
+            db.execute(statement)
         db.execute("INSERT OR REPLACE INTO aqven_schema_versions VALUES ('series', ?)", (target,))
+
+
+def statements(script: str):
+    """The statements of a script, one by one (a trigger's body has semicolons of its own)."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""
 
 
 def _writable(folder: Path) -> str | None:

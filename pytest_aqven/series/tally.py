@@ -82,6 +82,7 @@ class SeriesTally:
         self.records: list[dict] | None = [] if keep_records else None
         self.done = self.reused = self.passed = self.failed_checks = self.infra = self.infra_errors = 0
         self.unpriced_calls = self.unpriced_attempts = 0
+        self.inputs_changed = 0          # attempts a process refused: it read other inputs than the series recorded
         # the sums the records path computed, each in its own order of addition (arrival order)
         self.spend = 0.0                 # of (cost + check cost) per attempt: conclude
         self.cost_sum = self.check_cost_sum = 0.0   # separately: the report's spend
@@ -124,6 +125,7 @@ class SeriesTally:
         self.failed_checks += passed is False
         self.infra += outcome in INFRA
         self.infra_errors += outcome == "infra_error"
+        self.inputs_changed += record.get("error_code") == "inputs_changed"
         self.spend += (cost or 0.0) + (check_cost or 0.0)
         self.cost_sum += cost or 0.0
         self.check_cost_sum += check_cost or 0.0
