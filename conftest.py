@@ -1,5 +1,10 @@
 import importlib
+import os
 import pkgutil
+import tempfile
+from pathlib import Path
+
+import pytest
 
 import pytest_aqven
 
@@ -11,3 +16,26 @@ pytest_plugins = ["pytester"]
 for _module in pkgutil.walk_packages(pytest_aqven.__path__, "pytest_aqven."):
     importlib.import_module(_module.name)
 importlib.import_module("scipy.special")
+
+# Most of the suite's time is Python processes it starts (pytester subprocesses, xdist workers, the CLI), and
+# each compiles the whole package again when PYTHONDONTWRITEBYTECODE is set (as in some containers): they
+# share compiled bytecode in a cache outside the source tree instead (about 0.6 s CPU less per process).
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), f"pytest-aqven-pycache-{os.getuid()}")
+
+
+SUITE = Path(__file__).parent / "tests"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """The whole suite (`pytest`, `pytest tests`, `pytest -m slow`) runs on two xdist workers: most of its
+    time is processes it starts and waits for. Not a file or test of it, not `pytest example_project`
+    (README command 1), and never over an explicit `-n`, `--tx` or `--pdb`."""
+    option = config.option
+    if hasattr(config, "workerinput") or getattr(option, "numprocesses", 0) is not None or option.tx \
+            or option.usepdb or option.collectonly:       # an xdist worker never starts workers of its own
+        return
+    if [(config.invocation_params.dir / arg).resolve() for arg in config.args] == [SUITE]:
+        option.numprocesses = 2
+        option.dist = "worksteal" if option.dist == "no" else option.dist

@@ -24,17 +24,27 @@ def test_every_experiment_states_its_verdicts():
     assert len(predictions()) == 2 * len(experiments)
 
 
+def splits() -> list[str]:
+    return sorted({split for _, split, _ in predictions()})
+
+
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
-@pytest.mark.parametrize("experiment, split, state", predictions())
-def test_the_example_gives_the_predicted_verdict(pytester, experiment, split, state, xdist):
+@pytest.mark.parametrize("split", splits())
+def test_the_example_gives_the_predicted_verdicts(pytester, split, xdist):
+    """`pytest example_project [--aqven-holdout]` as a user types it: every experiment in one session."""
     shutil.copytree(EXAMPLE, pytester.path / "example_project", ignore=shutil.ignore_patterns(".aqven", "findings",
                                                                                                "FINDINGS.md"))
-    args = ["example_project", "-p", "no:cacheprovider", "-k", experiment, *xdist]
+    args = ["example_project", "-p", "no:cacheprovider", *xdist]
     result = pytester.runpytest(*args, *(["--aqven-holdout"] if split == "holdout" else []))
-    lines = [l for l in result.outlines if l.startswith(f"{experiment} ({split}, ")]
-    assert len(lines) == 1, result.outlines
-    assert f": {state} - " in lines[0]
-    fails = split == "holdout" and state in ("refuted", "inconclusive", "invalid")
-    assert result.ret == (pytest.ExitCode.TESTS_FAILED if fails else pytest.ExitCode.OK)
-    findings = list((pytester.path / "example_project/experiments" / experiment / "findings").glob("*.yaml"))
-    assert len(findings) == (1 if split == "holdout" else 0)
+    expected = {experiment: state for experiment, s, state in predictions() if s == split}
+    for experiment, state in expected.items():
+        lines = [l for l in result.outlines if l.startswith(f"{experiment} ({split}, ")]
+        assert len(lines) == 1, result.outlines
+        assert f": {state} - " in lines[0], experiment
+        findings = list((pytester.path / "example_project/experiments" / experiment / "findings").glob("*.yaml"))
+        assert len(findings) == (1 if split == "holdout" else 0), experiment
+    failing = [e for e, state in expected.items() if split == "holdout" and state in ("refuted", "inconclusive",
+                                                                                        "invalid")]
+    failed = sorted(l.split()[1] for l in result.outlines if l.startswith("FAILED "))
+    assert failed == [f"example_project/experiments/{e}/experiment.yaml::verdict" for e in failing], result.outlines
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if failing else pytest.ExitCode.OK)

@@ -156,7 +156,7 @@ def test_a_kill_between_any_two_writes_is_repaired_by_the_rerun_without_running_
     assert crashed.ret not in (0, 1), crashed.outlines      # killed
     ran = calls(root)
     assert ran > 0
-    rerun = pytester.runpytest_subprocess("proj", "--aqven-holdout", "-p", "no:cacheprovider")
+    rerun = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider")     # in-process: no crash now
     assert calls(root) == ran, "the rerun ran attempts again"
     assert "confirmed - " in verdict_line(rerun) and rerun.ret == 0
     assert len(findings(root)) == 1
@@ -164,7 +164,7 @@ def test_a_kill_between_any_two_writes_is_repaired_by_the_rerun_without_running_
     md = (root / "FINDINGS.md").read_text()
     assert md.count("**confirmed** `rate_ok`") == 1 and findings(root)[0].name in md
     # and the next run is a new look at the held-out half, never the repaired series again
-    third = pytester.runpytest_subprocess("proj", "--aqven-holdout", "-p", "no:cacheprovider")
+    third = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider")
     assert calls(root) == 2 * ran and len(findings(root)) == 2 and third.ret == 0
 
 

@@ -235,7 +235,7 @@ def test_progress_lines_leave_pytests_progress_intact(pytester, xdist):
     dots = [l for l in result.outlines if re.fullmatch(r"(proj/\S+ )?[.x]+ *\[ *\d+%\]", l)]
     assert dots and all("aqven" not in l for l in dots)
     assert not [l for l in result.outlines if "aqven:" in l and not l.startswith("aqven: ")]
-    quiet = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
+    quiet = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-cases", "4", *xdist)
     assert not [l for l in quiet.outlines if l.startswith("aqven: ")]     # short runs: no progress line
 
 
