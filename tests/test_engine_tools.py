@@ -237,17 +237,19 @@ def http_mcp(monkeypatch):
         port = s.getsockname()[1]
     token = "tiny-token-7319"
     proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], env={**os.environ, "TINY_TOKEN": token})
-    deadline = time.time() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert proc.poll() is None and time.time() < deadline, "the MCP server did not start"
-            time.sleep(0.1)
-    yield port, token
-    proc.terminate()
-    proc.wait(timeout=10)
+    try:                                        # the server never outlives the test, even one that did not start
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.time() < deadline, "the MCP server did not start"
+                time.sleep(0.1)
+        yield port, token
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def test_mcp_tools_over_streamable_http_with_a_secret_header(tmp_path, http_mcp, monkeypatch):
