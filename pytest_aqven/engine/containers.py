@@ -56,9 +56,6 @@ def validate_out(runner: "Runner", frame: "Frame", node_id: str, fields, value: 
 
 # --- call -----------------------------------------------------------------------------------
 async def run_call(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
-    from .runner import Assembly, Frame
-    from .trace import Address
-
     spec: specs.CallNode = node.spec
     flow_id = frame.assembly.flows.get(node_id, spec.flow)       # a flow factor's variant plugs its flow in
     flow = runner.find_flow(flow_id, frame.assembly.flow)
@@ -76,10 +73,7 @@ async def run_call(runner: "Runner", frame: "Frame", node: "Node", node_id: str,
     except LookupError as exc:
         raise RunError("INPUT_INVALID", f"node {node_id}: {exc}") from None
     inputs = runner._validate(in_model, inputs, "INPUT_INVALID", f"node {node_id}: the input of flow {flow.id}")
-    top = {"input": inputs, "run.context": frame.values.get("run.context", {})}
-    inner = Frame(Assembly(flow), ChainMap(top), Address(frame.address.at(node_id).node, frame.address.branch,
-                                                          frame.address.iteration, frame.address.item),
-                  frame.depth + 1, (*frame.calls, frame.assembly.flow.id))
+    inner = frame.nested(node_id, flow, inputs)
     for child in flow.spec.order:
         await runner.run_node(inner, child)
     return runner._returns(flow, inner.values)

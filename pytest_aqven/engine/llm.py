@@ -366,18 +366,13 @@ async def run_judge(runner: "Runner", frame: "Frame", node_id: str, check: Infer
                     value: dict):
     """A judge check of an inference: its inputs bind by name to the in and out of the evaluated inference; it
     passes when its score reaches the check's threshold (0.5 without one). Its calls are the attempt's."""
-    from collections import ChainMap
-
     from ..experiments.evaluators import Verdict
-    from .runner import Assembly, Frame
 
     flow = check.fn
     (judge_id,) = flow.nodes
     scope = {**inputs, **value}
     bound = {f.name: scope.get(f.name) for f in flow.nodes[judge_id].inference.in_}
-    inner = Frame(Assembly(flow), ChainMap({"input": bound, "run.context": frame.values.get("run.context", {})}),
-                  frame.address.at(node_id), frame.depth + 1, frame.calls)
-    out = await runner.run_node(inner, judge_id)
+    out = await runner.run_node(frame.nested(node_id, flow, bound), judge_id)
     score = out.get("score") if isinstance(out, dict) else None
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise RunError("check_failed", f"node {node_id}: check {check.label} returned no numeric score")

@@ -64,6 +64,13 @@ class Frame:
         return Frame(self.assembly, self.values.new_child(), self.address.at(node_id, **address), self.depth,
                      self.calls)
 
+    def nested(self, node_id: str, flow: Flow, inputs: Any) -> "Frame":
+        """The frame of a flow run under a node (a call, a subagent, a judge check of an inference): a scope of
+        its own that sees only its input and the run's context, one call deeper."""
+        top = {"input": inputs, "run.context": self.values.get("run.context", {})}
+        return Frame(Assembly(flow), ChainMap(top), self.address.at(node_id), self.depth + 1,
+                     (*self.calls, self.assembly.flow.id))
+
 
 class Runner:
     def __init__(self, project: Project, providers: dict[str, Provider | ProviderError],

@@ -89,11 +89,8 @@ async def for_agent(runner: "Runner", agent: specs.AgentSpec, node: "Node", node
 def subagent(runner: "Runner", sub: specs.Subagent, frame: "Frame", node_id: str) -> Tool:
     """A subagent as a tool: the model passes the inference's inputs, the subagent's agent answers with the
     inference's output, run as an llm node under the calling node (its calls are the attempt's, traced and paid)."""
-    from collections import ChainMap
-
-    from .llm import inference_flow
     from .containers import MAX_CALL_DEPTH
-    from .runner import Assembly, Frame
+    from .llm import inference_flow
 
     key = ("subagent", sub.agent, sub.inference)
     flow = runner._records.get(key)
@@ -109,9 +106,7 @@ def subagent(runner: "Runner", sub: specs.Subagent, frame: "Frame", node_id: str
     async def run(arguments: dict, node: "Node", node_id: str) -> Any:
         if frame.depth + 1 > MAX_CALL_DEPTH:        # agents that delegate to each other
             raise RunError("E_CALL_DEPTH", f"node {node_id}: subagents are nested deeper than {MAX_CALL_DEPTH}")
-        inner = Frame(Assembly(flow), ChainMap({"input": arguments, "run.context": frame.values.get("run.context", {})}),
-                      frame.address.at(node_id), frame.depth + 1, frame.calls)
-        return _json(await runner.run_node(inner, sub.name))
+        return _json(await runner.run_node(frame.nested(node_id, flow, arguments), sub.name))
 
     schema = in_model.model_json_schema() if in_model else {"type": "object", "properties": {}}
     return Tool(f"subagent {sub.name}", ToolDef(sub.name, sub.description, schema), run, in_model)
