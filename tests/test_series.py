@@ -458,6 +458,21 @@ def test_a_damaged_database_stops_the_session_with_one_message_and_is_kept_aside
     assert aqven("db", "check", "--path", "proj", cwd=pytester.path).returncode == 0
 
 
+def test_a_database_another_process_holds_is_busy_not_damaged(tmp_path, monkeypatch):
+    path = tmp_path / "aqven.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO t VALUES (1)")
+    monkeypatch.setattr(storage, "BUSY_SECONDS", 0.1)
+    try:
+        assert storage.check_file(path) is None
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert not [p for p in tmp_path.iterdir() if ".damaged-" in p.name]
+
+
 def _immutable(path: Path):
     if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
         pytest.skip("chattr +i is not available here")

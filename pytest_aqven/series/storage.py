@@ -127,6 +127,9 @@ def _set_aside(path: Path) -> Path:
     return aside
 
 
+BUSY_SECONDS = 60.0        # how long a check waits for a database another process writes
+
+
 def check_file(path: Path, *, full: bool = False) -> str | None:
     """What is wrong with an existing database file, or None when it is sound."""
     try:
@@ -146,11 +149,15 @@ def check_file(path: Path, *, full: bool = False) -> str | None:
     if counted and pages and size < pages * page and not path.with_name(path.name + "-wal").exists():
         return f"it is truncated ({size} bytes of the {pages * page} its header announces)"
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_SECONDS)
         try:
             rows = conn.execute("PRAGMA integrity_check" if full else "PRAGMA quick_check").fetchall()
         finally:
             conn.close()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return None     # another runner holds it: a live database, never set aside for being busy
+        return f"SQLite cannot read it ({exc})"
     except sqlite3.DatabaseError as exc:
         return f"SQLite cannot read it ({exc})"
     problems = [r[0] for r in rows if r[0] != "ok"]
