@@ -32,6 +32,7 @@ from .cap import NEAR
 from .db import SAVE_ATTEMPT, Store, attempt_id, attempt_row
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
+CLAIMED_ELSEWHERE = "claimed by another runner"
 HOST = socket.gethostname()
 
 
@@ -188,7 +189,7 @@ class Ledger:
         claim = db.execute("SELECT runner_id, state FROM aqven_claims WHERE attempt_id = ?", (aid,)).fetchone()
         if claim is not None:
             if _alive(db, claim[0], self.runner_id, now, seen):
-                return Decision("wait", why="claimed by another runner" if claim[0] != self.runner_id else "mine")
+                return Decision("wait", why=CLAIMED_ELSEWHERE if claim[0] != self.runner_id else "mine")
             db.execute("DELETE FROM aqven_claims WHERE attempt_id = ?", (aid,))      # its runner died
         s = spend(db, series_id, self.runner_id, now, seen)
         if s.finished == 0 and s.running > 0:

@@ -16,7 +16,7 @@ from typing import Any
 from ..engine import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from .db import Store
-from .ledger import Decision, Ledger, cancel
+from .ledger import CLAIMED_ELSEWHERE, Decision, Ledger, cancel
 
 POLL_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
@@ -71,6 +71,7 @@ class Scheduler:
         self.slots = asyncio.Semaphore(self.concurrency)      # bound to self.loop on first use (3.10+)
         self.jobs: dict[tuple, concurrent.futures.Future] = {}
         self.running: set[tuple] = set()
+        self.held_elsewhere: set[tuple] = set()               # jobs waiting for an attempt another runner claimed
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
         self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
@@ -92,9 +93,18 @@ class Scheduler:
             self.jobs[key] = fut
         return fut
 
+    def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
+        """This attempt waits because another runner (a second pytest on the same series) claimed it."""
+        return (id(run), variant, case.name, repeat) in self.held_elsewhere
+
+    def has_free_slots(self) -> bool:
+        return len(self.running) < self.concurrency
+
     def forget(self, run, variant: str, case, repeat: int) -> None:
         """The attempt's item reported its result: drop the job and the record and trace it holds."""
-        self.jobs.pop((id(run), variant, case.name, repeat), None)
+        key = (id(run), variant, case.name, repeat)
+        self.jobs.pop(key, None)
+        self.held_elsewhere.discard(key)
 
     def stop(self, why: str | None = None, wait: float | None = None) -> None:
         """No new attempt starts; running ones finish, are paid and recorded (waits for them).
@@ -232,6 +242,8 @@ class Scheduler:
                 await self._ledger_op(root, "finish", record)
                 self._wake_waiters()
                 return Outcome("ran", record)
+            if decision.why == CLAIMED_ELSEWHERE:
+                self.held_elsewhere.add(key)
             if decision.kind == "reused":
                 record = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
                 if record is not None:
