@@ -98,3 +98,12 @@ def test_an_output_schema_is_built_once_per_model(monkeypatch):
     monkeypatch.setattr(Out, "model_json_schema", classmethod(lambda cls: built.append(cls) or original()))
     first, second = llm.output_schema(Out), llm.output_schema(Out)
     assert first is second and first["properties"]["label"]["type"] == "string" and len(built) == 1
+
+
+def test_a_pause_decided_in_a_batch_holds_for_the_claims_after_it(tmp_path):
+    store, sid = open_series(tmp_path, cap="0.10")
+    ledger = ledgers.Ledger(store)
+    assert ledger.try_start(sid, "v", "a", 1).kind == "start"
+    out = ledger.batch([("finish", record(sid, "a", 0.095)), ("start", sid, "v", "b", 1), ("start", sid, "v", "c", 1)])
+    assert [d.kind for d in out[1:]] == ["paused", "paused"] and store.series(sid)["status"] == "awaiting_approval"
+    assert ledgers.series_spend(store, sid).running == 0
