@@ -109,3 +109,17 @@ def test_a_pause_decided_in_a_batch_holds_for_the_claims_after_it(tmp_path):
     out = ledger.batch([("finish", record(sid, "a", 0.095)), ("start", sid, "v", "b", 1), ("start", sid, "v", "c", 1)])
     assert [d.kind for d in out[1:]] == ["paused", "paused"] and store.series(sid)["status"] == "awaiting_approval"
     assert ledgers.series_spend(store, sid).running == 0
+
+
+def test_the_look_ahead_schedules_each_attempt_about_once_whatever_the_concurrency(pytester, monkeypatch):
+    from pytest_aqven.series import scheduler
+
+    from .test_series import make
+    make(pytester.path, cases=80)                                   # 40 working cases, one repeat
+    submits = []
+    submit = scheduler.Scheduler.submit
+    monkeypatch.setattr(scheduler.Scheduler, "submit", lambda self, *a: submits.append(a) or submit(self, *a))
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "16")
+    result.assert_outcomes(passed=41)
+    # each item schedules the one new item of its window, and its own attempt: not the 34 of the window
+    assert len({(a[1], a[2].name, a[3]) for a in submits}) == 40 and len(submits) <= 2 * 40 + 34
