@@ -144,6 +144,28 @@ def _inline(value, seen: set) -> str | None:
     return _scalar(value)
 
 
+def _number_rows(mapping: dict, lead: str, pad: str, out: list, seen: set) -> bool:
+    """A mapping whose every value is a non-empty list of numbers (a finding's per-case data) at once: one
+    repr per value, one check of all their text. False, and nothing written, for any other mapping."""
+    values = list(mapping.values())
+    if set(map(type, values)) != {list} or not all(values):
+        return False
+    nested = _nested(values)       # the values and every list inside them
+    if nested is None:
+        return False
+    lists = set(map(id, nested))
+    if len(lists) != len(nested) or not seen.isdisjoint(lists):
+        raise Unsupported("a list twice")
+    texts = list(map(repr, values))
+    if not _REPR_IS_YAML.fullmatch("".join(texts)):
+        return False
+    seen |= lists
+    keys = list(map(_key, mapping))
+    out.append(f"{lead}{keys[0]}: {texts[0]}\n")
+    out += [f"{pad}{k}: {text}\n" for k, text in zip(keys[1:], texts[1:])]
+    return True
+
+
 def _block(value, indent: int, out: list, seen: set) -> None:
     """A non-empty block mapping or sequence; its first line continues the text already in out[-1]
     when that ends with '- ' (an item of a sequence), else starts a new line at `indent`."""
@@ -153,6 +175,8 @@ def _block(value, indent: int, out: list, seen: set) -> None:
     pad = " " * indent
     first = bool(out) and out[-1].endswith("- ")
     if type(value) is dict:
+        if _number_rows(value, "" if first else pad, pad, out, seen):
+            return
         for k, v in value.items():
             lead = "" if first else pad
             first = False
