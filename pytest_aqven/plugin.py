@@ -202,13 +202,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
             or item.session.shouldfail:
         return None
     sched = collect.scheduler(item.config)
-    for upcoming in _upcoming(item, 2 * sched.concurrency + 2):
-        if isinstance(upcoming, collect.AttemptItem):
-            upcoming.schedule(sched)
+    for later in upcoming(item, 2 * sched.concurrency + 2):
+        if isinstance(later, collect.AttemptItem):
+            later.schedule(sched)
     return None
 
 
-def _upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
+def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
     """This item and the next ones this process runs: under xdist only those the worker was given."""
     session = item.session
     worker = next((p for p in item.config.pluginmanager.get_plugins()
