@@ -169,7 +169,11 @@ class AttemptItem(pytest.Item):
 
     def runtest(self) -> None:
         file = self.experiment_file
-        outcome = wait(self.schedule(scheduler(self.config)))
+        sched = scheduler(self.config)
+        if sched.inline:            # concurrency 1: here and now, no thread hops (nothing was scheduled ahead)
+            outcome = sched.run_here(file.series, self.parent.parent.name, self.parent.case, self.repeat)
+        else:
+            outcome = wait(self.schedule(sched))
         if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
             raise pytest.skip.Exception(outcome.why, _use_item_location=True)
         record, reused = outcome.record, outcome.kind == "reused"

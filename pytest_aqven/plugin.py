@@ -202,6 +202,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
             or item.session.shouldfail:
         return None
     sched = collect.scheduler(item.config)
+    if sched.inline:            # concurrency 1: each attempt runs in its own item, nothing ahead
+        return None
     for upcoming in _upcoming(item, 2 * sched.concurrency + 2):
         if isinstance(upcoming, collect.AttemptItem):
             upcoming.schedule(sched)

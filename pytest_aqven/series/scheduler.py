@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import signal
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,7 +77,13 @@ class Scheduler:
         self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
+        self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
         self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
+
+    @property
+    def inline(self) -> bool:
+        """Concurrency 1: nothing runs ahead, so each attempt runs in the pytest thread (run_here)."""
+        return self.concurrency == 1
 
     # --- from the pytest thread ---------------------------------------------------------------
     def submit(self, run, variant: str, case, repeat: int) -> concurrent.futures.Future:
@@ -86,6 +94,16 @@ class Scheduler:
             fut = asyncio.run_coroutine_threadsafe(self._job(key, run, variant, case, repeat), self.loop)
             self.jobs[key] = fut
         return fut
+
+    def run_here(self, run, variant: str, case, repeat: int) -> Outcome:
+        """The attempt now, in the calling thread, on a loop of its own, its database calls made inline: the
+        same ledger decisions, with two thread handoffs (to the user's code and back) instead of eight. A
+        Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it)."""
+        if self.here is None:
+            self.here = asyncio.new_event_loop()
+        with _ctrl_c_after_the_attempt():
+            return self.here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant,
+                                                          case, repeat))
 
     def forget(self, run, variant: str, case, repeat: int) -> None:
         """The attempt's item reported its result: drop the job and the record and trace it holds."""
@@ -117,6 +135,15 @@ class Scheduler:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.db.shutdown(wait=True)
+        if self.here is not None:       # an attempt a second Ctrl-C abandoned: cancelled, its claim released
+            left = asyncio.all_tasks(self.here)
+            for task in left:
+                task.cancel()
+            try:
+                if left:
+                    self.here.run_until_complete(asyncio.wait(left))
+            finally:
+                self.here.close()
         if not self.thread.is_alive():
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
@@ -126,12 +153,14 @@ class Scheduler:
 
     # --- on the loop --------------------------------------------------------------------------
     def _ledger(self, root: Path) -> Ledger:
-        """Only on the database thread."""
+        """Only on the database thread (or in run_here's thread: the store serializes transactions)."""
         if root not in self.ledgers:
             self.ledgers[root] = Ledger(Store(root))
         return self.ledgers[root]
 
     async def _on_db(self, fn, *args):
+        if self.here is not None and asyncio.get_running_loop() is self.here:
+            return fn(*args)        # run_here: this thread is the only one running attempts
         return await usercode.settled(self.db.submit(fn, *args))    # blocks a moment when nothing else waits
 
     async def _heartbeat(self) -> None:
@@ -184,3 +213,27 @@ class Scheduler:
         providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
         return await attempts.run_attempt(*args)
+
+
+@contextmanager
+def _ctrl_c_after_the_attempt():
+    """In the main thread, a first Ctrl-C is held until the attempt ends (its calls are paid: its record is
+    kept), then raised; a second one is raised at once. Elsewhere, or under another SIGINT handler: nothing."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    pressed = []
+
+    def held(signum, frame):
+        if pressed:
+            raise KeyboardInterrupt
+        pressed.append(signum)
+
+    signal.signal(signal.SIGINT, held)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
