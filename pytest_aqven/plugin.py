@@ -362,8 +362,8 @@ def _series_spend(tr, tallies: dict[str, SeriesTally]) -> None:
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Before a real run, one launch plan line per experiment (closed form: instant)."""
     collect = _collect_module()
-    if collect is None or config.option.collectonly or config.get_verbosity() < 0:
-        return []
+    if collect is None or config.option.collectonly or config.get_verbosity() < 0 or hasattr(config, "workerinput"):
+        return []       # an xdist worker's lines are never shown (the controller writes them): no numpy there
     from .report import terminal
     files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, collect.AttemptItem)))
     family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from pytest_aqven.series.scheduler import _ctrl_c_after_the_attempt
+from pytest_aqven.series.scheduler import HeldCtrlC
 
 from .test_series import (_resumes_without_rerunning, calls, db, finished, make, pytest_cmd, the_series,
                           wait_for_calls, wait_for_finished)
@@ -74,17 +74,44 @@ def test_kill_9_at_concurrency_1_then_the_same_command_resumes(pytester):
 
 def test_a_first_ctrl_c_waits_for_the_attempt_and_a_second_one_stops_at_once():
     assert threading.current_thread() is threading.main_thread()
-    with pytest.raises(KeyboardInterrupt):
-        with _ctrl_c_after_the_attempt():
+    held = HeldCtrlC()
+    try:
+        assert held.installed
+        with pytest.raises(KeyboardInterrupt):
+            with held.attempt():
+                os.kill(os.getpid(), signal.SIGINT)
+                finished_attempt = True         # reached: the first Ctrl-C is held
+        assert finished_attempt
+        reached = False
+        with pytest.raises(KeyboardInterrupt):
+            with held.attempt():
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGINT)
+                reached = True                   # never: the second one is raised at once
+        assert not reached
+        with pytest.raises(KeyboardInterrupt):   # between attempts: at once, as Python's own handler
             os.kill(os.getpid(), signal.SIGINT)
-            finished_attempt = True         # reached: the first Ctrl-C is held
-    assert finished_attempt
+            for _ in range(1000):
+                pass
+    finally:
+        held.uninstall()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    reached = False
-    with pytest.raises(KeyboardInterrupt):
-        with _ctrl_c_after_the_attempt():
-            os.kill(os.getpid(), signal.SIGINT)
-            os.kill(os.getpid(), signal.SIGINT)
-            reached = True                   # never: the second one is raised at once
-    assert not reached
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+WORKER_MODULES = """
+import sys
+
+def pytest_unconfigure(config):
+    if hasattr(config, "workerinput"):
+        with open("worker_modules.txt", "a") as f:
+            f.write(" ".join(sorted({m.split('.')[0] for m in sys.modules} & {"numpy", "scipy"})) + "\\n")
+"""
+
+
+def test_an_xdist_worker_collects_and_runs_attempts_without_numpy(pytester):
+    """numpy and scipy cost every worker a third of a second: only the controller decides verdicts."""
+    make(pytester.path, cases=8)
+    pytester.makeconftest(WORKER_MODULES)
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(passed=6)
+    assert (pytester.path / "worker_modules.txt").read_text().split("\n")[:2] == ["", ""]

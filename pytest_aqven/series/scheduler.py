@@ -101,7 +101,8 @@ class Scheduler:
         Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it)."""
         if self.here is None:
             self.here = asyncio.new_event_loop()
-        with _ctrl_c_after_the_attempt():
+            self.ctrl_c = HeldCtrlC()
+        with self.ctrl_c.attempt():
             return self.here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant,
                                                           case, repeat))
 
@@ -136,6 +137,7 @@ class Scheduler:
         self.thread.join(timeout=5)
         self.db.shutdown(wait=True)
         if self.here is not None:       # an attempt a second Ctrl-C abandoned: cancelled, its claim released
+            self.ctrl_c.uninstall()
             left = asyncio.all_tasks(self.here)
             for task in left:
                 task.cancel()
@@ -215,25 +217,37 @@ class Scheduler:
         return await attempts.run_attempt(*args)
 
 
-@contextmanager
-def _ctrl_c_after_the_attempt():
-    """In the main thread, a first Ctrl-C is held until the attempt ends (its calls are paid: its record is
-    kept), then raised; a second one is raised at once. Elsewhere, or under another SIGINT handler: nothing."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield
-        return
-    pressed = []
+class HeldCtrlC:
+    """SIGINT in the main thread while run_here runs an attempt: a first Ctrl-C is held until the attempt ends
+    (its calls are paid: its record is kept), then raised; a second one is raised at once. Outside an attempt
+    it raises as Python's own handler does. Installed once (swapping handlers per attempt cost more than the
+    ledger), and only over Python's default handler, from the main thread."""
 
-    def held(signum, frame):
-        if pressed:
+    def __init__(self) -> None:
+        self.running = False
+        self.pressed = False
+        self.installed = threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if self.installed:
+            signal.signal(signal.SIGINT, self._handler)
+
+    def _handler(self, signum, frame) -> None:
+        if not self.running or self.pressed:
             raise KeyboardInterrupt
-        pressed.append(signum)
+        self.pressed = True
 
-    signal.signal(signal.SIGINT, held)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if pressed:
-        raise KeyboardInterrupt
+    @contextmanager
+    def attempt(self):
+        self.running = True
+        try:
+            yield
+        finally:
+            self.running = False
+        if self.pressed:
+            self.pressed = False
+            raise KeyboardInterrupt
+
+    def uninstall(self) -> None:
+        if self.installed and signal.getsignal(signal.SIGINT) == self._handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.installed = False
