@@ -211,10 +211,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
 
 
 def _upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
-    """This item and the next ones this process runs: under xdist only those the worker was given."""
+    """The next ones this process runs, from this item on, that no earlier item already scheduled: under
+    xdist only those the worker was given."""
     session = item.session
-    worker = next((p for p in item.config.pluginmanager.get_plugins()
-                   if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
+    worker = session.stash.get(_WORKER, False)
+    if worker is False:
+        worker = session.stash[_WORKER] = next((p for p in item.config.pluginmanager.get_plugins()
+                                                if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
     if worker is not None:
         try:
             with worker.torun.lock() as queue:
@@ -226,9 +229,15 @@ def _upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
     if positions is None:
         positions = session.stash[_POSITIONS] = {id(it): i for i, it in enumerate(session.items)}
     start = positions.get(id(item))
-    return [item] if start is None else session.items[start:start + count]
+    if start is None:
+        return [item]
+    ahead = session.stash.get(_AHEAD, 0)        # items before this index were scheduled already
+    session.stash[_AHEAD] = max(ahead, start + count)
+    return session.items[max(start, ahead):start + count]
 
 
+_WORKER = pytest.StashKey[object]()     # xdist's WorkerInteractor, or None: looked up once
+_AHEAD = pytest.StashKey[int]()
 _POSITIONS = pytest.StashKey[dict]()
 
 

@@ -115,3 +115,21 @@ def test_an_xdist_worker_collects_and_runs_attempts_without_numpy(pytester):
     result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=6)
     assert (pytester.path / "worker_modules.txt").read_text().split("\n")[:2] == ["", ""]
+
+
+def test_the_look_ahead_schedules_each_attempt_once_not_again_at_every_item(pytester, monkeypatch):
+    from pytest_aqven.series.scheduler import Scheduler
+
+    make(pytester.path, cases=20)
+    asked: list[tuple] = []
+    submit = Scheduler.submit
+
+    def counted(self, run, variant, case, repeat):
+        asked.append((variant, case.name, repeat))
+        return submit(self, run, variant, case, repeat)
+
+    monkeypatch.setattr(Scheduler, "submit", counted)
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "4")
+    result.assert_outcomes(passed=len(set(asked)) + 1)
+    # once by the look-ahead, once by the item's own run: was 2N+3 times each at concurrency N
+    assert len(asked) <= 2 * len(set(asked)) and len(set(asked)) >= 8
