@@ -162,6 +162,21 @@ class AttemptItem(pytest.Item):
     def schedule(self, scheduler):
         return scheduler.submit(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
 
+    def look_further(self, scheduler, reach: int) -> int:
+        """This attempt waits for another runner (a second pytest on the same series) that claimed it: while
+        this process has free slots, schedule attempts beyond the look-ahead, so it takes the work nobody
+        claimed instead of idling until the other runner's attempts end. Returns how far it now looks."""
+        series, variant = self.experiment_file.series, self.parent.parent.name
+        if not (scheduler.held_by_another_runner(series, variant, self.parent.case, self.repeat)
+                and scheduler.has_free_slots()):
+            return reach
+        from .plugin import upcoming
+        reach += scheduler.concurrency
+        for item in upcoming(self, 2 * scheduler.concurrency + 2 + reach):
+            if isinstance(item, AttemptItem):
+                item.schedule(scheduler)
+        return reach
+
     def forget(self, scheduler) -> None:
         """After its reports: its record, the scheduler's job and trace go (memory flat in attempts)."""
         scheduler.forget(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
@@ -170,10 +185,12 @@ class AttemptItem(pytest.Item):
     def runtest(self) -> None:
         file = self.experiment_file
         sched = scheduler(self.config)
-        if sched.inline:            # concurrency 1: here and now, no thread hops (nothing was scheduled ahead)
-            outcome = sched.run_here(file.series, self.parent.parent.name, self.parent.case, self.repeat)
-        else:
-            outcome = wait(self.schedule(sched))
+        outcome = sched.run_here(file.series, self.parent.parent.name, self.parent.case, self.repeat) \
+            if sched.inline else None         # concurrency 1: here and now, no thread hops, nothing ahead
+        if outcome is not None and outcome.kind == "held":   # another runner works on this series: from now
+            sched.inline, outcome = False, None               # on look ahead for work as a higher concurrency does
+        if outcome is None:
+            outcome = wait(self.schedule(sched), lambda reach: self.look_further(sched, reach))
         if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
             raise pytest.skip.Exception(outcome.why, _use_item_location=True)
         record, reused = outcome.record, outcome.kind == "reused"
@@ -221,14 +238,17 @@ def scheduler(config: pytest.Config):
     return config.stash[SCHEDULER]
 
 
-def wait(future):
-    """Block for an attempt, in short waits so Ctrl-C reaches pytest at once."""
+def wait(future, on_wait=None):
+    """Block for an attempt, in short waits so Ctrl-C reaches pytest at once; `on_wait(reach)` runs between
+    them and returns the reach it gets next."""
     import concurrent.futures
+    reach = 0
     while True:
         try:
             return future.result(timeout=0.25)
         except concurrent.futures.TimeoutError:
-            continue
+            if on_wait is not None:
+                reach = on_wait(reach)
 
 
 def _deselected(file: ExperimentFile) -> bool:

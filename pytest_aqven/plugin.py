@@ -204,13 +204,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
     sched = collect.scheduler(item.config)
     if sched.inline:            # concurrency 1: each attempt runs in its own item, nothing ahead
         return None
-    for upcoming in _upcoming(item, 2 * sched.concurrency + 2):
-        if isinstance(upcoming, collect.AttemptItem):
-            upcoming.schedule(sched)
+    for later in upcoming(item, 2 * sched.concurrency + 2):
+        if isinstance(later, collect.AttemptItem):
+            later.schedule(sched)
     return None
 
 
-def _upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
+def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
     """The next ones this process runs, from this item on, that no earlier item already scheduled: under
     xdist only those the worker was given."""
     session = item.session

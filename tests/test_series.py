@@ -311,15 +311,28 @@ def test_a_cap_above_the_project_cap_waits_for_approval_before_anything_runs(pyt
 
 def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):
     root = make(pytester.path, sleep=0.05, gate=8)
-    runs = [subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True) for _ in range(2)]
-    # answers wait until both runs have paid a call: on a loaded machine one run could otherwise finish the
-    # series before the other opened it, and the other would rightly start a new one
-    deadline = time.time() + 240
-    while len({l.split("|")[3] for l in (root / "calls.log").read_text().splitlines()}
-               if (root / "calls.log").exists() else ()) < 2:
-        assert time.time() < deadline and all(r.poll() is None for r in runs), "the second run never made a call"
-        time.sleep(0.05)
+    log = root / "calls.log"
+
+    def runners() -> set[str]:
+        return {l.split("|")[3] for l in log.read_text().splitlines()} if log.exists() else set()
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+
+    def until(done, what: str) -> None:
+        deadline = time.time() + 240
+        while not done():
+            assert time.time() < deadline and all(r.poll() is None for r in runs), what
+            time.sleep(0.05)
+
+    # the second run starts once the first holds unanswered calls (its answers wait for the test's "go"): the
+    # attempts just ahead of the second run's own items are then all claimed by the first, and it must look
+    # further ahead for work instead of idling until the first run's calls end
+    runs = [start()]
+    until(lambda: log.exists() and len(log.read_text().splitlines()) >= 8 + 3, "the first run never held 4 calls")
+    runs.append(start())
+    until(lambda: len(runners()) == 2, "the second run never made a call while the first held its calls")
     (root / "go").touch()
     outs = [r.communicate(timeout=300)[0] for r in runs]
     with capsys.disabled():

@@ -2,7 +2,8 @@
 
 The pytest layer stays synchronous: an attempt item asks for its record and blocks until it is ready, while
 the scheduler runs ahead on the items this process will run next (up to `concurrency` attempts in flight).
-Every start goes through the spend ledger; every database call runs on one database thread."""
+Every start goes through the spend ledger; every database call runs on one database thread, and the ledger's
+operations (claims, finishes) queued while it was busy go in one transaction with one wake-up of the loop."""
 from __future__ import annotations
 
 import asyncio
@@ -17,7 +18,7 @@ from typing import Any
 from ..engine import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from .db import Store
-from .ledger import Decision, Ledger, cancel
+from .ledger import CLAIMED_ELSEWHERE, Decision, Ledger, cancel
 
 POLL_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
@@ -72,18 +73,20 @@ class Scheduler:
         self.slots = asyncio.Semaphore(self.concurrency)      # bound to self.loop on first use (3.10+)
         self.jobs: dict[tuple, concurrent.futures.Future] = {}
         self.running: set[tuple] = set()
+        self.held_elsewhere: set[tuple] = set()               # jobs waiting for an attempt another runner claimed
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
         self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
         self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
+        self._ops: list[tuple] = []                           # (root, operation, future): the next ledger batch
+        self._ops_lock = threading.Lock()
+        self._draining = False                                # the database thread is taking batches
+        self._finished = asyncio.Event()                      # set and renewed at each attempt this process finishes
+        # concurrency 1: each attempt runs in the pytest thread (run_here), until another runner shares a series
+        self.inline = self.concurrency == 1
         self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
-
-    @property
-    def inline(self) -> bool:
-        """Concurrency 1: nothing runs ahead, so each attempt runs in the pytest thread (run_here)."""
-        return self.concurrency == 1
 
     # --- from the pytest thread ---------------------------------------------------------------
     def submit(self, run, variant: str, case, repeat: int) -> concurrent.futures.Future:
@@ -106,9 +109,18 @@ class Scheduler:
             return self.here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant,
                                                           case, repeat))
 
+    def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
+        """This attempt waits because another runner (a second pytest on the same series) claimed it."""
+        return (id(run), variant, case.name, repeat) in self.held_elsewhere
+
+    def has_free_slots(self) -> bool:
+        return len(self.running) < self.concurrency
+
     def forget(self, run, variant: str, case, repeat: int) -> None:
         """The attempt's item reported its result: drop the job and the record and trace it holds."""
-        self.jobs.pop((id(run), variant, case.name, repeat), None)
+        key = (id(run), variant, case.name, repeat)
+        self.jobs.pop(key, None)
+        self.held_elsewhere.discard(key)
 
     def stop(self, why: str | None = None, wait: float | None = None) -> None:
         """No new attempt starts; running ones finish, are paid and recorded (waits for them).
@@ -165,6 +177,61 @@ class Scheduler:
             return fn(*args)        # run_here: this thread is the only one running attempts
         return await usercode.settled(self.db.submit(fn, *args))    # blocks a moment when nothing else waits
 
+    async def _ledger_op(self, root: Path, *op):
+        """One ledger operation (Ledger.batch), in the next batch of the database thread."""
+        if self.here is not None and asyncio.get_running_loop() is self.here:
+            result = self._ledger(root).batch([op])[0]      # run_here: inline, no thread to wake
+        elif self.concurrency == 1:       # no batch to join: the loop blocks a moment instead of a wake-up
+            result = await usercode.settled(self.db.submit(lambda: self._ledger(root).batch([op])[0]))
+        else:
+            future = asyncio.get_running_loop().create_future()
+            with self._ops_lock:
+                self._ops.append((root, op, future))
+                start, self._draining = not self._draining, True
+            if start:
+                self.db.submit(self._drain)
+            with usercode.away():
+                result = await future
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _drain(self) -> None:
+        """On the database thread: each batch queued meanwhile in one transaction per database, then one
+        call into the loop to hand every answer back."""
+        while True:
+            with self._ops_lock:
+                ops, self._ops = self._ops, []
+                if not ops:
+                    self._draining = False
+                    return
+            per_root: dict[Path, list[tuple]] = {}
+            for root, op, future in ops:
+                per_root.setdefault(root, []).append((op, future))
+            answers: list[tuple] = []
+            for root, items in per_root.items():
+                try:
+                    results = self._ledger(root).batch([op for op, _ in items])
+                except Exception as exc:  # noqa: BLE001 - the ledger could not open: every operation says so
+                    results = [exc] * len(items)
+                answers += zip((future for _, future in items), results)
+            try:
+                self.loop.call_soon_threadsafe(_answer, answers)
+            except RuntimeError:        # the loop closed: nobody waits for them
+                pass
+
+    def _wake_waiters(self) -> None:
+        self._finished.set()
+        self._finished = asyncio.Event()
+
+    async def _until_finished(self, finished: asyncio.Event) -> None:
+        """Wait for an attempt of this process to finish (its spend and reserve may let a claim start), or at
+        most POLL_SECONDS (another process's)."""
+        try:
+            await asyncio.wait_for(finished.wait(), POLL_SECONDS)
+        except TimeoutError:
+            pass
+
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
@@ -185,29 +252,37 @@ class Scheduler:
         while True:
             if self.stopping:
                 return Outcome("cancelled", why="the run stopped before this attempt started")
+            finished = self._finished
             async with self.slots:
                 if self.stopping:
                     return Outcome("cancelled", why="the run stopped before this attempt started")
-                decision: Decision = await self._on_db(
-                    lambda: self._ledger(root).try_start(series_id, variant, case.name, repeat))
+                decision: Decision = await self._ledger_op(root, "start", series_id, variant, case.name, repeat)
                 if decision.kind == "start":
                     self.running.add(key)
                     try:
                         record = await self._attempt(run, variant, case, repeat, series_id, decision.limit_usd)
                     except BaseException:
-                        await self._on_db(lambda: self._ledger(root).release(series_id, variant, case.name, repeat))
+                        await self._ledger_op(root, "release", series_id, variant, case.name, repeat)
                         raise
                     finally:
                         self.running.discard(key)
-                    await self._on_db(lambda: (self._ledger(root).settle(record), run.store.save_attempt(record)))
-                    return Outcome("ran", record)
+            if decision.kind == "start":
+                # its slot is free: the next attempt's claim joins this finish's transaction (its claim counts
+                # its reserve until then); spend, claim and record commit together
+                await self._ledger_op(root, "finish", record)
+                self._wake_waiters()
+                return Outcome("ran", record)
+            if decision.why == CLAIMED_ELSEWHERE:
+                if self.here is not None and asyncio.get_running_loop() is self.here:
+                    return Outcome("held", why=decision.why)    # the caller looks further ahead on the loop thread
+                self.held_elsewhere.add(key)
             if decision.kind == "reused":
                 record = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
                 if record is not None:
                     return Outcome("reused", record)
             elif decision.kind in ("paused", "stopped"):
                 return Outcome(decision.kind, why=decision.why)
-            await asyncio.sleep(POLL_SECONDS)
+            await self._until_finished(finished)
 
     async def _attempt(self, run, variant, case, repeat, series_id, limit) -> dict:
         from ..experiments import attempt as attempts     # the engine: imported when an attempt runs
@@ -251,3 +326,10 @@ class HeldCtrlC:
         if self.installed and signal.getsignal(signal.SIGINT) == self._handler:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         self.installed = False
+
+
+def _answer(answers: list[tuple]) -> None:
+    """On the loop: the results of a ledger batch to the operations that wait for them."""
+    for future, result in answers:
+        if not future.done():
+            future.set_result(result)
