@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -16,6 +17,7 @@ from .test_series import (_resumes_without_rerunning, calls, db, finished, make,
 
 THREAD_LOG = '''
 import threading
+import time
 from pathlib import Path
 
 
@@ -133,3 +135,22 @@ def test_the_look_ahead_schedules_each_attempt_once_not_again_at_every_item(pyte
     result.assert_outcomes(passed=len(set(asked)) + 1)
     # once by the look-ahead, once by the item's own run: was 2N+3 times each at concurrency N
     assert len(asked) <= 2 * len(set(asked)) and len(set(asked)) >= 8
+
+
+def test_two_runs_at_concurrency_1_share_a_series_and_run_no_attempt_twice(pytester):
+    """A run_here attempt that the other run holds switches its process to the loop thread, which looks
+    further ahead for work instead of waiting for the other run."""
+    root = make(pytester.path, sleep=0.05, gate=4)
+    runs = [subprocess.Popen(pytest_cmd(), cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True) for _ in range(2)]
+    deadline = time.time() + 240
+    while len({l.split("|")[3] for l in (root / "calls.log").read_text().splitlines()}
+               if (root / "calls.log").exists() else ()) < 2:
+        assert time.time() < deadline and all(r.poll() is None for r in runs), "the second run never made a call"
+        time.sleep(0.05)
+    (root / "go").touch()
+    outs = [r.communicate(timeout=300)[0] for r in runs]
+    assert [r.returncode for r in runs] == [0, 0], outs
+    assert len(calls(root)) == len(set(calls(root))) == 40
+    assert the_series(root)["count"] == 1 and the_series(root)["status"] == "done"
+    assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
