@@ -204,15 +204,25 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
     sched = collect.scheduler(item.config)
     if sched.inline:            # concurrency 1: each attempt runs in its own item, nothing ahead
         return None
-    for later in upcoming(item, 2 * sched.concurrency + 2):
+    for later in _new_in_window(item.session, upcoming(item, 2 * sched.concurrency + 2)):
         if isinstance(later, collect.AttemptItem):
             later.schedule(sched)
     return None
 
 
+def _new_in_window(session: pytest.Session, window: list[pytest.Item]) -> list[pytest.Item]:
+    """The items of the look-ahead window after the previous window's last one: the window moves an item at
+    a time, so each item schedules one attempt instead of 2N + 2 (a cost per attempt that grew with N)."""
+    last = session.stash.get(_WINDOW_END, None)
+    session.stash[_WINDOW_END] = window[-1] if window else None
+    for i in range(len(window) - 1, -1, -1):
+        if window[i] is last:
+            return window[i + 1:]
+    return window       # the first window, or one that moved otherwise: all of it (scheduling is idempotent)
+
+
 def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
-    """The next ones this process runs, from this item on, that no earlier item already scheduled: under
-    xdist only those the worker was given."""
+    """This item and the next ones this process runs: under xdist only those the worker was given."""
     session = item.session
     worker = session.stash.get(_WORKER, False)
     if worker is False:
@@ -229,16 +239,12 @@ def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
     if positions is None:
         positions = session.stash[_POSITIONS] = {id(it): i for i, it in enumerate(session.items)}
     start = positions.get(id(item))
-    if start is None:
-        return [item]
-    ahead = session.stash.get(_AHEAD, 0)        # items before this index were scheduled already
-    session.stash[_AHEAD] = max(ahead, start + count)
-    return session.items[max(start, ahead):start + count]
+    return [item] if start is None else session.items[start:start + count]
 
 
 _WORKER = pytest.StashKey[object]()     # xdist's WorkerInteractor, or None: looked up once
-_AHEAD = pytest.StashKey[int]()
 _POSITIONS = pytest.StashKey[dict]()
+_WINDOW_END = pytest.StashKey[pytest.Item | None]()
 
 
 class Release:
