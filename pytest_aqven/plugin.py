@@ -203,10 +203,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
             or item.session.shouldfail:
         return None
     sched = collect.scheduler(item.config)
-    for later in upcoming(item, 2 * sched.concurrency + 2):
+    for later in _new_in_window(item.session, upcoming(item, 2 * sched.concurrency + 2)):
         if isinstance(later, collect.AttemptItem):
             later.schedule(sched)
     return None
+
+
+def _new_in_window(session: pytest.Session, window: list[pytest.Item]) -> list[pytest.Item]:
+    """The items of the look-ahead window after the previous window's last one: the window moves an item at
+    a time, so each item schedules one attempt instead of 2N + 2 (a cost per attempt that grew with N)."""
+    last = session.stash.get(_WINDOW_END, None)
+    session.stash[_WINDOW_END] = window[-1] if window else None
+    for i in range(len(window) - 1, -1, -1):
+        if window[i] is last:
+            return window[i + 1:]
+    return window       # the first window, or one that moved otherwise: all of it (scheduling is idempotent)
 
 
 def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
@@ -229,6 +240,7 @@ def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
 
 
 _POSITIONS = pytest.StashKey[dict]()
+_WINDOW_END = pytest.StashKey[pytest.Item | None]()
 
 
 class Release:

@@ -82,6 +82,8 @@ def test_the_scheduler_batches_the_claims_of_attempts_in_flight(tmp_path, monkey
         assert sum(batches) == 40 and len(batches) < 40             # several claims per transaction
         with pytest.raises(ValueError):                             # an operation's error reaches its caller
             asyncio.run_coroutine_threadsafe(sched._ledger_op(tmp_path, "unknown"), sched.loop).result(timeout=60)
+        # from another event loop (an attempt run in the pytest thread): one operation, answered on that loop
+        assert asyncio.run(sched._ledger_op(tmp_path, "start", sid, "v", "other", 1)).kind == "start"
     finally:
         sched.close()
     assert ledgers.series_spend(store, sid).running == 0             # the runner's claims went with it
@@ -98,3 +100,26 @@ def test_an_output_schema_is_built_once_per_model(monkeypatch):
     monkeypatch.setattr(Out, "model_json_schema", classmethod(lambda cls: built.append(cls) or original()))
     first, second = llm.output_schema(Out), llm.output_schema(Out)
     assert first is second and first["properties"]["label"]["type"] == "string" and len(built) == 1
+
+
+def test_a_pause_decided_in_a_batch_holds_for_the_claims_after_it(tmp_path):
+    store, sid = open_series(tmp_path, cap="0.10")
+    ledger = ledgers.Ledger(store)
+    assert ledger.try_start(sid, "v", "a", 1).kind == "start"
+    out = ledger.batch([("finish", record(sid, "a", 0.095)), ("start", sid, "v", "b", 1), ("start", sid, "v", "c", 1)])
+    assert [d.kind for d in out[1:]] == ["paused", "paused"] and store.series(sid)["status"] == "awaiting_approval"
+    assert ledgers.series_spend(store, sid).running == 0
+
+
+def test_the_look_ahead_schedules_each_attempt_about_once_whatever_the_concurrency(pytester, monkeypatch):
+    from pytest_aqven.series import scheduler
+
+    from .test_series import make
+    make(pytester.path, cases=80)                                   # 40 working cases, one repeat
+    submits = []
+    submit = scheduler.Scheduler.submit
+    monkeypatch.setattr(scheduler.Scheduler, "submit", lambda self, *a: submits.append(a) or submit(self, *a))
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "16")
+    result.assert_outcomes(passed=41)
+    # each item schedules the one new item of its window, and its own attempt: not the 34 of the window
+    assert len({(a[1], a[2].name, a[3]) for a in submits}) == 40 and len(submits) <= 2 * 40 + 34

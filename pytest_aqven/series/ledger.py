@@ -20,6 +20,7 @@ twice (the attempt id is the key); what their calls cost is not in the ledger, a
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -166,6 +167,7 @@ class Ledger:
         kind, *args = op
         if kind == "start":
             return self._try_start(db, *args, now, seen)
+        seen.clear()        # what this transaction read of spend and claims
         if kind == "finish":
             return self._finish(db, *args)
         if kind == "release":
@@ -174,24 +176,29 @@ class Ledger:
 
     def _try_start(self, db, series_id: str, variant: str, case: str, repeat: int, now: float,
                    seen: dict) -> Decision:
+        """`seen` holds what this transaction already read (nobody else writes inside it): the series'
+        status and cap, its spend, which runners are alive; a claim made here counts in the spend it keeps."""
         aid = attempt_id(series_id, variant, case, repeat)
-        # the cap alone: the whole record (with every case name) is read only to say why a series waits
-        status, cap = db.execute("SELECT status, json_extract(record, '$.cap_usd') FROM aqven_series "
-                                 "WHERE series_id = ?", (series_id,)).fetchone()
-        if db.execute("SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'",
-                      (aid,)).fetchone():
+        if ("series", series_id) not in seen:
+            # the cap alone: the whole record (with every case name) is read only to say why a series waits
+            seen["series", series_id] = db.execute("SELECT status, json_extract(record, '$.cap_usd') FROM "
+                                                   "aqven_series WHERE series_id = ?", (series_id,)).fetchone()
+        status, cap = seen["series", series_id]
+        finished, holder = db.execute(
+            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ?1 AND state = 'finished'), "
+            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = ?1)", (aid,)).fetchone()
+        if finished:
             return Decision("reused")
         if status == "awaiting_approval":
             return Decision("paused", why=pause_text(series_id, _record(db, series_id),
                                                      spend(db, series_id, self.runner_id, now, seen)))
         if status != "running":
             return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")
-        claim = db.execute("SELECT runner_id, state FROM aqven_claims WHERE attempt_id = ?", (aid,)).fetchone()
-        if claim is not None:
-            if _alive(db, claim[0], self.runner_id, now, seen):
-                return Decision("wait", why=CLAIMED_ELSEWHERE if claim[0] != self.runner_id else "mine")
-            db.execute("DELETE FROM aqven_claims WHERE attempt_id = ?", (aid,))      # its runner died
-        s = spend(db, series_id, self.runner_id, now, seen)
+        if holder is not None:
+            if _alive(db, holder, self.runner_id, now, seen):
+                return Decision("wait", why=CLAIMED_ELSEWHERE if holder != self.runner_id else "mine")
+            db.execute("DELETE FROM aqven_claims WHERE attempt_id = ?", (aid,))      # its runner died (not counted)
+        s = seen.get(("spend", series_id)) or spend(db, series_id, self.runner_id, now, seen)
         if s.finished == 0 and s.running > 0:
             return Decision("wait", why="the first attempt runs alone; its cost becomes the reserve")
         cap = float(1.0 if cap is None else cap)
@@ -203,10 +210,12 @@ class Ledger:
             db.execute("UPDATE aqven_series SET status = 'awaiting_approval', record = "
                        "json_set(record, '$.pause', json(?), '$.needs_approval', json('true')) "
                        "WHERE series_id = ?", (json.dumps(pause), series_id))
+            seen["series", series_id] = ("awaiting_approval", cap)
             return Decision("paused", why=pause_text(series_id, _record(db, series_id), s))
         limit = cap - committed
         db.execute("INSERT INTO aqven_claims VALUES (?, ?, ?, 'running', ?, ?)",
                    (aid, series_id, self.runner_id, now, limit))
+        seen["spend", series_id] = dataclasses.replace(s, running=s.running + 1)
         return Decision("start", limit_usd=limit)
 
     def settle(self, record: dict) -> None:

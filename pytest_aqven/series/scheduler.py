@@ -151,8 +151,9 @@ class Scheduler:
 
     async def _ledger_op(self, root: Path, *op):
         """One ledger operation (Ledger.batch), in the next batch of the database thread."""
-        if self.concurrency == 1:       # no batch to join: the loop blocks a moment instead of a wake-up
-            result = await usercode.settled(self.db.submit(lambda: self._ledger(root).batch([op])[0]))
+        if self.concurrency == 1 or asyncio.get_running_loop() is not self.loop:
+            # no batch to join (the loop blocks a moment instead of a wake-up), or not on the attempts' loop
+            result = await self._on_db(lambda: self._ledger(root).batch([op])[0])
         else:
             future = asyncio.get_running_loop().create_future()
             with self._ops_lock:
