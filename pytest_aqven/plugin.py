@@ -203,6 +203,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
             or item.session.shouldfail:
         return None
     sched = collect.scheduler(item.config)
+    if sched.inline:            # concurrency 1: each attempt runs in its own item, nothing ahead
+        return None
     for later in _new_in_window(item.session, upcoming(item, 2 * sched.concurrency + 2)):
         if isinstance(later, collect.AttemptItem):
             later.schedule(sched)
@@ -223,8 +225,10 @@ def _new_in_window(session: pytest.Session, window: list[pytest.Item]) -> list[p
 def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
     """This item and the next ones this process runs: under xdist only those the worker was given."""
     session = item.session
-    worker = next((p for p in item.config.pluginmanager.get_plugins()
-                   if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
+    worker = session.stash.get(_WORKER, False)
+    if worker is False:
+        worker = session.stash[_WORKER] = next((p for p in item.config.pluginmanager.get_plugins()
+                                                if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
     if worker is not None:
         try:
             with worker.torun.lock() as queue:
@@ -239,6 +243,7 @@ def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
     return [item] if start is None else session.items[start:start + count]
 
 
+_WORKER = pytest.StashKey[object]()     # xdist's WorkerInteractor, or None: looked up once
 _POSITIONS = pytest.StashKey[dict]()
 _WINDOW_END = pytest.StashKey[pytest.Item | None]()
 
@@ -373,8 +378,8 @@ def _series_spend(tr, tallies: dict[str, SeriesTally]) -> None:
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Before a real run, one launch plan line per experiment (closed form: instant)."""
     collect = _collect_module()
-    if collect is None or config.option.collectonly or config.get_verbosity() < 0:
-        return []
+    if collect is None or config.option.collectonly or config.get_verbosity() < 0 or hasattr(config, "workerinput"):
+        return []       # an xdist worker's lines are never shown (the controller writes them): no numpy there
     from .report import terminal
     files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, collect.AttemptItem)))
     family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
