@@ -56,6 +56,7 @@ SAVE_ATTEMPT = ("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, serie
 _STORES: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
+@functools.lru_cache(maxsize=1024)     # the start, settle and save of one attempt ask for the same id
 def attempt_id(series_id: str, variant: str, case: str, repeat: int) -> str:
     return str(uuid.uuid5(_namespace(series_id), f"attempt|{variant}|{case}|{repeat}"))
 
@@ -235,16 +236,17 @@ class Store:
         return [json.loads(r[0]) for r in rows]
 
     def history(self, experiment_id: str, limit: int = 200) -> list[dict]:
-        """The last finished attempts per variant of earlier series of an experiment (launch plans)."""
+        """The last finished attempts per variant of earlier series of an experiment (launch plans), variants
+        by their last attempt first. Only those `limit` records per variant leave the database: reading every
+        record of the experiment cost memory and time in proportion to its attempts (docs/performance.md)."""
         self.flush()
-        rows = self._conn.execute(
-            "SELECT a.variant_id, a.record FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
-            "WHERE s.experiment_id = ? AND a.state = 'finished' ORDER BY a.finished_at DESC", (experiment_id,)).fetchall()
-        per_variant: dict[str, list[dict]] = {}
-        for variant, record in rows:
-            if len(per_variant.setdefault(variant, [])) < limit:
-                per_variant[variant].append(json.loads(record))
-        return [r for records in per_variant.values() for r in records]
+        attempts = ("FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
+                    "WHERE s.experiment_id = ? AND a.state = 'finished'")
+        variants = self._conn.execute(f"SELECT a.variant_id, MAX(a.finished_at) AS last {attempts} "
+                                      "GROUP BY a.variant_id ORDER BY last DESC", (experiment_id,)).fetchall()
+        return [json.loads(record) for variant, _ in variants for (record,) in self._conn.execute(
+            f"SELECT a.record {attempts} AND a.variant_id = ? ORDER BY a.finished_at DESC LIMIT ?",
+            (experiment_id, variant, limit))]
 
     def finish(self, series_id: str, status: str, updates: dict) -> None:
         self.flush()

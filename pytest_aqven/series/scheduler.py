@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import signal
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,10 +79,13 @@ class Scheduler:
         self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
+        self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
         self._ops: list[tuple] = []                           # (root, operation, future): the next ledger batch
         self._ops_lock = threading.Lock()
         self._draining = False                                # the database thread is taking batches
         self._finished = asyncio.Event()                      # set and renewed at each attempt this process finishes
+        # concurrency 1: each attempt runs in the pytest thread (run_here), until another runner shares a series
+        self.inline = self.concurrency == 1
         self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
 
     # --- from the pytest thread ---------------------------------------------------------------
@@ -92,6 +97,17 @@ class Scheduler:
             fut = asyncio.run_coroutine_threadsafe(self._job(key, run, variant, case, repeat), self.loop)
             self.jobs[key] = fut
         return fut
+
+    def run_here(self, run, variant: str, case, repeat: int) -> Outcome:
+        """The attempt now, in the calling thread, on a loop of its own, its database calls made inline: the
+        same ledger decisions, with two thread handoffs (to the user's code and back) instead of eight. A
+        Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it)."""
+        if self.here is None:
+            self.here = asyncio.new_event_loop()
+            self.ctrl_c = HeldCtrlC()
+        with self.ctrl_c.attempt():
+            return self.here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant,
+                                                          case, repeat))
 
     def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
         """This attempt waits because another runner (a second pytest on the same series) claimed it."""
@@ -132,6 +148,16 @@ class Scheduler:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.db.shutdown(wait=True)
+        if self.here is not None:       # an attempt a second Ctrl-C abandoned: cancelled, its claim released
+            self.ctrl_c.uninstall()
+            left = asyncio.all_tasks(self.here)
+            for task in left:
+                task.cancel()
+            try:
+                if left:
+                    self.here.run_until_complete(asyncio.wait(left))
+            finally:
+                self.here.close()
         if not self.thread.is_alive():
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
@@ -141,12 +167,14 @@ class Scheduler:
 
     # --- on the loop --------------------------------------------------------------------------
     def _ledger(self, root: Path) -> Ledger:
-        """Only on the database thread."""
+        """Only on the database thread (or in run_here's thread: the store serializes transactions)."""
         if root not in self.ledgers:
             self.ledgers[root] = Ledger(Store(root))
         return self.ledgers[root]
 
     async def _on_db(self, fn, *args):
+        if self.here is not None and asyncio.get_running_loop() is self.here:
+            return fn(*args)        # run_here: this thread is the only one running attempts
         return await usercode.settled(self.db.submit(fn, *args))    # blocks a moment when nothing else waits
 
     async def _ledger_op(self, root: Path, *op):
@@ -244,6 +272,8 @@ class Scheduler:
                 self._wake_waiters()
                 return Outcome("ran", record)
             if decision.why == CLAIMED_ELSEWHERE:
+                if self.here is not None and asyncio.get_running_loop() is self.here:
+                    return Outcome("held", why=decision.why)    # the caller looks further ahead on the loop thread
                 self.held_elsewhere.add(key)
             if decision.kind == "reused":
                 record = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
@@ -259,6 +289,42 @@ class Scheduler:
         providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
         return await attempts.run_attempt(*args)
+
+
+class HeldCtrlC:
+    """SIGINT in the main thread while run_here runs an attempt: a first Ctrl-C is held until the attempt ends
+    (its calls are paid: its record is kept), then raised; a second one is raised at once. Outside an attempt
+    it raises as Python's own handler does. Installed once (swapping handlers per attempt cost 4% of an attempt),
+    and only over Python's default handler, from the main thread."""
+
+    def __init__(self) -> None:
+        self.running = False
+        self.pressed = False
+        self.installed = threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if self.installed:
+            signal.signal(signal.SIGINT, self._handler)
+
+    def _handler(self, signum, frame) -> None:
+        if not self.running or self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+    @contextmanager
+    def attempt(self):
+        self.running = True
+        try:
+            yield
+        finally:
+            self.running = False
+        if self.pressed:
+            self.pressed = False
+            raise KeyboardInterrupt
+
+    def uninstall(self) -> None:
+        if self.installed and signal.getsignal(signal.SIGINT) == self._handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.installed = False
 
 
 def _answer(answers: list[tuple]) -> None:
