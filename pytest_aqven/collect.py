@@ -185,7 +185,12 @@ class AttemptItem(pytest.Item):
     def runtest(self) -> None:
         file = self.experiment_file
         sched = scheduler(self.config)
-        outcome = wait(self.schedule(sched), lambda reach: self.look_further(sched, reach))
+        outcome = sched.run_here(file.series, self.parent.parent.name, self.parent.case, self.repeat) \
+            if sched.inline else None         # concurrency 1: here and now, no thread hops, nothing ahead
+        if outcome is not None and outcome.kind == "held":   # another runner works on this series: from now
+            sched.inline, outcome = False, None               # on look ahead for work as a higher concurrency does
+        if outcome is None:
+            outcome = wait(self.schedule(sched), lambda reach: self.look_further(sched, reach))
         if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
             raise pytest.skip.Exception(outcome.why, _use_item_location=True)
         record, reused = outcome.record, outcome.kind == "reused"

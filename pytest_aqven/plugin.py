@@ -6,6 +6,7 @@ file is collected, and the verdict machinery when there is a verdict to decide (
 """
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from importlib import import_module
@@ -202,17 +203,32 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
             or item.session.shouldfail:
         return None
     sched = collect.scheduler(item.config)
-    for later in upcoming(item, 2 * sched.concurrency + 2):
+    if sched.inline:            # concurrency 1: each attempt runs in its own item, nothing ahead
+        return None
+    for later in _new_in_window(item.session, upcoming(item, 2 * sched.concurrency + 2)):
         if isinstance(later, collect.AttemptItem):
             later.schedule(sched)
     return None
 
 
+def _new_in_window(session: pytest.Session, window: list[pytest.Item]) -> list[pytest.Item]:
+    """The items of the look-ahead window after the previous window's last one: the window moves an item at
+    a time, so each item schedules one attempt instead of 2N + 2 (a cost per attempt that grew with N)."""
+    last = session.stash.get(_WINDOW_END, None)
+    session.stash[_WINDOW_END] = window[-1] if window else None
+    for i in range(len(window) - 1, -1, -1):
+        if window[i] is last:
+            return window[i + 1:]
+    return window       # the first window, or one that moved otherwise: all of it (scheduling is idempotent)
+
+
 def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
     """This item and the next ones this process runs: under xdist only those the worker was given."""
     session = item.session
-    worker = next((p for p in item.config.pluginmanager.get_plugins()
-                   if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
+    worker = session.stash.get(_WORKER, False)
+    if worker is False:
+        worker = session.stash[_WORKER] = next((p for p in item.config.pluginmanager.get_plugins()
+                                                if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
     if worker is not None:
         try:
             with worker.torun.lock() as queue:
@@ -227,7 +243,9 @@ def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
     return [item] if start is None else session.items[start:start + count]
 
 
+_WORKER = pytest.StashKey[object]()     # xdist's WorkerInteractor, or None: looked up once
 _POSITIONS = pytest.StashKey[dict]()
+_WINDOW_END = pytest.StashKey[pytest.Item | None]()
 
 
 class Release:
@@ -360,8 +378,8 @@ def _series_spend(tr, tallies: dict[str, SeriesTally]) -> None:
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Before a real run, one launch plan line per experiment (closed form: instant)."""
     collect = _collect_module()
-    if collect is None or config.option.collectonly or config.get_verbosity() < 0:
-        return []
+    if collect is None or config.option.collectonly or config.get_verbosity() < 0 or hasattr(config, "workerinput"):
+        return []       # an xdist worker's lines are never shown (the controller writes them): no numpy there
     from .report import terminal
     files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, collect.AttemptItem)))
     family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
@@ -462,6 +480,21 @@ class VerdictReporter:
             flush_all()
         if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.tallies:
             return result
+        # every item and report of the session stays alive to its end: a full garbage collection set off while
+        # deciding (the finding's data allocates thousands of lists) would scan them all for nothing, 0.1-0.2 s at
+        # 12,000 attempts. They wait in the permanent generation meanwhile, collected as before afterwards (not
+        # when something else froze objects: unfreezing would undo that too).
+        freeze = gc.isenabled() and gc.get_freeze_count() == 0
+        if freeze:
+            gc.freeze()
+        try:
+            self._decide_all(session)
+        finally:
+            if freeze:
+                gc.unfreeze()
+        return result
+
+    def _decide_all(self, session: pytest.Session) -> None:
         from .project.loader import load_project
         # the project collection loaded (an xdist controller collects nothing: it loads it once); the end
         # snapshot hashes the input files as they are now, so a file changed during the run still shows
@@ -479,7 +512,6 @@ class VerdictReporter:
                 look = (experiment.id, tally.split, tally.records, {c.id: c.kind for c in experiment.spec.checks})
                 self.looks.append(look)
             self._report(session, projects[root], series_id, tally, look)
-        return result
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally,
                 look: tuple | None = None) -> None:

@@ -120,3 +120,25 @@ def test_only_a_decided_finding_skips_being_read_back(tmp_path):
     path.write_text(files.finding_text(forged, decided=True))
     [(_, document, found)] = files.examine(tmp_path)
     assert found == [] and document["series"] == "s"
+
+
+def test_number_lists_take_the_fast_path_only_where_repr_is_yaml():
+    """Lists of numbers are written by repr when that is YAML's flow text; exponents, nan, infinities and
+    booleans (inside nested lists too) by the slow path; the same list twice, or inside itself, by PyYAML."""
+    document = {"data": {"a": [[0.0002, 1], [0.0002, 0]], "b": [3, 20], "c": [12.5, -0.0, 7],
+                         "d": [[1e-05, True], [float("nan"), 2]], "e": [[float("inf"), [float("-inf"), False]]],
+                         "f": [1e16, 5e-324, 10**30]},
+                "rows": {"0123abcd": [3, 20], "99": [[0.0002, 1], [0.5, 0]], "x": [2.5]},
+                "in_a_sequence": [{"a": [1], "b": [[2, 3]]}, {"a": [1e-05], "b": [4]}],
+                "not_rows": [{"a": [], "b": [1]}, {"a": [1], "b": "text"}, {"a": [1], "b": [True]}]}
+    assert emit.dump(document) == files.pyyaml_dump(document)
+    shared = [1, 2]
+    for twice in ({"x": [shared, shared]}, {"rows": {"a": shared, "b": shared}}, {"rows": {"a": [shared]}, "y": shared},
+                  {"x": [[shared]], "y": {"z": shared}}, {"x": shared, "y": [shared]}):
+        with pytest.raises(emit.Unsupported):
+            emit.dump(twice)
+        assert files.dump(twice) == files.pyyaml_dump(twice)
+    looped = [1]
+    looped.append(looped)
+    with pytest.raises(emit.Unsupported):
+        emit.dump({"x": looped})

@@ -48,3 +48,70 @@ def test_nothing_of_an_attempt_stays_after_it_reported(pytester):
     assert watch.jobs_left == 0
     verdicts = [r for r in reprec.getreports("pytest_runtest_logreport") if r.nodeid.endswith("::verdict")]
     assert verdicts and all(r.passed for r in verdicts)
+
+
+def _history_reading_every_record(conn, experiment_id: str, limit: int) -> list[dict]:
+    """Store.history as it was: every finished record of the experiment read, then the last `limit` kept."""
+    import json
+
+    rows = conn.execute("SELECT a.variant_id, a.record FROM aqven_series_attempts a JOIN aqven_series s USING "
+                        "(series_id) WHERE s.experiment_id = ? AND a.state = 'finished' ORDER BY a.finished_at DESC",
+                        (experiment_id,)).fetchall()
+    per_variant: dict[str, list[dict]] = {}
+    for variant, record in rows:
+        if len(per_variant.setdefault(variant, [])) < limit:
+            per_variant[variant].append(json.loads(record))
+    return [r for records in per_variant.values() for r in records]
+
+
+def test_history_reads_only_the_records_it_returns(tmp_path):
+    """A launch plan's history (read at collection and by the verdict of an unfinished question) takes the
+    last attempts per variant: the same records, in the same order, as reading every record of the experiment
+    and keeping those, without holding every record of every earlier series in memory at once."""
+    import json
+    import random
+
+    from pytest_aqven.series.db import Store
+
+    rng = random.Random(5)
+    store = Store(tmp_path)
+    times = rng.sample(range(100_000), 900)
+    with store.transaction() as db:
+        for s, experiment in enumerate(["e", "e", "f", "e"]):
+            db.execute("INSERT INTO aqven_series (series_id, experiment_id, dataset_id, split, question, status, "
+                       "plan_key, created_at, record) VALUES (?, ?, 'd', 'dev', 'threshold', 'done', 'k', 0, '{}')",
+                       (f"s{s}", experiment))
+        for i, t in enumerate(times):
+            series, variant = f"s{i % 4}", rng.choice("abc" if i % 4 != 1 else "bd")
+            record = json.dumps({"series_id": series, "variant": variant, "n": i, "finished_at": t})
+            db.execute("INSERT INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
+                       "finished_at, record) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
+                       (str(i), series, variant, f"c{i}", "finished" if i % 9 else "running", t, record))
+    for experiment in ("e", "f", "none"):
+        for limit in (1, 7, 200, 1000):
+            expected = _history_reading_every_record(store._conn, experiment, limit)
+            assert store.history(experiment, limit) == expected, (experiment, limit)
+    assert len(store.history("e", 7)) == 28       # a, b, c and d: 7 each
+    store.close()
+
+
+def test_deciding_does_not_scan_the_session_for_garbage(pytester):
+    """While the verdicts are decided, the session's items and reports wait in gc's permanent generation (a
+    full collection set off by the finding's thousands of lists would scan them all); afterwards they are
+    collected as before."""
+    import gc
+
+    class FreezeWatch:
+        def __init__(self):
+            self.frozen = []
+
+        def pytest_aqven_verdict(self, config, series, verdict, cells, finding_path):
+            self.frozen.append(gc.get_freeze_count())
+
+    root = pytester.path / "proj"
+    projects.write(root, {**projects.dataset(projects.cases(6)), **projects.experiment(repeats=2)})
+    watch = FreezeWatch()
+    assert gc.get_freeze_count() == 0
+    pytester.inline_run("proj", "-p", "no:cacheprovider", plugins=[watch])
+    assert watch.frozen and all(n > 1000 for n in watch.frozen)
+    assert gc.get_freeze_count() == 0

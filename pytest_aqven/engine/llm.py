@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -133,7 +134,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     address = frame.address.at(node_id).node
     settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
     settings.update(agent.settings.provider_options)
-    schema = out_model.model_json_schema()
+    schema = output_schema(out_model)
     models = [agent.model, *agent.fallback_models]
     for model_index, model in enumerate(models):
         provider_id, _, model_name = model.partition(":")
@@ -198,6 +199,18 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
         if not fall_back:
             raise AssertionError("unreachable: the loop returns or raises")
     raise AssertionError("unreachable: the last model never falls back")
+
+
+_SCHEMAS: "weakref.WeakKeyDictionary[type[BaseModel], dict]" = weakref.WeakKeyDictionary()
+
+
+def output_schema(model: type[BaseModel]) -> dict:
+    """The JSON schema of an output model, built once per model: pydantic builds it afresh on every call,
+    a quarter of an LLM node's own CPU. Shared by every request: providers only read it."""
+    schema = _SCHEMAS.get(model)
+    if schema is None:
+        schema = _SCHEMAS[model] = model.model_json_schema()
+    return schema
 
 
 def resolve_mode(mode: str, provider, model_name: str) -> str:

@@ -281,7 +281,7 @@ class Runner:
             await connection.close()
 
     def resolve_code(self, ref: str, node: Node, what: str):
-        key = ("code", ref, node.py_path)
+        key = ("code", ref, id(node))         # the node lives as long as the project: its py_path is fixed
         fn = self._records.get(key)
         if fn is None:
             try:
@@ -299,7 +299,10 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     trace.input = kwargs
     fn = runner.resolve_code(spec.run, node, f"node {node_id}")
     value = await runner.call_user(fn, typed_arguments(fn, kwargs), node, f"node {node_id}: {spec.run}")
-    model = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
+    model = runner._records.get(("out", frame.assembly.flow.id, node_id, id(spec.out)))
+    if model is None:       # named once per node, not on every run
+        model = runner._records[("out", frame.assembly.flow.id, node_id, id(spec.out))] = runner.record(
+            f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
 
 

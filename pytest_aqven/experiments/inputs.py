@@ -10,6 +10,7 @@ The standard library and installed distributions are versions, not inputs, and a
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.machinery
 import importlib.util
 import os
@@ -49,26 +50,47 @@ def _inside(path: Path, folders: list[Path]) -> bool:
 def _run_modules(root: Path, package: str) -> set[str]:
     """Modules named by `run:` values of the project's YAML that are not the project's own."""
     out: set[str] = set()
+    for path in _files(root, "*.yaml"):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        digest = hashlib.sha256(data).digest()
+        held = _RUNS.get(path)
+        if held is None or held[0] != digest:
+            if len(_RUNS) > 10_000:
+                _RUNS.clear()
+            held = _RUNS[path] = (digest, _runs_named(data))
+        out |= {module for module in held[1] if module.split(".")[0] != package}
+    return out
+
+
+# path -> (sha256 of its bytes, the modules its `run:` values name): a series' end reads the YAML its start
+# parsed, mostly unchanged (the dataset among it)
+_RUNS: dict[Path, tuple[bytes, frozenset[str]]] = {}
+
+
+def _runs_named(data: bytes) -> frozenset[str]:
+    out: set[str] = set()
 
     def walk(node):
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "run" and isinstance(value, str) and ":" in value and not value.startswith("@"):
-                    module = value.rsplit(":", 1)[0]
-                    if module.split(".")[0] != package:
-                        out.add(module)
+                    out.add(value.rsplit(":", 1)[0])
                 walk(value)
         elif isinstance(node, list):
             for item in node:
                 walk(item)
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    for path in _files(root, "*.yaml"):
-        try:
-            walk(yaml.load(path.read_text(encoding="utf-8"), Loader=loader))
-        except (yaml.YAMLError, OSError, UnicodeDecodeError):
-            continue   # aqven check reports it
-    return out
+    try:
+        # as Path.read_text reads it: UTF-8, universal newlines
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        walk(yaml.load(text, Loader=loader))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        pass   # aqven check reports it
+    return frozenset(out)
 
 
 def _module_file(name: str, search: list[str] | None = None) -> Path | None:

@@ -186,12 +186,12 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
              data: dict[Path, bytes] | None = None) -> dict[str, str]:
     """Hashes of everything the series runs on: of `data` (the bytes read at its start, by resolved path)
     when given, else of the files as they are now (the end compares the two)."""
-    root = project.root
+    root = project.root.resolve()
     paths = paths or input_paths(project, series)
 
     def named(p: Path) -> str:
         p = p.resolve()
-        return p.relative_to(root.resolve()).as_posix() if root.resolve() in p.parents else p.as_posix()
+        return p.relative_to(root).as_posix() if root in p.parents else p.as_posix()
 
     def digest(p: Path) -> str | None:
         if data is not None:

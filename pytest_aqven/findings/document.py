@@ -6,9 +6,6 @@ from decimal import Decimal
 
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
-from ..stats import betting, evidence
-from ..stats.estimates import RESAMPLES
-from ..stats.intervals import ALPHA
 from .files import read_findings
 from ..series.conclude import Conclusion, cell_dict, estimate_dict, question_of
 
@@ -19,6 +16,7 @@ def _iso(ts: float) -> str:
 
 def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
+    from ..stats import evidence    # numpy: imported when a finding is built, not when a worker collects
     experiment = project.experiments[conclusion.experiment]
     spec = experiment.spec
     verdict = conclusion.verdict
@@ -76,6 +74,9 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
 
 def method(conclusion: Conclusion) -> dict:
     """How the verdict was computed: enough for `aqven check` to decide it again from `data`."""
+    from ..stats import betting, evidence
+    from ..stats.estimates import RESAMPLES
+    from ..stats.intervals import ALPHA
     facts = conclusion.facts
     return {
         "question": evidence.question_dict(conclusion.question),

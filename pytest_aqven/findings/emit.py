@@ -9,6 +9,7 @@ and None, no object twice. Anything else raises `Unsupported`, and files.dump fa
 from __future__ import annotations
 
 import re
+from itertools import chain
 
 from yaml import ScalarNode
 from yaml.resolver import Resolver
@@ -85,21 +86,44 @@ def _scalar(x) -> str:
     raise Unsupported(type(x).__name__)
 
 
-def _flow(items: list, seen: set) -> str:
+_NUMBER = frozenset({int, float, bool})
+_NUMBER_OR_LIST = _NUMBER | {list}
+# what repr writes for a list of ints and finite floats without an exponent: YAML's flow style, to the byte
+_REPR_IS_YAML = re.compile(r"[-0-9., \[\]]*")
+
+
+def _nested(items: list, depth: int = 0) -> list | None:
+    """The lists inside `items`, at any depth, when it holds only numbers and such lists (files._numbers,
+    with exact types: a subclass would be represented otherwise); else None. Level by level, at C speed."""
+    types = set(map(type, items))
+    if types <= _NUMBER:
+        return []
+    if not types <= _NUMBER_OR_LIST:
+        return None
+    if depth > 64:
+        raise Unsupported("lists nested deeper than 64 (or a list inside itself)")
+    inner = [x for x in items if type(x) is list]
+    deeper = _nested(list(chain.from_iterable(inner)), depth + 1)
+    return None if deeper is None else inner + deeper
+
+
+def _flow(items: list, nested: list, seen: set) -> str:
     """A list of numbers (or of such lists) on one line."""
-    if id(items) in seen:
+    lists = {id(items), *map(id, nested)}
+    if len(lists) != 1 + len(nested) or not seen.isdisjoint(lists):
         raise Unsupported("a list twice")
-    seen.add(id(items))
+    seen |= lists
+    text = repr(items)
+    return text if _REPR_IS_YAML.fullmatch(text) else _flow_slowly(items)
+
+
+def _flow_slowly(items: list) -> str:
+    """Exponents, nan, infinities and booleans as YAML writes them."""
     parts = []
     for x in items:
         t = type(x)
-        parts.append(str(x) if t is int else _float(x) if t is float else _flow(x, seen) if t is list else _scalar(x))
+        parts.append(str(x) if t is int else _float(x) if t is float else _flow_slowly(x) if t is list else _scalar(x))
     return "[" + ", ".join(parts) + "]"
-
-
-def _numbers(items: list) -> bool:
-    """files._numbers, with exact types (a subclass would be represented otherwise)."""
-    return all(type(x) in (int, float, bool) or (type(x) is list and _numbers(x)) for x in items)
 
 
 def _inline(value, seen: set) -> str | None:
@@ -110,13 +134,36 @@ def _inline(value, seen: set) -> str | None:
     if t is list:
         if not value:
             return "[]"
-        return _flow(value, seen) if _numbers(value) else None
+        nested = _nested(value)
+        return None if nested is None else _flow(value, nested, seen)
     if t is tuple:          # SafeRepresenter.represent_list: block style, even for numbers
         if not value:
             return "[]"
         seen.add(tuple)     # marks the document as one YAML reads back with lists instead
         return None
     return _scalar(value)
+
+
+def _number_rows(mapping: dict, lead: str, pad: str, out: list, seen: set) -> bool:
+    """A mapping whose every value is a non-empty list of numbers (a finding's per-case data) at once: one
+    repr per value, one check of all their text. False, and nothing written, for any other mapping."""
+    values = list(mapping.values())
+    if set(map(type, values)) != {list} or not all(values):
+        return False
+    nested = _nested(values)       # the values and every list inside them
+    if nested is None:
+        return False
+    lists = set(map(id, nested))
+    if len(lists) != len(nested) or not seen.isdisjoint(lists):
+        raise Unsupported("a list twice")
+    texts = list(map(repr, values))
+    if not _REPR_IS_YAML.fullmatch("".join(texts)):
+        return False
+    seen |= lists
+    keys = list(map(_key, mapping))
+    out.append(f"{lead}{keys[0]}: {texts[0]}\n")
+    out += [f"{pad}{k}: {text}\n" for k, text in zip(keys[1:], texts[1:])]
+    return True
 
 
 def _block(value, indent: int, out: list, seen: set) -> None:
@@ -128,6 +175,8 @@ def _block(value, indent: int, out: list, seen: set) -> None:
     pad = " " * indent
     first = bool(out) and out[-1].endswith("- ")
     if type(value) is dict:
+        if _number_rows(value, "" if first else pad, pad, out, seen):
+            return
         for k, v in value.items():
             lead = "" if first else pad
             first = False

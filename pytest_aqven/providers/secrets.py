@@ -32,7 +32,7 @@ def register(value: str | None) -> None:
 
 def scrub(text):
     """The text without any registered key value and without Authorization header values."""
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str) or len(text) < MIN_SECRET:     # too short for a key or a header value
         return text
     pattern = _pattern
     if pattern is not None:
@@ -40,14 +40,17 @@ def scrub(text):
     return _AUTH.sub(lambda m: (m.group(1) or "") + REDACTED if m.group(1) else f"Bearer {REDACTED}", text)
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})     # hold no text: kept without a call per value
+
+
 def scrub_data(value):
     """scrub() applied to every string of a JSON-like value."""
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, dict):
-        return {k: scrub_data(v) for k, v in value.items()}
+        return {k: v if v.__class__ in _PLAIN else scrub_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(scrub_data(v) for v in value)
+        return type(value)([v if v.__class__ in _PLAIN else scrub_data(v) for v in value])
     return value
 
 

@@ -10,7 +10,6 @@ from ..experiments import inputs
 from ..experiments import plan as planning
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
-from ..stats.evidence import case_key
 from .db import Store
 from .tally import SeriesTally, TallyTable
 
@@ -50,7 +49,11 @@ def question_of(spec: ExperimentSpec):
 def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
     """The record as statistics reads it; with a salt, the case is named by its salted key (what a finding
     records), so that deciding again from the finding's data gives the same verdict."""
-    case = record["case"] if salt is None else case_key(salt, record["case"])
+    if salt is None:
+        case = record["case"]
+    else:
+        from ..stats.evidence import case_key   # numpy: not at collection
+        case = case_key(salt, record["case"])
     return stats.Attempt(
         variant=record["variant"], case=case, repeat=record["repeat"], outcome=record["outcome"],
         passed=record["passed"],

@@ -50,14 +50,23 @@ CREATE TABLE IF NOT EXISTS aqven_series_attempts (
 """
 SCHEMA_VERSION = 1
 GROUP_COMMIT_SECONDS = 0.1      # an attempt record waits at most this long for its batch's COMMIT
-_SAVE = ("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
+SAVE_ATTEMPT = ("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
          "outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
          "VALUES (?, ?, ?, ?, ?, 'finished', ?, ?, ?, ?, ?, ?)")
 _STORES: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
+@functools.lru_cache(maxsize=1024)     # the start, settle and save of one attempt ask for the same id
 def attempt_id(series_id: str, variant: str, case: str, repeat: int) -> str:
     return str(uuid.uuid5(_namespace(series_id), f"attempt|{variant}|{case}|{repeat}"))
+
+
+def attempt_row(record: dict) -> tuple:
+    """The finished row of an attempt's record (SAVE_ATTEMPT's parameters)."""
+    return (attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"]),
+            record["series_id"], record["variant"], record["case"], record["repeat"], record["outcome"],
+            repr(record["cost_usd"]), repr(record["check_cost_usd"]), record["started_at"],
+            record["finished_at"], json.dumps(record))
 
 
 @functools.lru_cache(maxsize=64)
@@ -195,10 +204,7 @@ class Store:
         """Group commit: the record joins the batch that one transaction writes within GROUP_COMMIT_SECONDS
         (a timer), or at flush(). A killed process loses at most that batch: its attempts have no finished
         row, so they are rerun, and the attempt id is the key, so none is ever counted twice."""
-        row = (attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"]),
-               record["series_id"], record["variant"], record["case"], record["repeat"], record["outcome"],
-               repr(record["cost_usd"]), repr(record["check_cost_usd"]), record["started_at"],
-               record["finished_at"], json.dumps(record))
+        row = attempt_row(record)
         with self._lock:
             self._pending.append(row)
             if self._timer is None:
@@ -220,7 +226,7 @@ class Store:
                 self._timer = None
             if self._pending:
                 with self.transaction() as db:
-                    db.executemany(_SAVE, self._pending)
+                    db.executemany(SAVE_ATTEMPT, self._pending)
                 self._pending = []
 
     def attempts(self, series_id: str) -> list[dict]:
@@ -230,16 +236,17 @@ class Store:
         return [json.loads(r[0]) for r in rows]
 
     def history(self, experiment_id: str, limit: int = 200) -> list[dict]:
-        """The last finished attempts per variant of earlier series of an experiment (launch plans)."""
+        """The last finished attempts per variant of earlier series of an experiment (launch plans), variants
+        by their last attempt first. Only those `limit` records per variant leave the database: reading every
+        record of the experiment cost memory and time in proportion to its attempts (docs/performance.md)."""
         self.flush()
-        rows = self._conn.execute(
-            "SELECT a.variant_id, a.record FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
-            "WHERE s.experiment_id = ? AND a.state = 'finished' ORDER BY a.finished_at DESC", (experiment_id,)).fetchall()
-        per_variant: dict[str, list[dict]] = {}
-        for variant, record in rows:
-            if len(per_variant.setdefault(variant, [])) < limit:
-                per_variant[variant].append(json.loads(record))
-        return [r for records in per_variant.values() for r in records]
+        attempts = ("FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
+                    "WHERE s.experiment_id = ? AND a.state = 'finished'")
+        variants = self._conn.execute(f"SELECT a.variant_id, MAX(a.finished_at) AS last {attempts} "
+                                      "GROUP BY a.variant_id ORDER BY last DESC", (experiment_id,)).fetchall()
+        return [json.loads(record) for variant, _ in variants for (record,) in self._conn.execute(
+            f"SELECT a.record {attempts} AND a.variant_id = ? ORDER BY a.finished_at DESC LIMIT ?",
+            (experiment_id, variant, limit))]
 
     def finish(self, series_id: str, status: str, updates: dict) -> None:
         self.flush()

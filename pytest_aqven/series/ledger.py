@@ -8,9 +8,19 @@ transaction, so xdist workers and a second pytest on the same project see the sa
 - a new attempt starts only while spent + reserve x running < 90% of the cap; when nothing runs and that
   still blocks, the series waits in awaiting_approval (pause.reason spend_near_cap);
 - each attempt gets a hard limit: cap - (spent + reserve x running) at its start.
+
+A process running many attempts at once batches them (`Ledger.batch`): the claims and finishes queued while
+the previous transaction ran go in one transaction, finishes first, each decided exactly as alone and in
+order, so the cap arithmetic is the same. An attempt is finished (`finish`) in one step: its spend, its claim
+marked finished and its record, so a claim never shows finished without its record. A finish waits at most
+for the transaction before it; meanwhile its claim still counts its reserve, which only makes the decisions
+more careful. A kill -9 loses the attempts not yet finished in a committed transaction (the batch being
+written and the ones queued behind it): their claims die with the runner and they are rerun, never counted
+twice (the attempt id is the key); what their calls cost is not in the ledger, as for an attempt killed mid-call.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -20,7 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from .cap import NEAR
-from .db import Store, attempt_id
+from .db import SAVE_ATTEMPT, Store, attempt_id, attempt_row
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
 CLAIMED_ELSEWHERE = "claimed by another runner"
@@ -50,9 +60,14 @@ class Spend:
         return amount + (f" of its ${float(cap_usd):.2f} cap" if cap_usd is not None else "")
 
 
-def _alive(db, runner_id: str, me: str, now: float) -> bool:
+def _alive(db, runner_id: str, me: str, now: float, seen: dict | None = None) -> bool:
+    """Whether a runner holds its claims; `seen` keeps the answers of one transaction (one look per runner)."""
     if runner_id == me:
         return True
+    if seen is not None:
+        if runner_id not in seen:
+            seen[runner_id] = _alive(db, runner_id, me, now)
+        return seen[runner_id]
     row = db.execute("SELECT host, pid, heartbeat_at FROM aqven_runners WHERE runner_id = ?", (runner_id,)).fetchone()
     if row is None:
         return False
@@ -69,7 +84,7 @@ def _alive(db, runner_id: str, me: str, now: float) -> bool:
     return True
 
 
-def spend(db, series_id: str, me: str = "", now: float | None = None) -> Spend:
+def spend(db, series_id: str, me: str = "", now: float | None = None, seen: dict | None = None) -> Spend:
     """The running total (one row, kept by a trigger on aqven_spend) and the attempts running now."""
     row = db.execute("SELECT spent_usd, reserve_usd, finished, unpriced_attempts FROM aqven_spend_totals "
                      "WHERE series_id = ?", (series_id,)).fetchone()
@@ -77,7 +92,7 @@ def spend(db, series_id: str, me: str = "", now: float | None = None) -> Spend:
     now = time.time() if now is None else now
     running = sum(n for runner, n in db.execute(
         "SELECT runner_id, COUNT(*) FROM aqven_claims WHERE series_id = ? AND state = 'running' GROUP BY runner_id",
-        (series_id,)).fetchall() if _alive(db, runner, me, now))
+        (series_id,)).fetchall() if _alive(db, runner, me, now, seen))
     return Spend(spent, reserve, finished, unpriced, running)
 
 
@@ -115,60 +130,123 @@ class Ledger:
             db.execute("UPDATE aqven_runners SET heartbeat_at = ? WHERE runner_id = ?", (time.time(), self.runner_id))
 
     def try_start(self, series_id: str, variant: str, case: str, repeat: int) -> Decision:
-        aid = attempt_id(series_id, variant, case, repeat)
-        now = time.time()
         with self.store.transaction() as db:
+            return self._try_start(db, series_id, variant, case, repeat, time.time(), {})
+
+    def finish(self, record: dict) -> None:
+        """The attempt ran: settled and its record saved, in one transaction."""
+        with self.store.transaction() as db:
+            self._finish(db, record)
+
+    def batch(self, ops: list[tuple]) -> list:
+        """Several operations in one transaction: ("start", series_id, variant, case, repeat) -> Decision,
+        ("finish", record) and ("release", series_id, variant, case, repeat) -> None. Finishes and releases
+        go first (a claim then sees the spend and the free reserve), the rest in order. Returns the results
+        in the order of `ops`, an exception in place of the result of an operation that failed: when one
+        fails, the transaction is rolled back and each operation is done again in a transaction of its own."""
+        order = sorted(range(len(ops)), key=lambda i: ops[i][0] == "start")
+        results: list = [None] * len(ops)
+        try:
+            now, seen = time.time(), {}
+            with self.store.transaction() as db:
+                for i in order:
+                    results[i] = self._op(db, ops[i], now, seen)
+            return results
+        except Exception as exc:     # noqa: BLE001 - one at a time, so each gets its own answer
+            if len(ops) == 1:
+                return [exc]
+        for i in order:
+            try:
+                with self.store.transaction() as db:
+                    results[i] = self._op(db, ops[i], time.time(), {})
+            except Exception as exc:  # noqa: BLE001 - the caller raises it where the operation was asked for
+                results[i] = exc
+        return results
+
+    def _op(self, db, op: tuple, now: float, seen: dict):
+        kind, *args = op
+        if kind == "start":
+            return self._try_start(db, *args, now, seen)
+        seen.clear()        # what this transaction read of spend and claims
+        if kind == "finish":
+            return self._finish(db, *args)
+        if kind == "release":
+            return self._release(db, *args)
+        raise ValueError(f"unknown ledger operation {kind!r}")
+
+    def _try_start(self, db, series_id: str, variant: str, case: str, repeat: int, now: float,
+                   seen: dict) -> Decision:
+        """`seen` holds what this transaction already read (nobody else writes inside it): the series'
+        status and cap, its spend, which runners are alive; a claim made here counts in the spend it keeps."""
+        aid = attempt_id(series_id, variant, case, repeat)
+        if ("series", series_id) not in seen:
             # the cap alone: the whole record (with every case name) is read only to say why a series waits
-            status, cap = db.execute("SELECT status, json_extract(record, '$.cap_usd') FROM aqven_series "
-                                     "WHERE series_id = ?", (series_id,)).fetchone()
-            if db.execute("SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'",
-                          (aid,)).fetchone():
-                return Decision("reused")
-            if status == "awaiting_approval":
-                return Decision("paused", why=pause_text(series_id, _record(db, series_id),
-                                                         spend(db, series_id, self.runner_id, now)))
-            if status != "running":
-                return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")
-            claim = db.execute("SELECT runner_id, state FROM aqven_claims WHERE attempt_id = ?", (aid,)).fetchone()
-            if claim is not None:
-                if _alive(db, claim[0], self.runner_id, now):
-                    return Decision("wait", why=CLAIMED_ELSEWHERE if claim[0] != self.runner_id else "mine")
-                db.execute("DELETE FROM aqven_claims WHERE attempt_id = ?", (aid,))      # its runner died
-            s = spend(db, series_id, self.runner_id, now)
-            if s.finished == 0 and s.running > 0:
-                return Decision("wait", why="the first attempt runs alone; its cost becomes the reserve")
-            cap = float(1.0 if cap is None else cap)
-            committed = s.spent_usd + s.reserve_usd * s.running
-            if committed >= float(NEAR) * cap:
-                if s.running:
-                    return Decision("wait", why="near the cap: running attempts finish first")
-                pause = {"reason": "spend_near_cap", "spent_usd": round(s.spent_usd, 6)}
-                db.execute("UPDATE aqven_series SET status = 'awaiting_approval', record = "
-                           "json_set(record, '$.pause', json(?), '$.needs_approval', json('true')) "
-                           "WHERE series_id = ?", (json.dumps(pause), series_id))
-                return Decision("paused", why=pause_text(series_id, _record(db, series_id), s))
-            limit = cap - committed
-            db.execute("INSERT INTO aqven_claims VALUES (?, ?, ?, 'running', ?, ?)",
-                       (aid, series_id, self.runner_id, now, limit))
-            return Decision("start", limit_usd=limit)
+            seen["series", series_id] = db.execute("SELECT status, json_extract(record, '$.cap_usd') FROM "
+                                                   "aqven_series WHERE series_id = ?", (series_id,)).fetchone()
+        status, cap = seen["series", series_id]
+        finished, holder = db.execute(
+            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ?1 AND state = 'finished'), "
+            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = ?1)", (aid,)).fetchone()
+        if finished:
+            return Decision("reused")
+        if status == "awaiting_approval":
+            return Decision("paused", why=pause_text(series_id, _record(db, series_id),
+                                                     spend(db, series_id, self.runner_id, now, seen)))
+        if status != "running":
+            return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")
+        if holder is not None:
+            if _alive(db, holder, self.runner_id, now, seen):
+                return Decision("wait", why=CLAIMED_ELSEWHERE if holder != self.runner_id else "mine")
+            db.execute("DELETE FROM aqven_claims WHERE attempt_id = ?", (aid,))      # its runner died (not counted)
+        s = seen.get(("spend", series_id)) or spend(db, series_id, self.runner_id, now, seen)
+        if s.finished == 0 and s.running > 0:
+            return Decision("wait", why="the first attempt runs alone; its cost becomes the reserve")
+        cap = float(1.0 if cap is None else cap)
+        committed = s.spent_usd + s.reserve_usd * s.running
+        if committed >= float(NEAR) * cap:
+            if s.running:
+                return Decision("wait", why="near the cap: running attempts finish first")
+            pause = {"reason": "spend_near_cap", "spent_usd": round(s.spent_usd, 6)}
+            db.execute("UPDATE aqven_series SET status = 'awaiting_approval', record = "
+                       "json_set(record, '$.pause', json(?), '$.needs_approval', json('true')) "
+                       "WHERE series_id = ?", (json.dumps(pause), series_id))
+            seen["series", series_id] = ("awaiting_approval", cap)
+            return Decision("paused", why=pause_text(series_id, _record(db, series_id), s))
+        limit = cap - committed
+        db.execute("INSERT INTO aqven_claims VALUES (?, ?, ?, 'running', ?, ?)",
+                   (aid, series_id, self.runner_id, now, limit))
+        seen["spend", series_id] = dataclasses.replace(s, running=s.running + 1)
+        return Decision("start", limit_usd=limit)
 
     def settle(self, record: dict) -> None:
         """The attempt ran: its spend enters the ledger and its claim is finished (the record follows)."""
+        with self.store.transaction() as db:
+            self._settle(db, record)
+
+    def _settle(self, db, record: dict) -> str:
         aid = attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"])
         amount = (record.get("cost_usd") or 0.0) + (record.get("check_cost_usd") or 0.0)
-        with self.store.transaction() as db:
-            db.execute("INSERT INTO aqven_spend (series_id, attempt_id, runner_id, spend_usd, unpriced_calls, "
-                       "outcome, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (record["series_id"], aid, self.runner_id, amount, record.get("unpriced_calls") or 0,
-                        record["outcome"], time.time()))
-            db.execute("UPDATE aqven_claims SET state = 'finished' WHERE attempt_id = ? AND runner_id = ?",
-                       (aid, self.runner_id))
+        db.execute("INSERT INTO aqven_spend (series_id, attempt_id, runner_id, spend_usd, unpriced_calls, "
+                   "outcome, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (record["series_id"], aid, self.runner_id, amount, record.get("unpriced_calls") or 0,
+                    record["outcome"], time.time()))
+        db.execute("UPDATE aqven_claims SET state = 'finished' WHERE attempt_id = ? AND runner_id = ?",
+                   (aid, self.runner_id))
+        return aid
+
+    def _finish(self, db, record: dict) -> None:
+        row = attempt_row(record)       # first: a record that cannot be written leaves the ledger untouched
+        self._settle(db, record)
+        db.execute(SAVE_ATTEMPT, row)
 
     def release(self, series_id: str, variant: str, case: str, repeat: int) -> None:
         """A claimed attempt that did not run to its end (stopped before any call was paid)."""
         with self.store.transaction() as db:
-            db.execute("DELETE FROM aqven_claims WHERE attempt_id = ? AND runner_id = ? AND state = 'running'",
-                       (attempt_id(series_id, variant, case, repeat), self.runner_id))
+            self._release(db, series_id, variant, case, repeat)
+
+    def _release(self, db, series_id: str, variant: str, case: str, repeat: int) -> None:
+        db.execute("DELETE FROM aqven_claims WHERE attempt_id = ? AND runner_id = ? AND state = 'running'",
+                   (attempt_id(series_id, variant, case, repeat), self.runner_id))
 
     def close(self) -> None:
         with self.store.transaction() as db:

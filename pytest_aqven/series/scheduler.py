@@ -2,12 +2,15 @@
 
 The pytest layer stays synchronous: an attempt item asks for its record and blocks until it is ready, while
 the scheduler runs ahead on the items this process will run next (up to `concurrency` attempts in flight).
-Every start goes through the spend ledger; every database call runs on one database thread."""
+Every start goes through the spend ledger; every database call runs on one database thread, and the ledger's
+operations (claims, finishes) queued while it was busy go in one transaction with one wake-up of the loop."""
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import signal
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +79,13 @@ class Scheduler:
         self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
+        self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
+        self._ops: list[tuple] = []                           # (root, operation, future): the next ledger batch
+        self._ops_lock = threading.Lock()
+        self._draining = False                                # the database thread is taking batches
+        self._finished = asyncio.Event()                      # set and renewed at each attempt this process finishes
+        # concurrency 1: each attempt runs in the pytest thread (run_here), until another runner shares a series
+        self.inline = self.concurrency == 1
         self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
 
     # --- from the pytest thread ---------------------------------------------------------------
@@ -87,6 +97,17 @@ class Scheduler:
             fut = asyncio.run_coroutine_threadsafe(self._job(key, run, variant, case, repeat), self.loop)
             self.jobs[key] = fut
         return fut
+
+    def run_here(self, run, variant: str, case, repeat: int) -> Outcome:
+        """The attempt now, in the calling thread, on a loop of its own, its database calls made inline: the
+        same ledger decisions, with two thread handoffs (to the user's code and back) instead of eight. A
+        Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it)."""
+        if self.here is None:
+            self.here = asyncio.new_event_loop()
+            self.ctrl_c = HeldCtrlC()
+        with self.ctrl_c.attempt():
+            return self.here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant,
+                                                          case, repeat))
 
     def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
         """This attempt waits because another runner (a second pytest on the same series) claimed it."""
@@ -127,6 +148,16 @@ class Scheduler:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.db.shutdown(wait=True)
+        if self.here is not None:       # an attempt a second Ctrl-C abandoned: cancelled, its claim released
+            self.ctrl_c.uninstall()
+            left = asyncio.all_tasks(self.here)
+            for task in left:
+                task.cancel()
+            try:
+                if left:
+                    self.here.run_until_complete(asyncio.wait(left))
+            finally:
+                self.here.close()
         if not self.thread.is_alive():
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
@@ -136,13 +167,69 @@ class Scheduler:
 
     # --- on the loop --------------------------------------------------------------------------
     def _ledger(self, root: Path) -> Ledger:
-        """Only on the database thread."""
+        """Only on the database thread (or in run_here's thread: the store serializes transactions)."""
         if root not in self.ledgers:
             self.ledgers[root] = Ledger(Store(root))
         return self.ledgers[root]
 
     async def _on_db(self, fn, *args):
+        if self.here is not None and asyncio.get_running_loop() is self.here:
+            return fn(*args)        # run_here: this thread is the only one running attempts
         return await usercode.settled(self.db.submit(fn, *args))    # blocks a moment when nothing else waits
+
+    async def _ledger_op(self, root: Path, *op):
+        """One ledger operation (Ledger.batch), in the next batch of the database thread."""
+        if self.concurrency == 1 or asyncio.get_running_loop() is not self.loop:
+            # no batch to join (the loop blocks a moment instead of a wake-up), or not on the attempts' loop
+            result = await self._on_db(lambda: self._ledger(root).batch([op])[0])
+        else:
+            future = asyncio.get_running_loop().create_future()
+            with self._ops_lock:
+                self._ops.append((root, op, future))
+                start, self._draining = not self._draining, True
+            if start:
+                self.db.submit(self._drain)
+            with usercode.away():
+                result = await future
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _drain(self) -> None:
+        """On the database thread: each batch queued meanwhile in one transaction per database, then one
+        call into the loop to hand every answer back."""
+        while True:
+            with self._ops_lock:
+                ops, self._ops = self._ops, []
+                if not ops:
+                    self._draining = False
+                    return
+            per_root: dict[Path, list[tuple]] = {}
+            for root, op, future in ops:
+                per_root.setdefault(root, []).append((op, future))
+            answers: list[tuple] = []
+            for root, items in per_root.items():
+                try:
+                    results = self._ledger(root).batch([op for op, _ in items])
+                except Exception as exc:  # noqa: BLE001 - the ledger could not open: every operation says so
+                    results = [exc] * len(items)
+                answers += zip((future for _, future in items), results)
+            try:
+                self.loop.call_soon_threadsafe(_answer, answers)
+            except RuntimeError:        # the loop closed: nobody waits for them
+                pass
+
+    def _wake_waiters(self) -> None:
+        self._finished.set()
+        self._finished = asyncio.Event()
+
+    async def _until_finished(self, finished: asyncio.Event) -> None:
+        """Wait for an attempt of this process to finish (its spend and reserve may let a claim start), or at
+        most POLL_SECONDS (another process's)."""
+        try:
+            await asyncio.wait_for(finished.wait(), POLL_SECONDS)
+        except TimeoutError:
+            pass
 
     async def _heartbeat(self) -> None:
         while True:
@@ -164,23 +251,29 @@ class Scheduler:
         while True:
             if self.stopping:
                 return Outcome("cancelled", why="the run stopped before this attempt started")
+            finished = self._finished
             async with self.slots:
                 if self.stopping:
                     return Outcome("cancelled", why="the run stopped before this attempt started")
-                decision: Decision = await self._on_db(
-                    lambda: self._ledger(root).try_start(series_id, variant, case.name, repeat))
+                decision: Decision = await self._ledger_op(root, "start", series_id, variant, case.name, repeat)
                 if decision.kind == "start":
                     self.running.add(key)
                     try:
                         record = await self._attempt(run, variant, case, repeat, series_id, decision.limit_usd)
                     except BaseException:
-                        await self._on_db(lambda: self._ledger(root).release(series_id, variant, case.name, repeat))
+                        await self._ledger_op(root, "release", series_id, variant, case.name, repeat)
                         raise
                     finally:
                         self.running.discard(key)
-                    await self._on_db(lambda: (self._ledger(root).settle(record), run.store.save_attempt(record)))
-                    return Outcome("ran", record)
+            if decision.kind == "start":
+                # its slot is free: the next attempt's claim joins this finish's transaction (its claim counts
+                # its reserve until then); spend, claim and record commit together
+                await self._ledger_op(root, "finish", record)
+                self._wake_waiters()
+                return Outcome("ran", record)
             if decision.why == CLAIMED_ELSEWHERE:
+                if self.here is not None and asyncio.get_running_loop() is self.here:
+                    return Outcome("held", why=decision.why)    # the caller looks further ahead on the loop thread
                 self.held_elsewhere.add(key)
             if decision.kind == "reused":
                 record = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
@@ -188,7 +281,7 @@ class Scheduler:
                     return Outcome("reused", record)
             elif decision.kind in ("paused", "stopped"):
                 return Outcome(decision.kind, why=decision.why)
-            await asyncio.sleep(POLL_SECONDS)
+            await self._until_finished(finished)
 
     async def _attempt(self, run, variant, case, repeat, series_id, limit) -> dict:
         from ..experiments import attempt as attempts     # the engine: imported when an attempt runs
@@ -196,3 +289,46 @@ class Scheduler:
         providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
         return await attempts.run_attempt(*args)
+
+
+class HeldCtrlC:
+    """SIGINT in the main thread while run_here runs an attempt: a first Ctrl-C is held until the attempt ends
+    (its calls are paid: its record is kept), then raised; a second one is raised at once. Outside an attempt
+    it raises as Python's own handler does. Installed once (swapping handlers per attempt cost 4% of an attempt),
+    and only over Python's default handler, from the main thread."""
+
+    def __init__(self) -> None:
+        self.running = False
+        self.pressed = False
+        self.installed = threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if self.installed:
+            signal.signal(signal.SIGINT, self._handler)
+
+    def _handler(self, signum, frame) -> None:
+        if not self.running or self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+    @contextmanager
+    def attempt(self):
+        self.running = True
+        try:
+            yield
+        finally:
+            self.running = False
+        if self.pressed:
+            self.pressed = False
+            raise KeyboardInterrupt
+
+    def uninstall(self) -> None:
+        if self.installed and signal.getsignal(signal.SIGINT) == self._handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.installed = False
+
+
+def _answer(answers: list[tuple]) -> None:
+    """On the loop: the results of a ledger batch to the operations that wait for them."""
+    for future, result in answers:
+        if not future.done():
+            future.set_result(result)

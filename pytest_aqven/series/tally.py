@@ -214,6 +214,9 @@ class TallyTable:
             self._by_variant[variant].append((keys[name], case))
         for cases in self._by_variant.values():
             cases.sort(key=lambda kc: kc[0])
+        self._samples: dict = {}
+        # masks are shifted as int64: a repeat number above 62 (never, with at most 20 repeats) is read case by case
+        self._wide = any(case.seen.bit_length() > 63 for case in tally.cases.values())
 
     def tallies(self) -> tuple[int, int, int]:
         settled = errors = 0
@@ -235,6 +238,65 @@ class TallyTable:
         return ones
 
     def sample(self, variant: str, info):
+        """The variant's sample of one metric, built once (deciding and the finding's data both read it)."""
+        key = (variant, info)
+        sample = self._samples.get(key)
+        if sample is None:
+            sample = self._samples[key] = self._sample(variant, info)
+        return sample
+
+    def _sample(self, variant: str, info):
+        """Built with numpy across the variant's cases: the repeats set in a case's masks, ascending, are
+        the columns of a cases × repeats table; a value's place is (case, repeat)."""
+        import numpy as np  # noqa: PLC0415
+
+        from ..stats.samples import Sample  # noqa: PLC0415
+
+        if self._wide:
+            return self._sample_by_case(variant, info)
+        name, shape = info.name, info.shape
+        rows = self._by_variant.get(variant, ())
+        masks = None
+        if name == "infra_error_rate":
+            masks = [(key, case.settled, case.infra) for key, case in rows]
+        elif name == "success_rate":
+            masks = [(key, case.counted, self._ones(case)) for key, case in rows]
+        elif name == "schema_valid_first_try":
+            masks = [(key, case.schema, case.schema_ones) for key, case in rows]
+        elif name in ("cost_usd", "cost_of_pass"):
+            values = [(key, case.cost, case) for key, case in rows if case.cost is not None]
+        elif shape == "quantile":
+            values = [(key, case.latency, case) for key, case in rows if case.latency is not None]
+        else:
+            checks = [(key, case.checks[name]) for key, case in rows if name in case.checks]
+            if shape == "rate":
+                masks = [(key, check.scored, check.passed) for key, check in checks]
+            else:
+                values = [(key, check.values, None) for key, check in checks]
+        if masks is not None:
+            counted = np.array([m for _, m, _ in masks], dtype=np.int64)
+            ones = np.array([o for _, _, o in masks], dtype=np.int64)
+            width = np.arange(int(counted.max()).bit_length() if len(masks) else 0)
+            taken = (counted[:, None] >> width & 1).astype(bool)
+            sizes = taken.sum(axis=1)
+            keep = sizes > 0
+            flat = (ones[:, None] >> width & 1)[taken].astype(float)
+            return Sample(info, tuple(compress([key for key, _, _ in masks], keep.tolist())), flat,
+                          sizes[keep].astype(int), None)
+        values = [(key, v, case) for key, v, case in values if len(v.values)]
+        sizes = np.array([len(v.values) for _, v, _ in values], dtype=int)
+        flat = np.frombuffer(b"".join([v.values.tobytes() for _, v, _ in values]), dtype=float)
+        repeats = np.frombuffer(b"".join([v.repeats.tobytes() for _, v, _ in values]), dtype=np.int64)
+        where = np.repeat(np.arange(len(values)), sizes)
+        order = np.lexsort((repeats, where))     # by case, then repeat (a case's repeats are distinct)
+        passes = None
+        if name == "cost_of_pass":
+            ones = np.array([self._ones(case) for _, _, case in values], dtype=np.int64)
+            passes = (ones[where[order]] >> repeats[order] & 1).astype(float)
+        return Sample(info, tuple(key for key, _, _ in values), flat[order], sizes, passes)
+
+    def _sample_by_case(self, variant: str, info):
+        """The same sample built case by case, in Python: for repeat numbers too large for int64 masks."""
         import numpy as np  # noqa: PLC0415
 
         from ..stats.samples import Sample  # noqa: PLC0415

@@ -13,6 +13,8 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping
 
+import numpy as np
+
 from .model import Guardrail, Look, Pair, SeriesFacts, Threshold
 from .samples import MetricInfo, Sample, metric_info
 
@@ -29,18 +31,30 @@ def _number(x: float):
     return int(x) if x.is_integer() and abs(x) < 2**53 else x
 
 
+def _numbers(values: np.ndarray) -> list:
+    """`_number` of every value, at numpy's speed."""
+    out = values.tolist()
+    whole = (values == np.floor(values)) & (np.abs(values) < 2**53)
+    if whole.all():
+        return values.astype(np.int64).tolist()
+    for i in np.flatnonzero(whole).tolist():
+        out[i] = int(out[i])
+    return out
+
+
 def sample_data(sample: Sample) -> dict:
     """{case key: data} of one variant's sample of one metric."""
     shape = sample.info.shape
     sizes = sample.sizes.tolist()
     if shape == "rate":
-        return {case: [_number(k), n] for case, k, n in zip(sample.cases, sample.sums().tolist(), sizes)}
-    flat = [_number(v) for v in sample.flat.tolist()]
-    passes = [_number(p) for p in sample.flat_passes.tolist()] if shape == "ratio" else None
+        return {case: [k, n] for case, k, n in zip(sample.cases, _numbers(sample.sums()), sizes)}
+    flat = _numbers(sample.flat)
+    if shape == "ratio":
+        flat = list(map(list, zip(flat, _numbers(sample.flat_passes))))
     out, start = {}, 0
     for case, n in zip(sample.cases, sizes):
         end = start + n
-        out[case] = flat[start:end] if passes is None else [list(cp) for cp in zip(flat[start:end], passes[start:end])]
+        out[case] = flat[start:end]
         start = end
     return out
 

@@ -23,3 +23,15 @@ def test_provider_errors_are_scrubbed_where_they_are_created():
 def test_dotenv_lines(tmp_path):
     (tmp_path / ".env").write_text("A=1\n# c\nexport B = \"two words\"\nbad line\nC='x=y'\n")
     assert secrets.read_dotenv(tmp_path / ".env") == {"A": "1", "B": "two words", "C": "x=y"}
+
+
+def test_scrub_data_reaches_every_string_of_a_record_and_keeps_every_other_value():
+    secrets.register("sk-live-nested-0042")
+    record = {"n": 1, "x": 0.5, "ok": True, "none": None, "short": "ab", "trace": {"nodes": [
+        {"output": {"text": "key sk-live-nested-0042"}, "calls": [("Bearer tok-in-a-tuple-77", 2.0)]}]}}
+    out = secrets.scrub_data(record)
+    assert "sk-live-nested-0042" not in repr(out) and "tok-in-a-tuple-77" not in repr(out)
+    assert out["trace"]["nodes"][0]["calls"] == [(f"Bearer {secrets.REDACTED}", 2.0)]
+    assert {k: out[k] for k in ("n", "x", "ok", "none", "short")} == {"n": 1, "x": 0.5, "ok": True, "none": None,
+                                                                     "short": "ab"}
+    assert secrets.scrub("sk-li") == "sk-li"     # shorter than any key or header value: left as it is

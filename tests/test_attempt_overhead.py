@@ -1,0 +1,156 @@
+"""The per-attempt fast path: at concurrency 1 an attempt runs in the pytest thread, its database calls made
+inline, with the same ledger, durability and stopping rules as the scheduler's threads."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from pytest_aqven.series.scheduler import HeldCtrlC
+
+from .test_series import (_resumes_without_rerunning, calls, db, finished, make, pytest_cmd, the_series,
+                          wait_for_calls, wait_for_finished)
+
+THREAD_LOG = '''
+import threading
+import time
+from pathlib import Path
+
+
+_complete = complete
+
+
+async def complete(request):
+    with open(Path(__file__).parent / "threads.log", "a") as f:
+        f.write(threading.current_thread().name + "\\n")
+    return await _complete(request)
+'''
+
+
+def test_at_concurrency_1_attempts_run_in_the_pytest_thread_and_above_it_on_the_scheduler_loop(pytester):
+    root = make(pytester.path, cases=8)
+    (root / "provider.py").write_text((root / "provider.py").read_text() + THREAD_LOG)
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)       # the 5 working cases and the verdict
+    assert set((root / "threads.log").read_text().split()) == {"MainThread"}
+    assert len(finished(root)) == 5 and sorted(calls(root)) == sorted(finished(root))
+    assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
+    (root / "threads.log").unlink()
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-new-series",
+                                           "--aqven-concurrency", "2")
+    result.assert_outcomes(passed=6)
+    assert set((root / "threads.log").read_text().split()) == {"aqven-attempts"}
+
+
+def test_ctrl_c_at_concurrency_1_lets_the_running_attempt_finish_and_record_then_cancels(pytester):
+    root = make(pytester.path, sleep=0.3)
+    provider = (root / "provider.py").read_text()     # paid first, then answered: a Ctrl-C meets paid calls
+    wait = "    await asyncio.sleep(0.3)\n"
+    (root / "provider.py").write_text(provider.replace(wait, "").replace("    # from the", wait + "    # from the"))
+    proc = subprocess.Popen(pytest_cmd(), cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    wait_for_calls(root, 3, proc)
+    proc.send_signal(signal.SIGINT)         # most likely inside an attempt's 0.3 s answer, after its call
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    s = the_series(root)
+    assert s["status"] == "cancelled" and s["verdict"]["reason"] == "cancelled"
+    assert sorted(calls(root)) == sorted(finished(root)) and len(finished(root)) < 40   # paid = recorded
+    assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
+
+
+def test_kill_9_at_concurrency_1_then_the_same_command_resumes(pytester):
+    root = make(pytester.path, sleep=0.05, gate=6)
+    proc = subprocess.Popen(pytest_cmd(), cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_calls(root, 6, proc)
+    wait_for_finished(root, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (root / "go").touch()
+    _resumes_without_rerunning(root, pytester.path, [proc.pid])
+
+
+def test_a_first_ctrl_c_waits_for_the_attempt_and_a_second_one_stops_at_once():
+    assert threading.current_thread() is threading.main_thread()
+    held = HeldCtrlC()
+    try:
+        assert held.installed
+        with pytest.raises(KeyboardInterrupt):
+            with held.attempt():
+                os.kill(os.getpid(), signal.SIGINT)
+                finished_attempt = True         # reached: the first Ctrl-C is held
+        assert finished_attempt
+        reached = False
+        with pytest.raises(KeyboardInterrupt):
+            with held.attempt():
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGINT)
+                reached = True                   # never: the second one is raised at once
+        assert not reached
+        with pytest.raises(KeyboardInterrupt):   # between attempts: at once, as Python's own handler
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):
+                pass
+    finally:
+        held.uninstall()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+WORKER_MODULES = """
+import sys
+
+def pytest_unconfigure(config):
+    if hasattr(config, "workerinput"):
+        with open("worker_modules.txt", "a") as f:
+            f.write(" ".join(sorted({m.split('.')[0] for m in sys.modules} & {"numpy", "scipy"})) + "\\n")
+"""
+
+
+def test_an_xdist_worker_collects_and_runs_attempts_without_numpy(pytester):
+    """numpy and scipy cost every worker a third of a second: only the controller decides verdicts."""
+    make(pytester.path, cases=8)
+    pytester.makeconftest(WORKER_MODULES)
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(passed=6)
+    assert (pytester.path / "worker_modules.txt").read_text().split("\n")[:2] == ["", ""]
+
+
+def test_the_look_ahead_schedules_each_attempt_once_not_again_at_every_item(pytester, monkeypatch):
+    from pytest_aqven.series.scheduler import Scheduler
+
+    make(pytester.path, cases=20)
+    asked: list[tuple] = []
+    submit = Scheduler.submit
+
+    def counted(self, run, variant, case, repeat):
+        asked.append((variant, case.name, repeat))
+        return submit(self, run, variant, case, repeat)
+
+    monkeypatch.setattr(Scheduler, "submit", counted)
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "4")
+    result.assert_outcomes(passed=len(set(asked)) + 1)
+    # once by the look-ahead, once by the item's own run: was 2N+3 times each at concurrency N
+    assert len(asked) <= 2 * len(set(asked)) and len(set(asked)) >= 8
+
+
+def test_two_runs_at_concurrency_1_share_a_series_and_run_no_attempt_twice(pytester):
+    """A run_here attempt that the other run holds switches its process to the loop thread, which looks
+    further ahead for work instead of waiting for the other run."""
+    root = make(pytester.path, sleep=0.05, gate=4)
+    runs = [subprocess.Popen(pytest_cmd(), cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True) for _ in range(2)]
+    deadline = time.time() + 240
+    while len({l.split("|")[3] for l in (root / "calls.log").read_text().splitlines()}
+               if (root / "calls.log").exists() else ()) < 2:
+        assert time.time() < deadline and all(r.poll() is None for r in runs), "the second run never made a call"
+        time.sleep(0.05)
+    (root / "go").touch()
+    outs = [r.communicate(timeout=300)[0] for r in runs]
+    assert [r.returncode for r in runs] == [0, 0], outs
+    assert len(calls(root)) == len(set(calls(root))) == 40
+    assert the_series(root)["count"] == 1 and the_series(root)["status"] == "done"
+    assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0

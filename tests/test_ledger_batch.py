@@ -1,0 +1,125 @@
+"""The ledger's batched transactions: the claims and finishes of many attempts in flight go in one transaction,
+decided exactly as one by one; an attempt's spend, claim and record commit together."""
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from pytest_aqven.engine import llm
+from pytest_aqven.series import ledger as ledgers
+from pytest_aqven.series.db import Store
+from pytest_aqven.series.scheduler import Scheduler
+
+
+def open_series(root, cap: str = "0.10") -> tuple[Store, str]:
+    store = Store(root)
+    sid, _ = store.open_series(plan_key="k", experiment_id="e", flow_id="f", dataset_id="d", split="dev",
+                               question="threshold", record={"cap_usd": cap, "cases": [], "repeats": 1,
+                                                             "variants": []})
+    return store, sid
+
+
+def record(sid: str, case: str, cost: float) -> dict:
+    return {"series_id": sid, "variant": "v", "case": case, "repeat": 1, "cost_usd": cost, "check_cost_usd": 0.0,
+            "unpriced_calls": 0, "outcome": "ok", "passed": True, "started_at": 1.0, "finished_at": 2.0}
+
+
+def committed(root, sid: str) -> tuple[list[str], list[str]]:
+    """What another process sees: the finished claims and the finished attempt rows."""
+    conn = sqlite3.connect(root / ".aqven" / "aqven.sqlite")
+    try:
+        claims = [r[0] for r in conn.execute("SELECT attempt_id FROM aqven_claims WHERE series_id = ? "
+                                             "AND state = 'finished' ORDER BY attempt_id", (sid,))]
+        rows = [r[0] for r in conn.execute("SELECT attempt_id FROM aqven_series_attempts WHERE series_id = ? "
+                                           "AND state = 'finished' ORDER BY attempt_id", (sid,))]
+        return claims, rows
+    finally:
+        conn.close()
+
+
+def test_a_batch_decides_as_one_by_one_finishes_first_and_commits_claim_and_record_together(tmp_path):
+    store, sid = open_series(tmp_path, cap="0.10")
+    ledger = ledgers.Ledger(store)
+    (first,) = ledger.batch([("start", sid, "v", "a", 1)])
+    assert first.kind == "start" and first.limit_usd == pytest.approx(0.10)
+    # a's finish is listed last but goes first: b then sees the reserve 0.02, not "the first runs alone"
+    out = ledger.batch([*(("start", sid, "v", c, 1) for c in "bcdef"), ("finish", record(sid, "a", 0.02))])
+    assert [d.kind for d in out[:5]] == ["start", "start", "start", "start", "wait"] and out[5] is None
+    assert out[1].limit_usd == pytest.approx(0.10 - 0.04)          # as test_series' one-by-one decisions
+    claims, rows = committed(tmp_path, sid)
+    assert claims == rows and len(rows) == 1                        # a: claim finished with its record
+    assert ledger.try_start(sid, "v", "a", 1).kind == "reused"
+
+
+def test_an_operation_that_fails_gets_its_error_and_the_others_still_commit(tmp_path):
+    store, sid = open_series(tmp_path, cap="1")
+    ledger = ledgers.Ledger(store)
+    ledger.finish(record(sid, "first", 0.01))                       # a reserve: claims need not wait
+    assert ledger.try_start(sid, "v", "a", 1).kind == "start"
+    broken = {**record(sid, "a", 0.01), "finished_at": object()}    # cannot be written
+    out = ledger.batch([("finish", broken), ("start", sid, "v", "b", 1), ("unknown",)])
+    assert isinstance(out[0], TypeError) and out[1].kind == "start" and isinstance(out[2], ValueError)
+    assert len(committed(tmp_path, sid)[1]) == 1                    # a's spend did not enter without its record
+    assert ledgers.series_spend(store, sid).running == 2             # a still claimed, b claimed once
+
+
+def test_the_scheduler_batches_the_claims_of_attempts_in_flight(tmp_path, monkeypatch):
+    store, sid = open_series(tmp_path, cap="1")
+    ledger = ledgers.Ledger(store)
+    ledger.finish(record(sid, "first", 0.01))                       # a reserve: claims need not wait
+    batches: list[int] = []
+    batch = ledgers.Ledger.batch
+    monkeypatch.setattr(ledgers.Ledger, "batch", lambda self, ops: batches.append(len(ops)) or batch(self, ops))
+    sched = Scheduler(concurrency=32)
+    try:
+        async def many():
+            return await asyncio.gather(*(sched._ledger_op(tmp_path, "start", sid, "v", f"c{i}", 1)
+                                          for i in range(40)))
+        decisions = asyncio.run_coroutine_threadsafe(many(), sched.loop).result(timeout=60)
+        assert [d.kind for d in decisions] == ["start"] * 40
+        assert sum(batches) == 40 and len(batches) < 40             # several claims per transaction
+        with pytest.raises(ValueError):                             # an operation's error reaches its caller
+            asyncio.run_coroutine_threadsafe(sched._ledger_op(tmp_path, "unknown"), sched.loop).result(timeout=60)
+        # from another event loop (an attempt run in the pytest thread): one operation, answered on that loop
+        assert asyncio.run(sched._ledger_op(tmp_path, "start", sid, "v", "other", 1)).kind == "start"
+    finally:
+        sched.close()
+    assert ledgers.series_spend(store, sid).running == 0             # the runner's claims went with it
+
+
+def test_an_output_schema_is_built_once_per_model(monkeypatch):
+    from pydantic import BaseModel
+
+    class Out(BaseModel):
+        label: str
+
+    built = []
+    original = Out.model_json_schema
+    monkeypatch.setattr(Out, "model_json_schema", classmethod(lambda cls: built.append(cls) or original()))
+    first, second = llm.output_schema(Out), llm.output_schema(Out)
+    assert first is second and first["properties"]["label"]["type"] == "string" and len(built) == 1
+
+
+def test_a_pause_decided_in_a_batch_holds_for_the_claims_after_it(tmp_path):
+    store, sid = open_series(tmp_path, cap="0.10")
+    ledger = ledgers.Ledger(store)
+    assert ledger.try_start(sid, "v", "a", 1).kind == "start"
+    out = ledger.batch([("finish", record(sid, "a", 0.095)), ("start", sid, "v", "b", 1), ("start", sid, "v", "c", 1)])
+    assert [d.kind for d in out[1:]] == ["paused", "paused"] and store.series(sid)["status"] == "awaiting_approval"
+    assert ledgers.series_spend(store, sid).running == 0
+
+
+def test_the_look_ahead_schedules_each_attempt_about_once_whatever_the_concurrency(pytester, monkeypatch):
+    from pytest_aqven.series import scheduler
+
+    from .test_series import make
+    make(pytester.path, cases=80)                                   # 40 working cases, one repeat
+    submits = []
+    submit = scheduler.Scheduler.submit
+    monkeypatch.setattr(scheduler.Scheduler, "submit", lambda self, *a: submits.append(a) or submit(self, *a))
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "16")
+    result.assert_outcomes(passed=41)
+    # each item schedules the one new item of its window, and its own attempt: not the 34 of the window
+    assert len({(a[1], a[2].name, a[3]) for a in submits}) == 40 and len(submits) <= 2 * 40 + 34
