@@ -12,8 +12,8 @@ import pytest
 
 from pytest_aqven.series.scheduler import HeldCtrlC
 
-from .test_series import (_resumes_without_rerunning, calls, db, finished, make, pytest_cmd, the_series,
-                          wait_for_calls, wait_for_finished)
+from .test_series import (calls, db, finished, interrupt_and_see_it_cancelled, kill_9_mid_series_then_resume,
+                          make, pytest_cmd, the_series, wait_for_calls)
 
 THREAD_LOG = '''
 import threading
@@ -54,24 +54,11 @@ def test_ctrl_c_at_concurrency_1_lets_the_running_attempt_finish_and_record_then
     proc = subprocess.Popen(pytest_cmd(), cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     wait_for_calls(root, 3, proc)
-    proc.send_signal(signal.SIGINT)         # most likely inside an attempt's 0.3 s answer, after its call
-    out = proc.communicate(timeout=120)[0]
-    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    s = the_series(root)
-    assert s["status"] == "cancelled" and s["verdict"]["reason"] == "cancelled"
-    assert sorted(calls(root)) == sorted(finished(root)) and len(finished(root)) < 40   # paid = recorded
-    assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
+    interrupt_and_see_it_cancelled(root, proc)      # most likely inside an attempt's 0.3 s answer, after its call
 
 
 def test_kill_9_at_concurrency_1_then_the_same_command_resumes(pytester):
-    root = make(pytester.path, sleep=0.05, gate=6)
-    proc = subprocess.Popen(pytest_cmd(), cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_calls(root, 6, proc)
-    wait_for_finished(root, proc)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    (root / "go").touch()
-    _resumes_without_rerunning(root, pytester.path, [proc.pid])
+    kill_9_mid_series_then_resume(pytester, make(pytester.path, sleep=0.05, gate=6), 6)
 
 
 def test_a_first_ctrl_c_waits_for_the_attempt_and_a_second_one_stops_at_once():

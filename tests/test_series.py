@@ -366,10 +366,13 @@ def wait_for_finished(root: Path, proc: subprocess.Popen, timeout: float = 120) 
 
 
 def test_kill_9_of_the_runner_mid_series_then_the_same_command_resumes(pytester):
-    root = make(pytester.path, sleep=0.1, gate=10)
-    proc = subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_calls(root, 10, proc)
+    kill_9_mid_series_then_resume(pytester, make(pytester.path, sleep=0.1, gate=10), 10, "--aqven-concurrency", "4")
+
+
+def kill_9_mid_series_then_resume(pytester, root: Path, gate: int, *args: str) -> None:
+    """kill -9 the runner once `gate` calls are made and one attempt is finished, then rerun the command."""
+    proc = subprocess.Popen(pytest_cmd(*args), cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_calls(root, gate, proc)
     wait_for_finished(root, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -395,6 +398,11 @@ def test_ctrl_c_mid_series_stops_new_attempts_records_the_running_ones_and_cance
     proc = subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     wait_for_calls(root, 6, proc)
+    interrupt_and_see_it_cancelled(root, proc)
+
+
+def interrupt_and_see_it_cancelled(root: Path, proc: subprocess.Popen) -> None:
+    """Ctrl-C the run: it exits interrupted, the series is cancelled, every paid call recorded, no claim left."""
     proc.send_signal(signal.SIGINT)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
