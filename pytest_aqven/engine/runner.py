@@ -299,10 +299,10 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     trace.input = kwargs
     fn = runner.resolve_code(spec.run, node, f"node {node_id}")
     value = await runner.call_user(fn, typed_arguments(fn, kwargs), node, f"node {node_id}: {spec.run}")
-    model = runner._records.get(("out", frame.assembly.flow.id, node_id, id(spec.out)))
+    key = ("out", frame.assembly.flow.id, node_id, id(spec.out))
+    model = runner._records.get(key)
     if model is None:       # named once per node, not on every run
-        model = runner._records[("out", frame.assembly.flow.id, node_id, id(spec.out))] = runner.record(
-            f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
+        model = runner._records[key] = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
 
 

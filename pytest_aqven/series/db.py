@@ -50,9 +50,9 @@ CREATE TABLE IF NOT EXISTS aqven_series_attempts (
 """
 SCHEMA_VERSION = 1
 GROUP_COMMIT_SECONDS = 0.1      # an attempt record waits at most this long for its batch's COMMIT
-SAVE_ATTEMPT = ("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
-         "outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
-         "VALUES (?, ?, ?, ?, ?, 'finished', ?, ?, ?, ?, ?, ?)")
+SAVE_ATTEMPT = ("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, "
+                "state, outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
+                "VALUES (?, ?, ?, ?, ?, 'finished', ?, ?, ?, ?, ?, ?)")
 _STORES: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
