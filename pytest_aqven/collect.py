@@ -177,6 +177,17 @@ class AttemptItem(pytest.Item):
                 item.schedule(scheduler)
         return reach
 
+    def next_attempts(self, count: int) -> list[tuple[str, str, int]]:
+        """(variant, case name, repeat) of the next attempts of this series that this process runs; none
+        under xdist's worksteal, which may give a queued item to another worker (a claim made for it here
+        would hold that worker until this one ends)."""
+        from .plugin import upcoming
+        if self.config.getoption("dist", None) == "worksteal":
+            return []
+        file = self.experiment_file
+        return [(item.parent.parent.name, item.parent.case.name, item.repeat) for item in upcoming(self, count + 1)[1:]
+                if isinstance(item, AttemptItem) and item.experiment_file is file]
+
     def forget(self, scheduler) -> None:
         """After its reports: its record, the scheduler's job and trace go (memory flat in attempts)."""
         scheduler.forget(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
@@ -185,8 +196,9 @@ class AttemptItem(pytest.Item):
     def runtest(self) -> None:
         file = self.experiment_file
         sched = scheduler(self.config)
-        outcome = sched.run_here(file.series, self.parent.parent.name, self.parent.case, self.repeat) \
-            if sched.inline else None         # concurrency 1: here and now, no thread hops, nothing ahead
+        outcome = sched.run_here(file.series, self.parent.parent.name, self.parent.case, self.repeat,
+                                 lambda: self.next_attempts(sched.claim_ahead)) \
+            if sched.inline else None         # concurrency 1: here and now, no thread hops, nothing run ahead
         if outcome is not None and outcome.kind == "held":   # another runner works on this series: from now
             sched.inline, outcome = False, None               # on look ahead for work as a higher concurrency does
         if outcome is None:

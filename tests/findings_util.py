@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.series.conclude import conclude
+from pytest_aqven.series.db import SAVE_ATTEMPT, Store, attempt_row
 from pytest_aqven.series.findings import write_finding_for
 from pytest_aqven.series.lifecycle import SeriesRun
 
@@ -51,11 +52,16 @@ def held_out(root: Path, experiment: str = "rate_ok", passed=passes_with(0.97)) 
     run = SeriesRun(project, project.experiments[experiment], "holdout")
     series_id = run.series_id
     records = records_for(run, series_id, passed)
-    for record in records:
-        if run.store.finished_attempt(series_id, record["variant"], record["case"], record["repeat"]) is None:
-            run.store.save_attempt(record)
+    save(run.store, [r for r in records
+                     if run.store.finished_attempt(series_id, r["variant"], r["case"], r["repeat"]) is None])
     run.store.close()
     return series_id, records
+
+
+def save(store: Store, records: list[dict]) -> None:
+    """Finished attempt records, as the ledger writes them."""
+    with store.transaction() as db:
+        db.executemany(SAVE_ATTEMPT, [attempt_row(r) for r in records])
 
 
 def decide_and_publish(root: Path, series_id: str, records: list[dict]):

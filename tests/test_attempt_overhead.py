@@ -141,3 +141,66 @@ def test_two_runs_at_concurrency_1_share_a_series_and_run_no_attempt_twice(pytes
     assert len(calls(root)) == len(set(calls(root))) == 40
     assert the_series(root)["count"] == 1 and the_series(root)["status"] == "done"
     assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
+
+
+CANCEL_AT_THIRD_CALL = '''
+from pytest_aqven.series.db import Store
+from pytest_aqven.series.ledger import cancel
+
+_complete = complete
+
+
+async def complete(request):
+    answer = await _complete(request)
+    if len(CALLS.read_text().splitlines()) == 3:      # `aqven series cancel` from a terminal, meanwhile
+        store = Store(Path(__file__).parent)
+        (series_id,) = store._conn.execute("SELECT series_id FROM aqven_series WHERE status = 'running'").fetchone()
+        cancel(store, series_id, "aqven series cancel")
+        store.close()
+    return answer
+'''
+
+
+def test_at_concurrency_1_a_claim_takes_the_next_ones_with_it_and_finishes_commit_in_groups(pytester, monkeypatch):
+    from pytest_aqven.series import db as series_db
+    from pytest_aqven.series.db import Store
+
+    root = make(pytester.path, cases=120)
+    monkeypatch.setattr(series_db, "GROUP_COMMIT_SECONDS", 60.0)    # the claims commit the finishes, not a timer
+    transactions = []
+    transaction = Store.transaction
+
+    def counted(self):
+        transactions.append(1)
+        return transaction(self)
+
+    monkeypatch.setattr(Store, "transaction", counted)
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider")
+    attempts = len(finished(root))
+    result.assert_outcomes(passed=attempts + 1)
+    assert attempts >= 60 and sorted(calls(root)) == sorted(finished(root))
+    assert len(transactions) < attempts / 3         # two per attempt before: a claim, then a finish
+    assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
+    assert db(root).execute("SELECT finished FROM aqven_spend_totals").fetchone()[0] == attempts
+
+
+def test_a_claim_made_ahead_does_not_start_once_the_series_is_cancelled(pytester):
+    root = make(pytester.path, cases=40)
+    (root / "provider.py").write_text((root / "provider.py").read_text() + CANCEL_AT_THIRD_CALL)
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-rs")
+    assert len(calls(root)) == 3, calls(root)       # the attempts claimed with the third one never started
+    assert the_series(root)["status"] == "cancelled"
+    result.stdout.fnmatch_lines(["*is cancelled: no new attempt starts*"])
+    assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("dist", ["load", "worksteal"])
+def test_under_xdist_each_worker_claims_ahead_only_what_it_runs(pytester, dist):
+    """worksteal may give a queued item to the other worker: there no worker claims ahead."""
+    root = make(pytester.path, cases=60)
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2", "--dist", dist,
+                                           timeout=300)
+    attempts = len(finished(root))
+    result.assert_outcomes(passed=attempts + 1)
+    assert attempts >= 30 and sorted(calls(root)) == sorted(finished(root))     # each once
+    assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0

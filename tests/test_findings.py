@@ -202,8 +202,7 @@ def test_the_same_records_under_other_series_ids_and_arrival_orders_give_the_sam
                        (other, *row[:5], f"copy-{i}", row[6], row[7]))
         mine = [{**r, "series_id": other} for r in records]
         shuffler.shuffle(mine)
-        for r in mine:
-            store.save_attempt(r)
+        fu.save(store, mine)
         conclusion = fu.decide_and_publish(project, other, mine)
         assert conclusion.state == reference.state
         assert _without_series(conclusion.finding.read_text(), other).replace("holdout_looks: %d" % (i + 2), "holdout_looks: 1") == expected

@@ -1,5 +1,6 @@
-"""Attempt records are group-committed: one transaction per batch, at least every 100 ms and at the end of
-a run loop; a killed process loses at most its last batch, whose attempts are rerun and never counted twice."""
+"""Attempt finishes are group-committed: they join the next claim's transaction, or a timer's within 100 ms,
+or the end of a run loop; a killed process loses at most its last batch, whose attempts are rerun and never
+counted twice."""
 from __future__ import annotations
 
 import sqlite3
@@ -10,10 +11,11 @@ import time
 
 from pytest_aqven.series import db as series_db
 from pytest_aqven.series.db import Store
+from pytest_aqven.series.ledger import Ledger
 
 
 def record(series_id: str, case: str) -> dict:
-    return {"series_id": series_id, "variant": "v", "case": case, "repeat": 1, "outcome": "ok", "cost_usd": 0.0,
+    return {"series_id": series_id, "variant": "v", "case": case, "repeat": 1, "outcome": "ok", "cost_usd": 0.01,
             "check_cost_usd": 0.0, "started_at": 1.0, "finished_at": 2.0, "passed": True}
 
 
@@ -32,39 +34,64 @@ def open_series(store: Store) -> str:
                              question="threshold", record={"cases": [], "repeats": 1, "variants": ["v"]})[0]
 
 
-def test_a_batch_commits_within_the_interval_and_at_flush(tmp_path, monkeypatch):
+def run(ledger: Ledger, sid: str, case: str) -> None:
+    """An attempt at concurrency 1: its claim, then its finish by group commit."""
+    assert ledger.batch([("start", sid, "v", case, 1)])[0].kind == "start"
+    ledger.finish_later(record(sid, case))
+
+
+def test_a_finish_commits_with_the_next_claim_or_within_the_interval_and_readers_see_it(tmp_path, monkeypatch):
     monkeypatch.setattr(series_db, "GROUP_COMMIT_SECONDS", 0.05)
-    store = Store(tmp_path)
-    sid = open_series(store)
-    for case in ("a", "b", "c"):
-        store.save_attempt(record(sid, case))
-    assert committed(tmp_path, sid) == []              # one batch, not yet committed
+    ledger = Ledger(Store(tmp_path))
+    sid = open_series(ledger.store)
+    run(ledger, sid, "a")
+    assert committed(tmp_path, sid) == []               # its batch, not yet committed
     deadline = time.monotonic() + 10
-    while committed(tmp_path, sid) != ["a", "b", "c"] and time.monotonic() < deadline:
+    while committed(tmp_path, sid) != ["a"] and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert committed(tmp_path, sid) == ["a", "b", "c"]  # the timer committed it
+    assert committed(tmp_path, sid) == ["a"]            # the timer committed it
     monkeypatch.setattr(series_db, "GROUP_COMMIT_SECONDS", 60.0)
-    store.save_attempt(record(sid, "d"))
-    assert [r["case"] for r in store.attempts(sid)] == ["a", "b", "c", "d"]   # readers flush first
-    store.save_attempt(record(sid, "e"))
+    run(ledger, sid, "b")
+    run(ledger, sid, "c")                               # c's claim commits b's finish
+    assert committed(tmp_path, sid) == ["a", "b"]
+    reader = Store(tmp_path)                            # another store of this process (the series run's)
+    assert [r["case"] for r in reader.attempts(sid)] == ["a", "b", "c"]     # readers flush every store first
+    run(ledger, sid, "d")
     series_db.flush_all()                               # what the plugin does when its run loop ends
-    assert committed(tmp_path, sid) == ["a", "b", "c", "d", "e"]
-    store.close()
+    assert committed(tmp_path, sid) == ["a", "b", "c", "d"]
+    spend = ledger.store._conn.execute("SELECT finished, spent_usd FROM aqven_spend_totals").fetchone()
+    assert spend[0] == 4 and abs(spend[1] - 0.04) < 1e-9     # each finish counted once
+    reader.close()
+    ledger.store.close()
+
+
+def test_a_finish_waiting_for_its_batch_keeps_its_claim_running_so_its_reserve_counts(tmp_path, monkeypatch):
+    monkeypatch.setattr(series_db, "GROUP_COMMIT_SECONDS", 60.0)
+    ledger = Ledger(Store(tmp_path))
+    sid = open_series(ledger.store)
+    run(ledger, sid, "a")
+    other = sqlite3.connect(tmp_path / ".aqven" / "aqven.sqlite")
+    assert other.execute("SELECT state FROM aqven_claims").fetchall() == [("running",)]
+    ledger.store.flush()
+    assert other.execute("SELECT state FROM aqven_claims").fetchall() == [("finished",)]
+    other.close()
+    ledger.store.close()
 
 
 KILLED = """
     import os, signal, sys, time
     from pathlib import Path
     from pytest_aqven.series.db import Store
-    from tests.test_group_commit import open_series, record
+    from pytest_aqven.series.ledger import Ledger
+    from tests.test_group_commit import open_series, run
 
-    store = Store(Path(sys.argv[1]))
-    sid = open_series(store)
+    ledger = Ledger(Store(Path(sys.argv[1])))
+    sid = open_series(ledger.store)
     print(sid, flush=True)
     for case in ("a", "b", "c"):
-        store.save_attempt(record(sid, case))
+        run(ledger, sid, case)
     time.sleep(1.0)                     # the timer commits that batch
-    store.save_attempt(record(sid, "d"))
+    run(ledger, sid, "d")
     os.kill(os.getpid(), signal.SIGKILL)  # d's batch is lost
 """
 
@@ -75,10 +102,11 @@ def test_kill_9_loses_at_most_the_last_batch_and_a_rerun_counts_nothing_twice(tm
     assert out.returncode == -9, out.stderr
     sid = out.stdout.strip()
     assert committed(tmp_path, sid) == ["a", "b", "c"]
-    store = Store(tmp_path)              # the rerun: runs what has no finished row, saves everything it has
-    missing = [c for c in "abcd" if store.finished_attempt(sid, "v", c, 1) is None]
-    assert missing == ["d"]
-    for case in "abcd":
-        store.save_attempt(record(sid, case))
-    store.close()
+    ledger = Ledger(Store(tmp_path))     # the rerun: its dead runner's claim on d is taken over, the rest reused
+    assert [ledger.try_start(sid, "v", c, 1).kind for c in "abcd"] == ["reused", "reused", "reused", "start"]
+    ledger.finish_later(record(sid, "d"))
+    ledger.store.close()
     assert committed(tmp_path, sid) == ["a", "b", "c", "d"]
+    conn = sqlite3.connect(tmp_path / ".aqven" / "aqven.sqlite")
+    assert conn.execute("SELECT finished FROM aqven_spend_totals").fetchone()[0] == 4
+    conn.close()

@@ -11,7 +11,7 @@ import uuid
 import weakref
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from . import storage
 
@@ -75,7 +75,7 @@ def _namespace(series_id: str) -> uuid.UUID:
 
 
 def flush_all() -> None:
-    """Commit every open store's pending attempt records (the end of a run loop, and at exit)."""
+    """Commit every open store's deferred writes (before a read, at the end of a run loop, and at exit)."""
     for store in list(_STORES):
         store.flush()
 
@@ -92,7 +92,7 @@ class Store:
         self._wal()
         self._conn.execute("PRAGMA synchronous=NORMAL")     # WAL: a killed process loses nothing committed
         self._lock = threading.RLock()         # one transaction at a time on this connection (the flush timer)
-        self._pending: list[tuple] = []        # attempt rows of the batch not yet committed
+        self._deferred: list[Callable[[sqlite3.Connection], None]] = []    # writes of the batch not yet committed
         self._timer: threading.Timer | None = None
         _STORES.add(self)
         with self.transaction() as db:
@@ -121,15 +121,24 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE: one writer at a time across every process of the run."""
+        """BEGIN IMMEDIATE: one writer at a time across every process of the run. The deferred writes go
+        first, in the same transaction: they commit with it, or stay deferred when it fails."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
+            deferred, self._deferred = self._deferred, []
             try:
+                for write in deferred:
+                    write(self._conn)
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                self._deferred[:0] = deferred
                 raise
-            self._conn.execute("COMMIT")
+            if deferred and not self._deferred and self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def open_series(self, *, plan_key: str, experiment_id: str, flow_id: str, dataset_id: str, split: str,
                     question: str, record: dict, status: str = "running",
@@ -195,18 +204,22 @@ class Store:
             return None
         return {**json.loads(row[1]), "status": row[0], "created_at": row[2], "finished_at": row[3]}
 
+    def status(self, series_id: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT status FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
+        return row[0] if row else None
+
     def finished_attempt(self, series_id: str, variant: str, case: str, repeat: int) -> dict | None:
         row = self._conn.execute("SELECT record FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'",
                                  (attempt_id(series_id, variant, case, repeat),)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def save_attempt(self, record: dict) -> None:
-        """Group commit: the record joins the batch that one transaction writes within GROUP_COMMIT_SECONDS
-        (a timer), or at flush(). A killed process loses at most that batch: its attempts have no finished
-        row, so they are rerun, and the attempt id is the key, so none is ever counted twice."""
-        row = attempt_row(record)
+    def defer(self, write: Callable[[sqlite3.Connection], None]) -> None:
+        """Group commit: `write(db)` joins the batch that the next transaction of this store runs first (the
+        next claim's, usually), committed within GROUP_COMMIT_SECONDS at the latest (a timer), or at flush().
+        A killed process loses at most that batch (docs/performance.md says what that means for attempts)."""
         with self._lock:
-            self._pending.append(row)
+            self._deferred.append(write)
             if self._timer is None:
                 self._timer = threading.Timer(GROUP_COMMIT_SECONDS, self._timed_flush)
                 self._timer.daemon = True
@@ -215,22 +228,21 @@ class Store:
     def _timed_flush(self) -> None:
         try:
             self.flush()
-        except sqlite3.Error:       # the rows stay pending: the next flush (at the latest the run's end) retries
+        except sqlite3.Error:       # the writes stay deferred: the next transaction (at the latest the run's end) retries
             pass
 
     def flush(self) -> None:
-        """Commit the pending attempt records in one transaction."""
+        """Commit the deferred writes in one transaction."""
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            if self._pending:
-                with self.transaction() as db:
-                    db.executemany(SAVE_ATTEMPT, self._pending)
-                self._pending = []
+            if self._deferred:
+                with self.transaction():
+                    pass
 
     def attempts(self, series_id: str) -> list[dict]:
-        self.flush()
+        flush_all()         # what this process deferred, in any of its stores (the ledger has its own)
         rows = self._conn.execute("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished'",
                                   (series_id,)).fetchall()
         return [json.loads(r[0]) for r in rows]
@@ -239,7 +251,7 @@ class Store:
         """The last finished attempts per variant of earlier series of an experiment (launch plans), variants
         by their last attempt first. Only those `limit` records per variant leave the database: reading every
         record of the experiment cost memory and time in proportion to its attempts (docs/performance.md)."""
-        self.flush()
+        flush_all()
         attempts = ("FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
                     "WHERE s.experiment_id = ? AND a.state = 'finished'")
         variants = self._conn.execute(f"SELECT a.variant_id, MAX(a.finished_at) AS last {attempts} "
@@ -249,7 +261,7 @@ class Store:
             (experiment_id, variant, limit))]
 
     def finish(self, series_id: str, status: str, updates: dict) -> None:
-        self.flush()
+        flush_all()
         with self.transaction() as db:
             row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
             record = {**json.loads(row[0]), **updates}

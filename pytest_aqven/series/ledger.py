@@ -17,6 +17,12 @@ for the transaction before it; meanwhile its claim still counts its reserve, whi
 more careful. A kill -9 loses the attempts not yet finished in a committed transaction (the batch being
 written and the ones queued behind it): their claims die with the runner and they are rerun, never counted
 twice (the attempt id is the key); what their calls cost is not in the ledger, as for an attempt killed mid-call.
+
+A process running one attempt at a time claims ahead: with its attempt's claim, the claims of its next ones
+("claim", decided exactly as a start, counting as running until they start or the runner closes), and it
+finishes by group commit (`finish_later`): the finishes join the next claim's transaction, or the store's
+timer commits them within 100 ms. So most attempts need no transaction of their own; a claim made ahead
+starts only while the series is still running (`still_running`: a pause or a cancel holds for it too).
 """
 from __future__ import annotations
 
@@ -140,11 +146,12 @@ class Ledger:
 
     def batch(self, ops: list[tuple]) -> list:
         """Several operations in one transaction: ("start", series_id, variant, case, repeat) -> Decision,
-        ("finish", record) and ("release", series_id, variant, case, repeat) -> None. Finishes and releases
+        ("claim", ...) the same for an attempt to start later, ("finish", record) and ("release", series_id,
+        variant, case, repeat) -> None. Finishes and releases
         go first (a claim then sees the spend and the free reserve), the rest in order. Returns the results
         in the order of `ops`, an exception in place of the result of an operation that failed: when one
         fails, the transaction is rolled back and each operation is done again in a transaction of its own."""
-        order = sorted(range(len(ops)), key=lambda i: ops[i][0] == "start")
+        order = sorted(range(len(ops)), key=lambda i: ops[i][0] in ("start", "claim"))
         results: list = [None] * len(ops)
         try:
             now, seen = time.time(), {}
@@ -165,8 +172,8 @@ class Ledger:
 
     def _op(self, db, op: tuple, now: float, seen: dict):
         kind, *args = op
-        if kind == "start":
-            return self._try_start(db, *args, now, seen)
+        if kind in ("start", "claim"):
+            return self._try_start(db, *args, now, seen, ahead=kind == "claim")
         seen.clear()        # what this transaction read of spend and claims
         if kind == "finish":
             return self._finish(db, *args)
@@ -175,9 +182,10 @@ class Ledger:
         raise ValueError(f"unknown ledger operation {kind!r}")
 
     def _try_start(self, db, series_id: str, variant: str, case: str, repeat: int, now: float,
-                   seen: dict) -> Decision:
+                   seen: dict, ahead: bool = False) -> Decision:
         """`seen` holds what this transaction already read (nobody else writes inside it): the series'
-        status and cap, its spend, which runners are alive; a claim made here counts in the spend it keeps."""
+        status and cap, its spend, which runners are alive; a claim made here counts in the spend it keeps.
+        `ahead`: a claim for later (Ledger.batch's "claim"), which never pauses the series."""
         aid = attempt_id(series_id, variant, case, repeat)
         if ("series", series_id) not in seen:
             # the cap alone: the whole record (with every case name) is read only to say why a series waits
@@ -204,7 +212,7 @@ class Ledger:
         cap = float(1.0 if cap is None else cap)
         committed = s.spent_usd + s.reserve_usd * s.running
         if committed >= float(NEAR) * cap:
-            if s.running:
+            if s.running or ahead:
                 return Decision("wait", why="near the cap: running attempts finish first")
             pause = {"reason": "spend_near_cap", "spent_usd": round(s.spent_usd, 6)}
             db.execute("UPDATE aqven_series SET status = 'awaiting_approval', record = "
@@ -235,9 +243,23 @@ class Ledger:
         return aid
 
     def _finish(self, db, record: dict) -> None:
-        row = attempt_row(record)       # first: a record that cannot be written leaves the ledger untouched
+        self._write_finish(db, record, attempt_row(record))
+
+    def finish_later(self, record: dict) -> None:
+        """`finish` by group commit: it joins the store's next transaction (the next claim's, usually) or its
+        timer's, within GROUP_COMMIT_SECONDS. Until then its claim stays running, counting its reserve."""
+        row = attempt_row(record)
+        self.store.defer(lambda db: self._write_finish(db, record, row))
+
+    def _write_finish(self, db, record: dict, row: tuple) -> None:
+        """`row` is made first: a record that cannot be written raises there, the ledger untouched."""
         self._settle(db, record)
         db.execute(SAVE_ATTEMPT, row)
+
+    def still_running(self, series_id: str) -> bool:
+        """A read, no transaction: whether a claim made earlier may still start (nobody paused or cancelled
+        the series since)."""
+        return self.store.status(series_id) == "running"
 
     def release(self, series_id: str, variant: str, case: str, repeat: int) -> None:
         """A claimed attempt that did not run to its end (stopped before any call was paid)."""

@@ -64,6 +64,8 @@ class BudgetGuard:
 
 
 class Scheduler:
+    claim_ahead = 15        # run_here: with an attempt's claim, the claims of the next 15 (a transaction per 16)
+
     def __init__(self, concurrency: int = 1):
         self.concurrency = max(1, concurrency)
         self.loop = asyncio.new_event_loop()
@@ -74,6 +76,7 @@ class Scheduler:
         self.jobs: dict[tuple, concurrent.futures.Future] = {}
         self.running: set[tuple] = set()
         self.held_elsewhere: set[tuple] = set()               # jobs waiting for an attempt another runner claimed
+        self.claimed: dict[tuple, Decision] = {}              # attempts run_here claimed ahead, not started yet
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
         self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
@@ -98,16 +101,18 @@ class Scheduler:
             self.jobs[key] = fut
         return fut
 
-    def run_here(self, run, variant: str, case, repeat: int) -> Outcome:
+    def run_here(self, run, variant: str, case, repeat: int, ahead=None) -> Outcome:
         """The attempt now, in the calling thread, on a loop of its own, its database calls made inline: the
         same ledger decisions, with two thread handoffs (to the user's code and back) instead of eight. A
-        Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it)."""
+        Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it).
+        `ahead()`: (variant, case name, repeat) of the attempts of this run that come next, claimed with this
+        one when it needs a claim; the finish is group-committed (Ledger.finish_later)."""
         if self.here is None:
             self.here = asyncio.new_event_loop()
             self.ctrl_c = HeldCtrlC()
         with self.ctrl_c.attempt():
             return self.here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant,
-                                                          case, repeat))
+                                                          case, repeat, ahead))
 
     def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
         """This attempt waits because another runner (a second pytest on the same series) claimed it."""
@@ -240,7 +245,7 @@ class Scheduler:
                 except Exception:       # a busy database delays a beat; the lease is much longer
                     pass
 
-    async def _job(self, key, run, variant: str, case, repeat: int) -> Outcome:
+    async def _job(self, key, run, variant: str, case, repeat: int, ahead=None) -> Outcome:
         CALLS_IN_FLIGHT.set(max(self.concurrency, CALLS_IN_FLIGHT.get()))   # HTTP pools: at least one per attempt
         root = run.project.root
         self.runs[id(run)] = run
@@ -255,7 +260,7 @@ class Scheduler:
             async with self.slots:
                 if self.stopping:
                     return Outcome("cancelled", why="the run stopped before this attempt started")
-                decision: Decision = await self._ledger_op(root, "start", series_id, variant, case.name, repeat)
+                decision = await self._decide(key, run, series_id, variant, case.name, repeat, ahead)
                 if decision.kind == "start":
                     self.running.add(key)
                     try:
@@ -266,9 +271,12 @@ class Scheduler:
                     finally:
                         self.running.discard(key)
             if decision.kind == "start":
-                # its slot is free: the next attempt's claim joins this finish's transaction (its claim counts
-                # its reserve until then); spend, claim and record commit together
-                await self._ledger_op(root, "finish", record)
+                # its slot is free: the finish (spend, claim and record together) joins the next claim's
+                # transaction; its claim counts its reserve until then. run_here: by group commit, a timer's
+                if ahead is not None:
+                    await self._on_db(lambda: self._ledger(root).finish_later(record))
+                else:
+                    await self._ledger_op(root, "finish", record)
                 self._wake_waiters()
                 return Outcome("ran", record)
             if decision.why == CLAIMED_ELSEWHERE:
@@ -282,6 +290,27 @@ class Scheduler:
             elif decision.kind in ("paused", "stopped"):
                 return Outcome(decision.kind, why=decision.why)
             await self._until_finished(finished)
+
+    async def _decide(self, key, run, series_id: str, variant: str, case: str, repeat: int, ahead) -> Decision:
+        """Whether the attempt starts: a claim made ahead while the series still runs, else the ledger's
+        decision, with the claims of the attempts `ahead()` names in the same transaction."""
+        root = run.project.root
+        claimed = self.claimed.pop(key, None)
+        if claimed is not None:
+            if await self._on_db(lambda: self._ledger(root).still_running(series_id)):
+                return claimed
+            await self._ledger_op(root, "release", series_id, variant, case, repeat)
+        if ahead is None:
+            return await self._ledger_op(root, "start", series_id, variant, case, repeat)
+        later = [a for a in ahead() if a != (variant, case, repeat) and (id(run), *a) not in self.claimed]
+        ops = [("start", series_id, variant, case, repeat), *(("claim", series_id, *a) for a in later)]
+        decision, *claims = await self._on_db(lambda: self._ledger(root).batch(ops))
+        for a, claim in zip(later, claims):
+            if isinstance(claim, Decision) and claim.kind == "start":
+                self.claimed[(id(run), *a)] = claim
+        if isinstance(decision, Exception):
+            raise decision
+        return decision
 
     async def _attempt(self, run, variant, case, repeat, series_id, limit) -> dict:
         from ..experiments import attempt as attempts     # the engine: imported when an attempt runs
