@@ -35,3 +35,14 @@ def test_scrub_data_reaches_every_string_of_a_record_and_keeps_every_other_value
     assert {k: out[k] for k in ("n", "x", "ok", "none", "short")} == {"n": 1, "x": 0.5, "ok": True, "none": None,
                                                                      "short": "ab"}
     assert secrets.scrub("sk-li") == "sk-li"     # shorter than any key or header value: left as it is
+
+
+def test_text_that_skips_the_regular_expressions_is_text_they_would_leave_alone(monkeypatch):
+    secrets.register("sk-live-quick-7777")
+    texts = ["a long prompt " * 500, "AUTHORIZATION: token-upper-123", "authorızation: token-dotless-1",
+             "x-bearer-less", "BeArEr tok-mixed-case-55", "prefix sk-live-quick-7777 suffix",
+             "the Kelvin sign \u212a and a long s \u017f", "İ dotted authorİzation = value-dotted-2", "plain text"]
+    quick = [secrets.scrub(t) for t in texts]
+    monkeypatch.setattr(secrets, "_clean", lambda text: False)      # every text the long way
+    assert quick == [secrets.scrub(t) for t in texts]
+    assert sum(secrets.REDACTED in t for t in quick) == 5
