@@ -534,3 +534,21 @@ def test_deselected_experiments_cost_nothing_at_collection_and_a_big_unsized_ser
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--collect-only", "-k", "rate_ok and case_00")
     assert planned == [1]
     result.stdout.fnmatch_lines(["*plan.cases is unset and 5 cases are selected*set plan.cases*--aqven-cases N"])
+
+
+def test_a_killed_process_not_yet_reaped_holds_no_claim():
+    """An xdist worker killed with kill -9 stays a zombie until its parent reaps it: its claims are free at
+    once, not after the 30 s lease."""
+    _gone = ledgers._gone
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not _gone(child.pid)
+        child.kill()
+        deadline = time.time() + 10
+        while not _gone(child.pid):                  # a zombie: os.kill(pid, 0) still succeeds
+            assert time.time() < deadline
+            time.sleep(0.01)
+        assert child.poll() is not None and _gone(child.pid)    # reaped now: gone for good
+    finally:
+        child.kill()
+        child.wait()

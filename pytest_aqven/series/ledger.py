@@ -80,14 +80,23 @@ def _alive(db, runner_id: str, me: str, now: float, seen: dict | None = None) ->
     host, pid, beat = row
     if now - beat > LEASE_SECONDS:
         return False
-    if host == HOST:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-    return True
+    return host != HOST or not _gone(pid)
+
+
+def _gone(pid: int) -> bool:
+    """The process ended: it is gone, or a zombie (killed, not yet reaped: an xdist worker's parent reaps it
+    only later, and its claims would otherwise wait for the lease)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] == b"Z"
+    except (OSError, IndexError):       # no /proc (not Linux): a live pid
+        return False
 
 
 def spend(db, series_id: str, me: str = "", now: float | None = None, seen: dict | None = None) -> Spend:
