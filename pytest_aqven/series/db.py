@@ -92,6 +92,7 @@ class Store:
         self._wal()
         self._conn.execute("PRAGMA synchronous=NORMAL")     # WAL: a killed process loses nothing committed
         self._lock = threading.RLock()         # one transaction at a time on this connection (the flush timer)
+        self._batch = threading.Lock()         # the deferred writes and their timer: never held while writing
         self._deferred: list[Callable[[sqlite3.Connection], None]] = []    # writes of the batch not yet committed
         self._timer: threading.Timer | None = None
         _STORES.add(self)
@@ -125,7 +126,8 @@ class Store:
         first, in the same transaction: they commit with it, or stay deferred when it fails."""
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
-            deferred, self._deferred = self._deferred, []
+            with self._batch:
+                deferred, self._deferred = self._deferred, []
             try:
                 for write in deferred:
                     write(self._conn)
@@ -134,11 +136,9 @@ class Store:
             except BaseException:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
-                self._deferred[:0] = deferred
+                with self._batch:
+                    self._deferred[:0] = deferred
                 raise
-            if deferred and not self._deferred and self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
 
     def open_series(self, *, plan_key: str, experiment_id: str, flow_id: str, dataset_id: str, split: str,
                     question: str, record: dict, status: str = "running",
@@ -217,15 +217,18 @@ class Store:
     def defer(self, write: Callable[[sqlite3.Connection], None]) -> None:
         """Group commit: `write(db)` joins the batch that the next transaction of this store runs first (the
         next claim's, usually), committed within GROUP_COMMIT_SECONDS at the latest (a timer), or at flush().
-        A killed process loses at most that batch (docs/performance.md says what that means for attempts)."""
-        with self._lock:
+        A killed process loses at most that batch (docs/performance.md says what that means for attempts).
+        Never waits for a transaction in progress: an event loop may call it."""
+        with self._batch:
             self._deferred.append(write)
-            if self._timer is None:
+            if self._timer is None:     # one timer at a time; a claim's transaction leaves it nothing to do
                 self._timer = threading.Timer(GROUP_COMMIT_SECONDS, self._timed_flush)
                 self._timer.daemon = True
                 self._timer.start()
 
     def _timed_flush(self) -> None:
+        with self._batch:
+            self._timer = None
         try:
             self.flush()
         except sqlite3.Error:       # the writes stay deferred: the next transaction (at the latest the run's end) retries
@@ -234,10 +237,12 @@ class Store:
     def flush(self) -> None:
         """Commit the deferred writes in one transaction."""
         with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            if self._deferred:
+            with self._batch:
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                pending = bool(self._deferred)
+            if pending:
                 with self.transaction():
                     pass
 

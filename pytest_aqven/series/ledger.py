@@ -9,20 +9,18 @@ transaction, so xdist workers and a second pytest on the same project see the sa
   still blocks, the series waits in awaiting_approval (pause.reason spend_near_cap);
 - each attempt gets a hard limit: cap - (spent + reserve x running) at its start.
 
-A process running many attempts at once batches them (`Ledger.batch`): the claims and finishes queued while
-the previous transaction ran go in one transaction, finishes first, each decided exactly as alone and in
-order, so the cap arithmetic is the same. An attempt is finished (`finish`) in one step: its spend, its claim
-marked finished and its record, so a claim never shows finished without its record. A finish waits at most
-for the transaction before it; meanwhile its claim still counts its reserve, which only makes the decisions
-more careful. A kill -9 loses the attempts not yet finished in a committed transaction (the batch being
-written and the ones queued behind it): their claims die with the runner and they are rerun, never counted
-twice (the attempt id is the key); what their calls cost is not in the ledger, as for an attempt killed mid-call.
-
-A process running one attempt at a time claims ahead: with its attempt's claim, the claims of its next ones
-("claim", decided exactly as a start, counting as running until they start or the runner closes), and it
-finishes by group commit (`finish_later`): the finishes join the next claim's transaction, or the store's
-timer commits them within 100 ms. So most attempts need no transaction of their own; a claim made ahead
-starts only while the series is still running (`still_running`: a pause or a cancel holds for it too).
+An attempt is finished in one step: its spend, its claim marked finished and its record, so a claim never
+shows finished without its record. Finishes are group-committed (`finish_later`): they join the next
+transaction of the process's store (a claim's, usually), or a timer commits them within 100 ms; meanwhile
+the claim still counts its reserve, which only makes the decisions more careful. The claims queued while
+the previous transaction ran go in one transaction (`Ledger.batch`), after the finishes, each decided
+exactly as alone and in order, so the cap arithmetic is the same. A process running one attempt at a time
+claims ahead: with its attempt's claim, the claims of its next ones ("claim", decided exactly as a start,
+counting as running until they start or the runner closes); a claim made ahead starts only while the series
+is still running (`still_running`: a pause or a cancel holds for it too). So most attempts need no
+transaction of their own. A kill -9 loses the finishes not yet committed (the last batch): their claims die
+with the runner and they are rerun, never counted twice (the attempt id is the key); what their calls cost
+is not in the ledger, as for an attempt killed mid-call.
 """
 from __future__ import annotations
 

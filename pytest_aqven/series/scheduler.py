@@ -2,8 +2,8 @@
 
 The pytest layer stays synchronous: an attempt item asks for its record and blocks until it is ready, while
 the scheduler runs ahead on the items this process will run next (up to `concurrency` attempts in flight).
-Every start goes through the spend ledger; every database call runs on one database thread, and the ledger's
-operations (claims, finishes) queued while it was busy go in one transaction with one wake-up of the loop."""
+Every start goes through the spend ledger; every database call runs on one database thread, and the claims
+queued while it was busy go in one transaction with one wake-up of the loop; finishes are group-committed."""
 from __future__ import annotations
 
 import asyncio
@@ -271,12 +271,9 @@ class Scheduler:
                     finally:
                         self.running.discard(key)
             if decision.kind == "start":
-                # its slot is free: the finish (spend, claim and record together) joins the next claim's
-                # transaction; its claim counts its reserve until then. run_here: by group commit, a timer's
-                if ahead is not None:
-                    await self._on_db(lambda: self._ledger(root).finish_later(record))
-                else:
-                    await self._ledger_op(root, "finish", record)
+                # its finish (spend, claim and record together) is group-committed: it joins the next claim's
+                # transaction or a timer's, with no wait here; its claim counts its reserve until then
+                self.ledgers[root].finish_later(record)
                 self._wake_waiters()
                 return Outcome("ran", record)
             if decision.why == CLAIMED_ELSEWHERE:
