@@ -1,5 +1,5 @@
-"""The ledger's batched transactions: the claims and finishes of many attempts in flight go in one transaction,
-decided exactly as one by one; an attempt's spend, claim and record commit together."""
+"""The ledger's batched transactions: the claims of many attempts in flight go in one transaction, after the
+finishes deferred meanwhile, decided exactly as one by one; an attempt's spend, claim and record commit together."""
 from __future__ import annotations
 
 import asyncio
@@ -39,14 +39,16 @@ def committed(root, sid: str) -> tuple[list[str], list[str]]:
         conn.close()
 
 
-def test_a_batch_decides_as_one_by_one_finishes_first_and_commits_claim_and_record_together(tmp_path):
+def test_a_batch_decides_as_one_by_one_after_the_deferred_finishes_and_commits_claim_and_record_together(tmp_path):
     store, sid = open_series(tmp_path, cap="0.10")
     ledger = ledgers.Ledger(store)
     (first,) = ledger.batch([("start", sid, "v", "a", 1)])
     assert first.kind == "start" and first.limit_usd == pytest.approx(0.10)
-    # a's finish is listed last but goes first: b then sees the reserve 0.02, not "the first runs alone"
-    out = ledger.batch([*(("start", sid, "v", c, 1) for c in "bcdef"), ("finish", record(sid, "a", 0.02))])
-    assert [d.kind for d in out[:5]] == ["start", "start", "start", "start", "wait"] and out[5] is None
+    ledger.finish_later(record(sid, "a", 0.02))
+    assert committed(tmp_path, sid) == ([], [])                     # deferred: nothing written yet
+    # a's finish goes first in the batch's transaction: b then sees the reserve 0.02, not "the first runs alone"
+    out = ledger.batch([("start", sid, "v", c, 1) for c in "bcdef"])
+    assert [d.kind for d in out] == ["start", "start", "start", "start", "wait"]
     assert out[1].limit_usd == pytest.approx(0.10 - 0.04)          # as test_series' one-by-one decisions
     claims, rows = committed(tmp_path, sid)
     assert claims == rows and len(rows) == 1                        # a: claim finished with its record
@@ -56,11 +58,13 @@ def test_a_batch_decides_as_one_by_one_finishes_first_and_commits_claim_and_reco
 def test_an_operation_that_fails_gets_its_error_and_the_others_still_commit(tmp_path):
     store, sid = open_series(tmp_path, cap="1")
     ledger = ledgers.Ledger(store)
-    ledger.finish(record(sid, "first", 0.01))                       # a reserve: claims need not wait
+    ledger.finish_later(record(sid, "first", 0.01))                 # a reserve: claims need not wait
     assert ledger.try_start(sid, "v", "a", 1).kind == "start"
-    broken = {**record(sid, "a", 0.01), "finished_at": object()}    # cannot be written
-    out = ledger.batch([("finish", broken), ("start", sid, "v", "b", 1), ("unknown",)])
-    assert isinstance(out[0], TypeError) and out[1].kind == "start" and isinstance(out[2], ValueError)
+    broken = {**record(sid, "a", 0.01), "finished_at": object()}    # cannot be written: refused at once
+    with pytest.raises(TypeError):
+        ledger.finish_later(broken)
+    out = ledger.batch([("start", sid, "v", "b", 1), ("unknown",)])
+    assert out[0].kind == "start" and isinstance(out[1], ValueError)
     assert len(committed(tmp_path, sid)[1]) == 1                    # a's spend did not enter without its record
     assert ledgers.series_spend(store, sid).running == 2             # a still claimed, b claimed once
 
@@ -68,7 +72,8 @@ def test_an_operation_that_fails_gets_its_error_and_the_others_still_commit(tmp_
 def test_the_scheduler_batches_the_claims_of_attempts_in_flight(tmp_path, monkeypatch):
     store, sid = open_series(tmp_path, cap="1")
     ledger = ledgers.Ledger(store)
-    ledger.finish(record(sid, "first", 0.01))                       # a reserve: claims need not wait
+    ledger.finish_later(record(sid, "first", 0.01))                 # a reserve: claims need not wait
+    store.flush()
     batches: list[int] = []
     batch = ledgers.Ledger.batch
     monkeypatch.setattr(ledgers.Ledger, "batch", lambda self, ops: batches.append(len(ops)) or batch(self, ops))
@@ -106,8 +111,9 @@ def test_a_pause_decided_in_a_batch_holds_for_the_claims_after_it(tmp_path):
     store, sid = open_series(tmp_path, cap="0.10")
     ledger = ledgers.Ledger(store)
     assert ledger.try_start(sid, "v", "a", 1).kind == "start"
-    out = ledger.batch([("finish", record(sid, "a", 0.095)), ("start", sid, "v", "b", 1), ("start", sid, "v", "c", 1)])
-    assert [d.kind for d in out[1:]] == ["paused", "paused"] and store.series(sid)["status"] == "awaiting_approval"
+    ledger.finish_later(record(sid, "a", 0.095))
+    out = ledger.batch([("start", sid, "v", "b", 1), ("start", sid, "v", "c", 1)])
+    assert [d.kind for d in out] == ["paused", "paused"] and store.series(sid)["status"] == "awaiting_approval"
     assert ledgers.series_spend(store, sid).running == 0
 
 

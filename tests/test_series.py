@@ -140,8 +140,11 @@ def open_series(root: Path, cap: str = "0.10") -> tuple[Store, str]:
 
 
 def settle(ledger, sid, case, cost, unpriced=0):
-    ledger.settle({"series_id": sid, "variant": "v", "case": case, "repeat": 1, "cost_usd": cost,
-                   "check_cost_usd": 0.0, "unpriced_calls": unpriced, "outcome": "ok"})
+    """The attempt finished: its spend, claim and record committed."""
+    ledger.finish_later({"series_id": sid, "variant": "v", "case": case, "repeat": 1, "cost_usd": cost,
+                         "check_cost_usd": 0.0, "unpriced_calls": unpriced, "outcome": "ok", "started_at": 1.0,
+                         "finished_at": 2.0})
+    ledger.store.flush()
 
 
 def test_the_first_attempt_runs_alone_then_its_cost_is_the_reserve_and_the_series_pauses_near_the_cap(tmp_path):
@@ -173,16 +176,17 @@ def test_a_claim_of_a_dead_runner_is_taken_over_and_a_live_one_is_waited_for(tmp
     assert other.try_start(sid, "v", "a", 1).kind == "start"
     settle(other, sid, "a", 0.01)
     assert other.try_start(sid, "v", "b", 1).kind == "start"
+    assert other.try_start(sid, "v", "c", 1).kind == "start"
     me = ledgers.Ledger(store)
     assert me.try_start(sid, "v", "b", 1).kind == "wait"               # alive: never run twice
-    assert me.try_start(sid, "v", "a", 1).kind == "wait"               # finished, its record not saved yet
+    assert me.try_start(sid, "v", "a", 1).kind == "reused"             # finished: its record is reused
     with store.transaction() as conn:                                  # the other process died (kill -9)
         conn.execute("UPDATE aqven_runners SET pid = 999999999 WHERE runner_id = ?", (other.runner_id,))
     assert me.try_start(sid, "v", "b", 1).kind == "start"
     with store.transaction() as conn:
         conn.execute("UPDATE aqven_runners SET pid = ?, heartbeat_at = 0 WHERE runner_id = ?",
                      (os.getpid(), other.runner_id))
-    assert me.try_start(sid, "v", "a", 1).kind == "start"              # heartbeat older than the lease
+    assert me.try_start(sid, "v", "c", 1).kind == "start"              # heartbeat older than the lease
 
 
 def assert_totals_are_the_sums(conn: sqlite3.Connection) -> None:

@@ -56,7 +56,7 @@ SAVE_ATTEMPT = ("INSERT OR REPLACE INTO aqven_series_attempts (attempt_id, serie
 _STORES: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
-@functools.lru_cache(maxsize=1024)     # the start, settle and save of one attempt ask for the same id
+@functools.lru_cache(maxsize=1024)     # the claim and the finish of one attempt ask for the same id
 def attempt_id(series_id: str, variant: str, case: str, repeat: int) -> str:
     return str(uuid.uuid5(_namespace(series_id), f"attempt|{variant}|{case}|{repeat}"))
 

@@ -146,16 +146,11 @@ class Ledger:
         with self.store.transaction() as db:
             return self._try_start(db, series_id, variant, case, repeat, time.time(), {})
 
-    def finish(self, record: dict) -> None:
-        """The attempt ran: settled and its record saved, in one transaction."""
-        with self.store.transaction() as db:
-            self._finish(db, record)
-
     def batch(self, ops: list[tuple]) -> list:
         """Several operations in one transaction: ("start", series_id, variant, case, repeat) -> Decision,
-        ("claim", ...) the same for an attempt to start later, ("finish", record) and ("release", series_id,
-        variant, case, repeat) -> None. Finishes and releases
-        go first (a claim then sees the spend and the free reserve), the rest in order. Returns the results
+        ("claim", ...) the same for an attempt to start later, and ("release", series_id, variant, case,
+        repeat) -> None. The deferred finishes go first, then the releases (a claim then sees the spend and
+        the free reserve), then the rest in order. Returns the results
         in the order of `ops`, an exception in place of the result of an operation that failed: when one
         fails, the transaction is rolled back and each operation is done again in a transaction of its own."""
         order = sorted(range(len(ops)), key=lambda i: ops[i][0] in ("start", "claim"))
@@ -182,8 +177,6 @@ class Ledger:
         if kind in ("start", "claim"):
             return self._try_start(db, *args, now, seen, ahead=kind == "claim")
         seen.clear()        # what this transaction read of spend and claims
-        if kind == "finish":
-            return self._finish(db, *args)
         if kind == "release":
             return self._release(db, *args)
         raise ValueError(f"unknown ledger operation {kind!r}")
@@ -233,13 +226,16 @@ class Ledger:
         seen["spend", series_id] = dataclasses.replace(s, running=s.running + 1)
         return Decision("start", limit_usd=limit)
 
-    def settle(self, record: dict) -> None:
-        """The attempt ran: its spend enters the ledger and its claim is finished (the record follows)."""
-        with self.store.transaction() as db:
-            self._settle(db, record)
+    def finish_later(self, record: dict) -> None:
+        """The attempt ran: its spend, its claim marked finished and its record, together, by group commit:
+        in the store's next transaction (the next claim's, usually) or its timer's, within
+        GROUP_COMMIT_SECONDS. Until then its claim stays running, counting its reserve. The row is made
+        first: a record that cannot be written raises here, and the ledger is untouched."""
+        row = attempt_row(record)
+        self.store.defer(lambda db: self._finish(db, record, row))
 
-    def _settle(self, db, record: dict) -> str:
-        aid = attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"])
+    def _finish(self, db, record: dict, row: tuple) -> None:
+        aid = row[0]
         amount = (record.get("cost_usd") or 0.0) + (record.get("check_cost_usd") or 0.0)
         db.execute("INSERT INTO aqven_spend (series_id, attempt_id, runner_id, spend_usd, unpriced_calls, "
                    "outcome, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -247,20 +243,6 @@ class Ledger:
                     record["outcome"], time.time()))
         db.execute("UPDATE aqven_claims SET state = 'finished' WHERE attempt_id = ? AND runner_id = ?",
                    (aid, self.runner_id))
-        return aid
-
-    def _finish(self, db, record: dict) -> None:
-        self._write_finish(db, record, attempt_row(record))
-
-    def finish_later(self, record: dict) -> None:
-        """`finish` by group commit: it joins the store's next transaction (the next claim's, usually) or its
-        timer's, within GROUP_COMMIT_SECONDS. Until then its claim stays running, counting its reserve."""
-        row = attempt_row(record)
-        self.store.defer(lambda db: self._write_finish(db, record, row))
-
-    def _write_finish(self, db, record: dict, row: tuple) -> None:
-        """`row` is made first: a record that cannot be written raises there, the ledger untouched."""
-        self._settle(db, record)
         db.execute(SAVE_ATTEMPT, row)
 
     def still_running(self, series_id: str) -> bool:
