@@ -79,7 +79,7 @@ class Scheduler:
         self.claimed: dict[tuple, Decision] = {}              # attempts run_here claimed ahead, not started yet
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
-        self.runs: dict[int, object] = {}                     # the series runs whose stores hold pending records
+        self.runs: dict[int, object] = {}                     # the series runs of this process: their stores close with it
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
         self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
@@ -147,8 +147,8 @@ class Scheduler:
         self.stopping = True
         self._beat.cancel()
         for run in list(self.runs.values()):
-            self._call(run.close_store)            # group commit: the last batch of attempt records
-        for root in list(self.ledgers):
+            self._call(run.close_store)
+        for root in list(self.ledgers):        # the last batch of finishes commits, then unstarted claims go
             self._call(lambda r=root: (self.ledgers[r].close(), self.ledgers[r].store.close()))
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
