@@ -1,0 +1,279 @@
+"""The floors under the attempt-overhead and concurrency targets: what the least an attempt must do costs.
+
+DESIGN.md fixes three things every attempt does: it is a pytest item (one per variant × case × repeat), it
+is a coroutine on an event loop whose synchronous user code runs in a worker thread under a time limit, and
+its record is kept durably (WAL, group commit). `floor` tests do exactly that and nothing else: each runs a
+coroutine that hands a no-op to a worker thread and waits for it with a time limit, then queues a record of
+the size of a real one (about 1.1 KB of JSON, one attempt of bench_attempts.py's project) for a SQLite
+insert, committed 16 at a time. No engine, no checks, no ledger, no report hooks. Side by side with trivial
+tests and with real attempts (bench_attempts.py's project), so the ratios share one run:
+
+    python bench/bench_floor.py [--n 10000] [--rounds 3] [--no-xdist]
+
+With `-n 2` too unless --no-xdist (each side on two workers).
+
+The target is 1.5x the trivial tests; whatever the floor takes of that leaves the rest for the engine,
+the checks, the ledger's claims and the reports.
+
+`--concurrency` measures the floor under the concurrency target instead: 400 attempts of bench_concurrency.py's
+flow (a code node, then a chat completion from a local server answering after 50 ms), each doing only the
+least: the worker-thread handoff, one HTTP/1.1 keep-alive POST over bare asyncio streams, its JSON parsed,
+the record kept as above. At concurrency 1 each item runs its attempt; above, a loop thread runs every attempt
+from the start, at most N at once, and each item waits for its own. The attempts' phase (first start to last
+end) and its speed-up over concurrency 1 are the most any implementation of DESIGN.md can reach here:
+
+    python bench/bench_floor.py --concurrency [--attempts 400] [--rounds 3]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import projects  # noqa: E402
+from bench_attempts import fresh  # noqa: E402
+from sidebyside import compare, pytest_cmd, report, run_once  # noqa: E402
+
+FLOOR = '''
+import asyncio, concurrent.futures, json, os, queue, sqlite3, threading, time
+
+import pytest
+
+jobs = queue.SimpleQueue()
+
+
+def work():
+    while True:
+        future, fn = jobs.get()
+        future.set_result(fn())
+
+
+threading.Thread(target=work, daemon=True).start()
+loop = asyncio.new_event_loop()
+os.makedirs(".floor", exist_ok=True)
+db = sqlite3.connect(".floor/floor.sqlite", isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA synchronous=NORMAL")
+db.execute("CREATE TABLE IF NOT EXISTS attempts (id TEXT PRIMARY KEY, record TEXT NOT NULL)")
+RECORD = json.loads(%r)
+pending = []
+
+
+def user_code():
+    return {"label": "positive"}
+
+
+async def attempt(i):
+    future = concurrent.futures.Future()
+    started = time.time()
+    async with asyncio.timeout(30):
+        jobs.put((future, user_code))
+        output = future.result(timeout=30)
+    return {**RECORD, "case": f"case_{i:06d}", "started_at": started, "finished_at": time.time(),
+            "trace": {**RECORD["trace"], "output": output}}
+
+
+def flush():
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany("INSERT INTO attempts VALUES (?, ?)", pending)
+    db.execute("COMMIT")
+    pending.clear()
+
+
+@pytest.mark.parametrize("i", range(%d))
+def test_floor(i):
+    record = loop.run_until_complete(attempt(i))
+    pending.append((f"a{i}", json.dumps(record)))
+    if len(pending) >= 16:
+        flush()
+
+
+def teardown_module():
+    if pending:
+        flush()
+'''
+
+CONCURRENT = '''
+import asyncio, concurrent.futures, json, os, queue, sqlite3, threading, time
+
+import pytest
+
+N, CONCURRENCY, PORT = %d, %d, %d
+RECORD = json.loads(%r)
+BODY = json.dumps({"model": "m1", "messages": [{"role": "user", "content": "Rate the sentiment of the review."},
+                                                 {"role": "user", "content": "fine"}]}).encode()
+REQUEST = (b"POST /v1/chat/completions HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Type: application/json\\r\\n"
+           b"Content-Length: " + str(len(BODY)).encode() + b"\\r\\n\\r\\n" + BODY)
+jobs = queue.SimpleQueue()
+
+
+def work():
+    while True:
+        future, fn = jobs.get()
+        future.set_result(fn())
+
+
+for _ in range(min(CONCURRENCY, 8)):
+    threading.Thread(target=work, daemon=True).start()
+os.makedirs(".floor", exist_ok=True)
+db = sqlite3.connect(".floor/floor.sqlite", isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA synchronous=NORMAL")
+db.execute("CREATE TABLE IF NOT EXISTS attempts (id TEXT PRIMARY KEY, record TEXT NOT NULL)")
+pending, spans = [], []
+idle = []       # keep-alive connections
+
+
+def clean():
+    return {"text": "fine"}
+
+
+async def post():
+    reader, writer = idle.pop() if idle else await asyncio.open_connection("127.0.0.1", PORT)
+    writer.write(REQUEST)
+    await reader.readline()
+    length = 0
+    while (line := await reader.readline()) not in (b"\\r\\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line[15:])
+    answer = json.loads(await reader.readexactly(length))
+    idle.append((reader, writer))
+    return answer
+
+
+async def attempt(i):
+    started = time.time()
+    future = concurrent.futures.Future()
+    async with asyncio.timeout(30):
+        jobs.put((future, clean))
+        cleaned = future.result(timeout=30) if CONCURRENCY == 1 else await asyncio.wrap_future(future)
+        answer = await post()
+    output = json.loads(answer["choices"][0]["message"]["content"])
+    finished = time.time()
+    spans.append((started, finished))
+    return {**RECORD, "case": f"case_{i:06d}", "started_at": started, "finished_at": finished,
+            "trace": {**RECORD["trace"], "output": output, "input": cleaned}}
+
+
+loop = asyncio.new_event_loop()
+if CONCURRENCY > 1:      # every attempt from the start, at most CONCURRENCY at once, on a loop thread
+    slots = asyncio.Semaphore(CONCURRENCY)
+
+    async def limited(i):
+        async with slots:
+            return await attempt(i)
+
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    results = [asyncio.run_coroutine_threadsafe(limited(i), loop) for i in range(N)]
+
+
+def flush():
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany("INSERT INTO attempts VALUES (?, ?)", pending)
+    db.execute("COMMIT")
+    pending.clear()
+
+
+@pytest.mark.parametrize("i", range(N))
+def test_floor(i):
+    record = results[i].result() if CONCURRENCY > 1 else loop.run_until_complete(attempt(i))
+    pending.append((f"a{i}", json.dumps(record)))
+    if len(pending) >= 16:
+        flush()
+
+
+def teardown_module():
+    if pending:
+        flush()
+    with open(".floor/phase", "w") as f:
+        f.write(str(max(e for _, e in spans) - min(s for s, _ in spans)))
+'''
+
+# one real attempt record of bench_attempts.py's project (1,101 bytes of JSON)
+RECORD = (
+    '{"series_id": "4cf744f8-5ddb-4aa8-a70a-b41f774beb4a", "experiment": "exp_000", "variant": "code", '
+    '"case": "case_000002", "repeat": 1, "split": "dev", "outcome": "ok", "passed": true, "checks": {"label": '
+    '{"state": "passed", "value": 1.0, "reason": null}}, "cost_usd": 0, "check_cost_usd": 0, "unpriced_calls": 0, '
+    '"cost_known": true, "latency_ms": 1.5222199999698205, "tokens_in": 0, "tokens_out": 0, '
+    '"schema_valid_first_try": null, "models": {}, "error_code": null, "error_message": null, '
+    '"first_failed_node": null, "started_at": 1796113085.4217463, "finished_at": 1796113085.423999, "trace": '
+    '{"output": {"label": "positive"}, "error": null, "latency_ms": 1.5222199999698205, "wall_ms": '
+    '2.0237720000295667, "nodes": [{"node": "label", "kind": "code", "status": "ok", "output": {"label": '
+    '"positive"}, "latency_ms": 1.5222199999698205, "model": null, "calls": [], "error_code": null, '
+    '"error_message": null, "parent": null, "branch": null, "iteration": null, "item": null, "input": {"text": '
+    '"review case_000002"}, "wall_ms": 1.5222199999698205, "error_location": null, "checks": [], "detail": {}}]}}')
+
+
+def concurrency(args) -> None:
+    from bench_concurrency import CONFIGS, SlowServer, attempts_phase, build
+
+    levels = (1, 32, 100)
+    server = SlowServer(0.05)
+    phases: dict[str, list[float]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            extra = build(Path(tmp, "proj"), server.url, args.attempts)
+            for c in levels:
+                Path(tmp, f"test_floor_{c}.py").write_text(CONCURRENT % (args.attempts, c, server.port, RECORD))
+            env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": tmp}
+            for r in range(args.rounds):
+                for c in levels:
+                    floor = run_once(["sh", "-c", 'rm -rf .floor && exec "$@"', "sh",
+                                      *pytest_cmd(f"test_floor_{c}.py")], cwd=tmp, env=env)
+                    attempts = run_once(pytest_cmd("proj", "--aqven-new-series", *extra,
+                                                   *dict(CONFIGS)[f"concurrency {c}"]), cwd=tmp, env=env)
+                    if floor.returncode or attempts.returncode:
+                        sys.exit(f"concurrency {c}: pytest exited {floor.returncode} (floor), "
+                                 f"{attempts.returncode} (attempts)")
+                    phases.setdefault(f"floor, concurrency {c}", []).append(float(Path(tmp, ".floor/phase").read_text()))
+                    phases.setdefault(f"attempts, concurrency {c}", []).append(attempts_phase(Path(tmp, "proj"))[0])
+                print(f"  round {r + 1}/{args.rounds}", file=sys.stderr)
+    finally:
+        server.stop()
+    med = {k: statistics.median(v) for k, v in phases.items()}
+    print(f"{args.attempts} attempts against a server answering after 50 ms; the attempts' phase, medians of "
+          f"{args.rounds}:")
+    print("| concurrency | floor phase | floor speed-up | attempts phase | attempts speed-up |")
+    print("|---|---|---|---|---|")
+    for c in levels:
+        f, a = med[f"floor, concurrency {c}"], med[f"attempts, concurrency {c}"]
+        print(f"| {c} | {f:.2f} s | {med['floor, concurrency 1'] / f:.1f}x | {a:.2f} s "
+              f"| {med['attempts, concurrency 1'] / a:.1f}x |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=10_000, help="attempts (500 cases × 20 repeats at 10,000)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-xdist", action="store_true", help="leave out the -n 2 runs")
+    ap.add_argument("--concurrency", action="store_true", help="the floor under the concurrency target instead")
+    ap.add_argument("--attempts", type=int, default=400, help="with --concurrency")
+    args = ap.parse_args()
+    if args.concurrency:
+        return concurrency(args)
+    groups = [""] if args.no_xdist else ["", " -n 2"]
+    with tempfile.TemporaryDirectory() as tmp:
+        projects.write(Path(tmp, "proj"), cases=args.n // 20, repeats=20)
+        projects.plain_tests(Path(tmp, "test_plain.py"), args.n)
+        Path(tmp, "test_floor.py").write_text(FLOOR % (RECORD, args.n))
+        commands = {}
+        for suffix in groups:
+            xdist = suffix.split()
+            commands[f"{args.n} trivial tests{suffix}"] = pytest_cmd(*xdist, "test_plain.py")
+            commands[f"{args.n} floor tests{suffix}"] = ["sh", "-c", 'rm -rf .floor && exec "$@"', "sh",
+                                                         *pytest_cmd(*xdist, "test_floor.py")]
+            commands[f"{args.n} attempts{suffix}"] = fresh("proj", *xdist)
+        runs = compare(commands, rounds=args.rounds, cwd=tmp)
+    print(f"medians of {args.rounds}; floor: a pytest item, a coroutine, a worker-thread handoff under a time "
+          f"limit, a 1.1 KB record group-committed to SQLite:")
+    for suffix in groups:
+        report({k: v for k, v in runs.items() if k.endswith(suffix) and (suffix or "-n" not in k)},
+               against=f"{args.n} trivial tests{suffix}")
+
+
+if __name__ == "__main__":
+    main()
