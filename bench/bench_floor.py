@@ -38,71 +38,14 @@ import projects  # noqa: E402
 from bench_attempts import fresh  # noqa: E402
 from sidebyside import compare, pytest_cmd, report, run_once  # noqa: E402
 
+# The floor's test file: N items, each one attempt doing only what DESIGN.md requires (PORT None: a flow of one
+# code node; else a code node, then a chat completion from 127.0.0.1:PORT).
 FLOOR = '''
 import asyncio, concurrent.futures, json, os, queue, sqlite3, threading, time
 
 import pytest
 
-jobs = queue.SimpleQueue()
-
-
-def work():
-    while True:
-        future, fn = jobs.get()
-        future.set_result(fn())
-
-
-threading.Thread(target=work, daemon=True).start()
-loop = asyncio.new_event_loop()
-os.makedirs(".floor", exist_ok=True)
-db = sqlite3.connect(".floor/floor.sqlite", isolation_level=None)
-db.execute("PRAGMA journal_mode=WAL")
-db.execute("PRAGMA synchronous=NORMAL")
-db.execute("CREATE TABLE IF NOT EXISTS attempts (id TEXT PRIMARY KEY, record TEXT NOT NULL)")
-RECORD = json.loads(%r)
-pending = []
-
-
-def user_code():
-    return {"label": "positive"}
-
-
-async def attempt(i):
-    future = concurrent.futures.Future()
-    started = time.time()
-    async with asyncio.timeout(30):
-        jobs.put((future, user_code))
-        output = future.result(timeout=30)
-    return {**RECORD, "case": f"case_{i:06d}", "started_at": started, "finished_at": time.time(),
-            "trace": {**RECORD["trace"], "output": output}}
-
-
-def flush():
-    db.execute("BEGIN IMMEDIATE")
-    db.executemany("INSERT INTO attempts VALUES (?, ?)", pending)
-    db.execute("COMMIT")
-    pending.clear()
-
-
-@pytest.mark.parametrize("i", range(%d))
-def test_floor(i):
-    record = loop.run_until_complete(attempt(i))
-    pending.append((f"a{i}", json.dumps(record)))
-    if len(pending) >= 16:
-        flush()
-
-
-def teardown_module():
-    if pending:
-        flush()
-'''
-
-CONCURRENT = '''
-import asyncio, concurrent.futures, json, os, queue, sqlite3, threading, time
-
-import pytest
-
-N, CONCURRENCY, PORT = %d, %d, %d
+N, CONCURRENCY, PORT = %d, %d, %r
 RECORD = json.loads(%r)
 BODY = json.dumps({"model": "m1", "messages": [{"role": "user", "content": "Rate the sentiment of the review."},
                                                  {"role": "user", "content": "fine"}]}).encode()
@@ -128,7 +71,7 @@ pending, spans = [], []
 idle = []       # keep-alive connections
 
 
-def clean():
+def user_code():
     return {"text": "fine"}
 
 
@@ -149,14 +92,15 @@ async def attempt(i):
     started = time.time()
     future = concurrent.futures.Future()
     async with asyncio.timeout(30):
-        jobs.put((future, clean))
-        cleaned = future.result(timeout=30) if CONCURRENCY == 1 else await asyncio.wrap_future(future)
-        answer = await post()
-    output = json.loads(answer["choices"][0]["message"]["content"])
+        jobs.put((future, user_code))
+        output = future.result(timeout=30) if CONCURRENCY == 1 else await asyncio.wrap_future(future)
+        if PORT is not None:
+            answer = await post()
+            output = json.loads(answer["choices"][0]["message"]["content"])
     finished = time.time()
     spans.append((started, finished))
     return {**RECORD, "case": f"case_{i:06d}", "started_at": started, "finished_at": finished,
-            "trace": {**RECORD["trace"], "output": output, "input": cleaned}}
+            "trace": {**RECORD["trace"], "output": output}}
 
 
 loop = asyncio.new_event_loop()
@@ -218,7 +162,7 @@ def concurrency(args) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             extra = build(Path(tmp, "proj"), server.url, args.attempts)
             for c in levels:
-                Path(tmp, f"test_floor_{c}.py").write_text(CONCURRENT % (args.attempts, c, server.port, RECORD))
+                Path(tmp, f"test_floor_{c}.py").write_text(FLOOR % (args.attempts, c, server.port, RECORD))
             env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": tmp}
             for r in range(args.rounds):
                 for c in levels:
@@ -259,7 +203,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         projects.write(Path(tmp, "proj"), cases=args.n // 20, repeats=20)
         projects.plain_tests(Path(tmp, "test_plain.py"), args.n)
-        Path(tmp, "test_floor.py").write_text(FLOOR % (RECORD, args.n))
+        Path(tmp, "test_floor.py").write_text(FLOOR % (args.n, 1, None, RECORD))
         commands = {}
         for suffix in groups:
             xdist = suffix.split()
