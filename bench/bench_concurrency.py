@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sqlite3
 import statistics
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.sidebyside import pytest_cmd, run_once  # noqa: E402
+from bench.sidebyside import private_temproot, pytest_cmd, run_once  # noqa: E402
 from tests import projects  # noqa: E402  (the test suite's small project)
 
 CONFIGS = [("concurrency 1", ["--aqven-concurrency", "1"]),
@@ -157,9 +156,7 @@ def main() -> None:
             # one project per checkout: each keeps its own database (an older checkout refuses a newer schema)
             roots = {label: Path(tmp) / f"proj{i}" for i, (label, _) in enumerate(versions)}
             extra = [build(root, server.url, args.attempts) for root in roots.values()][0]
-            # a private temp root: pytest's end-of-session cleanup of old numbered folders in the shared one
-            # (other runs' leftovers) took up to a minute here and is no part of the attempts
-            env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": tmp}
+            env = private_temproot(tmp)
             for r in range(args.rounds):                 # alternating: the machine's noise hits every config
                 collect_cpu.append(run_once(pytest_cmd(str(roots[""]), "--collect-only", *extra), cwd=tmp, env=env).cpu)
                 for name, label, config, path in configs:

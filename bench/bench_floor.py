@@ -27,7 +27,6 @@ end) and its speed-up over concurrency 1 are the most any implementation of DESI
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import projects  # noqa: E402
 from bench_attempts import fresh  # noqa: E402
-from sidebyside import compare, pytest_cmd, report, run_once  # noqa: E402
+from sidebyside import compare, private_temproot, pytest_cmd, report, run_once  # noqa: E402
 
 # The floor's test file: N items, each one attempt doing only what DESIGN.md requires (PORT None: a flow of one
 # code node; else a code node, then a chat completion from 127.0.0.1:PORT).
@@ -163,7 +162,7 @@ def concurrency(args) -> None:
             extra = build(Path(tmp, "proj"), server.url, args.attempts)
             for c in levels:
                 Path(tmp, f"test_floor_{c}.py").write_text(FLOOR % (args.attempts, c, server.port, RECORD))
-            env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": tmp}
+            env = private_temproot(tmp)
             for r in range(args.rounds):
                 for c in levels:
                     floor = run_once(["sh", "-c", 'rm -rf .floor && exec "$@"', "sh",

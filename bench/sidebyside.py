@@ -38,13 +38,19 @@ def run_once(cmd: list[str], cwd=None, env=None) -> Run:
     return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
 
 
+def private_temproot(folder) -> dict[str, str]:
+    """The environment with pytest's temporary root in `folder` (the bench's own temporary folder): pytest's
+    end-of-session removal of other runs' old numbered folders from the shared root took from nothing to a
+    minute here, and is no part of what a bench measures."""
+    return {**os.environ, "PYTEST_DEBUG_TEMPROOT": str(folder)}
+
+
 def compare(commands: dict[str, list[str]], rounds: int = 5, warmup: int = 1, cwd=None, env=None,
             quiet: bool = False) -> dict[str, list[Run]]:
     """Every command once per round, in turn; `warmup` rounds first, not counted. With `cwd` (the bench's
-    temporary folder) and no `env`, pytest's temporary root is that folder: removing other runs' old
-    numbered folders from the shared one took seconds in some runs and none in others."""
+    temporary folder) and no `env`, pytest's temporary root is that folder (private_temproot)."""
     if cwd is not None and env is None:
-        env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": str(cwd)}
+        env = private_temproot(cwd)
     runs: dict[str, list[Run]] = {name: [] for name in commands}
     for r in range(warmup + rounds):
         for name, cmd in commands.items():
