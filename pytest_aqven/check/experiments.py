@@ -23,7 +23,7 @@ from ..project.types import BUILTINS as BUILTIN_TYPES
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, internal_error
 from .diagnostics import Diagnostic
-from .flows import FlowView, children, compile_flow, node_outputs, parse_steps
+from .flows import FlowView, children, compile_flow, judge_rules, node_outputs, parse_steps
 from .typeinfo import OPAQUE
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
@@ -657,6 +657,7 @@ class ExperimentRules:
                           "name the inference of an llm node, or write <id>.inference.yaml beside a node")
             self.out += sink
             return
+        self.out += judge_rules(self.ctx, self.doc, ("checks", i, "inference"), c.inference, f"{e}: check {c.id}")
         if self.subject is None:
             return
         scope = set(self.subject_input()[0] or ()) | set(self.subject_output()[0] or ())

@@ -176,6 +176,7 @@ def check_project(project: Project) -> tuple[list[Diagnostic], dict[str, list[Di
     project_level = list(project.diagnostics) + project_rules(project, ctx)    # first: shared files are theirs
     per_experiment = {eid: list(exp.diagnostics) + experiment_rules(project, exp, ctx)
                       for eid, exp in project.experiments.items()}
+    project_level += ctx.shared        # found while checking an experiment, about a file others share too
     finding_diags, per_finding_experiment = _findings(project)
     for eid, diags in per_finding_experiment.items():
         per_experiment.setdefault(eid, []).extend(diags)
