@@ -8,6 +8,7 @@ from .context import CheckContext, internal_error, text_problem
 from .diagnostics import Diagnostic
 from .experiments import ExperimentRules
 from .flows import FlowView, compile_flow
+from .secrets import secret_rules
 
 __all__ = ["check_project", "experiment_rules", "internal_error", "project_rules"]
 
@@ -18,6 +19,7 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
     if project.spec is None:
         return out
     out += ctx.guarded("aqven.yaml", "checking providers and agents", lambda: _providers_and_agents(ctx))
+    out += ctx.guarded("aqven.yaml", "checking for literal secrets", lambda: secret_rules(ctx))
     out += ctx.guarded("types", "checking types", lambda: _types(ctx))
     out += ctx.guarded("agents", "checking agents", lambda: _agents(ctx))
     out += ctx.guarded("tools", "checking tools", lambda: _tools(ctx))

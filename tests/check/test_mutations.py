@@ -218,7 +218,7 @@ MUTATIONS = [
      [(REPAIR + "triage/triage.inference.yaml", '    field: "$out.summary"', '    fields: "$out.summary"')],
      ["flows/repair/nodes/triage/triage.inference.yaml:66:3: error E_CHECK_PARAMS checks[0].with: inference "
       "triage: evaluator use: not_empty: with parameters are invalid: field: field required"]),
-    # --- judges ------------------------------------------------------------------------
+    # --- judges, secrets ------------------------------------------------------------------------
     ("judge_score_typed_text", "lumen",
      [("flows/support_case/nodes/polish/critique.inference.yaml", NEW, CRITIQUE.format(score="Text")),
       ("flows/support_case/nodes/polish/critique.prompt.md", NEW, "Score how well the reply keeps to the resolution.\n"),
@@ -226,6 +226,14 @@ MUTATIONS = [
      ["experiments/reply_noninferior_mistral/experiment.yaml:32:3: error E_JUDGE_SCORE checks[2].inference: "
       "experiment reply_noninferior_mistral: check critique: judge critique: its output field score is Text, not a "
       "number, so every attempt it scores is an error"]),
+    ("api_key_in_aqven_yaml", "lumen",
+     [("aqven.yaml", '  kind: "code"\n', '  kind: "code"\n  api_key: "sk-or-v1-0123456789abcdef0123456789abcdef"\n')],
+     ["aqven.yaml:8:3: error E_SECRET_LITERAL providers[0].api_key: project: api_key is written as a literal, not as "
+      "ref:env/<NAME> (the value is not repeated here)"]),
+    ("api_key_in_an_agent", "lumen",
+     [("agents/gpt.yaml", "output:", "settings:\n  provider_options:\n    x_api_key: \"abc123secret\"\noutput:")],
+     ["agents/gpt.yaml:7:5: error E_SECRET_LITERAL settings.provider_options.x_api_key: agent gpt: x_api_key is "
+      "written as a literal, not as ref:env/<NAME> (the value is not repeated here)"]),
 ]
 
 
