@@ -27,6 +27,8 @@ from .flows import FlowView, children, compile_flow, judge_rules, node_outputs, 
 from .typeinfo import OPAQUE
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
+RATE_METRICS = ("success_rate", "schema_valid_first_try", "infra_error_rate")
+NONNEGATIVE_METRICS = ("cost_usd", "cost_of_pass", "latency_p50_ms", "latency_p95_ms")
 SCORING_BUILTINS = {"cost_usd": "the subject's cost in USD", "latency_ms": "the subject's latency in ms"}
 SKIPPED_PARTS = ("__pycache__", "findings")
 
@@ -707,6 +709,56 @@ class ExperimentRules:
                         if check_ids else f"name a series metric ({', '.join(SERIES_METRICS)}) or declare a check")
                 self.diag("E_METRIC_UNKNOWN", path,
                           f"{e}: metric {metric} is neither a check id of the experiment nor a series metric", hint)
+        self.question_range(q)
+
+    def metric_range(self, metric: str) -> str | None:
+        """rate (between 0 and 1), nonnegative (costs and latencies), or None when the checker cannot tell."""
+        if metric in RATE_METRICS:
+            return "rate"
+        if metric in NONNEGATIVE_METRICS:
+            return "nonnegative"
+        check = next((c for c in self.spec.checks if c.id == metric), None)
+        if check is not None and check.kind == "binary":
+            return "rate"
+        if check is not None and check.use in SCORING_BUILTINS:
+            return "nonnegative"
+        return None
+
+    def question_range(self, q) -> None:
+        """A question's numbers lie where its metric can decide them: a bound a rate can cross, a margin
+        smaller than the whole range of a rate difference."""
+        e = self.e
+        if isinstance(q, ThresholdQuestion):
+            side, bound = ("above", q.above) if q.above is not None else ("below", q.below)
+            edge = bound + q.margin if side == "above" else bound - q.margin
+            scale = self.metric_range(q.metric)
+            problem = None
+            if scale == "rate" and not 0 <= bound <= 1:
+                problem = f"{q.metric} is a rate between 0 and 1, so {side} {bound:g} is out of its range"
+            elif scale == "nonnegative" and bound < 0:
+                problem = f"{q.metric} is never negative, so {side} {bound:g} is out of its range"
+            elif scale == "rate" and side == "above" and edge >= 1:
+                problem = (f"confirming needs the lower 95% bound of {q.metric} above {bound:g} + {q.margin:g} = "
+                           f"{edge:g}, which no rate reaches (a rate is at most 1)")
+            elif scale is not None and side == "below" and edge <= 0:
+                problem = (f"confirming needs the upper 95% bound of {q.metric} below {bound:g} - {q.margin:g} = "
+                           f"{edge:g}, which no {'rate' if scale == 'rate' else 'value'} reaches (it is never negative)")
+            if problem:
+                self.diag("E_QUESTION_RANGE", ("question", side), f"{e}: question threshold: {problem}",
+                          "set the bound and margin inside the range of the metric: a question that cannot be "
+                          "confirmed (or refuted) spends its cases on nothing")
+        elif isinstance(q, CompareQuestion):
+            margins = [(("question", "margin"), q.primary, q.margin, q.kind, False)]
+            margins += [(("question", "guardrails", i, "margin"), g.metric, g.margin, "guardrail", g.relative)
+                        for i, g in enumerate(q.guardrails)]
+            never = {"compare": "be confirmed", "noninferior": "be refuted", "guardrail": "break"}
+            for path, metric, margin, what, relative in margins:
+                if not relative and margin >= 1 and self.metric_range(metric) == "rate":
+                    self.diag("E_QUESTION_RANGE", path,
+                              f"{e}: {'question ' + what if what != 'guardrail' else 'guardrail ' + metric}: "
+                              f"margin {margin:g} on {metric}, a rate, whose differences lie between -1 and 1: "
+                              f"the {'question' if what != 'guardrail' else 'guardrail'} can never {never[what]}",
+                              "set a margin below 1: the difference between two rates that matters to you")
 
     # --- every variant compiled like a flow -------------------------------------------------
     def assembly_rules(self) -> None:

@@ -1,4 +1,4 @@
-"""The mistakes of issue 22, each made once in a valid project of
+"""The mistakes of issue 22 (and the question numbers of issue 20), each made once in a valid project of
 ours: the showcase-shaped `lumen` of tests/check/showcase.py or the bicycle desk `spoke` of
 tests/compat_project.py. Every row gives exactly the diagnostics listed, at the file:line:col given
 (the hint lines are left out here: other tests pin them), and nothing else."""
@@ -18,6 +18,7 @@ G = "flows/gather/nodes/"
 LOOP = "flows/polish_loop/nodes/improve/improve.node.yaml"
 REPAIR = "flows/repair/nodes/"
 TRIAGE_PROMPT = REPAIR + "triage/triage.prompt.md"
+RISK = "experiments/reply_overpromise_risk/experiment.yaml"
 NONI = "experiments/reply_noninferior_mistral/experiment.yaml"
 NEW = None       # an edit whose old text is None writes a new file
 
@@ -234,6 +235,25 @@ MUTATIONS = [
      [("agents/gpt.yaml", "output:", "settings:\n  provider_options:\n    x_api_key: \"abc123secret\"\noutput:")],
      ["agents/gpt.yaml:7:5: error E_SECRET_LITERAL settings.provider_options.x_api_key: agent gpt: x_api_key is "
       "written as a literal, not as ref:env/<NAME> (the value is not repeated here)"]),
+    # --- the numbers of a question (issue 20) ----------------------------------------------------
+    ("threshold_above_nan", "lumen", [(RISK, "above: 0.97", "above: .nan")],
+     ["experiments/reply_overpromise_risk/experiment.yaml:26:3: error E_SPEC_INVALID question.above: experiment "
+      "reply_overpromise_risk: input should be a finite number"]),
+    ("threshold_above_a_rate", "lumen", [(RISK, "above: 0.97", "above: 1.2")],
+     ["experiments/reply_overpromise_risk/experiment.yaml:26:3: error E_QUESTION_RANGE question.above: experiment "
+      "reply_overpromise_risk: question threshold: promises is a rate between 0 and 1, so above 1.2 is out of its "
+      "range"]),
+    ("threshold_edge_past_one", "lumen", [(RISK, "above: 0.97", "above: 0.995")],
+     ["experiments/reply_overpromise_risk/experiment.yaml:26:3: error E_QUESTION_RANGE question.above: experiment "
+      "reply_overpromise_risk: question threshold: confirming needs the lower 95% bound of promises above 0.995 + "
+      "0.01 = 1.005, which no rate reaches (a rate is at most 1)"]),
+    ("noninferior_margin_past_a_rate", "lumen", [(NONI, "margin: 0.05", "margin: 1.5")],
+     ["experiments/reply_noninferior_mistral/experiment.yaml:35:3: error E_QUESTION_RANGE question.margin: "
+      "experiment reply_noninferior_mistral: question noninferior: margin 1.5 on promises, a rate, whose "
+      "differences lie between -1 and 1: the question can never be refuted"]),
+    ("guardrail_margin_infinite", "lumen", [(NONI, "margin: 0.2", "margin: .inf")],
+     ["experiments/reply_noninferior_mistral/experiment.yaml:39:5: error E_SPEC_INVALID "
+      "question.guardrails[0].margin: experiment reply_noninferior_mistral: input should be a finite number"]),
 ]
 
 
