@@ -18,9 +18,11 @@ G = "flows/gather/nodes/"
 LOOP = "flows/polish_loop/nodes/improve/improve.node.yaml"
 REPAIR = "flows/repair/nodes/"
 TRIAGE_PROMPT = REPAIR + "triage/triage.prompt.md"
+DATASET = "datasets/support_case_cases.yaml"
 RISK = "experiments/reply_overpromise_risk/experiment.yaml"
 NONI = "experiments/reply_noninferior_mistral/experiment.yaml"
 NEW = None       # an edit whose old text is None writes a new file
+ALL = "all"      # an edit with a fourth item ALL replaces every occurrence (else the old text occurs once)
 
 MOOD = '''\
 apiVersion: "aqven/v1"
@@ -235,6 +237,24 @@ MUTATIONS = [
      [("agents/gpt.yaml", "output:", "settings:\n  provider_options:\n    x_api_key: \"abc123secret\"\noutput:")],
      ["agents/gpt.yaml:7:5: error E_SECRET_LITERAL settings.provider_options.x_api_key: agent gpt: x_api_key is "
       "written as a literal, not as ref:env/<NAME> (the value is not repeated here)"]),
+    # --- each diagnostic once --------------------------------------------------------------------
+    ("one_wrong_dataset_value", "lumen",
+     [(DATASET, '- name: "parcel_missing"\n  inputs:\n    customer:\n      name: "Ada"',
+       '- name: "parcel_missing"\n  inputs:\n    customer:\n      name: 7')],
+     ["datasets/support_case_cases.yaml:46:7: error E_CASE_INPUTS_INVALID cases[2].inputs.customer.name: experiments "
+      "reply_noninferior_mistral, reply_overpromise_risk: case parcel_missing: inputs do not fit the input "
+      "CaseRequest of flow support_case (a range subject reads the fields it is given): customer.name: input "
+      "should be a valid string"]),
+    ("one_renamed_key_in_every_case", "lumen", [(DATASET, '    message: "My problem', '    msg: "My problem', ALL)],
+     ["datasets/support_case_cases.yaml:10:5: error E_CASE_INPUTS_INVALID cases[0].inputs.msg: experiments "
+      "reply_look, reply_noninferior_mistral, reply_overpromise_risk: case refund_late: inputs do not fit the input "
+      "CaseRequest of flow support_case (a range subject reads the fields it is given): msg: extra inputs are not "
+      "permitted (and 13 more cases)"]),
+    ("range_fixture_of_another_type", "lumen",
+     [(DATASET, '    prepare:\n      text: "my problem: parcel missing"', '    prepare:\n      text: ["my problem: parcel missing"]')],
+     ["datasets/support_case_cases.yaml:51:7: error E_RANGE_FIXTURE_INVALID cases[2].node_outputs.prepare.text: "
+      "experiments reply_noninferior_mistral, reply_overpromise_risk: case parcel_missing: node_outputs.prepare does "
+      "not fit the output of node prepare, which the range reads in its place: text: input should be a valid string"]),
     # --- the numbers of a question (issue 20) ----------------------------------------------------
     ("threshold_above_nan", "lumen", [(RISK, "above: 0.97", "above: .nan")],
      ["experiments/reply_overpromise_risk/experiment.yaml:26:3: error E_SPEC_INVALID question.above: experiment "
@@ -262,14 +282,14 @@ def project(kind: str, root):
 
 
 def apply(root, edits) -> None:
-    for rel, old, new in edits:
+    for rel, old, new, *every in edits:
         path = root / rel
         if old is None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(textwrap.dedent(new), encoding="utf-8")
             continue
         text = path.read_text(encoding="utf-8")
-        assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {rel}"
+        assert text.count(old) > 1 if every else text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
         path.write_text(text.replace(old, new), encoding="utf-8")
 
 
