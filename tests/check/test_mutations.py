@@ -307,3 +307,37 @@ def test_a_judge_with_a_numeric_score_is_valid(tmp_path):
                  ("flows/support_case/nodes/polish/critique.prompt.md", NEW, "Score the reply.\n"),
                  (NONI, "question:", JUDGE_CHECK)])
     assert check_root(root) == []
+
+
+def collection_lines(root) -> dict[str, list[str]]:
+    """experiment id -> the first lines of the errors its pytest collection shows."""
+    from pytest_aqven.check.rules import check_project
+    from pytest_aqven.check.scope import collection_errors
+    from pytest_aqven.project.loader import load_project
+
+    project = load_project(root)
+    project_level, own = check_project(project)
+    return {eid: [d.render().split("\n")[0] for d in collection_errors(project, exp, project_level, own[eid])]
+            for eid, exp in project.experiments.items()}
+
+
+def test_a_judges_prompt_stops_the_experiments_that_use_the_judge(tmp_path):
+    root = project("lumen", tmp_path / "lumen")
+    apply(root, [("flows/judges/critique.inference.yaml", NEW, CRITIQUE.format(score="Score")),   # in no flow
+                 ("flows/judges/critique.prompt.md", NEW, "Score {{ replay }}.\n{{ output_format }}\n"),
+                 (NONI, "question:", JUDGE_CHECK)])
+    line = ("flows/judges/critique.prompt.md:1:10: error E_PROMPT_VARIABLE_UNDECLARED: prompt of inference critique: "
+            "variable replay is not an input of the inference")
+    errors = collection_lines(root)
+    assert errors["reply_noninferior_mistral"] == [line]
+    assert errors["reply_look"] == errors["reply_overpromise_risk"] == []
+
+
+def test_a_shared_case_problem_is_one_line_in_every_experiment_it_stops(tmp_path):
+    root = project("lumen", tmp_path / "lumen")
+    apply(root, [(DATASET, '- name: "parcel_missing"\n  inputs:\n    customer:\n      name: "Ada"',
+                  '- name: "parcel_missing"\n  inputs:\n    customer:\n      name: 7')])
+    errors = collection_lines(root)
+    line = next(m[3][0] for m in MUTATIONS if m[0] == "one_wrong_dataset_value")
+    assert errors["reply_noninferior_mistral"] == errors["reply_overpromise_risk"] == [line]
+    assert errors["reply_look"] == []                 # parcel_missing is no regression: reply_look does not select it
