@@ -802,10 +802,13 @@ class ExperimentRules:
 
     # --- every variant compiled like a flow -------------------------------------------------
     def assembly_rules(self) -> None:
+        """Each variant compiled as a flow; a problem only the variants have is reported once, at the slot of
+        the first variant that meets it, naming the other variants that meet it too."""
         if self.view is None or self.spec.varies is None:
             return
         base = compile_flow(self.ctx, self.view)
         seen = {_key(d) for d in base}
+        found: dict[tuple, tuple[Diagnostic, list[tuple[int, str]]]] = {}     # problem -> (it, [(variant, slot)])
         for i, v in enumerate(self.spec.variants):
             slots: list[tuple[str, str]] = []
             known = set(seen)
@@ -813,13 +816,17 @@ class ExperimentRules:
                 if not self.factor_ok.get((i, slot)):
                     continue
                 slots.append((slot, value))
-                found = compile_flow(self.ctx, self.assemble(slots))
-                for d in found:
+                for d in compile_flow(self.ctx, self.assemble(slots)):
                     if _key(d) not in known:
                         known.add(_key(d))
-                        line, col = self.doc.pos(("variants", i, "nodes", slot))
-                        self.out.append(Diagnostic(d.code, self.doc.file, ("variants", i, "nodes", slot),
-                                                   f"variant {v.id}: {location(d)}: {d.message}", line, col, d.hint))
+                        found.setdefault(_key(d), (d, []))[1].append((i, slot))
+        for d, where in found.values():
+            (i, slot), others = where[0], [self.spec.variants[j].id for j, _ in where[1:]]
+            also = f" (and variant{'s' if len(others) > 1 else ''} {', '.join(others)})" if others else ""
+            line, col = self.doc.pos(("variants", i, "nodes", slot))
+            self.out.append(Diagnostic(d.code, self.doc.file, ("variants", i, "nodes", slot),
+                                       f"variant {self.spec.variants[i].id}: {location(d)}: {d.message}{also}",
+                                       line, col, d.hint))
 
     def assemble(self, slots: list[tuple[str, str]]) -> FlowView:
         """The subject as a variant runs it (the seed's four factors)."""

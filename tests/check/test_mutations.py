@@ -250,6 +250,17 @@ MUTATIONS = [
       "reply_look, reply_noninferior_mistral, reply_overpromise_risk: case refund_late: inputs do not fit the input "
       "CaseRequest of flow support_case (a range subject reads the fields it is given): msg: extra inputs are not "
       "permitted (and 13 more cases)"]),
+    ("one_alternative_in_two_variants", "lumen",
+     [("experiments/polish_alt/experiment.yaml", NEW,
+       USE_EXPERIMENT.replace('    polish: "terse"\n', '    polish: "terse"\n- id: "terse_again"\n  nodes:\n    polish: "terse"\n')),
+      ("experiments/polish_alt/nodes/terse/terse.node.yaml", NEW, TERSE),
+      ("experiments/polish_alt/nodes/terse/terse.py", NEW, "def terse(draft):\n    return {'reply': len(draft.split())}\n")],
+     ["experiments/polish_alt/experiment.yaml:18:5: error E_BINDING_TYPE variants[1].nodes.polish: variant terse: "
+      "flows/support_case/flow.yaml:13:3: flow support_case: returns reply: $polish.out.reply is Int, which does "
+      "not fit Text (field reply of its output type CaseOutcome): a whole number is not text (and variant "
+      "terse_again)",
+      "experiments/polish_alt/experiment.yaml:19:3: warning W_VARIANT_DUPLICATE variants[2].id: experiment "
+      "polish_alt: variant terse_again sets the same values as variant terse"]),
     ("range_fixture_of_another_type", "lumen",
      [(DATASET, '    prepare:\n      text: "my problem: parcel missing"', '    prepare:\n      text: ["my problem: parcel missing"]')],
      ["datasets/support_case_cases.yaml:51:7: error E_RANGE_FIXTURE_INVALID cases[2].node_outputs.prepare.text: "
