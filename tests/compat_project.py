@@ -523,7 +523,7 @@ FILES: dict[str, str] = {
             variables:
               summary: "$out.summary"
         ''',
-    "flows/repair/nodes/triage/triage.prompt.md": "Read the repair ticket and fill the form. {{ variants.tone }}\n",
+    "flows/repair/nodes/triage/triage.prompt.md": "Read the repair ticket and fill the form. {{ variants.tone }}\n{{ output_format }}\n",
     "flows/repair/nodes/triage/triage.variants/tone/written.md": "Answer in full sentences.\n",
     "flows/repair/nodes/triage/triage.variants/tone/spoken.md": "The text is a call transcript: expect filler words.\n",
     "flows/repair/nodes/triage/triage.output.display.liquid": "<b>{{ summary }}</b>\n",

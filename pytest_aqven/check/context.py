@@ -22,7 +22,8 @@ class CheckContext:
         self.types = TypeInfo(project.types, project.unreadable["type"])
         self.resolver = SafeResolver(project.package, project.root)
         self._adapters: dict[str, TypeAdapter] = {}
-        self.inferences_seen: set[str] = set()      # inference files whose own keys were checked
+        self.inferences_seen: set = set()           # inference and prompt files whose own rules ran
+        self.shared: list[Diagnostic] = []          # found while checking an experiment, about a file others share
 
     def adapter(self, type_ref: str) -> TypeAdapter:
         """A validator for a type reference, built once per check (building costs more than validating)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,18 @@ from ..engine.refs import RefError, lex
 from ..experiments.split import selected
 from ..project import specs
 from ..project.loader import Experiment, Flow, Node, load_inference
+from ..project.yamlpos import YamlDoc
 from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
 from ..project.types import BUILTINS as BUILTIN_TYPES
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, internal_error
 from .diagnostics import Diagnostic
-from .flows import FlowView, children, compile_flow, node_outputs, parse_steps
+from .flows import FlowView, children, compile_flow, judge_rules, node_outputs, parse_steps
 from .typeinfo import OPAQUE
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
+RATE_METRICS = ("success_rate", "schema_valid_first_try", "infra_error_rate")
+NONNEGATIVE_METRICS = ("cost_usd", "cost_of_pass", "latency_p50_ms", "latency_p95_ms")
 SCORING_BUILTINS = {"cost_usd": "the subject's cost in USD", "latency_ms": "the subject's latency in ms"}
 SKIPPED_PARTS = ("__pycache__", "findings")
 
@@ -56,6 +60,7 @@ class ExperimentRules:
         self.view: FlowView | None = (FlowView.of(self.subject, self.find_flow, self.broken_flows)
                                       if self.subject else None)
         self.factor_ok: dict[tuple[int, str], bool] = {}     # (variant index, slot) -> value passed the factor rules
+        self.case_findings: list[CaseFinding] = []           # problems of dataset cases: merged across experiments
 
     def find_flow(self, flow_id: str) -> Flow | None:
         """A local flow of the experiment first, then a project flow (seed rule)."""
@@ -225,9 +230,9 @@ class ExperimentRules:
             if not errors:
                 continue
             loc, msg = errors[0]
-            self.out.append(dataset.doc.diag(
-                "E_CASE_INPUTS_INVALID", ("cases", index[id(case)], "inputs") + loc,
-                f"{self.e}: case {case.name}: inputs do not fit {self.subject_input()[1]}"
+            self.case_findings.append(CaseFinding(
+                "E_CASE_INPUTS_INVALID", dataset.doc, index[id(case)], case.name, ("inputs",) + loc,
+                f"inputs do not fit {self.subject_input()[1]}"
                 + (" (a range subject reads the fields it is given)" if partial else "")
                 + f": {'.'.join(map(str, loc)) or 'inputs'}: {msg}",
                 f"fields of {type_id}: {_names(fields or [])}"))
@@ -256,9 +261,9 @@ class ExperimentRules:
                     problem = f"{'.'.join(map(str, (key,) + loc))}: {err['msg'].lower()}"
                 except LookupError:        # an unknown type is reported where it is named
                     continue
-                self.out.append(dataset.doc.diag(
-                    "E_EXPECTED_INVALID", path + loc,
-                    f"{self.e}: case {case.name}: expected_output does not fit {side}: {problem}",
+                self.case_findings.append(CaseFinding(
+                    "E_EXPECTED_INVALID", dataset.doc, index[id(case)], case.name, path[2:] + loc,
+                    f"expected_output does not fit {side}: {problem}",
                     f"fields of {side}: {_names(fields)}; a value the subject cannot produce biases the metric"))
 
     def range_fixtures(self, dataset, chosen) -> None:
@@ -281,12 +286,49 @@ class ExperimentRules:
         for node_id, text in sorted(needed.items(), key=lambda kv: order.index(kv[0])):
             missing = [c for c in chosen if node_id not in c.node_outputs]
             if missing:
-                more = f" (so do {len(missing) - 1} more selected cases)" if len(missing) > 1 else ""
+                more = more_cases(len(missing) - 1, "selected ")
                 self.diag("E_RANGE_FIXTURE_MISSING", ("subject", "from"),
                           f"{self.e}: the range {s.from_}..{s.to} reads {text}, but case {missing[0].name} of dataset "
                           f"{dataset.id} has no node_outputs.{node_id}{more}",
                           f"add node_outputs.{node_id} to the cases of dataset {dataset.id}, or start the range at "
                           f"{node_id}: the nodes above a range do not run, their outputs come from each case")
+            self.fixture_types(dataset, chosen, node_id)
+
+    def fixture_types(self, dataset, chosen, node_id: str) -> None:
+        """The node_outputs a range reads in place of a node fit that node's output: each given field its
+        type (a fixture may give only the fields the range reads)."""
+        node = self.view.nodes.get(node_id)
+        fields = node_outputs(self.ctx, self.view, node_id, node) if node else None
+        if fields is None:
+            return
+        index = {id(c): i for i, c in enumerate(dataset.spec.cases)}
+        for case in chosen:
+            given = case.node_outputs.get(node_id)
+            if given is None:
+                continue
+            if not isinstance(given, dict):
+                found = [((), "a record of the node's out fields is expected")]
+            else:
+                found = [((key,) + loc, msg) for key, value in given.items() if key in fields
+                         for loc, msg in [self.value_error(fields[key], value)] if msg]
+            if found:
+                loc, msg = found[0]
+                self.case_findings.append(CaseFinding(
+                    "E_RANGE_FIXTURE_INVALID", dataset.doc, index[id(case)], case.name, ("node_outputs", node_id) + loc,
+                    f"node_outputs.{node_id} does not fit the output of node {node_id}, which the range reads in its "
+                    f"place: {'.'.join(map(str, loc)) or node_id}: {msg}",
+                    f"fields of the output of node {node_id}: {_names(fields)}"))
+
+    def value_error(self, type_ref: str, value) -> tuple[tuple, str | None]:
+        """(where, why) a value does not fit a type, by the engine's validator; (loc, None) when it fits."""
+        try:
+            self.ctx.adapter(type_ref).validate_python(value)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            return tuple(err["loc"]), err["msg"].lower()
+        except LookupError:          # an unknown type is reported where it is named
+            pass
+        return (), None
 
     def expected_missing(self, i: int, check, dataset, chosen) -> None:
         """One diagnostic per check: the first selected case that cannot be compared, and how many more."""
@@ -306,7 +348,7 @@ class ExperimentRules:
         if not found:
             return
         case, problem, wanted = found[0]
-        more = f" (so do {len(found) - 1} more selected cases)" if len(found) > 1 else ""
+        more = more_cases(len(found) - 1, "selected ")
         self.diag("E_EXPECTED_MISSING", ("checks", i, "use"),
                   f"{self.e}: check {check.id} uses the built-in expected, but in case {case.name} {problem}{more}",
                   f"add {wanted} to case {case.name} of dataset {dataset.id}, or narrow cases.tags to cases that carry it")
@@ -657,6 +699,7 @@ class ExperimentRules:
                           "name the inference of an llm node, or write <id>.inference.yaml beside a node")
             self.out += sink
             return
+        self.out += judge_rules(self.ctx, self.doc, ("checks", i, "inference"), c.inference, f"{e}: check {c.id}")
         if self.subject is None:
             return
         scope = set(self.subject_input()[0] or ()) | set(self.subject_output()[0] or ())
@@ -706,13 +749,66 @@ class ExperimentRules:
                         if check_ids else f"name a series metric ({', '.join(SERIES_METRICS)}) or declare a check")
                 self.diag("E_METRIC_UNKNOWN", path,
                           f"{e}: metric {metric} is neither a check id of the experiment nor a series metric", hint)
+        self.question_range(q)
+
+    def metric_range(self, metric: str) -> str | None:
+        """rate (between 0 and 1), nonnegative (costs and latencies), or None when the checker cannot tell."""
+        if metric in RATE_METRICS:
+            return "rate"
+        if metric in NONNEGATIVE_METRICS:
+            return "nonnegative"
+        check = next((c for c in self.spec.checks if c.id == metric), None)
+        if check is not None and check.kind == "binary":
+            return "rate"
+        if check is not None and check.use in SCORING_BUILTINS:
+            return "nonnegative"
+        return None
+
+    def question_range(self, q) -> None:
+        """A question's numbers lie where its metric can decide them: a bound a rate can cross, a margin
+        smaller than the whole range of a rate difference."""
+        e = self.e
+        if isinstance(q, ThresholdQuestion):
+            side, bound = ("above", q.above) if q.above is not None else ("below", q.below)
+            edge = bound + q.margin if side == "above" else bound - q.margin
+            scale = self.metric_range(q.metric)
+            problem = None
+            if scale == "rate" and not 0 <= bound <= 1:
+                problem = f"{q.metric} is a rate between 0 and 1, so {side} {bound:g} is out of its range"
+            elif scale == "nonnegative" and bound < 0:
+                problem = f"{q.metric} is never negative, so {side} {bound:g} is out of its range"
+            elif scale == "rate" and side == "above" and edge >= 1:
+                problem = (f"confirming needs the lower 95% bound of {q.metric} above {bound:g} + {q.margin:g} = "
+                           f"{edge:g}, which no rate reaches (a rate is at most 1)")
+            elif scale is not None and side == "below" and edge <= 0:
+                problem = (f"confirming needs the upper 95% bound of {q.metric} below {bound:g} - {q.margin:g} = "
+                           f"{edge:g}, which no {'rate' if scale == 'rate' else 'value'} reaches (it is never negative)")
+            if problem:
+                self.diag("E_QUESTION_RANGE", ("question", side), f"{e}: question threshold: {problem}",
+                          "set the bound and margin inside the range of the metric: a question that cannot be "
+                          "confirmed (or refuted) spends its cases on nothing")
+        elif isinstance(q, CompareQuestion):
+            margins = [(("question", "margin"), q.primary, q.margin, q.kind, False)]
+            margins += [(("question", "guardrails", i, "margin"), g.metric, g.margin, "guardrail", g.relative)
+                        for i, g in enumerate(q.guardrails)]
+            never = {"compare": "be confirmed", "noninferior": "be refuted", "guardrail": "break"}
+            for path, metric, margin, what, relative in margins:
+                if not relative and margin >= 1 and self.metric_range(metric) == "rate":
+                    self.diag("E_QUESTION_RANGE", path,
+                              f"{e}: {'question ' + what if what != 'guardrail' else 'guardrail ' + metric}: "
+                              f"margin {margin:g} on {metric}, a rate, whose differences lie between -1 and 1: "
+                              f"the {'question' if what != 'guardrail' else 'guardrail'} can never {never[what]}",
+                              "set a margin below 1: the difference between two rates that matters to you")
 
     # --- every variant compiled like a flow -------------------------------------------------
     def assembly_rules(self) -> None:
+        """Each variant compiled as a flow; a problem only the variants have is reported once, at the slot of
+        the first variant that meets it, naming the other variants that meet it too."""
         if self.view is None or self.spec.varies is None:
             return
         base = compile_flow(self.ctx, self.view)
         seen = {_key(d) for d in base}
+        found: dict[tuple, tuple[Diagnostic, list[tuple[int, str]]]] = {}     # problem -> (it, [(variant, slot)])
         for i, v in enumerate(self.spec.variants):
             slots: list[tuple[str, str]] = []
             known = set(seen)
@@ -720,13 +816,17 @@ class ExperimentRules:
                 if not self.factor_ok.get((i, slot)):
                     continue
                 slots.append((slot, value))
-                found = compile_flow(self.ctx, self.assemble(slots))
-                for d in found:
+                for d in compile_flow(self.ctx, self.assemble(slots)):
                     if _key(d) not in known:
                         known.add(_key(d))
-                        line, col = self.doc.pos(("variants", i, "nodes", slot))
-                        self.out.append(Diagnostic(d.code, self.doc.file, ("variants", i, "nodes", slot),
-                                                   f"variant {v.id}: {location(d)}: {d.message}", line, col, d.hint))
+                        found.setdefault(_key(d), (d, []))[1].append((i, slot))
+        for d, where in found.values():
+            (i, slot), others = where[0], [self.spec.variants[j].id for j, _ in where[1:]]
+            also = f" (and variant{'s' if len(others) > 1 else ''} {', '.join(others)})" if others else ""
+            line, col = self.doc.pos(("variants", i, "nodes", slot))
+            self.out.append(Diagnostic(d.code, self.doc.file, ("variants", i, "nodes", slot),
+                                       f"variant {self.spec.variants[i].id}: {location(d)}: {d.message}{also}",
+                                       line, col, d.hint))
 
     def assemble(self, slots: list[tuple[str, str]]) -> FlowView:
         """The subject as a variant runs it (the seed's four factors)."""
@@ -744,6 +844,43 @@ class ExperimentRules:
                                                   {slot: self.exp.alternatives[value] for slot, value in slots},
                                                   self.exp.alternatives)
         return view
+
+
+@dataclass(frozen=True)
+class CaseFinding:
+    """A problem of one dataset case, found for one experiment. The same problem (same code, file, key
+    below the case, message) in many cases and experiments is one diagnostic: at its first case, with
+    the count of the others and the experiments it concerns."""
+    code: str
+    doc: YamlDoc
+    index: int                 # the case's position in the dataset
+    case: str
+    loc: tuple                 # the key path below cases[index]
+    problem: str
+    hint: str
+
+
+def more_cases(n: int, which: str = "") -> str:
+    return f" (and {n} more {which}case{'s' if n > 1 else ''})" if n > 0 else ""
+
+
+def merge_case_findings(found: dict[str, list[CaseFinding]]) -> dict[str, list[Diagnostic]]:
+    """experiment id -> its case diagnostics, each problem once for every experiment that meets it."""
+    groups: dict[tuple, list[tuple[str, CaseFinding]]] = {}
+    for eid, findings in found.items():
+        for f in findings:
+            groups.setdefault((f.code, f.doc.file, f.loc, f.problem, f.hint), []).append((eid, f))
+    out: dict[str, list[Diagnostic]] = {eid: [] for eid in found}
+    for entries in groups.values():
+        experiments = sorted({eid for eid, _ in entries})
+        cases = sorted({(f.index, f.case): f for _, f in entries}.items())
+        (index, name), first = cases[0]
+        who = f"experiment{'s' if len(experiments) > 1 else ''} {', '.join(experiments)}"
+        diagnostic = first.doc.diag(first.code, ("cases", index) + first.loc,
+                                    f"{who}: case {name}: {first.problem}{more_cases(len(cases) - 1)}", first.hint)
+        for eid in experiments:
+            out[eid].append(diagnostic)
+    return out
 
 
 def _refs(value: Any):

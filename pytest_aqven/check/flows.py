@@ -5,18 +5,21 @@ agents, prompts or called flows), so an experiment's variants are checked by the
 from __future__ import annotations
 
 import inspect
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..engine import refs
-from ..project import specs
+from ..engine import policies, refs
+from ..project import shapes, specs
 from ..project.loader import Flow, Node
+from ..project.shapes import Seq, Shape, describe
 from pydantic import ValidationError
 
-from .builtins import EVALUATOR_PARAMS, POLICIES
+from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, text_problem
 from .diagnostics import Diagnostic
+from .prompts import prompt_rules
 
 
 @dataclass
@@ -102,6 +105,8 @@ def node_outputs(ctx: CheckContext, view: FlowView, node_id: str, node: Node) ->
 # --- references -----------------------------------------------------------------------------
 
 CONTEXT_KEYS = ("date", "time_zone", "locale", "tenant_id")
+CONTEXT_TYPES = {"date": "Date", "time_zone": "TimeZone", "locale": "Locale", "tenant_id": "TenantId"}
+PATH_POLICIES = ("threshold", "stagnation", "best")     # built-in policies that compare the number at `path`
 SPECIAL = {
     "item": "inside the body of a map", "index": "inside the body of a map",
     "case": "inside the node of a switch case", "acc": "inside the body of a loop",
@@ -127,11 +132,16 @@ class Scope:
     specials: frozenset[str] = frozenset()    # roots such as item, acc, iter
     siblings: tuple[str, ...] = ()            # names after $acc. / $iter.
     branches: tuple[str, ...] = ()            # keys after $branch.
+    shapes: tuple[tuple[str, Shape], ...] = ()   # what $item, $case, $ok, $failed, $branch.<key> read
 
-    def with_(self, *, nodes=(), specials=(), siblings=None, branches=None) -> "Scope":
+    def with_(self, *, nodes=(), specials=(), siblings=None, branches=None, shapes=None) -> "Scope":
         return Scope(self.nodes + tuple(n for n in nodes if n not in self.nodes), self.specials | set(specials),
                      self.siblings if siblings is None else tuple(siblings),
-                     self.branches if branches is None else tuple(branches))
+                     self.branches if branches is None else tuple(branches),
+                     tuple({**dict(self.shapes), **(shapes or {})}.items()))
+
+    def shape(self, root: str) -> Shape:
+        return dict(self.shapes).get(root)
 
 
 class FlowCompiler:
@@ -140,6 +150,7 @@ class FlowCompiler:
         self.view = view
         self.out: list[Diagnostic] = []
         self.visited: set[str] = set()
+        self._shapes: dict[str, Shape] = {}
 
     @property
     def flow(self) -> Flow:
@@ -192,6 +203,9 @@ class FlowCompiler:
                                          f"return the fields of {spec.output}: {', '.join(fields)}"))
             if b.from_ is not None:
                 self._ref(doc, ("returns", i, "from"), b.from_, scope, f"flow {self.flow.id}: returns {b.name}")
+            if fields is not None and b.name in fields:
+                self._bound(doc, ("returns", i), b, scope, fields[b.name], f"flow {self.flow.id}", f"returns {b.name}",
+                            f"field {b.name} of its output type {spec.output}")
         for name in self.ctx.types.required(spec.output):
             if name not in names:
                 self.out.append(doc.diag("E_RETURNS_INVALID", ("returns",),
@@ -219,6 +233,7 @@ class FlowCompiler:
         elif isinstance(spec, specs.NarrowNode):
             self._type(doc, ("to",), spec.to, who)
             self._ref(doc, ("from",), spec.from_, scope, f"{who}: from")
+            self._fit(doc, ("from",), spec.from_, scope, spec.to, who, "from", f"type {spec.to}")
         elif isinstance(spec, specs.LlmNode):
             self._llm(node_id, node, scope)
         elif isinstance(spec, specs.CodeNode):
@@ -227,6 +242,9 @@ class FlowCompiler:
             self._call(node_id, node, scope)
         else:
             self._container(node_id, node, scope)
+        slots = self.input_slots(node_id, node)
+        if slots is not None:
+            self._typed_bindings(doc, getattr(spec, "in_", []), scope, *slots, who, ("in",))
 
     def _bindings_refs(self, doc, bindings, scope: Scope, who: str, key: tuple = ("in",)) -> None:
         for i, b in enumerate(bindings):
@@ -266,6 +284,9 @@ class FlowCompiler:
                 self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.py_path, f"inference {stem}")
             self._inference(stem, node)
         prompt = self.view.prompts.get(node_id, node.prompt_path)
+        if prompt is not None and node.inference is not None and node.inference.prompt is None:
+            self.out += prompt_rules(self.ctx, prompt, node.inference, spec.inference or node.id,
+                                     node.inference_doc.file if node.inference_doc else str(prompt))
         if prompt is not None and str(prompt) not in self.ctx.inferences_seen:
             self.ctx.inferences_seen.add(str(prompt))       # one line per file, however many nodes read it
             problem = text_problem(prompt)
@@ -291,6 +312,12 @@ class FlowCompiler:
         for i, f in enumerate(spec.in_):
             self._type(doc, ("in", i, "type"), f.type, who)
         self._bindings_refs(doc, spec.in_, scope, who)
+        if spec.on_timeout.policy == "default" and spec.on_timeout.value is not None:
+            problem = self._value_problem(spec.form, spec.on_timeout.value)
+            if problem:
+                self.out.append(doc.diag("E_HUMAN_DEFAULT_INVALID", ("on_timeout", "value"),
+                                         f"{who}: on_timeout default value does not fit the form {spec.form}: {problem}",
+                                         f"give a value of type {spec.form}: it is the node's answer when nobody answers"))
 
     def _inference(self, stem: str, node: Node) -> None:
         """The keys of an inference file beyond in/out: variants, allowed_sets, examples, checks,
@@ -331,6 +358,8 @@ class FlowCompiler:
                     self.out.append(doc.diag("E_VARIANT_FILE_MISSING" if problem == "does not exist" else "E_FILE_UNREADABLE",
                                              path, f"{who}: variant file {self.ctx.project.rel(file)} {problem}",
                                              f"write the variant text in {stem}.variants/{slot}/{name}.md beside the inference"))
+                else:
+                    self.out += prompt_rules(self.ctx, file, inf, stem, doc.file, main=False)
         for i, s in enumerate(inf.allowed_sets):
             target = self.ctx.project.types.specs.get(s.type)
             if not isinstance(target, specs.IdTypeSpec) and s.type not in self.ctx.types.unreadable:
@@ -355,11 +384,15 @@ class FlowCompiler:
             if c.use is not None and c.use not in EVALUATOR_PARAMS:
                 self.out.append(doc.diag("E_POLICY_UNKNOWN", ("checks", i, "use"), f"{who}: check use: {c.use} is not a built-in evaluator",
                                          f"name a built-in evaluator ({', '.join(sorted(EVALUATOR_PARAMS))}) or run your own"))
+            elif c.use is not None:
+                self._check_params(doc, ("checks", i), c.with_, EVALUATOR_PARAMS[c.use], f"use: {c.use}", who)
             if c.run is not None:
                 self._code_ref(doc, ("checks", i, "run"), c.run, here, who)
             if c.agent is not None and c.agent not in self.ctx.project.agents and not self.ctx.unreadable("agent", c.agent):
                 self.out.append(doc.diag("E_AGENT_UNKNOWN", ("checks", i, "agent"), f"{who}: check agent {c.agent} does not exist",
                                          f"name an agent of agents/ ({', '.join(sorted(self.ctx.project.agents))})"))
+            if c.inference is not None:
+                self.out += judge_rules(self.ctx, doc, ("checks", i, "inference"), c.inference, f"{who}: check {i + 1}")
         for side in ("input", "output"):
             display = getattr(inf.display, side, None) if inf.display else None
             if display is None:
@@ -389,6 +422,19 @@ class FlowCompiler:
             if f.value_type is not None:
                 self._type(doc, ("out", i, "value_type"), f.value_type, who)
 
+    def _check_params(self, doc, path: tuple, given: dict, model, label: str, who: str) -> None:
+        """The `with:` of a built-in evaluator fits its parameters model (the one the engine validates with)."""
+        try:
+            model.model_validate(given or {})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = tuple(err["loc"])
+            key = loc[:1] if loc and loc[0] in (given or {}) else ()
+            self.out.append(doc.diag("E_CHECK_PARAMS", path + ("with",) + key,
+                                     f"{who}: evaluator {label}: with parameters are invalid: "
+                                     f"{'.'.join(map(str, loc)) or 'with'}: {err['msg'].lower()}",
+                                     f"the parameters of {label} are: {', '.join(model.model_fields) or 'none'}"))
+
     def _value_problem(self, type_ref: str, value: Any) -> str | None:
         try:
             self.ctx.adapter(type_ref).validate_python(value)
@@ -410,6 +456,29 @@ class FlowCompiler:
         fn = self._code_ref(doc, ("run",), spec.run, node.py_path, who)
         if fn is not None:
             self._signature(doc, spec, fn, who)
+            self._returned(doc, node_id, spec, fn, who)
+
+    def _returned(self, doc, node_id: str, spec: specs.CodeNode, fn: Callable, who: str) -> None:
+        """The function's return annotation, where it names a model of <package>.types or a plain value,
+        fits the node's out fields (the engine validates what it returns into them)."""
+        try:
+            hint = typing.get_type_hints(fn).get("return")
+        except Exception:          # hints naming what does not exist: the runtime never reads them
+            return
+        declared = shapes.record(f"the out fields of node {node_id}", self.registry, spec.out)
+        fields = getattr(hint, "__aqven_fields__", None)
+        if fields is not None:
+            name, returned = hint.__name__, shapes.record(hint.__name__, self.registry, fields)
+        elif isinstance(hint, type) and hint in PLAIN_RETURNS:
+            name, returned = hint.__name__, PLAIN_RETURNS[hint]
+        else:
+            return                 # dict, a model of its own, a union: the engine validates the value
+        problem = shapes.mismatch(self.registry, returned, declared)
+        if problem:
+            self.out.append(doc.diag("E_CODE_SIGNATURE_MISMATCH", ("run",),
+                                     f"{who}: {spec.run} returns {name}, which does not fit {describe(declared)}: {problem}",
+                                     f"return a record of the out fields ({', '.join(f.name for f in spec.out)}), "
+                                     f"such as {_model_name(self.flow.id, node_id)}"))
 
     def _signature(self, doc, spec: specs.CodeNode, fn: Callable, who: str) -> None:
         try:
@@ -489,6 +558,10 @@ class FlowCompiler:
                                              f"{who}: init names {child}, which is not in the body of the loop",
                                              f"name a node of the body ({', '.join(spec.body)})"))
                 self._bindings_refs(doc, bindings, scope, who, ("init", child))
+                target = self.view.nodes.get(child)
+                slots = self.input_slots(child, target) if target is not None and child in spec.body else None
+                if slots is not None:
+                    self._typed_bindings(doc, bindings, scope, *slots, f"{who}: init {child}", ("init", child))
             after = scope.with_(specials={"iter", "loop"}, siblings=spec.body)
             for i, p in enumerate(spec.stop):
                 self._policy(node, ("stop", i), p, "stop", after, who)
@@ -498,23 +571,79 @@ class FlowCompiler:
                 inner = scope.with_(nodes=spec.body[:j], specials={"acc"}, siblings=spec.body)
                 self._child(child, inner)
         elif isinstance(spec, specs.ParallelNode):
-            self._policy(node, ("join",), spec.join, "join", scope, who)
-            self._out_refs(doc, spec.out, scope.with_(specials={"ok", "branch"}, branches=list(spec.body)), who)
+            self._policy(node, ("join",), spec.join, "join", scope, who, branches=len(spec.body))
+            outs = {key: self.node_shape(child) for key, child in spec.body.items()}
+            ok = Seq(shapes.common(list(outs.values()), f"the output of a branch of node {node_id}")
+                     if spec.join.use is not None else None)
+            after = scope.with_(specials={"ok", "branch"}, branches=list(spec.body),
+                                shapes={"ok": ok, **{f"branch.{k}": v for k, v in outs.items()}})
+            self._out_refs(doc, spec.out, after, who)
             for child in names:
                 self._child(child, scope)
         elif isinstance(spec, specs.MapNode):
             self._ref(doc, ("over",), spec.over, scope, f"{who}: over")
+            over = self.ref_shape(spec.over, scope)
+            if shapes.kind(self.registry, over) not in (None, "list"):
+                self.out.append(doc.diag("E_MAP_OVER_NOT_LIST", ("over",),
+                                         f"{who}: over {spec.over} is {describe(over)}, not a list",
+                                         "map over a list: a field typed <Type>[]"))
             self._policy(node, ("on_item_error",), spec.on_item_error, "on_item_error", scope, who)
-            self._out_refs(doc, spec.out, scope.with_(specials={"ok", "failed"}), who)
-            self._child(spec.body, scope.with_(specials={"item", "index"}))
+            body = self.node_shape(spec.body) if spec.on_item_error.use is not None else None
+            self._out_refs(doc, spec.out, scope.with_(specials={"ok", "failed"},
+                                                      shapes={"ok": Seq(body), "failed": Seq("MapItemError")}), who)
+            item = over.item if isinstance(over, Seq) else None
+            self._child(spec.body, scope.with_(specials={"item", "index"}, shapes={"item": item, "index": "Int"}))
         elif isinstance(spec, specs.SwitchNode):
             self._ref(doc, ("on",), spec.on, scope, f"{who}: on")
+            on = self.ref_shape(spec.on, scope)
+            self._coverage(doc, spec, on, who)
+            out = {f.name: f.type for f in spec.out}
             for value, case in spec.cases.items():
-                inner = scope.with_(specials={"case"})
-                self._bindings_refs(doc, case.bind, inner.with_(nodes=[case.node] if case.node else []),
-                                    f"{who}: case {value}", ("cases", value, "bind"))
+                inner = scope.with_(specials={"case"}, shapes={"case": on})
+                bind_scope = inner.with_(nodes=[case.node] if case.node else [])
+                where = ("cases", value, "bind")
+                self._bindings_refs(doc, case.bind, bind_scope, f"{who}: case {value}", where)
+                self._case_covers(doc, value, case, spec.out, who)
+                self._typed_bindings(doc, case.bind, bind_scope, out, f"the switch", f"{who}: case {value}", where,
+                                     "out")
                 if case.node:
                     self._child(case.node, inner)
+
+    def _case_covers(self, doc, value: str, case: specs.SwitchCase, out: list, who: str) -> None:
+        """A case's bind is the switch's output: it names out fields and binds every required one."""
+        names = [f.name for f in out]
+        bound = [b.name for b in case.bind]
+        for i, name in enumerate(bound):
+            if name not in names:
+                self.out.append(doc.diag("E_BINDING_UNKNOWN", ("cases", value, "bind", i, "name"),
+                                         f"{who}: case {value} binds {name}, which is not an out field of the switch",
+                                         f"bind the out fields of the switch: {', '.join(names)}"))
+        missing = [f.name for f in out if f.name not in bound and not f.type.endswith("?")]
+        if missing:
+            self.out.append(doc.diag("E_BINDING_MISSING", ("cases", value, "bind") if case.bind else ("cases", value),
+                                     f"{who}: case {value} binds no value for out field {', '.join(missing)} of the "
+                                     "switch",
+                                     f"add {{name: {missing[0]}, from: \"$...\"}} under cases.{value}.bind: every "
+                                     "case gives every out field"))
+
+    def _coverage(self, doc, spec: specs.SwitchNode, on: Shape, who: str) -> None:
+        """A switch on an enum, a union or a Bool has a case (or a default) for every value it can take,
+        and no case that no value reaches."""
+        keys = shapes.switch_keys(self.registry, on)
+        if keys is None:
+            return
+        missing = [k for k in keys if k not in spec.cases]
+        if missing and "default" not in spec.cases:
+            self.out.append(doc.diag("E_SWITCH_NOT_EXHAUSTIVE", ("cases",),
+                                     f"{who}: on {spec.on} is {describe(on)}, but no case takes {', '.join(missing)}, "
+                                     "and there is no default case",
+                                     f"add a case for {', '.join(missing)}, or a default case"))
+        for key in spec.cases:
+            if key not in keys and key != "default":
+                self.out.append(doc.diag("E_SWITCH_NOT_EXHAUSTIVE", ("cases", key),
+                                         f"{who}: case {key} is not a value of {describe(on)} ({', '.join(keys)}), so no "
+                                         "value reaches it",
+                                         f"name a case by a value of {describe(on)}, or call it default"))
 
     def _child(self, child: str, scope: Scope) -> None:
         node = self.view.nodes.get(child)
@@ -524,18 +653,154 @@ class FlowCompiler:
     def _out_refs(self, doc, out, scope: Scope, who: str) -> None:
         for i, f in enumerate(out):
             self._ref(doc, ("out", i, "from"), f.from_, scope, f"{who}: out {f.name}")
+            self._fit(doc, ("out", i, "from"), f.from_, scope, f.type, who, f"out {f.name}", f"out {f.name}")
 
-    def _policy(self, node: Node, path: tuple, policy: specs.PolicyRef, role: str, scope: Scope, who: str) -> None:
-        doc = node.doc
-        if policy.use is not None and policy.use not in POLICIES[role]:
+    def _policy(self, node: Node, path: tuple, policy: specs.PolicyRef, role: str, scope: Scope, who: str,
+                branches: int | None = None) -> None:
+        """The policy exists, its `with:` parameters fit the model the engine validates them with, and the
+        number a built-in compares is a number."""
+        doc, builtins = node.doc, policies.BUILTINS[role]
+        if policy.use is not None and policy.use not in builtins:
             self.out.append(doc.diag("E_POLICY_UNKNOWN", path + ("use",),
                                      f"{who}: {role} policy {policy.use} is not a built-in policy",
-                                     f"use one of {', '.join(POLICIES[role])}, or run: \"<module>:<function>\""))
+                                     f"use one of {', '.join(builtins)}, or run: \"<module>:<function>\""))
+        fn = None
         if policy.run is not None:
-            self._code_ref(doc, path + ("run",), policy.run, node.py_path, f"{who}: {role} policy")
+            fn = self._code_ref(doc, path + ("run",), policy.run, node.py_path, f"{who}: {role} policy")
         for key, value in policy.with_.items():
             if isinstance(value, str) and value.startswith("$"):
                 self._ref(doc, path + ("with", key), value, scope, f"{who}: {role} policy")
+        if policy.use not in builtins and fn is None:
+            return
+        try:
+            policies.load(role, policy, lambda _: fn)
+        except policies.PolicyError as exc:
+            model = builtins[policy.use][1] if policy.use in builtins else None
+            key = exc.loc[:1] if exc.loc and exc.loc[0] in policy.with_ else ()
+            if model is None:
+                hint = f"write {policy.run} as (state, params): its last parameter takes the with: values"
+            elif model.model_fields:
+                hint = f"the parameters of {role} policy {policy.use}: {', '.join(model.model_fields)}"
+            else:
+                hint = f"{role} policy {policy.use} takes no parameters: remove with"
+            self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with",) + key, f"{who}: {exc}", hint))
+            return
+        except Exception:            # hints that do not resolve: the engine reads them the same way at run time
+            return
+        value = policy.with_.get("path")
+        if policy.use in PATH_POLICIES and isinstance(value, str):
+            read = self.ref_shape(value, scope)
+            if shapes.numeric(self.registry, read) is False:
+                self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with", "path"),
+                                         f"{who}: {role} policy use: {policy.use}: path {value} is {describe(read)}, "
+                                         "not a number",
+                                         f"point path at a number the policy can compare, such as a score field"))
+        minimum = policy.with_.get("min_ok")
+        if policy.use == "quorum" and branches is not None and isinstance(minimum, int) and minimum > branches:
+            self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with", "min_ok"),
+                                     f"{who}: join policy use: quorum: min_ok is {minimum}, but the node has "
+                                     f"{branches} branches, so the join always fails",
+                                     f"set min_ok to at most {branches}"))
+
+    # --- types ------------------------------------------------------------------------------
+    @property
+    def registry(self):
+        return self.ctx.types.registry
+
+    def node_shape(self, node_id: str) -> Shape:
+        """What `$<node>.out` reads: the called flow's output type, the form of a human node, the type of
+        a narrow node, else the record of the node's out fields."""
+        if node_id not in self._shapes:
+            node = self.view.nodes.get(node_id)
+            self._shapes[node_id] = self._node_shape(node_id, node) if node is not None else None
+        return self._shapes[node_id]
+
+    def _node_shape(self, node_id: str, node: Node) -> Shape:
+        spec = node.spec
+        if isinstance(spec, specs.CallNode):
+            called = self.view.find_flow(self.view.called(node_id, node))
+            return shapes.of(self.registry, called.spec.output) if called else None
+        if isinstance(spec, specs.HumanNode):
+            return shapes.of(self.registry, spec.form)
+        if isinstance(spec, specs.NarrowNode):
+            return shapes.of(self.registry, spec.to)
+        outs = node_outputs(self.ctx, self.view, node_id, node)
+        if outs is None:
+            return None
+        return shapes.record(f"the output of node {node_id}", self.registry,
+                             [specs.FieldDecl(name=n, type=t) for n, t in outs.items()])
+
+    def ref_shape(self, text: str, scope: Scope) -> Shape:
+        """The shape of what a reference reads here; None where it cannot be known (or does not resolve,
+        which the reference rules report)."""
+        parsed = parse_steps(text)
+        if isinstance(parsed, str):
+            return None
+        root, steps = parsed
+        reg = self.registry
+        if root == "input":
+            return shapes.at(reg, shapes.of(reg, self.flow.spec.input), steps)
+        if root == "run":
+            return CONTEXT_TYPES.get(steps[1]) if len(steps) == 2 and steps[0] == "context" else None
+        if root in ("acc", "iter"):
+            if root not in scope.specials or len(steps) < 2 or steps[0] not in scope.siblings or steps[1] != "out":
+                return None
+            return shapes.at(reg, self.node_shape(steps[0]), steps[2:])
+        if root == "loop":
+            return {("iterations",): "Int", ("stop_reason",): "Text"}.get(steps) if root in scope.specials else None
+        if root == "branch":
+            known = root in scope.specials and steps and isinstance(steps[0], str)
+            return shapes.at(reg, scope.shape(f"branch.{steps[0]}"), steps[1:]) if known else None
+        if root in SPECIAL:
+            return shapes.at(reg, scope.shape(root), steps) if root in scope.specials else None
+        if root in ("in", "out") or steps[:1] != ("out",) or root not in scope.nodes:
+            return None
+        return shapes.at(reg, self.node_shape(root), steps[1:])
+
+    def input_slots(self, node_id: str, node: Node) -> tuple[dict[str, str], str] | None:
+        """The declared types of a node's inputs, and who declares them."""
+        spec = node.spec
+        if isinstance(spec, specs.LlmNode):
+            stem = spec.inference or node.id
+            return ({f.name: f.type for f in node.inference.in_}, f"inference {stem}") if node.inference else None
+        if isinstance(spec, specs.ToolNode):
+            tool = self.ctx.project.tools.get(spec.tool)
+            return ({f.name: f.type for f in tool.spec.in_}, f"tool {spec.tool}") if tool and tool.spec.run else None
+        if isinstance(spec, specs.CallNode):
+            called = self.view.find_flow(self.view.called(node_id, node))
+            fields = self.ctx.types.fields(called.spec.input) if called else None
+            return (fields, f"the input {called.spec.input} of flow {called.id}") if fields is not None else None
+        if isinstance(spec, (specs.CodeNode, specs.HumanNode)):
+            return {f.name: f.type for f in spec.in_ if f.type}, f"node {node_id}"
+        return None
+
+    def _typed_bindings(self, doc, bindings, scope: Scope, slots: dict[str, str], owner: str, who: str,
+                        key: tuple, word: str = "input") -> None:
+        for i, b in enumerate(bindings):
+            if b.name in slots:
+                self._bound(doc, key + (i,), b, scope, slots[b.name], who, f"{word} {b.name}",
+                            f"{b.name} of {owner}")
+
+    def _bound(self, doc, path: tuple, binding, scope: Scope, target: str, who: str, what: str, owner: str) -> None:
+        """One binding (`from` or `value`) against the type declared for it."""
+        if binding.from_ is not None:
+            self._fit(doc, path + ("from",), binding.from_, scope, target, who, what, owner)
+        elif binding.value is not None:
+            problem = self._value_problem(target, binding.value)
+            if problem:
+                self.out.append(doc.diag("E_BINDING_TYPE", path + ("value",),
+                                         f"{who}: {what}: the value {_short(binding.value)} does not fit {target} "
+                                         f"({owner}): {problem}", f"give a value of type {target}"))
+
+    def _fit(self, doc, path: tuple, text: str, scope: Scope, target: str, who: str, what: str, owner: str) -> None:
+        """E_BINDING_TYPE when the value a reference reads can never be a value of the declared type."""
+        source = self.ref_shape(text, scope)
+        problem = shapes.mismatch(self.registry, source, shapes.of(self.registry, target))
+        if problem:
+            self.out.append(doc.diag("E_BINDING_TYPE", path,
+                                     f"{who}: {what}: {text} is {describe(source)}, which does not fit {target} "
+                                     f"({owner}): {problem}",
+                                     f"bind a value of type {target}, or declare the type of the value it reads"))
 
     # --- one reference ----------------------------------------------------------------------
     def _ref(self, doc, path: tuple, text: str, scope: Scope, who: str) -> None:
@@ -607,6 +872,50 @@ class FlowCompiler:
         message, names = problem
         return "E_REF_FIELD_UNKNOWN", message, (f"name one of its fields: {', '.join(names)}" if names
                                                 else "fix the path of the reference")
+
+
+def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str) -> list[Diagnostic]:
+    """A judge (an inference with an agent, scoring an answer): its output has a numeric score, the number
+    the check reads, and its prompt passes the prompt rules (project-level diagnostics: the prompt's file
+    is the judge's, whoever uses it). Nothing when the inference does not load (its own rule says why)."""
+    from ..project.loader import inference_path, load_inference
+
+    inference, inf_doc = load_inference(ctx.project, stem, [])
+    if inference is None:
+        return []
+    out = []
+    score = next((f for f in inference.out if f.name == "score"), None)
+    registry = ctx.types.registry
+    if score is None:
+        problem = f"its output has no field score ({', '.join(f.name for f in inference.out)})"
+    elif shapes.numeric(registry, shapes.of(registry, score.type)) is False:
+        problem = f"its output field score is {score.type}, not a number"
+    else:
+        problem = None
+    if problem:
+        out.append(doc.diag("E_JUDGE_SCORE", path, f"{who}: judge {stem}: {problem}, so every attempt it scores "
+                            "is an error",
+                            "give the judge's inference an output field score of a number type (Int for an ordinal "
+                            "scale, Float or a value type such as Score for a continuous one; a binary check passes "
+                            "at 0.5 or more)"))
+    found = inference_path(ctx.project, stem)
+    prompt = found.parent / f"{stem}.prompt.md" if found is not None else None
+    if prompt is not None and prompt.is_file() and inference.prompt is None:
+        ctx.shared += prompt_rules(ctx, prompt, inference, stem, inf_doc.file)   # every user of the judge sees them
+    return out
+
+
+PLAIN_RETURNS = {str: "Text", int: "Int", float: "Float", bool: "Bool", list: Seq(None)}
+
+
+def _model_name(flow_id: str, node_id: str) -> str:
+    from ..project.typesmodule import node_model_name
+    return node_model_name(flow_id, node_id, "Out")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def compile_flow(ctx: CheckContext, view: FlowView) -> list[Diagnostic]:

@@ -6,8 +6,9 @@ from ..project.loader import Experiment, Project
 from ..project.specs import RecordTypeSpec, UnionTypeSpec
 from .context import CheckContext, internal_error, text_problem
 from .diagnostics import Diagnostic
-from .experiments import ExperimentRules
+from .experiments import ExperimentRules, merge_case_findings
 from .flows import FlowView, compile_flow
+from .secrets import secret_rules
 
 __all__ = ["check_project", "experiment_rules", "internal_error", "project_rules"]
 
@@ -18,6 +19,7 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
     if project.spec is None:
         return out
     out += ctx.guarded("aqven.yaml", "checking providers and agents", lambda: _providers_and_agents(ctx))
+    out += ctx.guarded("aqven.yaml", "checking for literal secrets", lambda: secret_rules(ctx))
     out += ctx.guarded("types", "checking types", lambda: _types(ctx))
     out += ctx.guarded("agents", "checking agents", lambda: _agents(ctx))
     out += ctx.guarded("tools", "checking tools", lambda: _tools(ctx))
@@ -165,17 +167,28 @@ def _datasets(ctx: CheckContext) -> list[Diagnostic]:
 
 
 def experiment_rules(project: Project, exp: Experiment, ctx: CheckContext | None = None) -> list[Diagnostic]:
+    """One experiment's diagnostics (its dataset cases' problems included)."""
+    rules = _experiment(project, exp, ctx or CheckContext(project))
+    return rules[0] + merge_case_findings({exp.id: rules[1]})[exp.id]
+
+
+def _experiment(project: Project, exp: Experiment, ctx: CheckContext) -> tuple[list[Diagnostic], list]:
     if exp.spec is None:
-        return []
-    return ExperimentRules(ctx or CheckContext(project), exp).run()
+        return [], []
+    rules = ExperimentRules(ctx, exp)
+    return rules.run(), rules.case_findings
 
 
 def check_project(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
-    """Project-level diagnostics, and each experiment's own."""
+    """Project-level diagnostics, and each experiment's own. A problem of a dataset case that several
+    experiments select is one diagnostic naming them all, with the count of the cases that share it."""
     ctx = CheckContext(project)
     project_level = list(project.diagnostics) + project_rules(project, ctx)    # first: shared files are theirs
-    per_experiment = {eid: list(exp.diagnostics) + experiment_rules(project, exp, ctx)
+    found = {eid: _experiment(project, exp, ctx) for eid, exp in project.experiments.items()}
+    cases = merge_case_findings({eid: f[1] for eid, f in found.items()})
+    per_experiment = {eid: list(exp.diagnostics) + found[eid][0] + cases[eid]
                       for eid, exp in project.experiments.items()}
+    project_level += ctx.shared
     finding_diags, per_finding_experiment = _findings(project)
     for eid, diags in per_finding_experiment.items():
         per_experiment.setdefault(eid, []).extend(diags)

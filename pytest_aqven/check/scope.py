@@ -7,7 +7,7 @@ flows/). An error in an unrelated flow or agent never stops it."""
 from __future__ import annotations
 
 from ..project import specs
-from ..project.loader import Experiment, Flow, Project
+from ..project.loader import Experiment, Flow, Project, inference_path
 from .diagnostics import Diagnostic
 
 SCOPED = ("flows/", "agents/", "tools/", "mcp/", "datasets/", "experiments/")
@@ -39,6 +39,10 @@ def dependencies(project: Project, experiment: Experiment) -> set[str]:
     if experiment.spec is not None:
         out.add(f"datasets/{experiment.spec.cases.dataset}.yaml")
         agents |= {c.agent for c in experiment.spec.checks if c.agent}
+        for c in experiment.spec.checks:           # a judge's inference, its prompt and variants
+            found = inference_path(project, c.inference) if c.inference else None
+            if found is not None:
+                out.add(rel(found).removesuffix(".inference.yaml"))
         if experiment.spec.varies is not None and experiment.spec.varies.what == "agent":
             agents |= {a for v in experiment.spec.variants for a in v.nodes.values()}
     nodes = list(experiment.alternatives.values())

@@ -229,7 +229,9 @@ BUILTINS: dict[str, dict[str, tuple[Callable, type[Params]]]] = {
 
 
 class PolicyError(ValueError):
-    pass
+    def __init__(self, message: str, loc: tuple = ()):
+        super().__init__(message)
+        self.loc = loc              # where in `with` the first problem is (the checker points there)
 
 
 @dataclass
@@ -254,7 +256,8 @@ def load(slot: str, ref, resolve_code: Callable[[str], Callable]) -> Policy:
         params = model.model_validate(ref.with_ or {}) if model is not None else None
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'with'}: {e['msg']}" for e in exc.errors())
-        raise PolicyError(f"{slot} policy {label}: with parameters are invalid: {problems}") from None
+        raise PolicyError(f"{slot} policy {label}: with parameters are invalid: {problems}",
+                          tuple(exc.errors()[0]["loc"])) from None
     return Policy(label, fn, params if params is not None else dict(ref.with_ or {}), builtin)
 
 

@@ -147,6 +147,12 @@ def _template(text: str, root: str, sources: Sources):
     return _environment(root, sources).from_string(text)
 
 
+def environment(root: Path, sources: Sources = LIVE):
+    """The Liquid environment prompts render in (its tags and its fragment loader); `aqven check` parses
+    with it too, so a template that passes the check is one the engine reads."""
+    return _environment(str(root), sources)
+
+
 @lru_cache(maxsize=16)
 def _environment(root: str, sources: Sources):
     from pathlib import PurePosixPath

@@ -636,6 +636,7 @@ class InferenceSpec(Spec):
 SERIES_METRICS = ("success_rate", "cost_usd", "cost_of_pass", "latency_p50_ms", "latency_p95_ms",
                   "schema_valid_first_try", "infra_error_rate")
 Direction = Literal["higher_is_better", "lower_is_better"]
+Finite = Annotated[float, Field(allow_inf_nan=False)]     # a question's numbers: NaN or infinity decide nothing
 
 
 class Subject(Spec):
@@ -708,9 +709,9 @@ class ThresholdQuestion(Spec):
     kind: Literal["threshold"]
     metric: Name
     variant: Name | None = None
-    above: float | None = None
-    below: float | None = None
-    margin: float = Field(default=0.0, ge=0)
+    above: Finite | None = None
+    below: Finite | None = None
+    margin: Finite = Field(default=0.0, ge=0)
     direction: Direction | None = None
 
     @model_validator(mode="after")
@@ -723,7 +724,7 @@ class ThresholdQuestion(Spec):
 class GuardrailSpec(Spec):
     metric: Name
     direction: Direction | None = None
-    margin: float = Field(ge=0)
+    margin: Finite = Field(ge=0)
     relative: bool = False
 
 
@@ -733,7 +734,7 @@ class CompareQuestion(Spec):
     candidate: Name
     primary: Name
     direction: Direction | None = None
-    margin: float = Field(default=0.0, ge=0)
+    margin: Finite = Field(default=0.0, ge=0)
     guardrails: list[GuardrailSpec] = []
 
     @model_validator(mode="after")
@@ -745,7 +746,7 @@ class CompareQuestion(Spec):
 
 class NoninferiorQuestion(CompareQuestion):
     kind: Literal["noninferior"]
-    margin: float = Field(gt=0)
+    margin: Finite = Field(gt=0)
 
 
 Question = Annotated[Union[LookQuestion, ThresholdQuestion, CompareQuestion, NoninferiorQuestion],

@@ -280,7 +280,7 @@ def test_expected_missing_a_compared_field(showcase):
     assert showcase.one("E_EXPECTED_MISSING") == (
         "experiments/reply_noninferior_mistral/experiment.yaml:26:3: error E_EXPECTED_MISSING checks[1].use: "
         "experiment reply_noninferior_mistral: check reply uses the built-in expected, but in case refund_late "
-        "expected_output lacks the fields tone (so do 13 more selected cases)\n"
+        "expected_output lacks the fields tone (and 13 more selected cases)\n"
         "  hint: add the fields tone under expected_output to case refund_late of dataset support_case_cases, or "
         "narrow cases.tags to cases that carry it")
 

@@ -1,0 +1,32 @@
+"""Zero false positives: every valid project the tests run gives `aqven check` nothing to report, with
+every rule of the static type pass, the prompt rules and the secret rules on."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_aqven.check.diagnostics import render_text
+from pytest_aqven.check.run import check_root
+
+from .. import compat_project, projects, showcase_experiments, support_case
+from .showcase import Showcase
+
+REPO = Path(__file__).resolve().parents[2]
+
+BUILDERS = {
+    "example_project": lambda root: Path(shutil.copytree(REPO / "example_project", root)),
+    "check_showcase": lambda root: Showcase(root).root,
+    "spoke": compat_project.write_project,
+    "support_case": lambda root: support_case.make(root, "supportcase"),
+    "lumenlike": showcase_experiments.write,
+    "testproj": lambda root: projects.write(root, {**projects.dataset(projects.cases(4)), **projects.experiment()}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_valid_project_has_no_diagnostic(tmp_path, name):
+    root = BUILDERS[name](tmp_path / name)
+    found = check_root(root)
+    assert found == [], render_text(found)
