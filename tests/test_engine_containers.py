@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from pytest_aqven.experiments.attempt import outcome_of
+from pytest_aqven.experiments.attempt import outcome_of, root_cause
 
 from .engine_projects import flow, load, node, record, run, write
 
@@ -157,6 +157,9 @@ def test_parallel_join_failures(tmp_path, join, code):
     assert result.error.node == "drafts"
     if code == "code_invalid":
         assert "branch one" in result.error.message and result.error.location == "lib.py:12"
+    else:       # unmet because branch one failed: its error is the cause the attempt is classified by
+        assert [c.code for c in result.error.causes] == ["code_invalid"]
+        assert root_cause(result.error).code == "code_invalid" and "quorum 3 is unreachable" in result.error.message
 
 
 def test_parallel_branches_run_concurrently(tmp_path):

@@ -122,7 +122,9 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
                 if first is not None:
                     raise RunError(first.code, f"node {node_id}: branch {_key_of(errors, first)}: {first.message}",
                                    location=first.location, traceback=first.traceback)
-                raise RunError("E_JOIN_FAILED", f"node {node_id}: join {join.label}: {reason}")
+                # unmet because branches failed: the attempt is what their failures are (experiments/attempt.py)
+                raise RunError("E_JOIN_FAILED", f"node {node_id}: join {join.label}: {reason}",
+                               causes=tuple(errors[k] for k in spec.body if k in errors))
             raise RunError("E_POLICY_RAISED", f"node {node_id}: join {join.label} returned {kind}, "
                            "not Wait, Done or Fail")
         raise RunError("E_JOIN_UNDECIDED", f"node {node_id}: join {join.label} made no decision after every branch")
