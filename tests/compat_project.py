@@ -1,10 +1,13 @@
 """A project of our own shaped like AQVEN's public showcase (package `spoke`, a bicycle repair desk),
 written from scratch. It uses every key of AQVEN's project model that pytest-aqven must accept:
 agents with tools, MCP servers, subagents, tool approval and an instructions file; constrained fields;
-an inference with prompt variants, allowed_sets, examples, checks and a display template; a Dynamic
+an inference with prompt variants (chosen by a reference or, as AQVEN also reads it, an input path),
+allowed_sets, examples, checks (functions beside the inference file) and a display template; a Dynamic
 output narrowed to a union type; id, union, enum and value types; media fields; tool, human, narrow,
-switch, llm and code nodes; a local flow written as flow.py; and user code that imports
-`spoke.types` and the names of AQVEN's Python API."""
+switch, llm, parallel and code nodes; a parallel whose custom join is typed `JoinState[Grade]`; local
+flows (one written as flow.py, reusing a project inference) and a variant's own node; and user code that
+imports `spoke.types` (with the generated `<Experiment><Flow><Node>Out` and `<Experiment><Node>Out`
+names) and the names of AQVEN's Python API (GENERATED_CONFIG among them)."""
 from __future__ import annotations
 
 import textwrap
@@ -179,6 +182,34 @@ FILES: dict[str, str] = {
           type: "Text"
           description: "The draft"
           maxLength: 800
+        ''',
+    "types/records/grade.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Type"
+        type: "record"
+        description: "One grader's call on a draft"
+        fields:
+        - name: "verdict"
+          type: "Text"
+          description: "Send the draft or hold it"
+          maxLength: 40
+        - name: "score"
+          type: "Score"
+          description: "How sure the grader is"
+        ''',
+    "types/records/panel_call.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Type"
+        type: "record"
+        description: "What the grading panel settles on"
+        fields:
+        - name: "verdict"
+          type: "Text"
+          description: "The panel's call"
+          maxLength: 40
+        - name: "agreed"
+          type: "Bool"
+          description: "A majority of the graders made that call"
         ''',
     "types/enums/channel.yaml": '''
         apiVersion: "aqven/v1"
@@ -636,8 +667,28 @@ FILES: dict[str, str] = {
           type: "Text"
           description: "The reply"
           maxLength: 800
+        variants:
+          closing:
+            on: "action"
+            cases:
+              refund: "refund"
+            default: "thanks"
+        checks:
+        - run: "short_enough"
+          on_fail: "flag"
         ''',
-    "flows/repair/nodes/draft/draft.prompt.md": "Write a short, friendly reply that states the action.\n",
+    "flows/repair/nodes/draft/draft.prompt.md": "Write a short, friendly reply that states the action. {{ variants.closing }}\n",
+    "flows/repair/nodes/draft/draft.variants/closing/refund.md": "Say when the money is back on the card.\n",
+    "flows/repair/nodes/draft/draft.variants/closing/thanks.md": "Thank the customer for riding with us.\n",
+    "flows/repair/nodes/draft/draft.py": '''
+        from aqven.policies import EvalContext, NoParams, Verdict
+        from spoke.types import DraftIn, DraftOut
+
+
+        def short_enough(value: DraftOut, context: EvalContext[DraftIn, DraftOut], params: NoParams) -> Verdict:
+            words = len(value.reply.split())
+            return Verdict(passed=words <= 120, reason=None if words <= 120 else f"{context.inputs.action}: {words} words")
+        ''',
     "flows/repair/nodes/approve/approve.node.yaml": '''
         apiVersion: "aqven/v1"
         kind: "Node"
@@ -819,6 +870,232 @@ FILES: dict[str, str] = {
             return flow(description="Drafting alone, as a local flow written in Python",
                         input=DraftRequest, output=Draft, returns={"reply": "$clean.out.reply"},
                         nodes=[write, clean])
+        ''',
+    # --- a grading panel: a local flow with a typed custom join, and a variant's own node -----------
+    "datasets/panel_drafts.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Dataset"
+        cases:
+        - name: "brake_fix"
+          inputs: {summary: "A squeaky brake", action: "fix"}
+        - name: "refund_gift"
+          inputs: {summary: "An unwanted gift", action: "refund"}
+        - name: "chain_wear"
+          inputs: {summary: "A worn chain", action: "fix"}
+        - name: "saddle_advice"
+          inputs: {summary: "Which saddle height", action: "advise"}
+        - name: "flat_tyre"
+          inputs: {summary: "A flat rear tyre", action: "fix"}
+        - name: "late_order"
+          inputs: {summary: "An order that never came", action: "refund"}
+        ''',
+    "experiments/brake_panel/experiment.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Experiment"
+        description: "How often the graders agree, settled by majority or leniently"
+        subject:
+          flow: "panel"
+        varies:
+          what: "use"
+          nodes: ["settle"]
+        cases:
+          dataset: "panel_drafts"
+        variants:
+        - id: "majority"
+        - id: "lenient"
+          nodes:
+            settle: "lenient"
+        checks:
+        - id: "agreed"
+          kind: "binary"
+          run: "@root.experiments.brake_panel.checks:agreed"
+        question:
+          kind: "look"
+        ''',
+    "experiments/brake_panel/checks.py": '''
+        from aqven.policies import EvalContext, NoParams, Verdict
+        from spoke.types import DraftRequest, PanelCall
+
+
+        def agreed(value: PanelCall, context: EvalContext[DraftRequest, PanelCall], params: NoParams) -> Verdict:
+            return Verdict(passed=value.agreed, reason=None if value.agreed else f"split on {context.inputs.summary}")
+        ''',
+    "experiments/brake_panel/flows/panel/flow.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Flow"
+        description: "Three graders judge a draft; the panel settles on a call"
+        input: "DraftRequest"
+        output: "PanelCall"
+        order: ["graders", "settle"]
+        returns:
+        - name: "verdict"
+          from: "$settle.out.verdict"
+        - name: "agreed"
+          from: "$settle.out.agreed"
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/graders/graders.node.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "parallel"
+        description: "Three graders call the draft independently"
+        body:
+          first: "first"
+          second: "second"
+          third: "third"
+        join:
+          run: "agreeing"
+          with:
+            min_agree: 2
+        out:
+        - name: "grades"
+          type: "Grade[]"
+          description: "The calls of the graders that answered"
+          maxItems: 3
+          from: "$ok"
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/graders/graders.py": '''
+        from collections import Counter
+        from typing import Annotated
+
+        from pydantic import BaseModel, Field
+
+        from aqven.policies import POLICY_CONFIG, Done, Fail, JoinDecision, JoinState, Wait
+        from spoke.types import Grade
+
+
+        class AgreeParams(BaseModel):
+            model_config = POLICY_CONFIG
+
+            min_agree: Annotated[int, Field(ge=1, le=3)]
+
+
+        def agreeing(state: JoinState[Grade], params: AgreeParams) -> JoinDecision[Grade]:
+            votes = Counter(grade.verdict for grade in state.values)
+            if max(votes.values(), default=0) >= params.min_agree:
+                return Done(state.values)
+            if state.pending:
+                return Wait()
+            return Fail(f"{len(state.values)} graders answered; the panel needs {params.min_agree} who agree")
+        ''',
+    **{f"experiments/brake_panel/flows/panel/nodes/graders/{who}.node.yaml": f'''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "llm"
+        description: "The {who} grader"
+        inference: "grade"
+        agent: "{agent}"
+        in:
+        - name: "summary"
+          from: "$input.summary"
+        - name: "action"
+          from: "$input.action"
+        ''' for who, agent in (("first", "expert"), ("second", "writer"), ("third", "expert"))},
+    "experiments/brake_panel/flows/panel/nodes/graders/grade.inference.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Inference"
+        description: "A grader's call on a draft"
+        in:
+        - name: "summary"
+          type: "Text"
+          description: "The ticket in a sentence"
+        - name: "action"
+          type: "RepairAction"
+          description: "What the shop does"
+        out:
+        - name: "verdict"
+          type: "Text"
+          description: "Send the draft or hold it"
+          maxLength: 40
+        - name: "score"
+          type: "Score"
+          description: "How sure the grader is"
+        checks:
+        - use: "max_words"
+          with:
+            field: "$out.verdict"
+            max: 5
+          on_fail: "retry"
+        - run: "confident"
+          on_fail: "flag"
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/graders/grade.prompt.md": "Grade the draft: send it or hold it.\n",
+    "experiments/brake_panel/flows/panel/nodes/graders/grade.py": '''
+        from aqven.policies import EvalContext, NoParams, Verdict
+        from spoke.types import GradeIn, GradeOut
+
+
+        def confident(value: GradeOut, context: EvalContext[GradeIn, GradeOut], params: NoParams) -> Verdict:
+            sure = value.score >= 0.5
+            return Verdict(passed=sure, reason=None if sure else f"unsure about {context.inputs.action}")
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/settle/settle.node.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "code"
+        description: "The call most graders made"
+        run: "settle"
+        in:
+        - name: "grades"
+          type: "Grade[]"
+          description: "The graders' calls"
+          maxItems: 3
+          from: "$graders.out.grades"
+        out:
+        - name: "verdict"
+          type: "Text"
+          description: "The panel's call"
+          maxLength: 40
+        - name: "agreed"
+          type: "Bool"
+          description: "A majority made that call"
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/settle/settle.py": '''
+        from spoke.types import BrakePanelPanelSettleOut, Grade
+
+
+        def settle(grades: list[Grade]) -> BrakePanelPanelSettleOut:
+            calls = [grade.verdict for grade in grades]
+            top = max(sorted(set(calls)), key=calls.count)
+            return BrakePanelPanelSettleOut(verdict=top, agreed=calls.count(top) * 2 > len(calls))
+        ''',
+    "experiments/brake_panel/nodes/lenient/lenient.node.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "code"
+        description: "The first grader's call, agreed whatever the others say"
+        run: "lenient"
+        in:
+        - name: "grades"
+          type: "Grade[]"
+          description: "The graders' calls"
+          maxItems: 3
+          from: "$graders.out.grades"
+        out:
+        - name: "verdict"
+          type: "Text"
+          description: "The panel's call"
+          maxLength: 40
+        - name: "agreed"
+          type: "Bool"
+          description: "Always true"
+        ''',
+    "experiments/brake_panel/nodes/lenient/lenient.py": '''
+        from pydantic import BaseModel
+
+        from aqven.spec import GENERATED_CONFIG
+        from spoke.types import BrakePanelLenientOut, Grade
+
+
+        class Calls(BaseModel):
+            """A helper model of the node's own, configured as the generated ones are."""
+            model_config = GENERATED_CONFIG
+
+            verdicts: tuple[str, ...]
+
+
+        def lenient(grades: list[Grade]) -> BrakePanelLenientOut:
+            calls = Calls(verdicts=tuple(grade.verdict for grade in grades))
+            return BrakePanelLenientOut(verdict=calls.verdicts[0] if calls.verdicts else "hold", agreed=True)
         ''',
 }
 

@@ -88,6 +88,11 @@ def mark_bad(item, error, params):
     return Default({"text": f"<{error.code}>"}) if item == "bad" else Fail("unexpected")
 
 
+def typed_default(item: bytes, error, params):
+    from pytest_aqven.engine.policies import Default
+    return Default({"text": f"<{type(item).__name__}:{type(error).__name__}:{error.index}>"})
+
+
 def second_pass(state, params) -> int:
     return 1
 
@@ -201,6 +206,13 @@ def test_map_item_errors_recovered(tmp_path, policy, words, failed):
     assert [f["index"] for f in loud.output["failed"]] == failed and loud.output["failed"][0]["code"] == "code_invalid"
     assert {n.item for n in result.nodes if n.parent == "loud"} == {0, 1, 2, 3}
     assert sys.modules[f"map_{policy['use']}.lib"].peak == 2          # concurrency 2: pairs meet, never three
+
+
+def test_map_item_error_policy_gets_its_item_as_annotated_and_aqvens_map_item_error(tmp_path):
+    project = make(tmp_path, map_flow({"run": "@root.lib:typed_default"}, None, "shout"), "maptyped")
+    result = run(project, "each", {"text": "a bad"})
+    assert result.error is None, result.error
+    assert by(result, "loud").output["words"] == ["0:A", "<bytes:MapItemError:1>"]
 
 
 def test_map_item_error_fail_stops_with_the_items_error(tmp_path):

@@ -46,7 +46,7 @@ class Assembly:
 
 
 def to_json(value: Any) -> Any:
-    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
 @dataclass
@@ -194,7 +194,7 @@ class Runner:
                 return value
             from pydantic import TypeAdapter
             adapter = TypeAdapter(model)
-            return adapter.dump_python(adapter.validate_python(value), mode="json")
+            return adapter.dump_python(adapter.validate_python(value), mode="json", by_alias=True)
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
@@ -280,12 +280,15 @@ class Runner:
         for connection in connections:
             await connection.close()
 
-    def resolve_code(self, ref: str, node: Node, what: str):
-        key = ("code", ref, id(node))         # the node lives as long as the project: its py_path is fixed
+    def resolve_code(self, ref: str, node: Node, what: str, here: Path | None = None):
+        """A code reference of the node (`here`: the file a bare function name lives in, the node's .py by
+        default; an inference's checks and prompt live beside the inference file)."""
+        here = here or node.py_path
+        key = ("code", ref, here)         # the node lives as long as the project: its files are fixed
         fn = self._records.get(key)
         if fn is None:
             try:
-                fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
+                fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=here)
             except coderefs.CodeRefError as exc:
                 raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
             self._records[key] = fn

@@ -35,7 +35,7 @@ class Tool:
 
 
 def _json(value: Any) -> Any:
-    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
 def errors_text(exc: ValidationError) -> str:

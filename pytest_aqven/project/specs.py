@@ -611,10 +611,16 @@ VariantFile = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")]
 
 
 class VariantSlot(Spec):
-    """{{ variants.<slot> }}: the text of <inference>.variants/<slot>/<file>.md, picked by an input value."""
-    on: Ref
+    """{{ variants.<slot> }}: the text of <inference>.variants/<slot>/<file>.md, picked by an input value.
+    `on` is a reference ($in.product.kind) or, as AQVEN also reads it, an input path (product.kind)."""
+    on: Annotated[str, Field(min_length=1)]
     cases: Annotated[dict[str, VariantFile], Field(min_length=1)]
     default: VariantFile | None = None
+
+    @property
+    def selector(self) -> str:
+        """`on` as a reference: an input path reads the inference's inputs."""
+        return self.on if self.on.startswith("$") else f"$in.{self.on}"
 
 
 class InferenceSpec(Spec):

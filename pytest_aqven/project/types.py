@@ -3,6 +3,7 @@ AQVEN's generator gives them (`<Type>`, `<Flow><Node>Out`, `<Inference>In`, ...)
 from __future__ import annotations
 
 import datetime as dt
+import keyword
 import re
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -30,8 +31,20 @@ class UnknownType(LookupError):
     pass
 
 
+# the config of every generated model (AQVEN's aqven.spec.GENERATED_CONFIG): closed, immutable, and
+# validated again when passed in; it dumps by alias (a field named `from` is the attribute `from_`)
+GENERATED_CONFIG = ConfigDict(extra="forbid", frozen=True, revalidate_instances="always", serialize_by_alias=True)
+# names a field cannot take as an attribute: it becomes `<name>_` with the name as its alias, as in AQVEN
+RESERVED_NAMES = frozenset({*dir(BaseModel), *keyword.kwlist})
+
+
+def attribute(name: str) -> str:
+    """The attribute of a declared field on its generated model."""
+    return f"{name}_" if name in RESERVED_NAMES else name
+
+
 class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = GENERATED_CONFIG
 
 
 class Registry:
@@ -104,7 +117,8 @@ class Registry:
             if t is None:
                 raise UnknownType(f"type {f.type} refers to itself")
             t = _constrained(t, f)
-            definitions[f.name] = (t, None) if f.type.endswith("?") else (t, ...)
+            default = None if f.type.endswith("?") else ...
+            definitions[attribute(f.name)] = (t, Field(default, alias=f.name) if f.name in RESERVED_NAMES else default)
         model = create_model(name, __base__=base, **definitions)
         model.__aqven_fields__ = fields     # the declarations, for flow.py code nodes and the checker
         return model

@@ -83,7 +83,7 @@ def test_in_pytest_an_unrelated_error_does_not_stop_an_experiment(pytester):
     root = write_project(pytester.path / "spoke")
     edit(root, "flows/repair/nodes/approve/approve.node.yaml", '"$lookup.out.part"', '"$lookup.out.parts"')
     result = pytester.runpytest("spoke", "-p", "no:cacheprovider", "-p", "no:benchmark")
-    result.assert_outcomes(errors=1, passed=5)       # draft_writers: 2 cases x 2 variants and its verdict
+    result.assert_outcomes(errors=1, passed=10)  # draft_writers, brake_panel: 2 cases x 2 variants, a verdict each
     out = result.stdout.str()
     assert out.count("approve.node.yaml:20:3: error E_REF_FIELD_UNKNOWN") == 1
     assert "Traceback" not in out

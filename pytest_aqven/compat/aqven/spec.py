@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from ...project.builtin_types import (Audio, Document, DynamicValue, FieldSpec, Image, MapItemError, MediaValue,
                                       Video)
 from ...project.specs import DynamicLimits
+from ...project.types import GENERATED_CONFIG
 
-__all__ = ["Audio", "BuiltNode", "BuilderError", "Document", "DynamicLimits", "DynamicValue", "FieldSpec", "Flow",
+__all__ = ["Audio", "BuiltNode", "BuilderError", "Document", "DynamicLimits", "DynamicValue", "FieldSpec", "Flow", "GENERATED_CONFIG",
            "Image", "Locale", "MapItemError", "MediaValue", "PromptMessage", "RenderedPrompt", "TenantId", "TimeZone",
            "Video", "assistant", "code", "flow", "llm", "system", "tool", "user"]
 
