@@ -13,6 +13,31 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+def settling_node(run: str, description: str, agreed: str) -> str:
+    """A code node that settles the panel's grades on one call (the flow's own, or a variant's)."""
+    return f'''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "code"
+        description: "{description}"
+        run: "{run}"
+        in:
+        - name: "grades"
+          type: "Grade[]"
+          description: "The graders' calls"
+          maxItems: 3
+          from: "$graders.out.grades"
+        out:
+        - name: "verdict"
+          type: "Text"
+          description: "The panel's call"
+          maxLength: 40
+        - name: "agreed"
+          type: "Bool"
+          description: "{agreed}"
+        '''
+
+
 FILES: dict[str, str] = {
     "aqven.yaml": '''
         apiVersion: "aqven/v1"
@@ -382,15 +407,52 @@ FILES: dict[str, str] = {
           tool: "history"
         effect: "read"
         ''',
+    "tools/print_label.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Tool"
+        description: "Prints the workshop label of a repair, a job the label printer finishes later"
+        run: "@root.tools.functions:start_label"
+        effect: "external"
+        idempotency_key: ["reply"]
+        wait:
+          poll: "@root.tools.functions:poll_label"
+          interval_seconds: 1
+          timeout_seconds: 10
+        in:
+        - name: "reply"
+          type: "Text"
+          description: "The reply the label quotes"
+          maxLength: 800
+        out:
+        - name: "label_id"
+          type: "Text"
+          description: "The printed label"
+          maxLength: 80
+        ''',
     "tools/functions.py": '''
-        from aqven.runtime import JobHandle, ToolContext
-        from spoke.types import LookupPartOut, Part, PartIdField
+        from aqven.runtime import JobDone, JobHandle, JobPending, JobPoll, ToolContext
+        from spoke.types import LookupPartOut, Part, PartIdField, PrintLabelOut
+
+        POLLS: dict[str, int] = {}
 
 
         async def lookup_part(ctx: ToolContext, part_id: PartIdField) -> LookupPartOut:
             token = ctx.secret("stock_token")
             found = Part(part_id=part_id, label="brake pad", price=12.5) if token else None
             return LookupPartOut(part=found)
+
+
+        async def start_label(ctx: ToolContext, reply: str) -> JobHandle:
+            stored = await ctx.blobs.put(reply.encode(), "text/plain", "label.txt")
+            return JobHandle(job_id=f"{ctx.idempotency_key[:12]}:{stored.blob_id}", provider="label_printer")
+
+
+        async def poll_label(ctx: ToolContext, job: JobHandle) -> JobPoll[PrintLabelOut]:
+            POLLS[job.job_id] = POLLS.get(job.job_id, 0) + 1
+            if POLLS[job.job_id] == 1:
+                return JobPending(progress=0.5)
+            text = (await ctx.blobs.get({"blob_id": job.job_id.split(":")[1]})).decode()
+            return JobDone(value=PrintLabelOut(label_id=f"label {len(text)} chars"))
         ''',
     "code/rules.py": '''
         from aqven.policies import EvalContext, NoParams, Verdict
@@ -410,7 +472,7 @@ FILES: dict[str, str] = {
         input: "TicketRequest"
         output: "Answer"
         context: ["date"]
-        order: ["prepare", "triage", "to_form", "route", "lookup", "draft", "approve", "finish"]
+        order: ["prepare", "triage", "to_form", "route", "lookup", "draft", "approve", "finish", "label"]
         returns:
         - name: "reply"
           from: "$finish.out.reply"
@@ -742,6 +804,16 @@ FILES: dict[str, str] = {
           type: "Bool"
           description: "Approved by the lead"
         ''',
+    "flows/repair/nodes/label/label.node.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "tool"
+        description: "Prints the workshop label"
+        tool: "print_label"
+        in:
+        - name: "reply"
+          from: "$finish.out.reply"
+        ''',
     "flows/repair/nodes/finish/finish.py": '''
         from spoke.types import Approval, RepairAction, RepairFinishOut
 
@@ -854,11 +926,15 @@ FILES: dict[str, str] = {
             return Verdict(passed=named)
         ''',
     "experiments/draft_writers/flows/drafting/flow.py": '''
+        from typing import Annotated
+
+        from pydantic import Field
+
         from aqven.spec import Flow, code, flow, llm
         from spoke.types import Draft, DraftRequest
 
 
-        def tidy(reply: str) -> Draft:
+        def tidy(reply: Annotated[str, Field(description="The draft as written", max_length=800)]) -> Draft:
             return Draft(reply=reply.strip())
 
 
@@ -866,7 +942,7 @@ FILES: dict[str, str] = {
             write = llm("write", inference="draft", agent="writer",
                         bind={"summary": "$input.summary", "action": "$input.action"},
                         description="Writes the reply with the project's draft inference")
-            clean = code("clean", fn=tidy, bind={"reply": "$write.out.reply"}, description="Trims the reply")
+            clean = code("clean", tidy, bind={"reply": "$write.out.reply"}, description="Trims the reply")
             return flow(description="Drafting alone, as a local flow written in Python",
                         input=DraftRequest, output=Draft, returns={"reply": "$clean.out.reply"},
                         nodes=[write, clean])
@@ -1028,27 +1104,8 @@ FILES: dict[str, str] = {
             sure = value.score >= 0.5
             return Verdict(passed=sure, reason=None if sure else f"unsure about {context.inputs.action}")
         ''',
-    "experiments/brake_panel/flows/panel/nodes/settle/settle.node.yaml": '''
-        apiVersion: "aqven/v1"
-        kind: "Node"
-        node: "code"
-        description: "The call most graders made"
-        run: "settle"
-        in:
-        - name: "grades"
-          type: "Grade[]"
-          description: "The graders' calls"
-          maxItems: 3
-          from: "$graders.out.grades"
-        out:
-        - name: "verdict"
-          type: "Text"
-          description: "The panel's call"
-          maxLength: 40
-        - name: "agreed"
-          type: "Bool"
-          description: "A majority made that call"
-        ''',
+    "experiments/brake_panel/flows/panel/nodes/settle/settle.node.yaml": settling_node(
+        "settle", "The call most graders made", "A majority made that call"),
     "experiments/brake_panel/flows/panel/nodes/settle/settle.py": '''
         from spoke.types import BrakePanelPanelSettleOut, Grade
 
@@ -1058,27 +1115,8 @@ FILES: dict[str, str] = {
             top = max(sorted(set(calls)), key=calls.count)
             return BrakePanelPanelSettleOut(verdict=top, agreed=calls.count(top) * 2 > len(calls))
         ''',
-    "experiments/brake_panel/nodes/lenient/lenient.node.yaml": '''
-        apiVersion: "aqven/v1"
-        kind: "Node"
-        node: "code"
-        description: "The first grader's call, agreed whatever the others say"
-        run: "lenient"
-        in:
-        - name: "grades"
-          type: "Grade[]"
-          description: "The graders' calls"
-          maxItems: 3
-          from: "$graders.out.grades"
-        out:
-        - name: "verdict"
-          type: "Text"
-          description: "The panel's call"
-          maxLength: 40
-        - name: "agreed"
-          type: "Bool"
-          description: "Always true"
-        ''',
+    "experiments/brake_panel/nodes/lenient/lenient.node.yaml": settling_node(
+        "lenient", "The first grader's call, agreed whatever the others say", "Always true"),
     "experiments/brake_panel/nodes/lenient/lenient.py": '''
         from pydantic import BaseModel
 

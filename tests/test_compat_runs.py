@@ -103,6 +103,38 @@ def test_a_join_failed_by_every_branchs_answer_is_the_models_failure(spoke):
     assert "join agreeing: 0 graders answered; the panel needs 2 who agree" in cause.message
 
 
+def run_node(project, node_id: str, node_outputs: dict):
+    providers = {s.id: registry.build(s, package=project.package, root=project.root) for s in project.spec.providers}
+    plan = Assembly(project.flows["repair"], start=node_id, end=node_id)
+    inputs = {"customer": {"customer_id": "c_0001", "name": "Ada", "locale": "en-GB"}, "channel": "web",
+              "message": "My brake squeaks."}
+    return asyncio.run(Runner(project, providers).run(plan, inputs, {"date": "2026-10-02"}, node_outputs))
+
+
+def test_a_tool_function_gets_its_context_with_the_secrets_of_its_tool(spoke, monkeypatch):
+    """lookup_part(ctx: ToolContext, part_id: PartIdField) reads ctx.secret("stock_token"): STOCK_TOKEN."""
+    project = load_project(spoke)
+    given = {"triage": {"summary": "A squeaky brake", "action": "fix", "part_id": "p_brake1", "form": {}}}
+    monkeypatch.setenv("STOCK_TOKEN", "t0ken")
+    result = run_node(project, "lookup", given)
+    assert result.error is None, result.error
+    assert result.output == {"part": {"part_id": "p_brake1", "label": "brake pad", "price": 12.5}}
+    monkeypatch.delenv("STOCK_TOKEN")
+    result = run_node(load_project(spoke), "lookup", given)
+    assert result.error.code == "code_invalid"
+    assert "secret stock_token of the tool: ref:env/STOCK_TOKEN is not set" in result.error.message
+
+
+def test_a_tool_with_wait_is_polled_until_its_job_is_done(spoke):
+    """start_label returns a JobHandle (with the call's idempotency key and a stored blob); poll_label answers
+    JobPending, then JobDone with the output."""
+    project = load_project(spoke)
+    result = run_node(project, "label", {"finish": {"reply": "We fix it.", "action": "fix", "approved": True}})
+    assert result.error is None, result.error
+    assert result.output == {"label_id": "label 10 chars"}
+    assert (spoke / ".aqven" / "blobs").is_dir()
+
+
 @pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_every_experiment_of_the_showcase_shaped_project_reaches_a_verdict(pytester, xdist):
     write_project(pytester.path / "spoke")

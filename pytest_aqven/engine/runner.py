@@ -86,6 +86,7 @@ class Runner:
         # models, code and compiled checks built from the project's files, shared by every run of the project
         self._records: dict[tuple, Any] = project.__dict__.setdefault("_engine_cache", {})
         self._mcp: dict[str, Any] = {}        # server id -> open connection (this run's)
+        self._http: Any = None                # the HTTP client tool functions get (ToolContext.http)
 
     # --- the flow ---------------------------------------------------------------------------
     async def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
@@ -275,10 +276,24 @@ class Runner:
         return connection
 
     async def close(self) -> None:
-        """Stop what the run started (MCP servers)."""
+        """Stop what the run started (MCP servers, the tools' HTTP client)."""
         connections, self._mcp = list(self._mcp.values()), {}
         for connection in connections:
             await connection.close()
+        client, self._http = self._http, None
+        if client is not None:
+            await client.aclose()
+
+    def http(self) -> Any:
+        """The run's HTTP client for tool functions, made on first use."""
+        if self._http is None:
+            import httpx
+            self._http = httpx.AsyncClient(timeout=self.default_timeout)
+        return self._http
+
+    def blobs(self) -> Any:
+        from .tools import LocalBlobStore
+        return LocalBlobStore(self.project.root)
 
     def resolve_code(self, ref: str, node: Node, what: str, here: Path | None = None):
         """A code reference of the node (`here`: the file a bare function name lives in, the node's .py by

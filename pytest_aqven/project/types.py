@@ -86,7 +86,7 @@ class Registry:
         if isinstance(spec, specs.EnumTypeSpec):
             t = Literal[tuple(v.value for v in spec.values)]  # type: ignore[misc]
         elif isinstance(spec, specs.ValueTypeSpec):
-            t = _constrained(BUILTINS[spec.base], spec)
+            t = constrained(BUILTINS[spec.base], spec)
         elif isinstance(spec, specs.IdTypeSpec):
             t = Annotated[str, Field(**{k: v for k, v in (("pattern", spec.pattern), ("max_length", spec.max_length))
                                        if v is not None})]
@@ -116,9 +116,10 @@ class Registry:
             t = self.resolve(f.type)
             if t is None:
                 raise UnknownType(f"type {f.type} refers to itself")
-            t = _constrained(t, f)
+            t = constrained(t, f)
             default = None if f.type.endswith("?") else ...
-            definitions[attribute(f.name)] = (t, Field(default, alias=f.name) if f.name in RESERVED_NAMES else default)
+            alias = f.name if f.name in RESERVED_NAMES else None
+            definitions[attribute(f.name)] = (t, Field(default, alias=alias, description=f.description))
         model = create_model(name, __base__=base, **definitions)
         model.__aqven_fields__ = fields     # the declarations, for flow.py code nodes and the checker
         return model
@@ -164,7 +165,7 @@ _SCALAR_KEYS = (("minimum", "ge"), ("maximum", "le"), ("exclusive_minimum", "gt"
                 ("multiple_of", "multiple_of"), ("pattern", "pattern"))
 
 
-def _constrained(t: Any, f: Any) -> Any:
+def constrained(t: Any, f: Any) -> Any:
     """The type `t` with the JSON-schema constraints of a declaration. On a list, the item constraints
     (pattern, bounds, length of text, enum) apply to each item and minItems/maxItems to the list."""
     import typing

@@ -75,6 +75,9 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
     for type_id in registry.unreadable:
         add(type_id, lambda: Any)                  # its own diagnostic says why; importers still load
         add(f"{type_id}Field", lambda: Any)
+    for tool_id in project.unreadable["tool"]:
+        add(f"{pascal(tool_id)}In", lambda: Any)
+        add(f"{pascal(tool_id)}Out", lambda: Any)
     for type_id, spec in registry.specs.items():
         if isinstance(spec, specs.IdTypeSpec):
             add(type_id, lambda t=type_id: NewType(t, str))

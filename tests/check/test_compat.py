@@ -77,7 +77,7 @@ def test_package_types_name_every_shape_as_aqvens_generator_does(spoke):
     types = importlib.import_module("spoke.types")
     shapes = {n for n in types.__all__ if n.endswith(("In", "Out"))}
     assert shapes == {"DecideIn", "DecideOut", "DraftIn", "DraftOut", "GradeIn", "GradeOut", "TriageIn", "TriageOut",
-                      "LookupPartIn", "LookupPartOut", "RepairPrepareIn", "RepairPrepareOut", "RepairFinishIn",
+                      "LookupPartIn", "LookupPartOut", "PrintLabelIn", "PrintLabelOut", "RepairPrepareIn", "RepairPrepareOut", "RepairFinishIn",
                       "RepairFinishOut", "BrakePanelPanelSettleIn", "BrakePanelPanelSettleOut", "BrakePanelLenientIn",
                       "BrakePanelLenientOut"}
     settle = types.BrakePanelPanelSettleIn(grades=[{"verdict": "send", "score": 0.5}])
@@ -111,7 +111,7 @@ def test_aqven_api_names_resolve_to_pytest_aqvens_classes(spoke):
     from pytest_aqven.experiments import evaluators
     assert (EvalContext, NoParams, Verdict) == (evaluators.EvalContext, evaluators.NoParams, evaluators.Verdict)
     assert ToolContext(secrets={"k": "v"}).secret("k") == "v"
-    assert JobDone[int](value=3).value == 3 and JobHandle(job_id="j").job_id == "j"
+    assert JobDone[int](value=3).value == 3 and JobHandle(job_id="j", provider="p").job_id == "j"
     from aqven.runtime import JobPending, JobPoll
     from pydantic import TypeAdapter
     assert TypeAdapter(JobPoll[int]).validate_python({"value": 4}) == JobDone[int](value=4)
@@ -188,7 +188,7 @@ def test_flow_py_whose_build_raises_is_a_diagnostic_at_its_line(spoke):
     edit(spoke, "experiments/draft_writers/flows/drafting/flow.py", "    write = llm(", "    1 / 0\n    write = llm(")
     found = check_root(spoke)
     assert [d.code for d in found] == ["E_FLOW_PY_INVALID"], render_text(found)
-    assert found[0].render().startswith("experiments/draft_writers/flows/drafting/flow.py:10: error E_FLOW_PY_INVALID: "
+    assert found[0].render().startswith("experiments/draft_writers/flows/drafting/flow.py:14: error E_FLOW_PY_INVALID: "
                                         "flow drafting: build() raised ZeroDivisionError: division by zero")
 
 
