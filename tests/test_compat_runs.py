@@ -41,7 +41,8 @@ def test_a_join_typed_with_a_model_receives_models_and_its_done_values_go_back_a
     result = run_flow(project, panel(project), {"summary": "A squeaky brake", "action": "fix"})
     assert result.error is None, result.error
     graders = next(n for n in result.nodes if n.node == "graders")
-    assert graders.output["grades"] == [{"verdict": "a tidy reply", "score": 0.9}] * 3
+    grades = graders.output["grades"]      # Done once two agree: the third is in only if it finished by then
+    assert len(grades) in (2, 3) and all(g == {"verdict": "a tidy reply", "score": 0.9} for g in grades)
     assert result.output == {"verdict": "a tidy reply", "agreed": True}
 
 

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import types as pytypes
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NewType
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, NewType
 
 from . import specs
 from .types import pascal
+
+try:
+    from typing import TypeAliasType       # type: ignore[attr-defined]
+except ImportError:                        # Python 3.11
+    from typing_extensions import TypeAliasType
 
 if TYPE_CHECKING:
     from .loader import Flow, Project
@@ -57,6 +62,20 @@ def inferences(project: "Project") -> dict[str, specs.InferenceSpec]:
     return found
 
 
+def _alias(name: str, value: Any) -> Any:
+    """A named type alias, as `type <name> = ...` of AQVEN's generated module: an annotation that names its
+    type (aqven.spec.describe_annotation reads the name), validated as its value."""
+    return TypeAliasType(name, value)
+
+
+def _of(base: Any, constrained: Any) -> Any:
+    """`constrained` (Annotated[str, <constraints>]) on `base`: `OrderIdField` is the OrderId NewType, constrained."""
+    import typing
+    if typing.get_origin(constrained) is Annotated:
+        return Annotated[(base, *typing.get_args(constrained)[1:])]
+    return base
+
+
 def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
 
@@ -67,6 +86,11 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
 
     def add(name: str, build: Callable[[], Any]) -> None:
         names.setdefault(name, build)
+
+    id_types: dict[str, Any] = project.__dict__.setdefault("_id_types", {})   # one NewType per id type
+
+    def new_type(type_id: str) -> Any:
+        return id_types.setdefault(type_id, NewType(type_id, str))
 
     def shape(stem: str, inputs: list[Any], outputs: list[Any]) -> None:
         for side, fields in (("In", inputs), ("Out", outputs)):
@@ -80,10 +104,13 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
         add(f"{pascal(tool_id)}Out", lambda: Any)
     for type_id, spec in registry.specs.items():
         if isinstance(spec, specs.IdTypeSpec):
-            add(type_id, lambda t=type_id: NewType(t, str))
-            add(f"{type_id}Field", lambda t=type_id: registry.named(t))
+            add(type_id, lambda t=type_id: new_type(t))
+            add(f"{type_id}Field", lambda t=type_id: _alias(f"{t}Field", _of(new_type(t), registry.named(t))))
             continue
-        add(type_id, lambda t=type_id: registry.named(t))
+        if isinstance(spec, specs.RecordTypeSpec):
+            add(type_id, lambda t=type_id: registry.named(t))
+        else:                                      # enums, value types, unions: `type X = ...` in AQVEN's module
+            add(type_id, lambda t=type_id: _alias(t, registry.named(t)))
         if isinstance(spec, specs.UnionTypeSpec):
             for v in spec.variants:
                 add(f"{type_id}{pascal(v.name)}", lambda t=type_id, n=f"{type_id}{pascal(v.name)}":

@@ -84,7 +84,12 @@ def test_package_types_name_every_shape_as_aqvens_generator_does(spoke):
     assert type(settle.grades[0]) is types.Grade                           # typed inputs, as generated
     with pytest.raises(ValidationError):
         types.BrakePanelLenientOut(verdict="send", agreed=True, extra=1)   # closed, like every generated model
-    from aqven.spec import GENERATED_CONFIG
+    from aqven.spec import GENERATED_CONFIG, describe_annotation
+    # enums, value types and unions are named aliases (`type X = ...` in AQVEN's module), an id's Field its NewType
+    named = {n: str(describe_annotation(getattr(types, n))[0]) for n in ("RepairAction", "Score", "TicketForm",
+                                                                          "PartIdField", "Part")}
+    assert named == {"RepairAction": "RepairAction", "Score": "Score", "TicketForm": "TicketForm",
+                     "PartIdField": "PartId", "Part": "Part"}
     assert types.Grade.model_config["frozen"] and GENERATED_CONFIG == {
         "extra": "forbid", "frozen": True, "revalidate_instances": "always", "serialize_by_alias": True}
     assert all(types.Grade.model_config[k] == v for k, v in GENERATED_CONFIG.items())
