@@ -15,8 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..project import coderefs, specs
 from ..project.loader import Flow, Node, Project
-from ..project.types import pascal
-from ..project.typesmodule import typed_arguments
+from ..project.typesmodule import code_stem, typed_arguments
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 from . import refs, usercode
 from .sources import LIVE, Sources
@@ -166,7 +165,8 @@ class Runner:
         key = ("record", name, id(fields))
         model = self._records.get(key)
         if model is None:
-            model = self._records[key] = self.project.types.record(name, list(fields))
+            fields = fields if isinstance(fields, list) else list(fields)    # the spec's own list: its id keys
+            model = self._records[key] = self.project.types.record(name, fields)   # the class of <package>.types
         return model
 
     def find_flow(self, flow_id: str, caller: Flow) -> Flow | None:
@@ -320,7 +320,8 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     key = ("out", frame.assembly.flow.id, node_id, id(spec.out))
     model = runner._records.get(key)
     if model is None:       # named once per node, not on every run
-        model = runner._records[key] = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
+        stem = code_stem(runner.project, frame.assembly.flow, node)      # the class user code imports
+        model = runner._records[key] = runner.record(f"{stem}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
 
 

@@ -29,6 +29,17 @@ if TYPE_CHECKING:
     from .loader import Flow, Project
 
 
+def code_stem(project: "Project", flow: "Flow", node: Any) -> str:
+    """The generated name of a code node's shapes, without In/Out: `<Experiment><Node>` for a node of an
+    experiment's nodes/ (a variant's), `<Experiment><Flow><Node>` in a local flow, else `<Flow><Node>`."""
+    parts = node.path.relative_to(project.root).parts if node.path.is_relative_to(project.root) else ()
+    if len(parts) > 3 and parts[0] == "experiments" and parts[2] == "nodes":
+        return f"{pascal(parts[1])}{pascal(node.id)}"
+    if flow.local_to:
+        return f"{pascal(flow.local_to)}{pascal(flow.id)}{pascal(node.id)}"
+    return f"{pascal(flow.id)}{pascal(node.id)}"
+
+
 def _in_fields(fields: list[Any]) -> list[specs.FieldDecl]:
     """The typed inputs of a code node as declarations (an input without a type is left out)."""
     return [specs.FieldDecl.model_validate({**f.model_dump(by_alias=True, exclude={"from_", "value"},

@@ -71,7 +71,7 @@ def test_package_types_name_every_shape_as_aqvens_generator_does(spoke):
     """`aqven generate` names: <Inference>In/Out of every inference, <Tool>In/Out of tools with run,
     <Flow><Node>In/Out of a project flow's code nodes, <Experiment><Flow><Node>In/Out of a local flow's and
     <Experiment><Node>In/Out of an experiment's own nodes; none for a flow.py's nodes or an MCP tool."""
-    load_project(spoke)
+    project = load_project(spoke)
     from pytest_aqven.project import coderefs
     coderefs.mount_package("spoke", spoke)
     types = importlib.import_module("spoke.types")
@@ -80,6 +80,13 @@ def test_package_types_name_every_shape_as_aqvens_generator_does(spoke):
                       "LookupPartIn", "LookupPartOut", "PrintLabelIn", "PrintLabelOut", "RepairPrepareIn", "RepairPrepareOut", "RepairFinishIn",
                       "RepairFinishOut", "BrakePanelPanelSettleIn", "BrakePanelPanelSettleOut", "BrakePanelLenientIn",
                       "BrakePanelLenientOut"}
+    from pytest_aqven.engine.runner import Runner
+    from pytest_aqven.project.typesmodule import code_stem
+    runner, panel = Runner(project, {}), project.experiments["brake_panel"].flows["panel"]
+    lenient = project.experiments["brake_panel"].alternatives["lenient"]
+    for stem, node in ((code_stem(project, panel, panel.nodes["settle"]), panel.nodes["settle"]),
+                       (code_stem(project, panel, lenient), lenient)):      # the runner validates with them
+        assert runner.record(f"{stem}Out", node.spec.out) is getattr(types, f"{stem}Out")
     settle = types.BrakePanelPanelSettleIn(grades=[{"verdict": "send", "score": 0.5}])
     assert type(settle.grades[0]) is types.Grade                           # typed inputs, as generated
     with pytest.raises(ValidationError):
