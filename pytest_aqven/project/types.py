@@ -121,7 +121,6 @@ class Registry:
             alias = f.name if f.name in RESERVED_NAMES else None
             definitions[attribute(f.name)] = (t, Field(default, alias=alias, description=f.description))
         model = create_model(name, __base__=base, **definitions)
-        model.__aqven_fields__ = fields     # the declarations, for flow.py code nodes and the checker
         return model
 
     def _union(self, type_id: str, spec: specs.UnionTypeSpec) -> Any:
