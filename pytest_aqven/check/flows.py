@@ -281,7 +281,8 @@ class FlowCompiler:
                 for i, f in enumerate(getattr(node.inference, key)):
                     self._type(node.inference_doc, (key.rstrip("_"), i, "type"), f.type, f"inference {stem}")
             if node.inference.prompt is not None:
-                self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.py_path, f"inference {stem}")
+                self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.inference_py_path,
+                               f"inference {stem}")
             self._inference(stem, node)
         prompt = self.view.prompts.get(node_id, node.prompt_path)
         if prompt is not None and node.inference is not None and node.inference.prompt is None:
@@ -347,7 +348,7 @@ class FlowCompiler:
             return parsed[1][0]
 
         for slot, v in inf.variants.items():
-            in_field(("variants", slot, "on"), v.on, f"variant slot {slot}: on")
+            in_field(("variants", slot, "on"), v.selector, f"variant slot {slot}: on")
             files = [(("variants", slot, "cases", case), name) for case, name in v.cases.items()]
             if v.default is not None:
                 files.append((("variants", slot, "default"), v.default))

@@ -26,7 +26,7 @@ MAX_TOOL_ROUNDS = 10          # model turns that only ask for tools, per answer
 
 
 def to_json(value: Any) -> Any:
-    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
 def errors_text(exc: ValidationError) -> str:
@@ -52,7 +52,8 @@ def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, d
     llm = specs.LlmNode.model_validate({
         "apiVersion": "aqven/v1", "kind": "Node", "node": "llm", "description": description, "agent": agent,
         "inference": stem, "in": [{"name": f.name, "from": f"$input.{f.name}"} for f in inference.in_]})
-    node = Node(node_id, llm, doc, found, inference, doc, prompt if prompt.is_file() else None)
+    node = Node(node_id, llm, doc, found, inference, doc, inference_path=found,
+                prompt_path=prompt if prompt.is_file() else None)
     flow_spec = specs.FlowSpec.model_validate({
         "apiVersion": "aqven/v1", "kind": "Flow", "description": description, "input": "Any", "output": "Any",
         "order": [node_id],
@@ -108,7 +109,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     prompt_path = assembly.prompts.get(node_id, node.prompt_path)
     root = runner.project.root
     if inference.prompt is not None:        # level 3: a Python function renders the messages
-        fn = runner.resolve_code(inference.prompt, node, f"node {node_id}: prompt")
+        fn = runner.resolve_code(inference.prompt, node, f"node {node_id}: prompt", node.inference_py_path)
         text_inputs = {f.name: inputs.get(f.name) for f in inference.in_ if not prompts.media_kind(f.type)}
         prompt_text = await runner.call_user(fn, text_inputs, node, f"node {node_id}: prompt {inference.prompt}",
                                              "prompt_invalid")
@@ -351,7 +352,7 @@ def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> l
             fn, model = BUILTINS[check.use]
             label = f"use: {check.use}"
         elif check.run is not None:
-            fn = runner.resolve_code(check.run, node, f"node {node_id}: check {i + 1}")
+            fn = runner.resolve_code(check.run, node, f"node {node_id}: check {i + 1}", node.inference_py_path)
             label = check.run
             try:
                 model = params_model(fn, label)

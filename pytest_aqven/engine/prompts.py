@@ -223,7 +223,7 @@ def variant_texts(inference: specs.InferenceSpec, inputs: dict[str, Any], folder
     out = {}
     for slot, spec in inference.variants.items():
         try:
-            selector = refs.resolve(refs.parse(spec.on), {"in": inputs})
+            selector = refs.resolve(refs.parse(spec.selector), {"in": inputs})
         except refs.RefError as exc:
             raise PromptError(f"variant slot {slot}: on: {exc}") from None
         name = spec.cases.get(selector) if isinstance(selector, str) else None

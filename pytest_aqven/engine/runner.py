@@ -15,8 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..project import coderefs, specs
 from ..project.loader import Flow, Node, Project
-from ..project.types import pascal
-from ..project.typesmodule import typed_arguments
+from ..project.typesmodule import code_stem, typed_arguments
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 from . import refs, usercode
 from .sources import LIVE, Sources
@@ -46,7 +45,7 @@ class Assembly:
 
 
 def to_json(value: Any) -> Any:
-    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
 @dataclass
@@ -86,6 +85,7 @@ class Runner:
         # models, code and compiled checks built from the project's files, shared by every run of the project
         self._records: dict[tuple, Any] = project.__dict__.setdefault("_engine_cache", {})
         self._mcp: dict[str, Any] = {}        # server id -> open connection (this run's)
+        self._http: Any = None                # the HTTP client tool functions get (ToolContext.http)
 
     # --- the flow ---------------------------------------------------------------------------
     async def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
@@ -165,7 +165,8 @@ class Runner:
         key = ("record", name, id(fields))
         model = self._records.get(key)
         if model is None:
-            model = self._records[key] = self.project.types.record(name, list(fields))
+            fields = fields if isinstance(fields, list) else list(fields)    # the spec's own list: its id keys
+            model = self._records[key] = self.project.types.record(name, fields)   # the class of <package>.types
         return model
 
     def find_flow(self, flow_id: str, caller: Flow) -> Flow | None:
@@ -194,7 +195,7 @@ class Runner:
                 return value
             from pydantic import TypeAdapter
             adapter = TypeAdapter(model)
-            return adapter.dump_python(adapter.validate_python(value), mode="json")
+            return adapter.dump_python(adapter.validate_python(value), mode="json", by_alias=True)
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
@@ -275,17 +276,34 @@ class Runner:
         return connection
 
     async def close(self) -> None:
-        """Stop what the run started (MCP servers)."""
+        """Stop what the run started (MCP servers, the tools' HTTP client)."""
         connections, self._mcp = list(self._mcp.values()), {}
         for connection in connections:
             await connection.close()
+        client, self._http = self._http, None
+        if client is not None:
+            await client.aclose()
 
-    def resolve_code(self, ref: str, node: Node, what: str):
-        key = ("code", ref, id(node))         # the node lives as long as the project: its py_path is fixed
+    def http(self) -> Any:
+        """The run's HTTP client for tool functions, made on first use."""
+        if self._http is None:
+            import httpx
+            self._http = httpx.AsyncClient(timeout=self.default_timeout)
+        return self._http
+
+    def blobs(self) -> Any:
+        from .tools import LocalBlobStore
+        return LocalBlobStore(self.project.root)
+
+    def resolve_code(self, ref: str, node: Node, what: str, here: Path | None = None):
+        """A code reference of the node (`here`: the file a bare function name lives in, the node's .py by
+        default; an inference's checks and prompt live beside the inference file)."""
+        here = here or node.py_path
+        key = ("code", ref, here)         # the node lives as long as the project: its files are fixed
         fn = self._records.get(key)
         if fn is None:
             try:
-                fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
+                fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=here)
             except coderefs.CodeRefError as exc:
                 raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
             self._records[key] = fn
@@ -302,7 +320,8 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     key = ("out", frame.assembly.flow.id, node_id, id(spec.out))
     model = runner._records.get(key)
     if model is None:       # named once per node, not on every run
-        model = runner._records[key] = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
+        stem = code_stem(runner.project, frame.assembly.flow, node)      # the class user code imports
+        model = runner._records[key] = runner.record(f"{stem}Out", spec.out)
     return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
 
 

@@ -78,6 +78,7 @@ class RunError(Exception):
     node: str | None = None
     location: str | None = None      # file:line in user code, when user code raised
     traceback: str | None = None     # the user's frames only
+    causes: tuple["RunError", ...] = ()   # a join unmet because branches failed: their errors
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..engine.runner import Assembly, Runner
-from ..engine.trace import RunResult
+from ..engine.trace import RunError, RunResult
 from ..project.loader import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
@@ -31,6 +31,18 @@ _OUTCOME = {
 def outcome_of(error_code: str | None) -> str:
     """Any code not listed is an infrastructure error: never counted as a failure."""
     return "ok" if error_code is None else _OUTCOME.get(error_code, "infra_error")
+
+
+def root_cause(error: RunError | None) -> RunError | None:
+    """A join unmet because its branches failed is what those failures are: a failure of the models when
+    every branch failed on its answer (each draft failed its check), else the first infrastructure error
+    among them (an outage makes the attempt unmeasured)."""
+    if error is None or not error.causes:
+        return error
+    causes = [root_cause(c) for c in error.causes]
+    infra = [c for c in causes if outcome_of(c.code) not in COUNTED]
+    cause = (infra or causes)[0]
+    return RunError(cause.code, error.message, error.node, cause.location, cause.traceback)
 
 
 class _Loose(BaseModel):
@@ -70,8 +82,9 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     runner = Runner(project, providers, identity, plan.sources)   # the inputs read at the series start
     result = await runner.run(assembly, case.inputs, case.context, case.node_outputs,
                               case.metadata.get("human_answers"))
-    error_code = result.error.code if result.error else None
-    error_message = result.error.message if result.error else None
+    error = root_cause(result.error)
+    error_code = error.code if error else None
+    error_message = error.message if error else None
     outcome = outcome_of(error_code)
     scored: dict[str, CheckResult] = {}
     if isinstance(checks, CheckInvalid):

@@ -272,8 +272,8 @@ def import_code(project: Project, series: SeriesPlan) -> None:
         inference = node.inference
         if inference is not None:
             if inference.prompt:
-                refs.append((inference.prompt, node.py_path))
-            refs += [(c.run, node.py_path) for c in inference.checks if c.run]
+                refs.append((inference.prompt, node.inference_py_path))
+            refs += [(c.run, node.inference_py_path) for c in inference.checks if c.run]
     refs += [(e.spec.run, project.root / "tools" / f"{tool_id}.py") for tool_id, e in project.tools.items()
              if getattr(e.spec, "run", None)]
     for ref, here in refs:

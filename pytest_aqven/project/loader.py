@@ -23,6 +23,7 @@ class Node:
     path: Path                       # the .node.yaml
     inference: specs.InferenceSpec | None = None
     inference_doc: YamlDoc | None = None
+    inference_path: Path | None = None    # the .inference.yaml (its code refs resolve beside it)
     prompt_path: Path | None = None
 
     @property
@@ -32,6 +33,13 @@ class Node:
     @property
     def py_path(self) -> Path:
         return self.path.parent / (self.id + ".py")
+
+    @property
+    def inference_py_path(self) -> Path:
+        """Where a bare function name of the inference (its checks, its prompt) lives: beside its file."""
+        if self.inference_path is None:
+            return self.py_path
+        return self.inference_path.parent / (self.inference_path.name[: -len(".inference.yaml")] + ".py")
 
 
 @dataclass
@@ -282,6 +290,7 @@ def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: l
                                  f"node {node_id}: inference {stem} has no file {stem}.inference.yaml",
                                  f"create {stem}.inference.yaml beside the node"))
         else:
+            node.inference_path = inf_path
             node.inference, node.inference_doc = _read(inf_path, root, specs.InferenceSpec,
                                                        f"inference {stem}", sink)
             prompt = inf_path.parent / f"{stem}.prompt.md"
