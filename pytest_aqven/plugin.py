@@ -549,7 +549,9 @@ class VerdictReporter:
             outcome, longrepr = "failed", f"verdict {state}: {text}"
         else:
             outcome, longrepr = "passed", None
-        section = f"verdict {data.state_word(conclusion)}: {text}" + (f"\nnext: {entry['next']}" if entry["next"] else "")
+        section = "\n".join([f"verdict {data.state_word(conclusion)}: {text}",
+                             *(f"warning: {w}" for w in entry["warnings"]),
+                             *([f"next: {entry['next']}"] if entry["next"] else [])])
         props = junit.verdict_properties(entry) + (junit.look_properties(look[1], look[2], look[3]) if look else [])
         self._fire(session, file_nodeid, outcome, longrepr, props, [("aqven verdict", section)])
 

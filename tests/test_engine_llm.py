@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from pytest_aqven.experiments.attempt import outcome_of
+from pytest_aqven.codes import outcome_of
 
 from .engine_projects import agent, flow, inference, load, node, record, run, write
 

@@ -139,8 +139,8 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     for model_index, model in enumerate(models):
         provider_id, _, model_name = model.partition(":")
         provider = runner.providers.get(provider_id)
-        if isinstance(provider, ProviderError):
-            raise RunError(provider.code, f"node {node_id}: {provider}")
+        if isinstance(provider, ProviderError):      # the provider's configuration: no case data in it
+            raise RunError(provider.code, f"node {node_id}: {provider}", public=f"node {node_id}: {provider}")
         if provider is None:
             raise RunError("PLAN_MISSING", f"node {node_id}: provider {provider_id} is not declared in aqven.yaml")
         mode = resolve_mode(agent.output.mode, provider, model_name)
@@ -174,7 +174,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                     break
                 detail = response.refusal or response.error
                 if isinstance(response, ProviderFailed):
-                    raise RunError("provider_error", f"node {node_id}: {detail}")
+                    raise RunError("provider_error", f"node {node_id}: {detail}", public=response.public)
                 raise RunError(OUTCOME_CODES[response.outcome], f"node {node_id}: the model {model} answered with "
                                f"outcome {response.outcome}" + (f": {detail}" if detail else ""))
             value, problem = parse(response, out_model, mode)
@@ -254,12 +254,14 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
     except ProviderError as exc:
         trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code,
                                      retries=[list(r) for r in getattr(exc, "retries", ())]))
+        public = f"node {node_id}: {exc.public}" if exc.public else None
         if exc.code == "provider_error":    # on_error: fallback may still move on to the next model
-            return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0)
-        raise RunError(exc.code, f"node {node_id}: {exc}") from None
+            return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0, public=public)
+        raise RunError(exc.code, f"node {node_id}: {exc}", public=public) from None
     except TimeoutError:
         trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s", cause="timeout"))
-        raise RunError("timeout", f"node {node_id}: the model call did not return within {seconds:g} s") from None
+        message = f"node {node_id}: the model call did not return within {seconds:g} s"
+        raise RunError("timeout", message, public=message) from None
     if not isinstance(response, ModelResponse):
         raise RunError("provider_error", f"node {node_id}: provider returned {type(response).__name__}")
     source = response.cost_source or ("provider" if response.cost_usd is not None else "unknown")
@@ -269,9 +271,11 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
     return response
 
 
+@dataclass(frozen=True)
 class ProviderFailed(ModelResponse):
     """A call the provider failed (ProviderError provider_error, after its own transport retries): it is
     not retried on the same model, but `on_error: fallback` moves on to the next model."""
+    public: str | None = None        # the error without case data (ProviderError.public)
 
 
 def parse(response: ModelResponse, model: type[BaseModel], mode: str) -> tuple[Any, Problem | None]:

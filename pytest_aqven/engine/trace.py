@@ -78,6 +78,7 @@ class RunError(Exception):
     node: str | None = None
     location: str | None = None      # file:line in user code, when user code raised
     traceback: str | None = None     # the user's frames only
+    public: str | None = None        # the message without case data: shown on held-out runs too
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -123,7 +124,7 @@ class RunResult:
             "output": self.output,
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.message,
                                                       "node": self.error.node, "location": self.error.location,
-                                                      "traceback": self.error.traceback},
+                                                      "traceback": self.error.traceback, "public": self.error.public},
             "latency_ms": self.latency_ms,
             "wall_ms": self.wall_ms,
             "nodes": [_node_dict(n) for n in self.nodes],

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .. import codes
 from ..engine.runner import Assembly, Runner
 from ..engine.trace import RunResult
 from ..project.loader import Project
@@ -17,21 +18,6 @@ from .checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
 from .evaluators import EvalContext
 from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
-
-COUNTED = ("ok", "model_fail", "schema_invalid", "refusal")
-_OUTCOME = {
-    "check_failed": "model_fail", "truncated": "model_fail",
-    "output_invalid": "schema_invalid", "OUTPUT_SCHEMA_REJECTED": "schema_invalid",
-    "MODEL_INVALID_JSON": "schema_invalid", "MODEL_NO_STRUCTURED_OUTPUT": "schema_invalid",
-    "MODEL_RETRIES_EXHAUSTED": "schema_invalid", "MODEL_SCHEMA_MISMATCH": "schema_invalid",
-    "refusal": "refusal", "budget_exceeded": "budget_cut",
-}
-
-
-def outcome_of(error_code: str | None) -> str:
-    """Any code not listed is an infrastructure error: never counted as a failure."""
-    return "ok" if error_code is None else _OUTCOME.get(error_code, "infra_error")
-
 
 class _Loose(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -72,10 +58,12 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
                               case.metadata.get("human_answers"))
     error_code = result.error.code if result.error else None
     error_message = result.error.message if result.error else None
-    outcome = outcome_of(error_code)
+    error_public = result.error.public if result.error else None
+    outcome = codes.outcome_of(error_code)
     scored: dict[str, CheckResult] = {}
     if isinstance(checks, CheckInvalid):
         outcome, error_code, error_message = "infra_error", "E_POLICY_PARAMS", str(checks)
+        error_public = error_message
         checks = []
     judge_runs: dict[str, RunResult] = {}
     if outcome == "ok":
@@ -96,12 +84,13 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
                     scored[c.id] = await c.score(value, context, runner.default_timeout)
         except CheckRaised as exc:
             outcome, error_code, error_message, scored = "infra_error", exc.code, str(exc), {}
+            error_public = exc.public
     if outcome in ("model_fail", "schema_invalid", "refusal"):
         scored = {c.id: (CheckResult("failed", 0.0, f"the run produced no output: {error_code}")
                          if c.spec.kind == "binary" else CheckResult("skipped")) for c in checks}
-    elif outcome not in COUNTED:
+    elif not codes.counted(outcome):
         scored = {c.id: CheckResult("skipped") for c in checks}
-    if outcome not in COUNTED:
+    if not codes.counted(outcome):
         passed = None
     else:
         passed = outcome == "ok" and all(r.state == "passed" for c in checks if c.spec.kind == "binary"
@@ -132,6 +121,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "models": result.models,
         "error_code": error_code,
         "error_message": error_message,
+        "error_public": error_public,       # the message without case data: held-out reports show it
         "first_failed_node": result.error.node if result.error else None,
         "started_at": started,
         "finished_at": time.time(),

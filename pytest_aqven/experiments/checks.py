@@ -67,14 +67,18 @@ class CompiledCheck:
             else:
                 verdict = await usercode.call(self.fn, value, context, self.params, timeout=timeout)
         except usercode.UserCallTimeout as exc:
-            raise CheckRaised(f"check {self.id}: evaluator {self.label} {exc}", "timeout") from None
+            message = f"check {self.id}: evaluator {self.label} {exc}"
+            raise CheckRaised(message, "timeout", message) from None
         except usercode.UserCodeError as exc:  # a bug in a check is an infrastructure error of the attempt
-            raise CheckRaised(f"check {self.id}: evaluator {self.label} raised {exc}") from None
+            public = f"check {self.id}: evaluator {self.label} raised {exc.exc_type}" + (
+                f" at {exc.location}" if exc.location else "")
+            raise CheckRaised(f"check {self.id}: evaluator {self.label} raised {exc}", public=public) from None
         return self.interpret(verdict)
 
     def interpret(self, verdict: Any) -> CheckResult:
         if not isinstance(verdict, Verdict):
-            raise CheckRaised(f"check {self.id}: evaluator {self.label} did not return a Verdict")
+            message = f"check {self.id}: evaluator {self.label} did not return a Verdict"
+            raise CheckRaised(message, public=message)
         if self.spec.kind == "binary":
             return CheckResult("passed" if verdict.passed else "failed", 1.0 if verdict.passed else 0.0, verdict.reason)
         if verdict.score is None:
@@ -108,9 +112,10 @@ def user_models(fn: Callable) -> tuple[Any, Any, Any]:
 
 
 class CheckRaised(RuntimeError):
-    def __init__(self, message: str, code: str = "E_POLICY_RAISED"):
+    def __init__(self, message: str, code: str = "E_POLICY_RAISED", public: str | None = None):
         super().__init__(message)
         self.code = code
+        self.public = public        # the message without case data: held-out reports show it
 
 
 def params_model(fn: Callable, label: str) -> type[BaseModel]:

@@ -6,7 +6,9 @@ import math
 from typing import Any
 
 SCHEMA_VERSION = 1
-INFRA = ("infra_error", "budget_cut", "cancelled")
+from .. import codes
+
+INFRA = codes.UNCOUNTED
 
 # What to do next per verdict (reference/aqven-experiments.md, reading order), by state then reason.
 NEXT = {
@@ -57,6 +59,32 @@ def next_step(state: str, reason: str | None, plan: dict | None = None, cells: l
     return "; ".join([text, *more]) if text else "; ".join(more) or None
 
 
+def failure_warnings(uniform: list[dict]) -> list[str]:
+    """A warning per variant whose every attempt failed the same way (SeriesTally.uniform_failures)."""
+    return [f"every attempt of variant {u['variant']} ({u['attempts']}) failed the same way: {_way(u)}; the metric "
+            "measures that failure, not the question" for u in uniform]
+
+
+def _way(u: dict) -> str:
+    where = f" at node {u['node']}" if u["node"] else ""
+    if u["outcome"] == "schema_invalid":
+        return f"schema_invalid{where} (no answer fit its output fields)"
+    return f"the infrastructure error {u['code']}{where}"
+
+
+def fix_first(uniform: list[dict]) -> str:
+    """The next step when some variant failed the same way every time: fix that, never go to held-out cases
+    (they would be spent on measuring the failure)."""
+    u = uniform[0]
+    if u["outcome"] == "schema_invalid":
+        what = (f"the prompt, output fields or agent of node {u['node']}" if u["node"] else "the flow or the provider")
+        return (f"fix {what}: every answer of variant {u['variant']} failed its output fields (the attempts' errors "
+                "name the field), then explore again on the working cases; a held-out run now would only measure "
+                "this failure")
+    return (f"fix the flow or the provider: every attempt of variant {u['variant']} hit {u['code']}"
+            + (f" at node {u['node']}" if u["node"] else "") + " (-rs shows its message), then rerun")
+
+
 def _num(x) -> float | None:
     if x is None:
         return None
@@ -101,6 +129,8 @@ def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
     spend = tally.cost_sum + tally.check_cost_sum
     unpriced = tally.unpriced_calls
     reason = verdict.reason if verdict else None
+    uniform = tally.uniform_failures() if verdict is not None else []
+    cells = [cell_entry(c) for c in verdict.cells] if verdict else []
     return {
         "experiment": conclusion.experiment,
         "series_id": conclusion.series_id,
@@ -113,12 +143,13 @@ def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
                      "passed": tally.passed, "failed_checks": tally.failed_checks, "infra_errors": tally.infra},
         "verdict": None if verdict is None else {"state": word, "reason": reason, "sentence": verdict.text},
         "note": conclusion.note,
-        "cells": [cell_entry(c) for c in verdict.cells] if verdict else [],
+        "cells": cells,
         "stability": stability(tally, layout.get("repeats") or 1),
         "spend": {"usd": _num(spend), "cap_usd": _num(cap_usd), "unpriced_calls": unpriced,
                   "lower_bound": unpriced > 0},
         "launch_plan": plan,
-        "next": next_step(word, reason, plan, [cell_entry(c) for c in verdict.cells] if verdict else []),
+        "warnings": failure_warnings(uniform),
+        "next": fix_first(uniform) if uniform else next_step(word, reason, plan, cells),
         "finding_path": None if conclusion.finding is None else str(conclusion.finding),
     }
 

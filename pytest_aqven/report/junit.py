@@ -10,9 +10,12 @@ from .text import figure, interval
 
 def attempt_properties(record: dict) -> list[tuple[str, str]]:
     """The outcome always; which attempt, each check's state, value and reason, cost (judges apart), latency
-    and the error only for working cases: held-out cases are never shown one by one."""
+    and the error only for working cases: held-out cases are never shown one by one (an infrastructure
+    error's message without case data is, as on the terminal)."""
     props = [("aqven_outcome", record["outcome"]), ("aqven_passed", str(record["passed"]).lower())]
-    if attempts.held_out(record):
+    if attempts.held_out(record):       # an infrastructure error's message without case data, if it has one
+        if record.get("error_public"):
+            props.append(("aqven_error", f"{record['error_code']}: {record['error_public']}"))
         return props
     props += [("aqven_case", record["case"]), ("aqven_variant", record["variant"]),
               ("aqven_repeat", str(record["repeat"]))]

@@ -141,6 +141,8 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
             pass_k = "n/a" if s["pass_hat_k"] is None else f"{s['pass_hat_k']:.2f}"
             tr.write_line(f"  stability {variant}: {s['always']} cases always passed, {s['never']} never, "
                           f"{s['flaky']} flaky; pass^{s['k']} {pass_k}")
+    for warning in entry.get("warnings", []):
+        tr.write_line(f"  warning: {warning}", yellow=True)
     spend = entry["spend"]
     if spend["unpriced_calls"]:
         tr.write_line(f"  spend: at least ${spend['usd'] or 0:.4f}, a lower bound: {spend['unpriced_calls']} calls had no "
