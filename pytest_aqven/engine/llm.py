@@ -252,14 +252,16 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
             with usercode.away():
                 response = await provider.complete(request)
     except ProviderError as exc:
-        trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code,
-                                     retries=[list(r) for r in getattr(exc, "retries", ())]))
+        # a failed call gave no answer to bill: it costs nothing and is never "unpriced"
+        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed", error=str(exc),
+                                     cause=exc.code, retries=[list(r) for r in getattr(exc, "retries", ())]))
         public = f"node {node_id}: {exc.public}" if exc.public else None
         if exc.code == "provider_error":    # on_error: fallback may still move on to the next model
             return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0, public=public)
         raise RunError(exc.code, f"node {node_id}: {exc}", public=public) from None
     except TimeoutError:
-        trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s", cause="timeout"))
+        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed",
+                                     error=f"no answer within {seconds:g} s", cause="timeout"))
         message = f"node {node_id}: the model call did not return within {seconds:g} s"
         raise RunError("timeout", message, public=message) from None
     if not isinstance(response, ModelResponse):

@@ -27,7 +27,7 @@ class CallTrace:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None    # None: no source priced the call
-    cost_source: str = "unknown"     # provider | openrouter | genai_prices | unknown
+    cost_source: str = "unknown"     # provider | openrouter | genai_prices | unknown | failed (no answer, nothing billed)
     latency_ms: float = 0.0
     schema_valid: bool | None = None
     error: str | None = None

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from ..engine import usercode
+from ..engine import fit, usercode
 from ..project import coderefs
 from ..project.loader import Experiment, Project
 from ..project.specs import ExperimentCheck
@@ -79,6 +80,12 @@ class CompiledCheck:
         if not isinstance(verdict, Verdict):
             message = f"check {self.id}: evaluator {self.label} did not return a Verdict"
             raise CheckRaised(message, public=message)
+        if verdict.score is not None and not math.isfinite(verdict.score):
+            # a NaN would pass or leave the metric silently: the check's own bug, an infrastructure error
+            where = fit.returned_at(self.fn) if not self.spec.use else None
+            message = (f"check {self.id}: evaluator {self.label} gave the score {verdict.score}, not a finite number"
+                       + (f" (at {where})" if where else ""))
+            raise CheckRaised(message, "CHECK_VALUE_INVALID", message)
         if self.spec.kind == "binary":
             return CheckResult("passed" if verdict.passed else "failed", 1.0 if verdict.passed else 0.0, verdict.reason)
         if verdict.score is None:

@@ -7,6 +7,7 @@ nodes (for a range: those given by the case's node_outputs and those that ran, u
 subject output, and the case's expected_output when the inference declares a field of that name."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,8 @@ class JudgeCheck:
         score = out.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             return CheckResult("error", None, "judge returned no numeric score")
+        if not math.isfinite(score):
+            return CheckResult("error", None, f"judge returned the score {score}, not a finite number")
         rationale = out.get("rationale") if isinstance(out.get("rationale"), str) else None
         if self.spec.kind == "binary":
             passed = score >= BINARY_BOUND
