@@ -34,16 +34,18 @@ def errors_text(exc: ValidationError) -> str:
 
 
 def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, description: str,
-                   returns: list[dict] | None = None):
+                   returns: list[dict] | None = None, levels=None, strict: bool = False):
     """An inference with an agent as a one-node flow of an llm node (a judge, a subagent), so it runs exactly
-    as any llm node: prompt, output mode, retries, provider, pricing and trace. LookupError: what is missing."""
+    as any llm node: prompt, output mode, retries, provider, pricing and trace. Its file is looked up in
+    `levels` (loader.inference_path). LookupError: what is missing, or two files at one level."""
     from ..project.loader import Flow, Node, inference_path, load_inference
 
-    found = inference_path(project, stem)
+    found = inference_path(project, stem, levels, strict)
     if found is None:
-        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in the project")
+        where = [p.relative_to(project.root).as_posix() for p in levels or [project.root / "flows"]]
+        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in {', '.join(dict.fromkeys(where))}")
     sink: list = []
-    inference, doc = load_inference(project, stem, sink)
+    inference, doc = load_inference(project, stem, sink, levels, strict)
     if inference is None:
         raise LookupError(f"inference {stem} does not load: " + "; ".join(d.message for d in sink))
     prompt = found.parent / f"{stem}.prompt.md"
@@ -52,7 +54,8 @@ def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, d
     llm = specs.LlmNode.model_validate({
         "apiVersion": "aqven/v1", "kind": "Node", "node": "llm", "description": description, "agent": agent,
         "inference": stem, "in": [{"name": f.name, "from": f"$input.{f.name}"} for f in inference.in_]})
-    node = Node(node_id, llm, doc, found, inference, doc, prompt if prompt.is_file() else None)
+    node = Node(node_id, llm, doc, found, inference, doc, prompt if prompt.is_file() else None,
+                scope=list(levels) if levels is not None else [project.root / "flows"])
     flow_spec = specs.FlowSpec.model_validate({
         "apiVersion": "aqven/v1", "kind": "Flow", "description": description, "input": "Any", "output": "Any",
         "order": [node_id],
@@ -341,7 +344,8 @@ class InferenceCheckRun:
 
 
 def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> list[InferenceCheckRun]:
-    """The inference's checks, each compiled once per runner: the evaluators of experiment checks."""
+    """The inference's checks, each compiled once per runner: the evaluators of experiment checks. A judge's
+    inference is found as the node's own (Node.levels)."""
     key = ("checks", id(inference))
     if key in runner._records:
         return runner._records[key]
@@ -367,7 +371,8 @@ def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> l
             label = f"judge {check.inference} ({check.agent})"
             try:
                 fn = inference_flow(runner.project, f"aqven_check_{node_id}_{i + 1}", f"check{i + 1}_{check.inference}",
-                                    check.agent, check.inference, f"check {i + 1} of node {node_id}")
+                                    check.agent, check.inference, f"check {i + 1} of node {node_id}",
+                                    levels=node.levels)
             except LookupError as exc:
                 raise RunError("PLAN_MISSING", f"node {node_id}: check {label}: {exc}") from None
             out.append(InferenceCheckRun(label, check, fn, None))

@@ -162,7 +162,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
     else:
         from .judges import compile_judge   # judges import this module
 
-        return compile_judge(spec, project)
+        return compile_judge(spec, project, experiment)
     try:
         params = model.model_validate(spec.with_ or {})
     except ValidationError as exc:

@@ -71,7 +71,9 @@ class SeriesFacts:
     split: str  # "dev" | "holdout"
     variants: tuple[str, ...]  # plan order
     check_kinds: Mapping[str, str] = field(default_factory=dict)  # check id -> binary|continuous|ordinal
-    unvalidated_judges: frozenset[str] = frozenset()
+    # judge check id -> why validated_by does not hold (words completing "judge <check> ..."); a set of ids: each
+    # has no validated_by
+    unvalidated_judges: Mapping[str, str] | frozenset[str] = frozenset()
     total_attempts: int = 0  # cases x repeats x variants planned
     cancelled: bool = False
     budget_cut: bool = False
