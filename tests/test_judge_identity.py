@@ -158,6 +158,7 @@ def test_validated_by_without_a_finding_a_changed_prompt_or_a_stale_finding_is_a
                                "on it is at most a signal"]
     result = pytester.runpytest("proj", "--aqven-holdout", "-k", "graded", "-p", "no:cacheprovider")
     assert "signal - Signal only, judge grade is not validated: the held-out findings of zz_calib" in result.stdout.str()
+    assert not [line for line in check(capsys, root) if " error " in line]   # its finding decides again, why and all
     # the same judge again, but the planted cases changed since the calibration: its finding is stale
     prompt.write_text(original)
     planted = root / "datasets/planted.yaml"
