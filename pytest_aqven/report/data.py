@@ -36,26 +36,21 @@ def state_word(conclusion) -> str:
     return conclusion.state or "none"
 
 
-def next_step(state: str, reason: str | None, plan: dict | None = None, cells: list[dict] = ()) -> str | None:
-    """The advice for the verdict's reason, then how many cases would settle it: from the observed interval
-    of the primary cell (cases × (half-width / margin)²), or the closed-form launch plan when that asks for
-    more cases than ran (the closed form alone is optimistic: it never says 'enough' here)."""
+def next_step(state: str, reason: str | None, plan: dict | None = None) -> str | None:
+    """The advice for the verdict's reason, then how many cases would settle it, each figure labelled: the
+    launch plan's pre-registered one (the truth one margin past the edge) when it asks for more cases than
+    ran, and the one at the rates observed so far (this series)."""
     if state in ("open", "none", "confirmed"):
         return None
     text = NEXT.get((state, reason)) or NEXT.get((state, None))
     if state not in ("inconclusive", "signal", "refuted"):
         return text
     more = []
-    primary = next((c for c in cells if c["role"] == "primary"), None)
-    e = primary["estimate"] if primary else None
-    if state != "refuted" and e and e["low"] is not None and e["high"] is not None and (primary["margin"] or 0) > 0:
-        half = (e["high"] - e["low"]) / 2
-        if half > primary["margin"] and e["cases"]:
-            needed = math.ceil(e["cases"] * (half / primary["margin"]) ** 2)
-            more.append(f"the observed ±{half:.2g} at {e['cases']} cases suggests about {needed} cases for "
-                        f"±{primary['margin']:g}")
     if plan and plan["reason"] in ("wide", "short_of_cases"):
-        more.append(f"launch plan with the rates observed so far: {plan['text']}")
+        how = " (closed form, optimistic for these intervals)" if plan.get("search_pending") else ""
+        more.append(f"launch plan{how}: {plan['text']}")
+    if plan and plan.get("observed"):
+        more.append(plan["observed"]["text"])
     return "; ".join([text, *more]) if text else "; ".join(more) or None
 
 
@@ -149,13 +144,18 @@ def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
                   "lower_bound": unpriced > 0},
         "launch_plan": plan,
         "warnings": failure_warnings(uniform),
-        "next": fix_first(uniform) if uniform else next_step(word, reason, plan, cells),
+        "next": fix_first(uniform) if uniform else next_step(word, reason, plan),
         "finding_path": None if conclusion.finding is None else str(conclusion.finding),
     }
 
 
 def plan_entry(p) -> dict[str, Any]:
     """A stats.LaunchPlan as data."""
+    o = p.observed
+    observed = None if o is None else {"value": _num(o.value), "cases": o.cases, "edge": _num(o.edge),
+                                       "recommended_cases": o.recommended_cases, "power": _num(o.power),
+                                       "capped": o.capped, "text": o.text}
     return {"cases": p.cases, "repeats": p.repeats, "variants": p.variants, "attempts": p.attempts,
             "available": p.available, "recommended_cases": p.recommended_cases, "reason": p.reason,
-            "half_width": _num(p.half_width), "below_recommended": p.below_recommended, "text": p.text}
+            "half_width": _num(p.half_width), "below_recommended": p.below_recommended, "text": p.text,
+            "search_pending": p.search_pending, "capped": p.capped, "observed": observed}

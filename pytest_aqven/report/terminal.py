@@ -29,8 +29,15 @@ def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
     if p.search_pending:
         lines.append((f"  closed form (optimistic for these intervals); `aqven plan {experiment}` runs the "
                       "simulated search and keeps it for the next --collect-only", False))
+    elif p.capped:
+        lines.append((f"  simulated: the search reached its cap, {p.recommended_cases} cases, with {p.power:.0%} power: "
+                      "more cases are needed", True))
     elif p.power is not None:
         lines.append((f"  simulated: {p.power:.0%} power to decide at {p.recommended_cases} cases", False))
+    if p.observed is not None:
+        short = p.observed.recommended_cases is not None and p.observed.recommended_cases > p.available
+        lines.append((f"  {p.observed.text}" + (f", but only {p.available} are available" if short else ""),
+                      p.observed.recommended_cases is None or p.observed.capped or short))
     return lines
 
 
@@ -38,10 +45,11 @@ def plan_line(experiment: str, split: str, p) -> str:
     """One line before a real run: attempts, and the closed-form recommendation when it says more cases."""
     line = (f"aqven plan {experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
             f"{p.variants} variant{'s' if p.variants > 1 else ''})")
+    observed = f"; {p.observed.text}" if p.observed is not None else ""
     if p.below_recommended:
         how = " (closed form)" if p.search_pending else ""
-        return f"{line}; below the recommended {p.recommended_cases} cases{how}: {p.text}"
-    return f"{line}; {p.text}"
+        return f"{line}; below the recommended {p.recommended_cases} cases{how}: {p.text}{observed}"
+    return f"{line}; {p.text}{observed}"
 
 
 def _n(count: int, word: str) -> str:
