@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from . import attempts, look
-from .text import figure, interval
+from .text import figure, interval, pair_words
 
 
 def attempt_properties(record: dict) -> list[tuple[str, str]]:
@@ -72,14 +72,17 @@ def verdict_properties(entry: dict) -> list[tuple[str, str]]:
 
 
 def cell_text(cell: dict) -> str:
-    e, signed = cell["estimate"], cell["baseline"] is not None
-    return f"{figure(e['value'], e['unit'], signed)} {interval(e, signed)} {against(cell)}: {cell['verdict']}"
+    """A cell in one line; a pair's in words (which variant is better, by how much, in the metric's unit)."""
+    e = cell["estimate"]
+    if cell["baseline"] is not None:
+        return f"{pair_words(cell)}; {against(cell)}: {cell['verdict']}"
+    return f"{figure(e['value'], e['unit'])} {interval(e)} {against(cell)}: {cell['verdict']}"
 
 
 def against(cell: dict) -> str:
     if cell["bound"]:
         return f"against {cell['bound']} {cell['threshold']:g} with margin {cell['margin']:g}"
-    return f"against margin {cell['margin']:g}" + (" (relative)" if cell["relative"] else "")
+    return f"against the relative margin {cell['margin']:g}" if cell["relative"] else f"against margin {cell['margin']:g}"
 
 
 def _key(testcase: ET.Element) -> tuple:

@@ -79,14 +79,15 @@ HEADER = ("experiment", "question", "variants", "verdict", "estimate [95% CI]", 
 def row(entry: dict) -> tuple[str, ...]:
     """One experiment: its primary cell's estimate and interval against the bound or margin."""
     from .junit import against
-    from .text import figure, interval, usd
+    from .text import figure, interval, pair_words, usd
 
     verdict = entry["verdict"]
     primary = next((c for c in entry["cells"] if c["role"] == "primary"), None)
     estimate = bound = "-"
     if primary is not None:
-        e, signed = primary["estimate"], primary["baseline"] is not None
-        estimate = f"{figure(e['value'], e['unit'], signed)} {interval(e, signed)}"
+        e = primary["estimate"]
+        estimate = pair_words(primary, short=True) if primary["baseline"] is not None else \
+            f"{figure(e['value'], e['unit'])} {interval(e)}"
         bound = against(primary).removeprefix("against ")
         if len([c for c in entry["cells"] if c["role"] == "primary"]) > 1:
             estimate = f"{primary['variant']}: {estimate} (+{len(entry['cells']) - 1})"
@@ -138,9 +139,9 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
     tr.write(word, **COLOURS.get(word, {}))
     tr.write_line(f" - {verdict['sentence']}")
     if verbosity > 0:
-        for cell in entry["cells"]:
-            name = cell["variant"] if cell["baseline"] is None else f"{cell['variant']} vs {cell['baseline']}"
-            tr.write_line(f"  {cell['role']} {name} {cell['metric']}: {cell_text(cell)}")
+        for cell in entry["cells"]:     # a pair's text names both variants
+            name = f" {cell['variant']}" if cell["baseline"] is None else ""
+            tr.write_line(f"  {cell['role']}{name} {cell['metric']}: {cell_text(cell)}")
         deciders = sorted({c["decided_by"] for c in entry["cells"] if c["decided_by"]})
         if entry["cells"]:
             tr.write_line(f"  intervals: {entry['cells'][0]['estimate']['family']}"

@@ -86,7 +86,8 @@ def _below_mde(cell: Cell) -> bool:
 
 
 def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
-    for reason in ("uninformative", "no_discordance"):
+    # too few cases (or attempts) for an interval is said so, not "below_mde": no width was measured
+    for reason in ("uninformative", "no_discordance", "too_few_cases", "too_few_attempts"):
         if any(c.estimate.degenerate == reason for c in primaries):
             return reason
     if any(c.verdict == "unclear" and wording.zero_width(c.estimate) for c in primaries):
