@@ -289,3 +289,21 @@ def test_a_wiring_mistake_is_skipped_attempts_an_invalid_verdict_and_no_finding(
     root = pytester.path / "proj"
     assert not (root / "experiments/rate_ok/findings").exists() and not (root / "FINDINGS.md").exists()
     assert "Traceback" not in out and "schema_invalid" not in out
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_a_working_run_whose_every_answer_fails_the_schema_warns_and_never_points_at_held_out(pytester, xdist):
+    """The model's own failure stays counted (schema_invalid, xfail), but a variant that failed that way on every
+    attempt measured one failure, not the question: a warning, and a next step that fixes it first."""
+    root = pytester.path / "proj"
+    projects.write(root, {**projects.dataset(projects.cases(30, "junk")), **projects.experiment(repeats=1)},
+                   package="allschema")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
+    out = result.stdout.str()
+    assert result.parseoutcomes().get("xfailed", 0) > 0 and "skipped" not in result.parseoutcomes()
+    assert "rate_ok (dev, " in out and "): signal - Signal on dev" in out
+    assert ("warning: every attempt of variant bot " in out and "failed the same way: schema_invalid at node judge "
+            "(no answer fit its output fields); the metric measures that failure, not the question") in out
+    nxt = next(line for line in out.splitlines() if line.startswith("  next: "))
+    assert nxt.startswith("  next: fix the prompt, output fields or agent of node judge: every answer of variant bot "
+                          "failed its output fields") and "--aqven-holdout" not in nxt
