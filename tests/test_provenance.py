@@ -206,21 +206,9 @@ MAP = {
         def clean(text: str) -> dict:
             return {"text": text.strip(), "sentences": [text.strip()]}
         ''',
-    "flows/rate/nodes/clean/clean.node.yaml": '''
-        apiVersion: "aqven/v1"
-        kind: "Node"
-        node: "code"
-        description: "Strip the text and split it"
-        run: "clean"
-        in:
-        - name: "text"
-          from: "$input.text"
-        out:
-        - name: "text"
-          type: "Text"
-        - name: "sentences"
-          type: "Text[]"
-        ''',
+    # the base project's clean node, with the list the map goes over
+    "flows/rate/nodes/clean/clean.node.yaml": projects.FILES["flows/rate/nodes/clean/clean.node.yaml"].replace(
+        '          type: "Text"\n', '          type: "Text"\n        - name: "sentences"\n          type: "Text[]"\n'),
 }
 
 WORDS = {"flows/rate/nodes/clean/clean.py": '''
