@@ -295,3 +295,29 @@ def test_a_working_run_whose_every_answer_fails_the_schema_warns_and_never_point
     nxt = next(line for line in out.splitlines() if line.startswith("  next: "))
     assert nxt.startswith("  next: fix the prompt, output fields or agent of node judge: every answer of variant bot "
                           "failed its output fields") and "--aqven-holdout" not in nxt
+
+
+def test_the_words_of_a_mismatch_never_quote_the_value():
+    """What a held-out run shows must carry no case data: kinds and declared types, never the value (a union's
+    tag included, which pydantic's own words quote)."""
+    from typing import Annotated, Literal, Union
+
+    from pydantic import BaseModel, Field, ValidationError
+
+    from pytest_aqven.engine.fit import mismatches
+
+    class Refund(BaseModel):
+        kind: Literal["refund"]
+
+    class Other(BaseModel):
+        kind: Literal["other"]
+
+    class Out(BaseModel):
+        route: Annotated[Union[Refund, Other], Field(discriminator="kind")]
+        words: int
+
+    with pytest.raises(ValidationError) as caught:
+        Out.model_validate({"route": {"kind": "SECRET CASE TEXT"}, "words": "SECRET CASE TEXT"})
+    words = mismatches(caught.value, [type("F", (), {"name": "route", "type": "Route"}),
+                                      type("F", (), {"name": "words", "type": "Int"})])
+    assert words == ["route names no variant of its union (Route)", "words is a string, not Int"]

@@ -48,6 +48,8 @@ def mismatches(exc: ValidationError, fields: Iterable = (), expected: str = "an 
             out.append(f"{path} is missing" + (f" ({top})" if top else ""))
         elif kind == "extra_forbidden":
             out.append(f"{path} is not declared")
+        elif kind.startswith("union_tag"):      # pydantic's words quote the tag found: a value
+            out.append(f"{path} names no variant of its union" + (f" ({top})" if top else ""))
         elif top and len(loc) == 1 and (kind.endswith("_type") or kind.endswith("_parsing")
                                         or kind in ("literal_error", "enum", "model_attributes_type")):
             out.append(f"{path} is {kind_of(e.get('input'))}, not {top}")
