@@ -37,7 +37,8 @@ def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
     if p.observed is not None:
         short = p.observed.recommended_cases is not None and p.observed.recommended_cases > p.available
         lines.append((f"  {p.observed.text}" + (f", but only {p.available} are available" if short else ""),
-                      p.observed.recommended_cases is None or p.observed.capped or short))
+                      (p.observed.recommended_cases is None and not p.observed.search_pending)
+                      or p.observed.capped or short))
     return lines
 
 

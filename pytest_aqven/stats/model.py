@@ -143,7 +143,7 @@ class ObservedPlan:
     value: float  # the primary observed: a rate or mean, or a pair's difference on its good side (+ is better)
     cases: int  # the cases it was observed on
     edge: float  # on the same scale
-    recommended_cases: int | None  # None: the observed value is not past the edge, no number of cases confirms
+    recommended_cases: int | None  # None: not past the edge (no number of cases confirms), or search_pending
     power: float | None = None  # simulated P(confirmed) at recommended_cases
     closed_form_cases: int | None = None
     capped: bool = False  # the simulated search reached MAX_SIMULATED_CASES below 80% power

@@ -377,10 +377,10 @@ def observed_plan(question, info, margin, spread, icc, repeats, history, kinds, 
         return ObservedPlan(value, seen, edge, closed, None, closed,
                             text=f"{where}, about {closed} cases give an {POWER:.0%} chance to confirm (closed form: "
                                  f"past the {MAX_SIMULATED_CASES} cases the search tries)")
-    if cases is None:       # the closed form alone is optimistic for these intervals: no figure to act on
-        return ObservedPlan(value, seen, edge, closed, None, closed, search_pending=True,
-                            text=f"{where}, the closed form says about {closed} cases, optimistic for these "
-                                 "intervals: `aqven plan` runs the simulated search for the figure")
+    if cases is None:       # the closed form alone can be many times too few for these intervals: no figure
+        return ObservedPlan(value, seen, edge, None, None, closed, search_pending=True,
+                            text=f"{where}, `aqven plan` gives the cases for an {POWER:.0%} chance to confirm (a "
+                                 "simulated search: the closed form is too optimistic for these intervals to say)")
     if power < POWER:
         return ObservedPlan(value, seen, edge, cases, power, closed, capped=True,
                             text=f"{where}, the simulated search reached its cap, {cases} cases, with a {power:.0%} "

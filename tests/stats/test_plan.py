@@ -99,8 +99,10 @@ def test_a_threshold_observed_far_past_its_edge_is_told_the_cases_it_needs_at_th
                       f"{o.recommended_cases} cases give an 80% chance to confirm (simulated)")
     # not run, nor cached: the closed form, said so
     quick = plan(q, cases=30, repeats=2, variants=1, available=64, history=_series_at(0.8, 30), simulate=False)
-    assert quick.observed.search_pending and quick.observed.text.endswith(
-        "cases, optimistic for these intervals: `aqven plan` runs the simulated search for the figure")
+    assert quick.observed.search_pending and quick.observed.recommended_cases is None
+    assert quick.observed.text == ("at the rates observed so far (promises 0.80 over 30 cases, the edge 0.62), `aqven "
+                                   "plan` gives the cases for an 80% chance to confirm (a simulated search: the closed "
+                                   "form is too optimistic for these intervals to say)")
 
 
 def test_an_observed_value_on_the_wrong_side_of_the_edge_confirms_at_no_number_of_cases():
