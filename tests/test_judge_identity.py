@@ -166,3 +166,19 @@ def test_validated_by_without_a_finding_a_changed_prompt_or_a_stale_finding_is_a
     stale = [line for line in check(capsys, root) if line.startswith(warning)]
     assert stale == [warning + "the confirmed finding of zz_calib, its validated_by, is stale: its dataset changed "
                                "since; a verdict resting on it is at most a signal"]
+
+
+def test_the_project_level_is_the_project_outside_experiments(tmp_path):
+    """A subagent's inference may sit beside its agent; an inference in an experiment's folder is that
+    experiment's alone (and findings and hidden folders are never searched)."""
+    from pytest_aqven.project.loader import find_inference
+
+    inference = ep.inference({"q": "Text"}, {"a": "Text"})
+    add(tmp_path, {"aqven.yaml": "package: x\n", "agents/resolver/policy.inference.yaml": inference,
+                   "experiments/other/policy.inference.yaml": inference,
+                   "experiments/other/findings/own.inference.yaml": inference,
+                   ".cache/own.inference.yaml": inference, "experiments/mine/own.inference.yaml": inference})
+    assert find_inference("policy", [tmp_path]) == [tmp_path / "agents/resolver/policy.inference.yaml"]
+    assert find_inference("own", [tmp_path]) == []
+    assert find_inference("own", [tmp_path / "experiments/mine", tmp_path]) == [
+        tmp_path / "experiments/mine/own.inference.yaml"]

@@ -17,7 +17,7 @@ from ..experiments.factors import use_nodes
 from ..engine.refs import RefError, lex
 from ..experiments.split import selected
 from ..project import specs
-from ..project.loader import Experiment, Flow, InferenceAmbiguous, Node, judge_levels, load_inference
+from ..project.loader import Experiment, Flow, InferenceAmbiguous, Node, judge_levels, level_names, load_inference
 from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
 from ..project.types import BUILTINS as BUILTIN_TYPES
 from .builtins import EVALUATOR_PARAMS
@@ -656,17 +656,18 @@ class ExperimentRules:
             self.diag("E_JUDGE_AMBIGUOUS", ("checks", i, "inference"),
                       f"{e}: check {c.id}: judge {exc}",
                       "a judge's inference is looked up in the experiment's folder, then the subject flow's, then "
-                      "the project's flows, and the first level with one decides: rename one of the files, or put "
+                      "the rest of the project outside experiments/, and the first level with one decides: rename "
+                      "one of the files, or put "
                       "the judge's inference in this experiment's folder")
             return
         if inference is not None and c.validated_by in self.project.experiments:
             self.validation(i, c)
         if inference is None:
             if not sink:
-                rel = ", ".join(dict.fromkeys(self.project.rel(p) for p in where))
+                rel = level_names(self.project, where)
                 self.diag("E_INFERENCE_UNKNOWN", ("checks", i, "inference"),
                           f"{e}: check {c.id}: inference {c.inference} has no file {c.inference}.inference.yaml in {rel}",
-                          "name the inference of an llm node of the subject or of the project's flows, or write "
+                          "name the inference of an llm node of the subject or of the project, or write "
                           "<id>.inference.yaml in this experiment's folder (another experiment's folder is never "
                           "searched)")
             self.out += sink

@@ -38,12 +38,12 @@ def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, d
     """An inference with an agent as a one-node flow of an llm node (a judge, a subagent), so it runs exactly
     as any llm node: prompt, output mode, retries, provider, pricing and trace. Its file is looked up in
     `levels` (loader.inference_path). LookupError: what is missing, or two files at one level."""
-    from ..project.loader import Flow, Node, inference_path, load_inference
+    from ..project.loader import Flow, Node, inference_path, level_names, load_inference
 
     found = inference_path(project, stem, levels, strict)
     if found is None:
-        where = [p.relative_to(project.root).as_posix() for p in levels or [project.root / "flows"]]
-        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in {', '.join(dict.fromkeys(where))}")
+        where = level_names(project, levels or [project.root])
+        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in {where}")
     sink: list = []
     inference, doc = load_inference(project, stem, sink, levels, strict)
     if inference is None:
@@ -55,7 +55,7 @@ def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, d
         "apiVersion": "aqven/v1", "kind": "Node", "node": "llm", "description": description, "agent": agent,
         "inference": stem, "in": [{"name": f.name, "from": f"$input.{f.name}"} for f in inference.in_]})
     node = Node(node_id, llm, doc, found, inference, doc, prompt if prompt.is_file() else None,
-                scope=list(levels) if levels is not None else [project.root / "flows"])
+                scope=list(levels) if levels is not None else [project.root])
     flow_spec = specs.FlowSpec.model_validate({
         "apiVersion": "aqven/v1", "kind": "Flow", "description": description, "input": "Any", "output": "Any",
         "order": [node_id],

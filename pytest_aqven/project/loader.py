@@ -273,8 +273,8 @@ def _unique(node: Node, nodes: dict[str, Node], owner: str, sink: list[Diagnosti
 
 def _flow_scope(folder: Path, root: Path, local_to: str | None) -> list[Path]:
     """Where a node of this flow finds an inference it names, after its own folder: the flow's folder, the
-    experiment's for a local flow, then the project's flows."""
-    return [folder, *([root / "experiments" / local_to] if local_to else []), root / "flows"]
+    experiment's for a local flow, then the rest of the project (outside experiments/)."""
+    return [folder, *([root / "experiments" / local_to] if local_to else []), root]
 
 
 def load_node(path: Path, root: Path, sink: list[Diagnostic], scope: list[Path] | None = None) -> Node | None:
@@ -282,7 +282,7 @@ def load_node(path: Path, root: Path, sink: list[Diagnostic], scope: list[Path] 
     spec, doc = _read(path, root, specs.NodeSpec, f"node {node_id}", sink)
     if spec is None:
         return None
-    return _node(node_id, spec, doc, path, root, sink, scope if scope is not None else [root / "flows"])
+    return _node(node_id, spec, doc, path, root, sink, scope if scope is not None else [root])
 
 
 def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: list[Diagnostic],
@@ -311,25 +311,39 @@ def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: l
 
 def find_inference(stem: str, levels: list[Path]) -> list[Path]:
     """The files of an inference named by id at the first of `levels` (folders, each searched with its
-    subfolders, findings/ left out) that has one; two or more are ambiguous (a judge's is an error of
-    aqven check; a node takes the first in path order, as before)."""
+    subfolders) that has one; two or more are ambiguous (a judge's is an error of aqven check; a node takes
+    the first in path order, as before). The module root as a level is the project outside experiments/:
+    another experiment's folder is never searched. findings/ and hidden folders never are."""
     for folder in levels:
         if not folder.is_dir():
             continue
+        project = (folder / PROJECT_FILE).is_file()
         found = sorted(p for p in folder.rglob(f"{stem}.inference.yaml")
-                       if "findings" not in p.relative_to(folder).parts[:-1])
+                       if _searched(p.relative_to(folder).parts[:-1], project))
         if found:
             return found
     return []
 
 
+def _searched(parts: tuple[str, ...], project: bool) -> bool:
+    if "findings" in parts or any(part.startswith(".") for part in parts):
+        return False
+    return not (project and parts[:1] == ("experiments",))
+
+
+def level_names(project: Project, levels: list[Path]) -> str:
+    """The folders an inference was looked up in, as messages name them."""
+    return ", ".join(dict.fromkeys("the project outside experiments/" if p == project.root else project.rel(p)
+                                   for p in levels))
+
+
 def judge_levels(project: Project, experiment: Experiment) -> list[Path]:
     """Where a judge check of `experiment` finds its inference, as a node finds its files: the experiment's
-    folder (its nodes, prompts and local flows), then the subject flow's (a project flow), then the project's
-    flows. Never another experiment's folder."""
+    folder (its nodes, prompts and local flows), then the subject flow's (a project flow), then the project
+    outside experiments/. Never another experiment's folder."""
     subject = experiment.spec.subject.flow if experiment.spec is not None else None
     flow = project.flows.get(subject) if subject not in experiment.flows else None
-    return [experiment.folder, *([flow.folder] if flow is not None else []), project.root / "flows"]
+    return [experiment.folder, *([flow.folder] if flow is not None else []), project.root]
 
 
 class InferenceAmbiguous(LookupError):
@@ -342,9 +356,10 @@ class InferenceAmbiguous(LookupError):
 
 def inference_path(project: Project, stem: str, levels: list[Path] | None = None, strict: bool = False
                    ) -> Path | None:
-    """The file of an inference named by id, in `levels` (default: the project's flows, as a subagent's).
+    """The file of an inference named by id, in `levels` (default: the project outside experiments/, as a
+    subagent's, which may sit beside its agent).
     `strict` (an experiment's judge): InferenceAmbiguous when its level has two; else the first in path order."""
-    found = find_inference(stem, levels if levels is not None else [project.root / "flows"])
+    found = find_inference(stem, levels if levels is not None else [project.root])
     if strict and len(found) > 1:
         raise InferenceAmbiguous(stem, found, project.root)
     return found[0] if found else None
@@ -371,7 +386,7 @@ def load_experiment(folder: Path, root: Path, package: str = "") -> Experiment:
         elif _is_flow_folder(flow_folder):
             exp.unreadable["flow"].add(flow_folder.name)
     for node_path in _node_files(folder / "nodes"):
-        node = load_node(node_path, root, sink, [folder, root / "flows"])
+        node = load_node(node_path, root, sink, [folder, root])
         if node is None:
             exp.unreadable["alternative"].add(node_path.name[: -len(".node.yaml")])
         elif _unique(node, exp.alternatives, f"experiment {exp.id}", sink):
