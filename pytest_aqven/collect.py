@@ -93,6 +93,9 @@ class ExperimentFile(pytest.File):
             raise self.CollectError(_render(errors))
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
+        if split == "holdout" and experiment.spec.question.kind == "look":   # nothing runs, nothing is spent
+            yield HeldOutLook.from_parent(self, name="look")
+            return
         try:
             cap = series_cap(self.root, lp.project.spec, option=opt("aqven_cap"),
                              experiment_cap=experiment.spec.cap_usd)
@@ -107,6 +110,20 @@ class ExperimentFile(pytest.File):
         self.config.stash.setdefault(LAUNCH_NOTES, {})[self.experiment_id] = [cap.describe(), *self.series.warnings()]
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)
+
+
+HELD_OUT_LOOK = ("a look is skipped under --aqven-holdout: it shows every case one by one, and held-out cases are "
+                 "never shown nor spent on a look; run it on the working cases (without --aqven-holdout)")
+
+
+class HeldOutLook(pytest.Item):
+    """A look under --aqven-holdout: one skipped item saying why, no series, no attempt."""
+
+    def runtest(self) -> None:
+        raise pytest.skip.Exception(HELD_OUT_LOOK, _use_item_location=True)
+
+    def reportinfo(self):
+        return self.path, 0, f"{self.parent.experiment_id} look"
 
 
 def launch_plans(session: pytest.Session) -> list:

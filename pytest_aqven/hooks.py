@@ -18,7 +18,8 @@ def pytest_aqven_attempt_scored(config: pytest.Config, record: dict[str, Any]) -
     """An attempt of the session was scored (or reused from an earlier session of its series:
     `record["reused"]`). `record` is the attempt record: series_id, experiment, variant, case, repeat,
     split, outcome, passed, checks ({id: {state, value, reason}}), cost_usd, unpriced_calls,
-    latency_ms, tokens_in, tokens_out, error_code, error_message. Held-out records are complete here:
+    latency_ms, tokens_in, tokens_out, error_code, error_message, error_public (the message without case
+    data, or None; error_code's outcome: pytest_aqven.codes). Held-out records are complete here:
     redaction applies to reports people read, not to code. Do not modify it."""
 
 

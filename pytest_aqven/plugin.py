@@ -500,11 +500,17 @@ class VerdictReporter:
         # snapshot hashes the input files as they are now, so a file changed during the run still shows
         collected = self.config.stash.get(_collect_module().PROJECTS, {}) if _collect_module() else {}
         projects: dict[str, Project] = {}
-        for series_id, tally in sorted(self.tallies.items(), key=lambda kv: kv[1].file_nodeid):
+        for tally in self.tallies.values():
             root = tally.root
             if root not in projects:
                 lp = collected.get(Path(root))
                 projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
+        # an experiment a judge's validated_by names is decided first: its finding decides the judge's verdicts
+        calibrations = {(root, c.validated_by) for root, p in projects.items() for e in p.experiments.values()
+                        if e.spec is not None for c in e.spec.checks if c.validated_by}
+        for series_id, tally in sorted(self.tallies.items(), key=lambda kv: (
+                (kv[1].root, kv[1].experiment) not in calibrations, kv[1].file_nodeid)):
+            root = tally.root
             experiment = projects[root].experiments.get(tally.experiment)
             look = None
             if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look" \
@@ -549,7 +555,9 @@ class VerdictReporter:
             outcome, longrepr = "failed", f"verdict {state}: {text}"
         else:
             outcome, longrepr = "passed", None
-        section = f"verdict {data.state_word(conclusion)}: {text}" + (f"\nnext: {entry['next']}" if entry["next"] else "")
+        section = "\n".join([f"verdict {data.state_word(conclusion)}: {text}",
+                             *(f"warning: {w}" for w in entry["warnings"]),
+                             *([f"next: {entry['next']}"] if entry["next"] else [])])
         props = junit.verdict_properties(entry) + (junit.look_properties(look[1], look[2], look[3]) if look else [])
         self._fire(session, file_nodeid, outcome, longrepr, props, [("aqven verdict", section)])
 

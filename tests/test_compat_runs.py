@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from pytest_aqven import codes
 from pytest_aqven.engine.runner import Assembly, Runner
 from pytest_aqven.experiments import attempt
 from pytest_aqven.project.loader import load_project
@@ -100,7 +101,7 @@ def test_a_join_failed_by_every_branchs_answer_is_the_models_failure(spoke):
     assert result.error.code == "E_JOIN_FAILED"
     assert [c.code for c in result.error.causes] == ["check_failed"] * 3
     cause = attempt.root_cause(result.error)
-    assert cause.code == "check_failed" and attempt.outcome_of(cause.code) == "model_fail"
+    assert cause.code == "check_failed" and codes.outcome_of(cause.code) == "model_fail"
     assert "join agreeing: 0 graders answered; the panel needs 2 who agree" in cause.message
 
 

@@ -3,7 +3,8 @@ import sys
 
 import pytest
 
-from pytest_aqven.experiments.attempt import outcome_of, root_cause
+from pytest_aqven.codes import outcome_of
+from pytest_aqven.experiments.attempt import root_cause
 
 from .engine_projects import flow, load, node, record, run, write
 
@@ -399,8 +400,12 @@ def test_a_narrow_that_does_not_fit_names_the_node_and_field(tmp_path):
     files["flows/ask/nodes/narrowed/narrowed.node.yaml"]["from"] = "$approve.out.text"
     project = make(tmp_path, files, "narrowbad")
     result = run(project, "ask", {"text": "x"}, node_outputs={"approve": {"text": "ok"}})
-    assert result.error.code == "output_invalid" and result.error.node == "narrowed"
-    assert "node narrowed: the value narrowed to Answer does not fit its type" in result.error.message
+    # the flow's bug, not the model's: an infrastructure error at the node's `to`, the value's kind, never the value
+    assert result.error.code == "NARROW_INVALID" and result.error.node == "narrowed"
+    assert outcome_of(result.error.code) == "infra_error"
+    assert result.error.message == ("node narrowed: the value narrowed to Answer does not fit its declared type: it "
+                                    "is a string, not Answer (at flows/ask/nodes/narrowed/narrowed.node.yaml:6)")
+    assert result.error.public == result.error.message
 
 
 def test_the_flow_input_is_validated_before_a_full_run(tmp_path):

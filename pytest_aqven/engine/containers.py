@@ -52,9 +52,13 @@ def bind_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, field
     return out
 
 
-def validate_out(runner: "Runner", frame: "Frame", node_id: str, fields, value: dict) -> Any:
+def validate_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, fields, value: dict,
+                 what: str = "its out", at: tuple = ("out",)) -> Any:
+    """A container's output in its declared fields: one that does not fit is the flow's bug, at `at` of the
+    node's file (the out field at fault, or a switch case's bind)."""
     model = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", fields)
-    return runner._validate(model, value, "output_invalid", f"node {node_id}: the output")
+    return runner.fit(model, value, "CONTAINER_OUTPUT_INVALID", f"node {node_id}", what, fields, doc=node.doc, at=at,
+                      entries=[f.name for f in fields] if at == ("out",) else None)
 
 
 # --- call -----------------------------------------------------------------------------------
@@ -117,7 +121,7 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
                 chosen = [v for v in getattr(decision, "value", ())]
                 ok = _in_body_order(chosen, typed, outputs, spec.body)
                 failed = [{"key": k, "code": e.code, "message": e.message} for k, e in errors.items()]
-                return validate_out(runner, frame, node_id, spec.out,
+                return validate_out(runner, frame, node, node_id, spec.out,
                                     bind_out(runner, frame, node, node_id, spec.out,
                                              {"ok": ok, "branch": dict(outputs), "failed": failed}))
             if kind == "Fail":
@@ -223,7 +227,7 @@ async def run_map(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
         await asyncio.gather(*tasks, return_exceptions=True)
     trace.detail["recovered_items"] = [f["index"] for f in failed]
     ok = [values[i] for i in sorted(values)]
-    return validate_out(runner, frame, node_id, spec.out,
+    return validate_out(runner, frame, node, node_id, spec.out,
                         bind_out(runner, frame, node, node_id, spec.out, {"ok": ok, "failed": failed}))
 
 
@@ -262,7 +266,7 @@ async def run_loop(runner: "Runner", frame: "Frame", node: "Node", node_id: str,
                        f"not an iteration index 0..{len(iterations) - 1}")
     trace.detail.update(iterations=len(iterations), stop_reason=reason, selected=chosen)
     loop = {"iterations": len(iterations), "stop_reason": reason}
-    return validate_out(runner, frame, node_id, spec.out,
+    return validate_out(runner, frame, node, node_id, spec.out,
                         bind_out(runner, frame, node, node_id, spec.out, {"iter": iterations[chosen], "loop": loop}))
 
 
@@ -284,4 +288,5 @@ async def run_switch(runner: "Runner", frame: "Frame", node: "Node", node_id: st
     if case.node is not None:
         await runner.run_node(child, case.node)
     out = runner.bind(case.bind, child, node_id)
-    return validate_out(runner, frame, node_id, spec.out, out)
+    return validate_out(runner, frame, node, node_id, spec.out, out, f"the bind of case {key}",
+                        ("cases", key, "bind") if case.bind else ("cases", key))

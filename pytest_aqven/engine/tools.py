@@ -74,7 +74,8 @@ async def tool(runner: "Runner", tool_id: str, node: "Node", node_id: str) -> To
                                        args=(ctx,) if with_context else ())
         if poll is not None:
             value = await _await_job(runner, spec, poll, ctx, value, node, node_id, tool_id)
-        return runner._validate(out_model, _json(value), "output_invalid", f"node {node_id}: tool {tool_id}'s output")
+        return runner.fit(out_model, _json(value), "TOOL_OUTPUT_INVALID", f"node {node_id}",
+                          f"the value tool {tool_id} returned", spec.out, fn=fn)
 
     schema = in_model.model_json_schema() if in_model else {"type": "object", "properties": {}}
     return Tool(tool_id, ToolDef(tool_id, spec.description, schema), run, in_model)

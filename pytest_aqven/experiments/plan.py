@@ -92,7 +92,7 @@ def canonical_hash(value) -> str:
     return "sha256-" + hashlib.sha256(data.encode()).hexdigest()
 
 
-def _flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Flow]:
+def flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Flow]:
     """The variant's flow, the flows in its slots, and every flow their call nodes call, transitively."""
     todo = [a.flow, *(f for f in (project.flow_for(experiment, i) for i in a.flows.values()) if f is not None)]
     nodes = list(a.nodes.values())
@@ -115,23 +115,23 @@ def _flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Fl
 
 def _inference_files(project: Project, node) -> set[Path]:
     """An llm node's inference, prompt and variant texts, wherever the inference lives, and those of the judges
-    of its checks."""
+    of its checks (found as the node's own inference, Node.levels)."""
     if node.inference_doc is None:
         return set()
     inference = project.root / node.inference_doc.file
     stem = inference.name[: -len(".inference.yaml")]
     variants = inference.parent / f"{stem}.variants"
     judges = {p for check in (node.inference.checks if node.inference else []) if check.inference
-              for p in _named_inference_files(project, check.inference)}
+              for p in _named_inference_files(project, check.inference, node.levels)}
     return {inference, *([node.prompt_path] if node.prompt_path else []),
             *(p for p in variants.rglob("*") if p.is_file()), *judges}
 
 
-def _named_inference_files(project: Project, stem: str) -> set[Path]:
+def _named_inference_files(project: Project, stem: str, levels: list[Path] | None = None) -> set[Path]:
     """An inference named by id (a judge's, a subagent's): its file, prompt and variant texts."""
     from ..project.loader import inference_path
 
-    found = inference_path(project, stem)
+    found = inference_path(project, stem, levels)
     if found is None:
         return set()
     variants = found.parent / f"{stem}.variants"
@@ -155,7 +155,7 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     root = project.root
     flows = {}
     for variant, a in series.variants.items():
-        run = _flows_run(project, series.experiment, a)
+        run = flows_run(project, series.experiment, a)
         folders = [f.folder for f in run] + [n.path.parent for n in a.nodes.values()]   # and the slots' alternatives
         files = {p for folder in folders for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
         for node in [n for f in run for n in f.nodes.values()] + list(a.nodes.values()):
@@ -170,7 +170,7 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     for check in series.spec.checks:
         if check.is_judge:
             from .judges import judge_files
-            judges[f"judge:{check.id}"] = sorted(judge_files(project, check.inference))
+            judges[f"judge:{check.id}"] = sorted(judge_files(project, series.experiment, check.inference))
     return {
         "experiment": inputs._files(series.experiment.file.parent),
         "dataset": [root / "datasets" / f"{series.spec.cases.dataset}.yaml"],
@@ -263,7 +263,7 @@ def import_code(project: Project, series: SeriesPlan) -> None:
     from ..project import coderefs
     nodes = []
     for a in series.variants.values():
-        nodes += [n for f in _flows_run(project, series.experiment, a) for n in f.nodes.values()] + list(a.nodes.values())
+        nodes += [n for f in flows_run(project, series.experiment, a) for n in f.nodes.values()] + list(a.nodes.values())
     refs = []
     for node in nodes:
         run = getattr(node.spec, "run", None)

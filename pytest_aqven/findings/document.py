@@ -4,8 +4,10 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
+from . import judges
 from .files import read_findings
 from ..series.conclude import Conclusion, cell_dict, estimate_dict, question_of
 
@@ -21,6 +23,9 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
     spec = experiment.spec
     verdict = conclusion.verdict
     what = spec.varies.what if spec.varies else None
+    # the inputs are those the series started on (else the verdict is invalid and there is no finding): the
+    # judges' and llm nodes' prompts hashed now are the ones the attempts read
+    assemblies = planning.plan(project, experiment, series["split"], len(series["cases"]), series["repeats"]).variants
     variants = []
     for v in spec.variants:
         models = sorted(tally.models.get(v.id, ()))
@@ -28,6 +33,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
             "id": v.id,
             "changes": [{"node_id": n, "what": what, "value": val} for n, val in v.nodes.items()],
             "models": models,
+            "llm_nodes": judges.llm_nodes(project, experiment, assemblies[v.id]),
             "metrics": {m: estimate_dict(e) for m, e in sorted(verdict.metrics.get(v.id, {}).items())},
         })
     spend = tally.spend_exact
@@ -48,8 +54,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
         "family": series.get("family", "robust"),
         "cells": [cell_dict(c) for c in verdict.cells],
         "variants": variants,
-        "judges": [{"check": c.id, "inference": c.inference, "agent": c.agent, "validated_by": c.validated_by}
-                   for c in spec.checks if c.is_judge],
+        "judges": [judges.identity(project, experiment, c) for c in spec.checks if c.is_judge],
         "scope": {
             "split": conclusion.split,
             "dataset": spec.cases.dataset,
@@ -87,6 +92,6 @@ def method(conclusion: Conclusion) -> dict:
         "betting": {"truncation": betting.TRUNCATION, "orders": betting.ORDERS},
         "bootstrap_resamples": RESAMPLES,
         "check_kinds": dict(sorted(facts.check_kinds.items())),
-        "unvalidated_judges": sorted(facts.unvalidated_judges),
+        "unvalidated_judges": dict(sorted(facts.unvalidated_judges.items())),
         "variants": list(facts.variants),
     }

@@ -60,12 +60,17 @@ def _get(d: Any, path: tuple) -> Any:
     return d
 
 
+def _judges(recorded) -> Mapping[str, str] | frozenset[str]:
+    """method.unvalidated_judges: check id -> why (a list of ids in findings written before the why was kept)."""
+    return dict(recorded) if isinstance(recorded, Mapping) else frozenset(recorded)
+
+
 def recompute(document: Mapping) -> stats.Verdict:
     """The verdict its method decides from its data."""
     method, data, scope = document["method"], document["data"], document["scope"]
     facts = stats.SeriesFacts(
         series_id=str(document["series"]), split=scope["split"], variants=tuple(method["variants"]),
-        check_kinds=dict(method["check_kinds"]), unvalidated_judges=frozenset(method["unvalidated_judges"]),
+        check_kinds=dict(method["check_kinds"]), unvalidated_judges=_judges(method["unvalidated_judges"]),
         total_attempts=int(data["attempts"]), family=method["family"], salt=method["salt"])
     table = evidence.EvidenceTable(data, facts.check_kinds)
     return decide_table(evidence.question_from(method["question"]), table, facts)

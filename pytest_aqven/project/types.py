@@ -121,6 +121,7 @@ class Registry:
             alias = f.name if f.name in RESERVED_NAMES else None
             definitions[attribute(f.name)] = (t, Field(default, alias=alias, description=f.description))
         model = create_model(name, __base__=base, **definitions)
+        model.__aqven_fields__ = fields     # the declarations: the checker's type pass and the runner's fit errors
         return model
 
     def _union(self, type_id: str, spec: specs.UnionTypeSpec) -> Any:

@@ -98,8 +98,10 @@ class OpenAICompatProvider:
                     cause = None
                 except HTTPTimeout:
                     cause, detail = "timeout", f"no answer within {self.timeout_s:g} s"
+                    brief = detail
                 except HTTPTransportError as exc:
                     cause, detail = "connection", str(exc)
+                    brief = detail
                 latency_ms = (time.perf_counter() - started) * 1000
             if cause is None:
                 status = response.status_code
@@ -109,8 +111,10 @@ class OpenAICompatProvider:
                     # the price list may be read from disk or fetched: not on the event loop
                     return await asyncio.to_thread(self.parse, request, response, latency_ms, tuple(retries))
                 detail = f"HTTP {status}: {_error_text(response)}"
+                brief = f"HTTP {status}"     # the body may echo the request: held-out runs show the status only
                 if status not in RETRIABLE:
-                    raise ProviderError("provider_error", f"{self.provider_id}: {detail}", tuple(retries))
+                    raise ProviderError("provider_error", f"{self.provider_id}: {detail}", tuple(retries),
+                                        f"{self.provider_id}: {brief}")
                 cause = "rate_limited" if status == 429 else f"http_{status}"
                 retry_after = _retry_after(response.headers.get("retry-after"))
             after = f" after {len(retries)} retries" if retries else ""
@@ -118,7 +122,7 @@ class OpenAICompatProvider:
                 rate_limited = sum(1 for c, _ in retries if c == "rate_limited")
                 if policy.on_rate_limit == "fail" or rate_limited >= policy.rate_retries:
                     raise ProviderError("rate_limited", f"{self.provider_id}: {detail}{after} (on_rate_limit: "
-                                        f"{policy.on_rate_limit})", tuple(retries))
+                                        f"{policy.on_rate_limit})", tuple(retries), f"{self.provider_id}: {brief}{after}")
                 wait = policy.rate_wait_s
             else:
                 wait = retry_after if retry_after is not None else _backoff(policy, attempt)
@@ -126,7 +130,8 @@ class OpenAICompatProvider:
                     code = {"timeout": "timeout", "rate_limited": "rate_limited"}.get(cause, "provider_error")
                     gave_up = after + (f" (next wait {wait:.1f} s would pass the {policy.total_s:g} s retry budget)"
                                        if attempt < policy.retries else "")
-                    raise ProviderError(code, f"{self.provider_id}: {detail}{gave_up}", tuple(retries))
+                    raise ProviderError(code, f"{self.provider_id}: {detail}{gave_up}", tuple(retries),
+                                        f"{self.provider_id}: {brief}{gave_up}")
             retries.append((cause, round(wait, 3)))
             waited += wait
             await asyncio.sleep(wait)

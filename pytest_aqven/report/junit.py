@@ -5,14 +5,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from . import attempts, look
-from .text import figure, interval
+from .text import figure, interval, pair_words
 
 
 def attempt_properties(record: dict) -> list[tuple[str, str]]:
     """The outcome always; which attempt, each check's state, value and reason, cost (judges apart), latency
-    and the error only for working cases: held-out cases are never shown one by one."""
+    and the error only for working cases: held-out cases are never shown one by one (an infrastructure
+    error's message without case data is, as on the terminal)."""
     props = [("aqven_outcome", record["outcome"]), ("aqven_passed", str(record["passed"]).lower())]
-    if attempts.held_out(record):
+    if attempts.held_out(record):       # an infrastructure error's message without case data, if it has one
+        if record.get("error_public"):
+            props.append(("aqven_error", f"{record['error_code']}: {record['error_public']}"))
         return props
     props += [("aqven_case", record["case"]), ("aqven_variant", record["variant"]),
               ("aqven_repeat", str(record["repeat"]))]
@@ -69,14 +72,17 @@ def verdict_properties(entry: dict) -> list[tuple[str, str]]:
 
 
 def cell_text(cell: dict) -> str:
-    e, signed = cell["estimate"], cell["baseline"] is not None
-    return f"{figure(e['value'], e['unit'], signed)} {interval(e, signed)} {against(cell)}: {cell['verdict']}"
+    """A cell in one line; a pair's in words (which variant is better, by how much, in the metric's unit)."""
+    e = cell["estimate"]
+    if cell["baseline"] is not None:
+        return f"{pair_words(cell)}; {against(cell)}: {cell['verdict']}"
+    return f"{figure(e['value'], e['unit'])} {interval(e)} {against(cell)}: {cell['verdict']}"
 
 
 def against(cell: dict) -> str:
     if cell["bound"]:
         return f"against {cell['bound']} {cell['threshold']:g} with margin {cell['margin']:g}"
-    return f"against margin {cell['margin']:g}" + (" (relative)" if cell["relative"] else "")
+    return f"against the relative margin {cell['margin']:g}" if cell["relative"] else f"against margin {cell['margin']:g}"
 
 
 def _key(testcase: ET.Element) -> tuple:

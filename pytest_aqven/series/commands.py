@@ -52,10 +52,15 @@ def add_series(commands) -> None:
     cancel_p.add_argument("series_id")
     _path(cancel_p)
     cancel_p.set_defaults(handler=run_cancel)
-    ex = sub.add_parser("export", help="one row per finished attempt")
+    ex = sub.add_parser("export", help="one row per finished attempt",
+                        description="One row per finished attempt (its case, checks with their reasons, cost, "
+                                    "latency, error). Held-out cases are never shown one by one: a held-out "
+                                    "series is exported only with --reveal, for a person who asks explicitly.")
     ex.add_argument("series_id")
     ex.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     ex.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of stdout")
+    ex.add_argument("--reveal", action="store_true",
+                    help="export a held-out series anyway (for a person who asks)")
     _path(ex)
     ex.set_defaults(handler=run_export)
 
@@ -280,9 +285,15 @@ def run_export(args) -> int:
     def body(args):
         store = _store(args)
         s = _series(store, args.series_id)
+        sid = s["series_id"]
+        if s.get("split") == "holdout" and not args.reveal:
+            raise Refused(f"series {sid} ran held-out cases: {HELD_OUT_REFUSAL}")
         rows = store._conn.execute("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished' "
-                                   "ORDER BY finished_at", (s["series_id"],)).fetchall()
+                                   "ORDER BY finished_at", (sid,)).fetchall()
         records = [json.loads(r[0]) for r in rows]
+        if s.get("split") == "holdout":
+            print(f"revealing held-out data of series {sid} ({len(records)} attempts), as asked with --reveal: "
+                  "do not tune the flow to what it shows", file=sys.stderr)
         checks = sorted({c for r in records for c in r.get("checks", {})})
         out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
         try:

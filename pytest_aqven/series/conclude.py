@@ -10,6 +10,7 @@ from ..experiments import inputs
 from ..experiments import plan as planning
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
+from ..findings.judges import unvalidated
 from .db import Store
 from .tally import SeriesTally, TallyTable
 
@@ -97,7 +98,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
         facts = stats.SeriesFacts(
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
             check_kinds={c.id: c.kind for c in spec.checks},
-            unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
+            unvalidated_judges=unvalidated(project, experiment),
             total_attempts=total, family=family,
             # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
             # a process of the series read other inputs than it recorded (its attempts say inputs_changed)

@@ -253,17 +253,22 @@ class Store:
         return [json.loads(r[0]) for r in rows]
 
     def history(self, experiment_id: str, limit: int = 200) -> list[dict]:
-        """The last finished attempts per variant of earlier series of an experiment (launch plans), variants
-        by their last attempt first. Only those `limit` records per variant leave the database: reading every
-        record of the experiment cost memory and time in proportion to its attempts (docs/performance.md)."""
+        """The rates observed so far, for launch plans: the finished attempts of the experiment's latest finished
+        series, at most `limit` per variant (its first cases by name, their repeats in order). A function of that
+        series' data alone, so the same data gives the same plan (the last attempts by time did not: they were
+        a different sample whenever attempts finished in another order). Only those records leave the database:
+        reading every record of the experiment cost memory and time in proportion to its attempts."""
         flush_all()
-        attempts = ("FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
-                    "WHERE s.experiment_id = ? AND a.state = 'finished'")
-        variants = self._conn.execute(f"SELECT a.variant_id, MAX(a.finished_at) AS last {attempts} "
-                                      "GROUP BY a.variant_id ORDER BY last DESC", (experiment_id,)).fetchall()
-        return [json.loads(record) for variant, _ in variants for (record,) in self._conn.execute(
-            f"SELECT a.record {attempts} AND a.variant_id = ? ORDER BY a.finished_at DESC LIMIT ?",
-            (experiment_id, variant, limit))]
+        latest = self._conn.execute(
+            "SELECT series_id FROM aqven_series WHERE experiment_id = ? AND status IN ('done', 'failed') "
+            "ORDER BY finished_at DESC, series_id LIMIT 1", (experiment_id,)).fetchone()
+        if latest is None:
+            return []
+        variants = self._conn.execute("SELECT DISTINCT variant_id FROM aqven_series_attempts WHERE series_id = ? "
+                                      "ORDER BY variant_id", latest).fetchall()
+        return [json.loads(record) for (variant,) in variants for (record,) in self._conn.execute(
+            "SELECT record FROM aqven_series_attempts WHERE series_id = ? AND variant_id = ? AND state = 'finished' "
+            "ORDER BY case_name, repeat LIMIT ?", (latest[0], variant, limit))]
 
     def finish(self, series_id: str, status: str, updates: dict) -> None:
         flush_all()

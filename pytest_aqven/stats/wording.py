@@ -154,9 +154,13 @@ def dev_signal(measurement: str) -> str:
     return f"Signal on dev, not a finding: {measurement}."
 
 
-def unvalidated_signal(check: str, measurement: str) -> str:
-    return (f"Signal only, judge {check} has no validated_by (no experiment measured its errors on planted "
-            f"defects, so they go straight into the metric): {measurement}.")
+NO_VALIDATED_BY = ("has no validated_by (no experiment measured its errors on planted defects, so they go "
+                   "straight into the metric)")
+
+
+def unvalidated_signal(check: str, measurement: str, why: str | None = None) -> str:
+    """`why` completes "judge <check> ...": the condition validated_by did not meet (findings/judges.py)."""
+    return f"Signal only, judge {check} {why or NO_VALIDATED_BY}: {measurement}."
 
 
 def cancelled_text(done: int, total: int) -> str:
