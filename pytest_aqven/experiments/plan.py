@@ -178,7 +178,7 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
         **judges,
         "project": shared,
         "code": inputs.project_code(root),
-        "modules": inputs.outside_modules(root, project.package),
+        "modules": inputs.outside_modules(project),
     }
 
 

@@ -107,6 +107,34 @@ class Project:
         return experiment.flows.get(flow_id) or self.flows.get(flow_id)
 
 
+def documents(project: Project):
+    """Every parsed document of the project's code-bearing files (aqven.yaml, tools, MCP servers, agents, flows,
+    nodes, inferences, experiments with their local flows and alternatives); not types or datasets."""
+    def flow_docs(flow: Flow):
+        yield flow.doc
+        for node in flow.nodes.values():
+            yield node.doc
+            if node.inference_doc is not None:
+                yield node.inference_doc
+
+    if project.doc is not None:
+        yield project.doc
+    for entities in (project.tools, project.mcp_servers, project.agents):
+        for entity in entities.values():
+            yield entity.doc
+    for flow in project.flows.values():
+        yield from flow_docs(flow)
+    for experiment in project.experiments.values():
+        if experiment.doc is not None:
+            yield experiment.doc
+        for flow in experiment.flows.values():
+            yield from flow_docs(flow)
+        for node in experiment.alternatives.values():
+            yield node.doc
+            if node.inference_doc is not None:
+                yield node.inference_doc
+
+
 def find_root(start: Path) -> Path | None:
     """The module root: the folder holding aqven.yaml, searched upward from `start`."""
     start = start.resolve()
