@@ -226,8 +226,8 @@ def finding_bomb(tmp: Path) -> str:
     head = "".join(f'{k}: "x"\n' for k in ("state", "statement", "self_sha256"))
     (folder / f"{sid}.yaml").write_text(f'experiment: "rate_ok"\nseries: "{sid}"\n{head}cells: []\nvariants: []\n'
                                         f'scope: {{}}\nmethod: {{}}\n' + LAUGHS + "data: *j\n")
-    status, seconds, rss = timed([sys.executable, "-m", "pytest_aqven.cli", "check", "proj"], tmp, timeout=60,
-                                 limit_mb=3000)
+    status, seconds, rss = timed([sys.executable, "-m", "pytest_aqven.cli", "check", "proj"], tmp, timeout=120,
+                                 limit_mb=2900)
     said = tail(timed.output, "error") or timed.output.strip().splitlines()[-1][:120]
     return f"aqven check {status} in {seconds:.0f} s: {said}"
 
@@ -245,7 +245,7 @@ def escape_project(tmp: Path, **kw) -> Path:
 
 def escape_outcome(tmp: Path, root: Path, *args: str) -> str:
     check = faults.aqven(tmp, "check", "proj")
-    codes = sorted({w for line in check.stdout.splitlines() for w in line.split() if w.startswith("E_")})
+    codes = sorted({w.rstrip(':') for line in check.stdout.splitlines() for w in line.split() if w.startswith("E_")})
     run = faults.run(tmp, *args)
     return (f"aqven check exit {check.returncode} {','.join(codes) or '(silent)'}; the secret reached the model in "
             f"{faults.leaks(root)} of {len(faults.calls(root))} calls")
@@ -371,7 +371,7 @@ def escape_media(tmp: Path) -> str:
     data.write_text(data.read_text().replace('    text: "fine"\n', '    text: "fine"\n    photo: {"$media": '
                                              '"image/png", "file": "@root/../outside/secret.txt"}\n'))
     said = escape_outcome(tmp, root)
-    errors = {r[0] for r in faults.query(root, "SELECT error_code FROM aqven_series_attempts")}
+    errors = {r[0] for r in faults.query(root, "SELECT json_extract(record, '$.error_code') FROM aqven_series_attempts")}
     return said + f"; attempt errors {sorted(e or 'none' for e in errors)}"
 
 
@@ -413,25 +413,29 @@ def _bomb(size: int) -> bytes:
     return _BOMBS[size]
 
 
-def http_project(tmp: Path, url: str, model: str = "m1", kind: str = "openai_compatible") -> Path:
-    root = faults.make(tmp, cases=8)
-    key = 'api_key: "ref:env/LOCAL_LLM_KEY"\n          ' if kind == "openai_compatible" else ""
+def http_project(tmp: Path, url: str, model: str = "m1", catalog: str | None = None, cases: int = 8) -> Path:
+    """The fault project on a local server: an openai_compatible provider `local`, or the catalog prefix
+    `catalog` (its prices known to genai-prices) with its base URL pointed at the server."""
+    root = faults.make(tmp, cases=cases)
+    pid = catalog or "local"
+    kind = "catalog" if catalog else "openai_compatible"
+    key = "" if catalog else 'api_key: "ref:env/LOCAL_LLM_KEY"'
     (root / "aqven.yaml").write_text(f'''apiVersion: "aqven/v1"
 kind: "Project"
 description: "A project on a local server"
 package: "{faults.PACKAGE}"
 providers:
-- id: "local"
+- id: "{pid}"
   kind: "{kind}"
   base_url: "{url}"
-  {key.strip()}
+  {key}
   params: {{retries: 0, timeout_s: 60}}
   data_policy:
     allows_pii: false
     allows_sensitive: false
     retention: "zero"
 ''')
-    (root / "agents" / "bot.yaml").write_text(AGENT.replace("fake:bot-1", f"local:{model}"))
+    (root / "agents" / "bot.yaml").write_text(AGENT.replace("fake:bot-1", f"{pid}:{model}"))
     (root / ".env").write_text("LOCAL_LLM_KEY=sk-local-0123456789\n")
     return root
 
@@ -446,7 +450,7 @@ def gzip_bomb(tmp: Path) -> str:
         status, seconds, rss = timed(faults.pytest_cmd("--aqven-cases", "1"), tmp, timeout=120)
     finally:
         httpd.shutdown()
-    codes = sorted({r[0] or "none" for r in faults.query(root, "SELECT error_code FROM aqven_series_attempts")})
+    codes = sorted({r[0] or "none" for r in faults.query(root, "SELECT json_extract(record, '$.error_code') FROM aqven_series_attempts")})
     return f"pytest {status} in {seconds:.0f} s, peak RSS {rss:.0f} MB, attempt errors {codes}"
 
 
@@ -474,7 +478,10 @@ def env_key(tmp: Path) -> str:
 
 @fault("big_answer", "a 20 MB answer from a function provider (8 attempts)")
 def big_answer(tmp: Path) -> str:
-    root = faults.make(tmp, cases=16, answer='{"label": "positive", "note": "' + "x" * (20 << 20) + '"}')
+    inference = projects.FILES["flows/rate/nodes/judge/judge.inference.yaml"].rstrip(" ") + \
+        '        - name: "reason"\n          type: "Text"\n'
+    root = faults.make(tmp, cases=16, answer='{"label": "positive", "reason": "' + "x" * (20 << 20) + '"}',
+                       files={"flows/rate/nodes/judge/judge.inference.yaml": inference})
     status, seconds, rss = timed(faults.pytest_cmd(), tmp, timeout=300)
     size = sum(len(r[0]) for r in faults.query(root, "SELECT record FROM aqven_series_attempts"))
     n = max(1, faults.finished(root))
@@ -503,20 +510,21 @@ class Usage(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-@fault("big_input", "one 50 MB input under the $1.00 cap, on a model with a known price")
+@fault("big_input", "one 25 MB input under the $1.00 cap, on a model with a known price (gpt-4o)")
 def big_input(tmp: Path) -> str:
     Usage.requests = 0
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Usage)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        root = http_project(tmp, f"http://127.0.0.1:{httpd.server_address[1]}/v1", model="gpt-4o", kind="openai")
+        root = http_project(tmp, f"http://127.0.0.1:{httpd.server_address[1]}/v1", model="gpt-4o", catalog="openai",
+                            cases=2)
         data = root / "datasets" / "reviews.yaml"
-        data.write_text(data.read_text().replace('text: "fine"', 'text: "' + "word " * (10 << 20) + '"', 1))
+        data.write_text(data.read_text().replace('text: "fine"', 'text: "' + "word " * (5 << 20) + '"'))
         run = faults.run(tmp, "--aqven-cases", "1", env={"OPENAI_API_KEY": "sk-x-0123456789"})
     finally:
         httpd.shutdown()
     spent = faults.query(root, "SELECT SUM(spend_usd) FROM aqven_spend")
-    codes = sorted({r[0] or "none" for r in faults.query(root, "SELECT error_code FROM aqven_series_attempts")})
+    codes = sorted({r[0] or "none" for r in faults.query(root, "SELECT json_extract(record, '$.error_code') FROM aqven_series_attempts")})
     return f"{Usage.requests} requests sent, ledger ${float(spent[0][0] or 0):.2f} of the $1.00 cap, attempt errors {codes}"
 
 
@@ -691,7 +699,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1)
     parser.add_argument("--only", default="")
+    parser.add_argument("--code", default=None, metavar="DIR",
+                        help="run the faults on the pytest_aqven of another checkout (e.g. an older commit's)")
     args = parser.parse_args()
+    if args.code:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (args.code, os.environ.get("PYTHONPATH"))))
     only = [n for n in args.only.split(",") if n]
     print("| fault | trials | outcome |")
     print("|---|---|---|")

@@ -8,6 +8,7 @@ from .context import CheckContext, internal_error, text_problem
 from .diagnostics import Diagnostic
 from .experiments import ExperimentRules
 from .flows import FlowView, compile_flow
+from .paths import path_rules
 
 __all__ = ["check_project", "experiment_rules", "internal_error", "project_rules"]
 
@@ -22,6 +23,7 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
     out += ctx.guarded("agents", "checking agents", lambda: _agents(ctx))
     out += ctx.guarded("tools", "checking tools", lambda: _tools(ctx))
     out += ctx.guarded("datasets", "checking datasets", lambda: _datasets(ctx))
+    out += ctx.guarded("aqven.yaml", "checking paths", lambda: path_rules(ctx))
     for flow in project.flows.values():
         out += ctx.guarded(flow.doc.file, f"checking flow {flow.id}",
                            lambda flow=flow: compile_flow(ctx, FlowView.of(flow, project.flows.get,

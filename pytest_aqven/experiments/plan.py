@@ -10,6 +10,7 @@ from pathlib import Path
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
 from ..project.loader import Experiment, Flow, Project
+from ..project.paths import outside
 from ..project.specs import CallNode, CaseSpec, ExperimentSpec
 from . import inputs
 from . import split as splitting
@@ -171,7 +172,7 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
         if check.is_judge:
             from .judges import judge_files
             judges[f"judge:{check.id}"] = sorted(judge_files(project, check.inference))
-    return {
+    paths = {
         "experiment": inputs._files(series.experiment.file.parent),
         "dataset": [root / "datasets" / f"{series.spec.cases.dataset}.yaml"],
         **{f"flow:{variant}": files for variant, files in flows.items()},
@@ -180,6 +181,10 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
         "code": inputs.project_code(root),
         "modules": inputs.outside_modules(project),
     }
+    # a file the project names that resolves outside it is never read (the run refuses it, aqven check says so),
+    # so it is no input either; outside modules are the exception: imported code, hashed so that an edit shows
+    return {key: group if key == "modules" else [p for p in group if outside(root, p) is None]
+            for key, group in paths.items()}
 
 
 def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] | None = None,
@@ -207,7 +212,7 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
     return {
         "experiment_sha256": digest(series.experiment.file),
         "experiment_folder_sha256": canonical_hash(hashes(paths["experiment"])),
-        "dataset_sha256": digest(paths["dataset"][0]),
+        "dataset_sha256": digest(paths["dataset"][0]) if paths["dataset"] else None,
         "cases_sha256": canonical_hash([c.model_dump(mode="json") for c in series.cases]),
         "flows_sha256": canonical_hash(flows),
         "project_sha256": canonical_hash(hashes(paths["project"])),

@@ -11,6 +11,7 @@ import yaml
 
 from ..check.diagnostics import DiagnosticError
 from ..experiments.plan import canonical_hash
+from ..project.paths import outside
 from ..project.yamlpos import parse_yaml
 from . import emit
 
@@ -67,7 +68,8 @@ def intact(document: Any) -> bool:
 
 
 def finding_files(root: Path) -> list[Path]:
-    return sorted((root / "experiments").glob("*/findings/*.yaml"))
+    """The finding files of the project (never through a link out of it: aqven check reports that folder)."""
+    return sorted(p for p in (root / "experiments").glob("*/findings/*.yaml") if outside(root, p) is None)
 
 
 def parse(text: str, file: str = "finding") -> tuple[Any, str | None]:
@@ -181,6 +183,14 @@ TAMPERED_HINT = ("a finding is written once and proves its own verdict: restore 
                  "(git checkout, or aqven findings rebuild from the project database) or run a new series on holdout cases")
 
 
+def _inside(root: Path, path: Path) -> None:
+    """A findings folder or FINDINGS.md that resolves outside the project (a symlink) is never written."""
+    problem = outside(root, path)
+    if problem is not None:
+        raise FindingsRefused("E_PATH_OUTSIDE", [(path.relative_to(root).as_posix(), (), f"the file {problem}")],
+                              "make it a plain folder of the project: a finding is written inside the module root")
+
+
 def finding_text(document: dict, decided: bool = False) -> str:
     """The bytes of a finding: canonical YAML with its self hash. `decided`: the document was built from a
     verdict this process decided (series/findings.record), so examine() need not read it back."""
@@ -204,6 +214,7 @@ def finding_path(root: Path, experiment_id: str, series_id: str) -> Path:
 def write_finding_file(root: Path, experiment_id: str, series_id: str, text: str) -> Path:
     """Write the finding once: identical bytes already there are fine, other bytes are never overwritten."""
     path = finding_path(root, experiment_id, series_id)
+    _inside(root, path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         if path.read_text(encoding="utf-8") != text:
@@ -230,6 +241,7 @@ def refresh_findings_md(root: Path, package: str | None, generated: set[str] = f
         raise FindingsRefused("E_FINDING_TAMPERED", bad, TAMPERED_HINT)
     text = render_findings_md(root, [(p, d) for p, d, _ in examined])
     target = root / "FINDINGS.md"
+    _inside(root, target)
     current = target.read_text(encoding="utf-8") if target.exists() else None
     if current != text and not (current is None and not text):
         if not (force or current is None or text_sha(current) in generated):

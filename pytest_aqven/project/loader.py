@@ -8,6 +8,7 @@ from typing import Any
 
 from ..check.diagnostics import Diagnostic, DiagnosticError
 from . import coderefs, specs
+from .paths import outside
 from .types import Registry, pascal
 from .validate import validate
 from .yamlpos import YamlDoc, load_yaml
@@ -144,7 +145,15 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+OUTSIDE_HINT = "keep the file inside the module root: copy it in instead of linking to a file elsewhere"
+
+
 def _read(path: Path, root: Path, annotation, what: str, sink: list[Diagnostic]):
+    problem = outside(root, path)
+    if problem is not None:       # a symlink out of the project: never read
+        sink.append(Diagnostic("E_PATH_OUTSIDE", path.relative_to(root).as_posix(), (), f"{what}: the file {problem}",
+                               None, None, OUTSIDE_HINT))
+        return None, None
     try:
         doc = load_yaml(path, root)
     except DiagnosticError as exc:
