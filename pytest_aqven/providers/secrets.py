@@ -1,7 +1,10 @@
 """API keys: resolved from `ref:env/NAME` and the module root's `.env`, and scrubbed from every text we keep.
 
 Every key value this process resolves is remembered here, so `scrub(text)` can remove it from error
-messages and traces before they are stored or shown, whoever produced the text.
+messages and traces before they are stored or shown, whoever produced the text. So is every value a
+series could hold without resolving it (`register_environment`, at each series start): the environment's
+secret-looking variables (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`), which a function provider or
+a vendor SDK reads on its own, and every value of the module root's `.env`.
 """
 from __future__ import annotations
 
@@ -30,6 +33,19 @@ def register(value: str | None) -> None:
             _known.add(value)
             _pattern = re.compile("|".join(re.escape(v) for v in sorted(_known, key=len, reverse=True)))
             _secrets = tuple(_known)
+
+
+SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET)$|PASSWORD", re.IGNORECASE)
+
+
+def register_environment(root: Path | None = None) -> None:
+    """Remember the values of the environment's secret-looking variables and of `<root>/.env`."""
+    for name, value in list(os.environ.items()):
+        if SECRET_NAME.search(name):
+            register(value)
+    if root is not None:
+        for value in read_dotenv(root / ".env").values():
+            register(value)
 
 
 def scrub(text):

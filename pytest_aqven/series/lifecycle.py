@@ -67,6 +67,8 @@ class SeriesRun:
         """The series start in this process: import the code and build the providers and checks it runs
         (their YAML read, their modules imported), then read every input once. Attempts run from that."""
         from ..experiments.judges import JudgeCheck
+        from ..providers.secrets import register_environment
+        register_environment(self.project.root)     # keys user code may read itself: scrubbed like resolved ones
         planning.import_code(self.project, self.plan)
         self.providers          # noqa: B018 - built now: a function provider's module is imported at the start
         checks = self.checks    # compiled now: their modules imported, a judge's YAML read
