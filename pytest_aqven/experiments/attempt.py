@@ -19,6 +19,7 @@ from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
 
 COUNTED = ("ok", "model_fail", "schema_invalid", "refusal")
+STORED_TEXT = 64 << 10      # characters of one text of a stored record (outputs, inputs, messages): the rest is cut
 _OUTCOME = {
     "check_failed": "model_fail", "truncated": "model_fail",
     "output_invalid": "schema_invalid", "OUTPUT_SCHEMA_REJECTED": "schema_invalid",
@@ -110,7 +111,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     trace = result.to_dict()
     if judge_runs:          # the judges' own runs, kept with the attempt
         trace["judges"] = {cid: r.to_dict() for cid, r in judge_runs.items()}
-    # provider and user-code text may carry a key: scrubbed before the record is stored or shown
+    # provider and user-code text may carry a key: scrubbed before the record is stored or shown; a 20 MB
+    # answer is kept as its first STORED_TEXT characters and its sha256 (the checks scored the whole of it)
     return scrub_data({
         "series_id": series_id,
         "experiment": plan.experiment.id,
@@ -136,4 +138,4 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "started_at": started,
         "finished_at": time.time(),
         "trace": trace,
-    })
+    }, STORED_TEXT)

@@ -8,6 +8,7 @@ a vendor SDK reads on its own, and every value of the module root's `.env`.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -74,15 +75,24 @@ def _clean(text: str) -> bool:
 _PLAIN = frozenset({int, float, bool, type(None)})     # hold no text: kept without a call per value
 
 
-def scrub_data(value):
-    """scrub() applied to every string of a JSON-like value."""
+def scrub_data(value, limit: int | None = None):
+    """scrub() applied to every string of a JSON-like value; with `limit`, each string is then cut to at most
+    that many characters (clip)."""
     if isinstance(value, str):
-        return scrub(value)
+        return clip(scrub(value), limit)
     if isinstance(value, dict):
-        return {k: v if v.__class__ in _PLAIN else scrub_data(v) for k, v in value.items()}
+        return {k: v if v.__class__ in _PLAIN else scrub_data(v, limit) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)([v if v.__class__ in _PLAIN else scrub_data(v) for v in value])
+        return type(value)([v if v.__class__ in _PLAIN else scrub_data(v, limit) for v in value])
     return value
+
+
+def clip(text: str, limit: int | None) -> str:
+    """The text, or its first `limit` characters and a marker with its length and the sha256 of the whole."""
+    if limit is None or len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{text[:limit]}...[truncated: {len(text):,} characters in all, sha256 {digest}]"
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
