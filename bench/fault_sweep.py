@@ -13,9 +13,7 @@ import argparse
 import gzip
 import json
 import os
-import pty
 import resource
-import select
 import shutil
 import signal
 import subprocess
@@ -587,40 +585,6 @@ def cancel_at_decision(tmp: Path) -> str:
             f"{(s.get('verdict') or {}).get('state')}, findings {len(faults.finding_files(root))}; exit {proc.returncode}")
 
 
-def pty_approve(cwd: Path, series_id: str):
-    """`aqven series approve` on a pseudo-terminal, stopped at its confirmation prompt."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_aqven.cli", "series", "approve", series_id, "--path",
-                             "proj", "--cap", "0.40"], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    os.close(slave)
-    out = b""
-    while b"Type yes" not in out:
-        ready, _, _ = select.select([master], [], [], 30)
-        assert ready, out
-        out += os.read(master, 4096)
-    return proc, master, out
-
-
-def pty_finish(proc, master, out: bytes) -> tuple[int, str]:
-    os.write(master, b"yes\n")
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    os.close(master)
-    return proc.returncode, out.decode(errors="replace")
-
-
 def paused(tmp: Path) -> tuple[Path, str]:
     root = faults.make(tmp, cases=40, cost=0.01)
     (root / "aqven.yaml").write_text((root / "aqven.yaml").read_text() + "research:\n  spend_cap_usd: 0.05\n")
@@ -633,9 +597,9 @@ def paused(tmp: Path) -> tuple[Path, str]:
 @fault("approve_vs_cancel", "aqven series approve while a cancel lands before its confirmation")
 def approve_vs_cancel(tmp: Path) -> str:
     root, sid = paused(tmp)
-    proc, master, out = pty_approve(tmp, sid)
+    prompted = faults.approve_prompted(tmp, sid, "0.40")
     faults.aqven(tmp, "series", "cancel", sid, "--path", "proj")
-    code, text = pty_finish(proc, master, out)
+    code, text = faults.confirm(prompted)
     said = tail(text, "approved") or tail(text, "cancel")
     return f"approve exit {code}: \"{said}\"; the database holds {faults.series(root)[0]['status']}"
 
@@ -643,19 +607,11 @@ def approve_vs_cancel(tmp: Path) -> str:
 @fault("approve_vs_approve", "two aqven series approve at once ($0.40 and $0.08)")
 def approve_vs_approve(tmp: Path) -> str:
     root, sid = paused(tmp)
-    a = pty_approve(tmp, sid)
-    master, slave = pty.openpty()
-    b_proc = subprocess.Popen([sys.executable, "-m", "pytest_aqven.cli", "series", "approve", sid, "--path", "proj",
-                               "--cap", "0.08"], cwd=tmp, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    os.close(slave)
-    b_out = b""
-    while b"Type yes" not in b_out:
-        ready, _, _ = select.select([master], [], [], 30)
-        b_out += os.read(master, 4096)
-    code_a, text_a = pty_finish(*a)
-    code_b, text_b = pty_finish(b_proc, master, b_out)
+    first, second = faults.approve_prompted(tmp, sid, "0.40"), faults.approve_prompted(tmp, sid, "0.08")
+    code_a, _ = faults.confirm(first)
+    code_b, text_b = faults.confirm(second)
     cap = faults.series(root)[0]["cap_usd"]
-    return (f"first exit {code_a}, second exit {code_b}: \"{tail(text_b, 'approved') or tail(text_b, 'won')}\"; "
+    return (f"first exit {code_a}, second exit {code_b}: \"{tail(text_b, 'approved')}\"; "
             f"the database holds cap ${float(cap):.2f}")
 
 

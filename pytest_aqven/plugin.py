@@ -356,10 +356,11 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     return report
 
 
-def _series_spend(tr, tallies: dict[str, SeriesTally]) -> None:
-    """Per series this run reported: what ran, what was reused, and the spend against the cap."""
+def _series_spend(tr, tallies: dict[str, SeriesTally], discarded: dict[str, int]) -> None:
+    """Per series this run reported: what ran, what was reused, the spend against the cap, and the results
+    discarded because another runner took their claims."""
     from .series.db import Store
-    from .series.ledger import series_spend
+    from .series.ledger import LEASE_SECONDS, series_spend
     lines = []
     for series_id, tally in tallies.items():
         reused = tally.reused
@@ -371,6 +372,11 @@ def _series_spend(tr, tallies: dict[str, SeriesTally]) -> None:
             store.close()
         lines.append(f"{tally.experiment} series {series_id}: {tally.done - reused} attempts ran, "
                      f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
+        if discarded.get(series_id):
+            n = discarded[series_id]
+            lines.append(f"  {n} result{'s' if n != 1 else ''} of this run discarded: another runner took "
+                         f"{'their claims' if n != 1 else 'its claim'} while this one was suspended past the "
+                         f"{LEASE_SECONDS:g} s lease; the other runner's results are the ones counted")
     if lines:
         tr.write_sep("=", "aqven series")
         for line in lines:
@@ -438,6 +444,9 @@ class VerdictReporter:
         every = config.getoption("aqven_progress")
         self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
         self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
+        # series id -> finishes of this run refused because another runner took their claims (a runner
+        # suspended past the lease): those series are decided from the database, whose rows are the ones counted
+        self.discarded: dict[str, int] = {}
 
     @property
     def is_worker(self) -> bool:
@@ -478,6 +487,7 @@ class VerdictReporter:
         flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
         if flush_all is not None:
             flush_all()
+        self._count_discarded()
         if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.tallies:
             return result
         # every item and report of the session stays alive to its end: a full garbage collection set off while
@@ -493,6 +503,13 @@ class VerdictReporter:
             if freeze:
                 gc.unfreeze()
         return result
+
+    def _count_discarded(self) -> None:
+        collect = _collect_module()
+        sched = self.config.stash.get(collect.SCHEDULER, None) if collect else None
+        for ledger in list(sched.ledgers.values()) if sched is not None else []:
+            for series_id, *_ in ledger.discarded:
+                self.discarded[series_id] = self.discarded.get(series_id, 0) + 1
 
     def _decide_all(self, session: pytest.Session) -> None:
         from .project.loader import load_project
@@ -521,7 +538,15 @@ class VerdictReporter:
         file_nodeid = tally.file_nodeid
         refused = None
         try:
-            conclusion = conclude(project, series_id, tally, family=self.family)
+            attempts = tally
+            if series_id in self.discarded:     # some records of this run are not the ones the ledger counts
+                from .series.db import Store
+                store = Store(project.root)
+                try:
+                    attempts = store.attempts(series_id)
+                finally:
+                    store.close()
+            conclusion = conclude(project, series_id, attempts, family=self.family)
             if conclusion.verdict is not None:
                 try:
                     conclusion.finding = write_finding_for(project, conclusion)
@@ -589,6 +614,7 @@ class VerdictReporter:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:      # collection happens on workers: send the check warnings to the controller
             self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
+            self.config.workeroutput["aqven_discarded"] = self.discarded
             return
         path = self.config.getoption("aqven_json")
         if path:
@@ -639,13 +665,16 @@ class VerdictReporter:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
-        self.worker_warnings += [tuple(w) for w in getattr(node, "workeroutput", {}).get("aqven_warnings", [])]
+        output = getattr(node, "workeroutput", {})
+        self.worker_warnings += [tuple(w) for w in output.get("aqven_warnings", [])]
+        for series_id, n in output.get("aqven_discarded", {}).items():
+            self.discarded[series_id] = self.discarded.get(series_id, 0) + n
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
             from .report import terminal
             if self.tallies:
-                _series_spend(terminalreporter, self.tallies)
+                _series_spend(terminalreporter, self.tallies, self.discarded)
             collect = _collect_module()
             terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
                                   self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})

@@ -166,3 +166,55 @@ def outcome(root: Path, planned: int) -> dict:
     return {"calls": len(calls(root)), "distinct": len(set(calls(root))), "attempts": planned,
             "ledger": ledger_rows(root), "finished": finished(root), "series": len(series(root, "holdout")),
             "findings": len(finding_files(root)), "leaks": leaks(root)}
+
+
+def held(ledger, record: dict) -> int:
+    """The generation of the claim `ledger`'s runner holds on the record's attempt (0: none), to finish it with."""
+    from pytest_aqven.series.db import attempt_id
+    row = ledger.store._conn.execute(
+        "SELECT generation FROM aqven_claims WHERE attempt_id = ? AND runner_id = ?",
+        (attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"]), ledger.runner_id)
+    ).fetchone()
+    return row[0] if row else 0
+
+
+def approve_prompted(cwd: Path, series_id: str, cap: str):
+    """`aqven series approve --cap CAP` on a pseudo-terminal, stopped at its confirmation prompt:
+    (process, terminal, output so far). `confirm` types the answer."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_aqven.cli", "series", "approve", series_id, "--path",
+                             "proj", "--cap", cap], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    out = b""
+    deadline = time.time() + 60
+    while b"Type yes" not in out:
+        ready, _, _ = select.select([master], [], [], 1)
+        assert time.time() < deadline and proc.poll() is None, out
+        if ready:
+            out += os.read(master, 4096)
+    return proc, master, out
+
+
+def confirm(prompted, answer: str = "yes") -> tuple[int, str]:
+    """Type the answer at the prompt of approve_prompted; (exit code, everything the command printed)."""
+    import select
+    proc, master, out = prompted
+    os.write(master, answer.encode() + b"\n")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(master)
+    return proc.returncode, out.decode(errors="replace")

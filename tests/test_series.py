@@ -21,7 +21,7 @@ from pytest_aqven.series.cap import SeriesCap
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.scheduler import Budget
 
-from . import projects
+from . import faults, projects
 
 PACKAGE = "seriesproj"          # 80 cases: 40 on the working half
 
@@ -141,9 +141,9 @@ def open_series(root: Path, cap: str = "0.10") -> tuple[Store, str]:
 
 def settle(ledger, sid, case, cost, unpriced=0):
     """The attempt finished: its spend, claim and record committed."""
-    ledger.finish_later({"series_id": sid, "variant": "v", "case": case, "repeat": 1, "cost_usd": cost,
-                         "check_cost_usd": 0.0, "unpriced_calls": unpriced, "outcome": "ok", "started_at": 1.0,
-                         "finished_at": 2.0})
+    record = {"series_id": sid, "variant": "v", "case": case, "repeat": 1, "cost_usd": cost, "check_cost_usd": 0.0,
+              "unpriced_calls": unpriced, "outcome": "ok", "started_at": 1.0, "finished_at": 2.0}
+    ledger.finish_later(record, faults.held(ledger, record))
     ledger.store.flush()
 
 
@@ -517,7 +517,7 @@ def test_an_old_database_is_migrated_and_its_spend_counted(tmp_path):
     old.commit()
     old.close()
     store = Store(tmp_path)
-    assert store._conn.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == storage.LATEST == 3
+    assert store._conn.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == storage.LATEST == 4
     assert ledgers.series_spend(store, "s").spent_usd == pytest.approx(0.25)
     assert_totals_are_the_sums(store._conn)
 

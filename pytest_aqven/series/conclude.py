@@ -2,6 +2,7 @@
 and its end in the database."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
             check_kinds={c.id: c.kind for c in spec.checks},
             unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
-            total_attempts=total, family=family,
+            total_attempts=total, family=family, cancelled=series["status"] == "cancelled",
             # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
             # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
             inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {})))
@@ -111,9 +112,12 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
         conclusion.verdict, conclusion.facts, conclusion.table = verdict, facts, table
         status = "failed" if tally.infra_errors == tally.done else "done"
         from .findings import record  # noqa: PLC0415  (the finding document builds on this module)
-        # the series is marked done in the transaction that records its finding
-        record(store, project, series, conclusion, tally, status, {
+        # the series is marked done in the transaction that records its finding, unless a cancel won
+        held = record(store, project, series, conclusion, tally, status, {
             "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
+        if held == "cancelled" and not facts.cancelled:     # cancelled while it was being decided: final
+            facts = dataclasses.replace(facts, cancelled=True)
+            conclusion.verdict, conclusion.facts = decide_table(conclusion.question, table, facts), facts
         return conclusion
     finally:
         store.close()

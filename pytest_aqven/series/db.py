@@ -264,11 +264,3 @@ class Store:
         return [json.loads(record) for variant, _ in variants for (record,) in self._conn.execute(
             f"SELECT a.record {attempts} AND a.variant_id = ? ORDER BY a.finished_at DESC LIMIT ?",
             (experiment_id, variant, limit))]
-
-    def finish(self, series_id: str, status: str, updates: dict) -> None:
-        flush_all()
-        with self.transaction() as db:
-            row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
-            record = {**json.loads(row[0]), **updates}
-            db.execute("UPDATE aqven_series SET status = ?, finished_at = ?, record = ? WHERE series_id = ?",
-                       (status, time.time(), json.dumps(record), series_id))

@@ -45,12 +45,17 @@ def due(conclusion: Conclusion) -> bool:
 
 
 def record(store: Store, project: Project, series: dict, conclusion: Conclusion, tally: SeriesTally,
-           status: str, updates: dict) -> None:
-    """Mark the series finished and, when it has one, record its finding: one transaction. A finding
-    already recorded for the series (a rerun after a crash) is kept as it is: written exactly once."""
+           status: str, updates: dict) -> str:
+    """Mark the series finished and, when it has one, record its finding: one transaction, which reads the
+    series' status first. Cancel is final: a series cancelled meanwhile (`aqven series cancel` landing at the
+    decision) gets no finding and stays cancelled. A series another runner already decided keeps its verdict
+    and finding (written exactly once). Returns the status the series holds after the transaction."""
     text = finding_text(document.build(project, series, conclusion, tally), decided=True) if due(conclusion) else None
     with store.transaction() as db:
         ensure_tables(db)
+        held = db.execute("SELECT status FROM aqven_series WHERE series_id = ?", (conclusion.series_id,)).fetchone()[0]
+        if held in ("cancelled", "done", "failed"):
+            return held
         if text is not None and db.execute("SELECT 1 FROM aqven_findings WHERE series_id = ?",
                                            (conclusion.series_id,)).fetchone() is None:
             plan_key = db.execute("SELECT plan_key FROM aqven_series WHERE series_id = ?",
@@ -64,6 +69,7 @@ def record(store: Store, project: Project, series: dict, conclusion: Conclusion,
                                                   conclusion.series_id).relative_to(project.root).as_posix()
         db.execute("UPDATE aqven_series SET status = ?, finished_at = COALESCE(finished_at, ?), record = ? "
                    "WHERE series_id = ?", (status, time.time(), json.dumps(merged), conclusion.series_id))
+    return status
 
 
 def _generated(db: sqlite3.Connection) -> set[str]:

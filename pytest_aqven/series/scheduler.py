@@ -289,7 +289,7 @@ class Scheduler:
             if decision.kind == "start":
                 # its finish (spend, claim and record together) is group-committed: it joins the next claim's
                 # transaction or a timer's, with no wait here; its claim counts its reserve until then
-                self.ledgers[root].finish_later(record)
+                self.ledgers[root].finish_later(record, decision.generation)
                 self._wake_waiters()
                 return Outcome("ran", record)
             if decision.why == CLAIMED_ELSEWHERE:
@@ -310,7 +310,8 @@ class Scheduler:
         root = run.project.root
         claimed = self.claimed.pop(key, None)
         if claimed is not None:
-            if await self._on_db(lambda: self._ledger(root).still_running(series_id)):
+            if await self._on_db(lambda: self._ledger(root).still_holds(series_id, variant, case, repeat,
+                                                                        claimed.generation)):
                 return claimed
             await self._ledger_op(root, "release", series_id, variant, case, repeat)
         if ahead is None:

@@ -63,6 +63,13 @@ CREATE TRIGGER IF NOT EXISTS aqven_spend_total AFTER INSERT ON aqven_spend BEGIN
     unpriced_attempts = unpriced_attempts + excluded.unpriced_attempts;
 END;
 """,
+    # fencing: each claim gets the next generation number; a finish counts only while its claim still holds
+    # (same runner, same generation), checked in the finish's own transaction
+    4: """
+ALTER TABLE aqven_claims ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS aqven_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO aqven_counters VALUES ('claim_generation', 0);
+""",
 }
 LATEST = max(MIGRATIONS)
 
