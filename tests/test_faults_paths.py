@@ -97,8 +97,7 @@ def test_a_path_out_of_the_project_is_an_aqven_check_error(tmp_path, kind):
         assert "outside the project" in error.message, error.render()
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-@pytest.mark.parametrize("kind", ["instructions", "fragment", "dataset", "findings"])
+@pytest.mark.parametrize("kind,n", [("instructions", "0"), ("fragment", "2"), ("dataset", "0"), ("findings", "2")])
 def test_a_run_with_a_path_out_of_the_project_calls_no_model_and_writes_nothing_outside(tmp_path, kind, n):
     root, file = escape(kind, tmp_path)
     result = faults.run(tmp_path, "--aqven-holdout", "-n", n)

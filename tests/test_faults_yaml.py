@@ -28,8 +28,7 @@ def test_run_references_are_read_from_the_project_files_only(tmp_path):
     assert inputs._run_modules(load_project(root)) == {"helpers.text"}
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-@pytest.mark.parametrize("name,text", [("bomb", LAUGHS), ("deep", DEEP)])
+@pytest.mark.parametrize("name,text,n", [("bomb", LAUGHS, "0"), ("deep", DEEP, "2")])
 def test_a_yaml_bomb_outside_the_project_files_is_never_read(tmp_path, name, text, n):
     root = faults.make(tmp_path, cases=8)
     (root / "notes").mkdir()

@@ -148,18 +148,20 @@ def outside_modules(project) -> list[Path]:
 
 
 def fingerprint(paths) -> dict[str, list[int]]:
-    """{path: [mtime_ns, size]}: an edit changes it even when the content is restored afterwards."""
+    """{path: [mtime_ns, size, ctime_ns]}: an edit changes it even when the content is restored afterwards,
+    and so does a copy that restores the old mtime (`cp -p` sets mtime, never the inode's change time)."""
     out = {}
     for path in paths:
         try:
             stat = Path(path).stat()
         except OSError:
             continue
-        out[str(path)] = [stat.st_mtime_ns, stat.st_size]
+        out[str(path)] = [stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns]
     return out
 
 
 def changed(recorded: dict[str, list[int]]) -> list[str]:
-    """The fingerprinted files that were touched, changed or removed since."""
+    """The fingerprinted files that were touched, changed or removed since (a series recorded before
+    fingerprints held the change time is compared on mtime and size)."""
     now = fingerprint(recorded)
-    return sorted(p for p, mark in recorded.items() if now.get(p) != list(mark))
+    return sorted(p for p, mark in recorded.items() if now.get(p, [])[:len(mark)] != list(mark))

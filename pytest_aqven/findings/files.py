@@ -160,9 +160,14 @@ def _bullet(root: Path, path: Path, f: dict, looks: dict) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """All of `text` or nothing at `path`; a write that fails (a full disk) leaves no temporary file behind."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def text_sha(text: str) -> str:

@@ -9,6 +9,7 @@ compactly, two integers per key or list item in document order (`_Index`), and l
 data only when a diagnostic asks for one."""
 from __future__ import annotations
 
+import hashlib
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,7 @@ class YamlDoc:
     data: Any
     index: _Index | None = None                # None: a document without positions (flow.py)
     root_pos: tuple[int | None, int | None] = (None, None)
+    sha256: str | None = None                  # of the bytes parsed (load_yaml): a later read is compared by content
 
     def pos(self, path: Path_) -> tuple[int | None, int | None]:
         """Position of the key at `path`, or of its nearest ancestor that exists."""
@@ -388,7 +390,8 @@ def load_yaml(path: Path, root: Path) -> YamlDoc:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise _too_large(rel, size)
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")     # as read_text reads it
     except UnicodeDecodeError as exc:
         raise DiagnosticError([Diagnostic("E_FILE_UNREADABLE", rel, (), f"the file is not UTF-8 text (byte {exc.start} "
                                           "cannot be decoded)", hint="save the file as UTF-8")]) from None
@@ -396,4 +399,5 @@ def load_yaml(path: Path, root: Path) -> YamlDoc:
         raise DiagnosticError([Diagnostic("E_FILE_UNREADABLE", rel, (), f"cannot read the file: {exc.strerror}")]) from None
     doc = parse_yaml(text, rel)
     doc.root_pos = (1, 1)
+    doc.sha256 = "sha256-" + hashlib.sha256(data).hexdigest()
     return doc

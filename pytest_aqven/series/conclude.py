@@ -91,19 +91,19 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
         experiment = project.experiments[series["experiment_id"]]
         spec = experiment.spec
         try:
-            now = planning.snapshot(project, planning.plan(project, experiment, series["split"],
-                                                           len(series["cases"]), series["repeats"]))
+            now = planning.snapshot(project, planning.plan(project, experiment, series["split"], None,
+                                                           series["repeats"], names=series["cases"]))
         except (planning.PlanError, OSError, AttributeError, KeyError):
             now = None
         facts = stats.SeriesFacts(
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
             check_kinds={c.id: c.kind for c in spec.checks},
             unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
-            total_attempts=total, family=family, cancelled=series["status"] == "cancelled",
+            total_attempts=total, family=family, cancelled=_stopped(series) == "cancelled",
             # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
             # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
             inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {})))
-            or tally.inputs_changed > 0,
+            or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
             salt=stats.experiment_salt(project.package, experiment.id))
         table = tally.table(facts.salt, facts.check_kinds)
         conclusion.question = question_of(spec)
@@ -115,12 +115,21 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
         # the series is marked done in the transaction that records its finding, unless a cancel won
         held = record(store, project, series, conclusion, tally, status, {
             "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
-        if held == "cancelled" and not facts.cancelled:     # cancelled while it was being decided: final
-            facts = dataclasses.replace(facts, cancelled=True)
+        if held == "cancelled" and not (facts.cancelled or facts.inputs_changed):   # while it was being decided
+            why = _stopped(store.series(series_id))                                 # final, for its reason
+            facts = dataclasses.replace(facts, cancelled=why == "cancelled", inputs_changed=why == "inputs_changed")
             conclusion.verdict, conclusion.facts = decide_table(conclusion.question, table, facts), facts
         return conclusion
     finally:
         store.close()
+
+
+def _stopped(series: dict) -> str | None:
+    """Why a cancelled series was stopped: cancelled (a person, Ctrl-C, -x), or inputs_changed (a later run
+    found its inputs edited and closed it); None for a series that was not."""
+    if series["status"] != "cancelled":
+        return None
+    return "inputs_changed" if (series.get("verdict") or {}).get("reason") == "inputs_changed" else "cancelled"
 
 
 def estimate_dict(estimate: stats.Estimate) -> dict:

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from ..findings import document
-from ..findings.files import FindingsRefused, finding_path, finding_text, refresh_findings_md, write_finding_file
+from ..findings.files import (FindingsRefused, finding_path, finding_text, read_findings, refresh_findings_md,
+                              render_findings_md, text_sha, write_finding_file)
 from ..project.loader import Project
 from .conclude import Conclusion
 from .db import Store
@@ -81,10 +82,13 @@ def _publish_rows(project: Project, store: Store, rows: list[tuple[str, str, str
     """Write the finding files of `rows` (series, experiment, text), then FINDINGS.md; remember the text
     written; mark the rows published when asked."""
     root = project.root
+    # FINDINGS.md is generated from the finding files alone: a text that is what the files standing now give
+    # was made by aqven, whoever made it (a fresh clone, a database set aside), and may be regenerated
+    before = text_sha(render_findings_md(root, read_findings(root, project.package)))
     paths = [write_finding_file(root, experiment, series_id, text) for series_id, experiment, text in rows]
     with store.transaction() as db:
         ensure_tables(db)
-        generated = _generated(db)
+        generated = _generated(db) | {before}
     sha = refresh_findings_md(root, project.package, generated, force=force_md)
     with store.transaction() as db:
         db.execute("INSERT OR IGNORE INTO aqven_findings_md (sha256, written_at) VALUES (?, ?)", (sha, time.time()))

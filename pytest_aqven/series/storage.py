@@ -218,6 +218,27 @@ def preflight(root: Path, *, again: bool = False) -> None:
     _CHECKED[root] = None
 
 
+def preflight_findings(root: Path) -> None:
+    """Before a held-out run: every place its findings are written is writable (each experiment's findings
+    folder, or the experiment's folder before it has one, and FINDINGS.md at the module root), so a full or
+    read-only tree is one message before anything is spent, not a failure after the attempts were paid."""
+    root = Path(root)
+    folders = [f for f in sorted((root / "experiments").glob("*")) if (f / "experiment.yaml").is_file()]
+    targets = [f / "findings" if (f / "findings").is_dir() else f for f in folders] + [root]
+    for target in targets:
+        why = _writable(target)
+        if why is None and target == root and (root / "FINDINGS.md").exists():
+            try:
+                with open(root / "FINDINGS.md", "r+b"):
+                    pass
+            except OSError as exc:
+                why, target = exc.strerror, root / "FINDINGS.md"
+        if why is not None:
+            raise StorageError(f"pytest-aqven: cannot write in {target} ({why}). A held-out run writes its findings "
+                               f"there (experiments/<id>/findings/ and FINDINGS.md): make it writable, or run from a "
+                               f"writable copy of the project; nothing was run.")
+
+
 def forget(root: Path) -> None:
     """Check again on next use (tests, and the CLI after it moved a file)."""
     _CHECKED.pop(Path(root), None)
