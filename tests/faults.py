@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from . import projects
@@ -199,9 +200,16 @@ def approve_prompted(cwd: Path, series_id: str, cap: str):
 
 def confirm(prompted, answer: str = "yes") -> tuple[int, str]:
     """Type the answer at the prompt of approve_prompted; (exit code, everything the command printed)."""
-    import select
     proc, master, out = prompted
     os.write(master, answer.encode() + b"\n")
+    return drive(proc, master, out)
+
+
+def drive(proc: subprocess.Popen, master: int, out: bytes = b"", answers: list[str] | None = None) -> tuple[int, str]:
+    """Read a command's pseudo-terminal to its end, typing each of `answers` at the next prompt (a line that
+    ends with a colon), as a person would; (exit code, everything it printed)."""
+    import select
+    pending = list(answers or [])
     deadline = time.time() + 60
     while time.time() < deadline:
         ready, _, _ = select.select([master], [], [], 0.2)
@@ -213,8 +221,169 @@ def confirm(prompted, answer: str = "yes") -> tuple[int, str]:
             if not chunk:
                 break
             out += chunk
+            if pending and out.rstrip().endswith(b":"):
+                os.write(master, pending.pop(0).encode() + b"\n")
         elif proc.poll() is not None:
             break
     proc.wait(timeout=30)
     os.close(master)
     return proc.returncode, out.decode(errors="replace")
+
+
+def add_cases(root: Path, names: list[str], text: str = "fine") -> None:
+    """Append cases to the dataset (expected label positive), as a person adds them."""
+    data = root / "datasets" / "reviews.yaml"
+    data.write_text(data.read_text() + "".join(f'- name: "{name}"\n  inputs:\n    text: "{text}"\n  expected_output:\n'
+                                               f'    label: "positive"\n' for name in names))
+
+
+# --- hostile files and fault points ---------------------------------------------------------------
+
+# a billion laughs: nine levels of nine aliases (aliases are refused: it is never expanded)
+LAUGHS = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9))
+DEEP = "x: " + "[" * 990 + "]" * 990 + "\n"
+
+
+def finding_bomb(root: Path) -> Path:
+    """A finding-shaped billion laughs: every key a finding needs, its data an alias of the last level."""
+    folder = root / "experiments" / "rate_ok" / "findings"
+    folder.mkdir(parents=True, exist_ok=True)
+    sid = "00000000-0000-4000-8000-000000000000"
+    head = "".join(f'{k}: "x"\n' for k in ("state", "statement", "self_sha256"))
+    path = folder / f"{sid}.yaml"
+    path.write_text(f'experiment: "rate_ok"\nseries: "{sid}"\n{head}cells: []\nvariants: []\n'
+                    f"scope: {{}}\nmethod: {{}}\n{LAUGHS}data: *j\n")
+    return path
+
+
+# a conftest.py for the fault project: kill -9 at the first verdict the session reports (FAULT_KILL_AT_VERDICT=1)
+KILL_AT_VERDICT = '''
+import os, signal
+def pytest_aqven_verdict(config, series, verdict, cells, finding_path):
+    if os.environ.get("FAULT_KILL_AT_VERDICT") == "1":
+        os.kill(os.getpid(), signal.SIGKILL)
+'''
+# a conftest.py: a lease of 3 s, so a runner stopped for longer loses its claims in a test's time
+SHORT_LEASE = "from pytest_aqven.series import ledger\nledger.LEASE_SECONDS = 3.0\n"
+# a conftest.py: the disk fills up while a finding or FINDINGS.md is written (FAULT_DISK_FULL=1)
+DISK_FULL = '''
+import errno, os, pathlib
+_write = pathlib.Path.write_text
+def _full(self, data, *args, **kwargs):
+    if os.environ.get("FAULT_DISK_FULL") == "1" and ("findings" in self.parts or "FINDINGS.md" in self.name):
+        with open(self, "w") as f:
+            f.write(data[: len(data) // 2])          # what fitted before the disk filled up
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return _write(self, data, *args, **kwargs)
+pathlib.Path.write_text = _full
+'''
+# the provider's extra lines: an error that holds keys it read from the environment and .env itself
+ENV_KEY_LEAK = '''
+    if "fine" in text:
+        raise RuntimeError("the vendor SDK refused key " + os.environ["OPENAI_API_KEY"] + " (and "
+                           + os.environ["SERVICE_TOKEN"] + ", " + os.environ["DB_PASSWORD_MAIN"] + ", "
+                           + open(HERE / ".env").read().split("=", 1)[1].strip() + "): 401")
+'''
+
+
+class Usage(BaseHTTPRequestHandler):
+    """Chat completions on 127.0.0.1 that report usage in proportion to the request and no cost, so
+    genai-prices prices them (a catalog prefix pointed here knows its model's price)."""
+    protocol_version = "HTTP/1.1"
+    requests = 0
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).requests += 1
+        data = json.dumps({"id": "x", "object": "chat.completion", "model": "gpt-4o",
+                           "usage": {"prompt_tokens": len(body) // 4, "completion_tokens": 5},
+                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                               "role": "assistant", "content": '{"label": "positive"}'}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def on_catalog_server(root: Path, url: str, model: str = "gpt-4o") -> None:
+    """The project's provider becomes the catalog prefix `openai` (prices known), pointed at `url`."""
+    (root / "aqven.yaml").write_text((root / "aqven.yaml").read_text().replace(
+        '- id: "fake"\n  kind: "code"\n  run: "@root.provider:complete"',
+        f'- id: "openai"\n  base_url: "{url}"\n  params: {{retries: 0}}'))
+    agent = root / "agents" / "bot.yaml"
+    agent.write_text(agent.read_text().replace("fake:bot-1", f"openai:{model}"))
+
+
+# --- ways out of the project --------------------------------------------------------------------
+
+PROMPT = "flows/rate/nodes/judge/judge.prompt.md"
+AGENT = 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "The test model"\nmodel: "fake:bot-1"\n'
+MEDIA = {
+    "types/records/review.yaml": projects.FILES["types/records/review.yaml"].rstrip(" ")
+    + '        - name: "photo"\n          type: "Image?"\n',
+    "flows/rate/nodes/judge/judge.node.yaml": projects.FILES["flows/rate/nodes/judge/judge.node.yaml"].rstrip(" ")
+    + '        - name: "photo"\n          from: "$input.photo"\n',
+    "flows/rate/nodes/judge/judge.inference.yaml": projects.FILES["flows/rate/nodes/judge/judge.inference.yaml"]
+    .replace('        out:\n', '        - name: "photo"\n          type: "Image?"\n        out:\n'),
+}
+ESCAPES = {     # kind -> the file its diagnostic names
+    "instructions": "agents/bot.yaml", "instructions_root": "agents/bot.yaml", "fragment": "fragments/tone.md",
+    "include": PROMPT, "prompt": PROMPT, "experiment_prompt": "experiments/rate_ok/prompts/terse.md",
+    "code": "flows/rate/nodes/clean/clean.node.yaml", "dataset": "datasets/reviews.yaml",
+    "findings": "experiments/rate_ok/findings", "media": "datasets/reviews.yaml"}
+
+
+def outside(folder: Path) -> Path:
+    """Files beside the project that must never reach a model: they hold SECRET."""
+    out = folder / "outside"
+    out.mkdir(exist_ok=True)
+    for name in ("secret.txt", "secret.md"):
+        (out / name).write_text(f"{SECRET}\n")
+    (out / "evil.py").write_text(f'def clean(text):\n    return {{"text": "{SECRET}"}}\n')
+    return out
+
+
+def link(path: Path, target: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    path.symlink_to(target)
+
+
+def escape(kind: str, folder: Path, cases: int = 8) -> Path:
+    """The fault project with one way out of it (ESCAPES names the kinds): the project's root."""
+    out = outside(folder)
+    files: dict[str, str] = {}
+    if kind in ("instructions", "instructions_root"):
+        name = "../../outside/secret.txt" if kind == "instructions" else "@root/../outside/secret.txt"
+        files["agents/bot.yaml"] = AGENT + f'instructions: "{name}"\n'
+    elif kind in ("fragment", "include"):
+        name = "fragments/tone" if kind == "fragment" else "../outside/secret"
+        files[PROMPT] = f'Rate it. {{% include "{name}" %}} {{{{ text }}}}\n{{{{ output_format }}}}\n'
+    elif kind == "media":
+        files.update(MEDIA)
+    root = make(folder, cases=cases, files=files)
+    if kind == "fragment":
+        link(root / "fragments" / "tone.md", out / "secret.md")
+    elif kind == "prompt":
+        link(root / PROMPT, out / "secret.md")
+    elif kind == "experiment_prompt":
+        link(root / "experiments/rate_ok/prompts/terse.md", out / "secret.md")
+    elif kind == "code":
+        link(root / "flows/rate/nodes/clean/clean.py", out / "evil.py")
+    elif kind == "dataset":
+        data = root / "datasets" / "reviews.yaml"
+        (out / "reviews.yaml").write_text(data.read_text().replace('text: "fine"', f'text: "{SECRET}"'))
+        link(data, out / "reviews.yaml")
+    elif kind == "findings":
+        (out / "findings").mkdir()
+        link(root / "experiments/rate_ok/findings", out / "findings")
+    elif kind == "media":
+        data = root / "datasets" / "reviews.yaml"
+        data.write_text(data.read_text().replace(
+            '    text: "fine"\n', '    text: "fine"\n    photo: {"$media": "image/png", "file": "@root/../outside/secret.txt"}\n'))
+    return root

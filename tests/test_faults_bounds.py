@@ -8,7 +8,7 @@ import hashlib
 import json
 import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -20,6 +20,7 @@ from pytest_aqven.providers.openai_compat import OpenAICompatProvider, RetryPoli
 from pytest_aqven.series.scheduler import Budget, BudgetGuard
 
 from . import faults, projects
+from .faults import Usage
 from .providers.test_http11 import RawServer, answer, run
 from .providers.test_openai_compat import request
 
@@ -99,8 +100,9 @@ BIG_ANSWER_INFERENCE = projects.FILES["flows/rate/nodes/judge/judge.inference.ya
 
 
 @pytest.mark.parametrize("n", ["0", "2"])
-def test_a_20_mb_answer_is_scored_whole_and_stored_cut(tmp_path, n):
-    root = faults.make(tmp_path, cases=8, answer='{"label": "positive", "reason": "' + "y" * (20 << 20) + '"}',
+def test_a_long_answer_is_scored_whole_and_stored_cut(tmp_path, n):
+    """A 2 MB answer (bench/fault_sweep.py tries 20 MB): the checks read all of it, the database keeps 64 Ki."""
+    root = faults.make(tmp_path, cases=8, answer='{"label": "positive", "reason": "' + "y" * (2 << 20) + '"}',
                        files={"flows/rate/nodes/judge/judge.inference.yaml": BIG_ANSWER_INFERENCE})
     result = faults.run(tmp_path, "-n", n)
     assert result.returncode == 0, result.stdout
@@ -109,30 +111,8 @@ def test_a_20_mb_answer_is_scored_whole_and_stored_cut(tmp_path, n):
     for row in rows:
         assert len(json.dumps(row)) < 300_000
         (judge,) = [node for node in row["trace"]["nodes"] if node["node"] == "judge"]
-        assert judge["output"]["reason"].startswith("y" * 1000) and "[truncated: 20,971,520 characters" in \
+        assert judge["output"]["reason"].startswith("y" * 1000) and "[truncated: 2,097,152 characters" in \
             judge["output"]["reason"]
-
-
-class Usage(BaseHTTPRequestHandler):
-    """Chat completions that report usage in proportion to the request (no cost: genai-prices prices it)."""
-    protocol_version = "HTTP/1.1"
-    requests = 0
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        type(self).requests += 1
-        data = json.dumps({"id": "x", "object": "chat.completion", "model": "gpt-4o",
-                           "usage": {"prompt_tokens": len(body) // 4, "completion_tokens": 5},
-                           "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                               "role": "assistant", "content": '{"label": "positive"}'}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
 
 def test_a_call_whose_input_alone_passes_the_limit_is_refused_before_it_is_sent():
@@ -163,11 +143,7 @@ def test_a_25_mb_input_under_a_one_dollar_cap_sends_nothing(tmp_path):
         first_dev = next(n for n in names if split_of(faults.PACKAGE, "reviews", n) == "dev")
         root = faults.make(tmp_path, cases=12, files=projects.dataset(
             [(n, "word " * (5 << 20) if n == first_dev else "short") for n in names]))
-        (root / "aqven.yaml").write_text((root / "aqven.yaml").read_text().replace(
-            '- id: "fake"\n  kind: "code"\n  run: "@root.provider:complete"',
-            f'- id: "openai"\n  base_url: "http://127.0.0.1:{httpd.server_address[1]}/v1"\n  params: {{retries: 0}}'))
-        agent = root / "agents" / "bot.yaml"
-        agent.write_text(agent.read_text().replace("fake:bot-1", "openai:gpt-4o"))
+        faults.on_catalog_server(root, f"http://127.0.0.1:{httpd.server_address[1]}/v1")
         result = faults.run(tmp_path, "-rs", env={"OPENAI_API_KEY": "sk-test-0123456789"})
     finally:
         httpd.shutdown()

@@ -19,12 +19,7 @@ from pytest_aqven.stats.model import experiment_salt
 from . import faults
 
 HOLDOUT = "--aqven-holdout"
-KILL_AT_VERDICT = '''
-import os, signal
-def pytest_aqven_verdict(config, series, verdict, cells, finding_path):
-    if os.environ.get("FAULT_KILL_AT_VERDICT") == "1":
-        os.kill(os.getpid(), signal.SIGKILL)
-'''
+KILL_AT_VERDICT = faults.KILL_AT_VERDICT
 
 
 def two_experiments(tmp_path, **kw):
@@ -91,6 +86,7 @@ def test_a_kill_between_two_experiments_decisions_then_the_same_command(tmp_path
            f"attempts): confirmed" in again.stdout
 
 
+@pytest.mark.slow          # a worker killed mid-series and replaced: long (CI runs -m slow)
 def test_an_xdist_worker_killed_mid_series_then_the_same_command(tmp_path):
     root, planned = two_experiments(tmp_path, gate=12, sleep=0.05)
     args = (HOLDOUT, "-n", "2", "--aqven-concurrency", "2")
@@ -124,15 +120,14 @@ def test_a_fresh_clone_with_committed_findings_spends_nothing(tmp_path, n):
     assert "W_FINDINGS_STALE" not in run.stdout and run.stdout.count("(holdout, nothing ran)") == 2
 
 
+@pytest.mark.slow          # three runs, one under xdist (CI runs -m slow)
 def test_a_fresh_clone_runs_only_new_cases_and_regenerates_findings_md_from_the_files(tmp_path):
     root, planned = two_experiments(tmp_path)
     faults.run(tmp_path, HOLDOUT)
     cwd, clone = publish_elsewhere(tmp_path, root)
     names = [f"new_{i:02d}" for i in range(12)]
     held = [name for name in names if split_of(faults.PACKAGE, "reviews", name) == "holdout"]
-    data = clone / "datasets" / "reviews.yaml"
-    data.write_text(data.read_text() + "".join(f'- name: "{name}"\n  inputs:\n    text: "fine"\n  expected_output:\n'
-                                               f'    label: "positive"\n' for name in names))
+    faults.add_cases(clone, names)
     fresh = faults.run(cwd, HOLDOUT, "-n", "2", "--aqven-new-series")
     assert fresh.returncode == 0 and "W_FINDINGS_STALE" not in fresh.stdout, fresh.stdout
     assert {line.split("|")[2] for line in faults.calls(clone)} == set(held)     # new held-out cases only

@@ -16,69 +16,11 @@ from .engine_projects import run
 from .test_engine_llm import OK, project
 
 SECRET = faults.SECRET
-PROMPT = "flows/rate/nodes/judge/judge.prompt.md"
-AGENT = 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "The test model"\nmodel: "fake:bot-1"\n'
-MEDIA = {
-    "types/records/review.yaml": projects.FILES["types/records/review.yaml"].rstrip(" ")
-    + '        - name: "photo"\n          type: "Image?"\n',
-    "flows/rate/nodes/judge/judge.node.yaml": projects.FILES["flows/rate/nodes/judge/judge.node.yaml"].rstrip(" ")
-    + '        - name: "photo"\n          from: "$input.photo"\n',
-    "flows/rate/nodes/judge/judge.inference.yaml": projects.FILES["flows/rate/nodes/judge/judge.inference.yaml"]
-    .replace('        out:\n', '        - name: "photo"\n          type: "Image?"\n        out:\n'),
-}
-
-
-def _outside(tmp_path):
-    folder = tmp_path / "outside"
-    folder.mkdir(exist_ok=True)
-    for name in ("secret.txt", "secret.md"):
-        (folder / name).write_text(f"{SECRET}\n")
-    (folder / "evil.py").write_text(f'def clean(text):\n    return {{"text": "{SECRET}"}}\n')
-    return folder
-
-
-def _link(path, target):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    path.symlink_to(target)
 
 
 def escape(kind: str, tmp_path):
-    """(project root, the file the diagnostic names, a word of its message) for one way out of the project."""
-    outside = _outside(tmp_path)
-    files: dict[str, str] = {}
-    if kind in ("instructions", "instructions_root"):
-        name = "../../outside/secret.txt" if kind == "instructions" else "@root/../outside/secret.txt"
-        files["agents/bot.yaml"] = AGENT + f'instructions: "{name}"\n'
-    elif kind in ("fragment", "include"):
-        name = "fragments/tone" if kind == "fragment" else "../outside/secret"
-        files[PROMPT] = f'Rate it. {{% include "{name}" %}} {{{{ text }}}}\n{{{{ output_format }}}}\n'
-    elif kind == "media":
-        files.update(MEDIA)
-    root = faults.make(tmp_path, cases=8, files=files)
-    if kind == "fragment":
-        _link(root / "fragments" / "tone.md", outside / "secret.md")
-    elif kind == "prompt":
-        _link(root / PROMPT, outside / "secret.md")
-    elif kind == "experiment_prompt":
-        _link(root / "experiments/rate_ok/prompts/terse.md", outside / "secret.md")
-    elif kind == "code":
-        _link(root / "flows/rate/nodes/clean/clean.py", outside / "evil.py")
-    elif kind == "dataset":
-        data = root / "datasets" / "reviews.yaml"
-        (outside / "reviews.yaml").write_text(data.read_text())
-        _link(data, outside / "reviews.yaml")
-    elif kind == "findings":
-        (outside / "findings").mkdir()
-        _link(root / "experiments/rate_ok/findings", outside / "findings")
-    elif kind == "media":
-        data = root / "datasets" / "reviews.yaml"
-        data.write_text(data.read_text().replace(
-            '    text: "fine"\n', '    text: "fine"\n    photo: {"$media": "image/png", "file": "@root/../outside/secret.txt"}\n'))
-    return root, {"instructions": "agents/bot.yaml", "instructions_root": "agents/bot.yaml", "fragment": "fragments/tone.md",
-                  "include": PROMPT, "prompt": PROMPT, "experiment_prompt": "experiments/rate_ok/prompts/terse.md",
-                  "code": "flows/rate/nodes/clean/clean.node.yaml", "dataset": "datasets/reviews.yaml",
-                  "findings": "experiments/rate_ok/findings", "media": "datasets/reviews.yaml"}[kind]
+    """(project root, the file the diagnostic names) for one way out of the project."""
+    return faults.escape(kind, tmp_path), faults.ESCAPES[kind]
 
 
 KINDS = ["instructions", "instructions_root", "fragment", "include", "prompt", "experiment_prompt", "code", "dataset",
@@ -110,13 +52,12 @@ def test_a_run_with_a_path_out_of_the_project_calls_no_model_and_writes_nothing_
 # --- refused at run time too (the engine alone, without aqven check) ----------------------------
 
 def _leaky(tmp_path, package, **kw):
-    outside = _outside(tmp_path)
+    outside = faults.outside(tmp_path)
     return project(tmp_path / "p", package, **kw), outside
 
 
 def test_instructions_out_of_the_project_are_refused_by_the_engine(tmp_path):
     p, _ = _leaky(tmp_path, "escinstr", agent_extra={"instructions": "../../outside/secret.txt"})
-    from .test_engine_llm import PROVIDER  # noqa: F401  (the provider module records what it was sent)
     result = run(p, "qa", {"text": "hi", "ids": []})
     assert result.error.code == "prompt_invalid" and "outside the project" in result.error.message
     assert "refused" in result.error.message and SECRET not in json.dumps(result.to_dict())
@@ -126,14 +67,14 @@ def test_instructions_out_of_the_project_are_refused_by_the_engine(tmp_path):
 def test_an_include_out_of_the_project_is_refused_by_the_engine(tmp_path, how):
     name = "fragments/tone" if how == "symlink" else "../outside/secret"
     p, outside = _leaky(tmp_path, f"escinc{how}", prompt=f'{{% include "{name}" %}} {{{{ text }}}}')
-    _link(p.root / "fragments" / "tone.md", outside / "secret.md")
+    faults.link(p.root / "fragments" / "tone.md", outside / "secret.md")
     result = run(p, "qa", {"text": "hi", "ids": []})
     assert result.error.code == "prompt_invalid" and "outside the project" in result.error.message
 
 
 def test_a_prompt_file_out_of_the_project_is_refused_by_the_engine(tmp_path):
     p, outside = _leaky(tmp_path, "escprompt")
-    _link(p.root / "flows/qa/nodes/answer/answer.prompt.md", outside / "secret.md")
+    faults.link(p.root / "flows/qa/nodes/answer/answer.prompt.md", outside / "secret.md")
     result = run(p, "qa", {"text": "hi", "ids": []})
     assert result.error.code == "prompt_invalid" and "outside the project" in result.error.message
 
@@ -141,27 +82,27 @@ def test_a_prompt_file_out_of_the_project_is_refused_by_the_engine(tmp_path):
 def test_a_variant_text_out_of_the_project_is_refused_by_the_engine(tmp_path):
     variants = {"variants": {"tone": {"on": "$in.text", "cases": {"hi": "plain"}}}}
     p, outside = _leaky(tmp_path, "escvariant", prompt="{{ variants.tone }} {{ text }}", inf_extra=variants)
-    _link(p.root / "flows/qa/nodes/answer/answer.variants/tone/plain.md", outside / "secret.md")
+    faults.link(p.root / "flows/qa/nodes/answer/answer.variants/tone/plain.md", outside / "secret.md")
     result = run(p, "qa", {"text": "hi", "ids": []})
     assert result.error.code == "prompt_invalid" and "outside the project" in result.error.message
 
 
 def test_a_media_file_out_of_the_project_is_refused_by_the_engine(tmp_path):
     p, outside = _leaky(tmp_path, "escmedia", ins={"text": "Text", "photo": "Image?"}, script={"bot": [OK]})
-    _link(p.root / "media" / "photo.png", outside / "secret.txt")
+    faults.link(p.root / "media" / "photo.png", outside / "secret.txt")
     result = run(p, "qa", {"text": "hi", "photo": {"$media": "image/png", "file": "@root/media/photo.png"}})
     assert result.error.code == "media_unavailable" and "outside the project" in result.error.message
 
 
 def test_a_code_reference_out_of_the_project_is_refused_by_its_resolver(tmp_path):
-    outside = _outside(tmp_path)
+    outside = faults.outside(tmp_path)
     root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(2)), **projects.experiment()},
                           package="escref")
     code = root / "flows/rate/nodes/clean/clean.py"
-    _link(code, outside / "evil.py")
+    faults.link(code, outside / "evil.py")
     with pytest.raises(coderefs.CodeRefError, match="outside the project"):
         coderefs.resolve("clean", package="escref", root=root, here=code)
-    _link(root / "helpers.py", outside / "evil.py")
+    faults.link(root / "helpers.py", outside / "evil.py")
     with pytest.raises(coderefs.CodeRefError, match="outside the project"):
         coderefs.resolve("@root.helpers:clean", package="escref", root=root, here=code)
     with pytest.raises(coderefs.CodeRefError, match="not a module name"):
@@ -169,11 +110,11 @@ def test_a_code_reference_out_of_the_project_is_refused_by_its_resolver(tmp_path
 
 
 def test_a_finding_is_never_written_or_read_through_a_link_out_of_the_project(tmp_path):
-    outside = _outside(tmp_path)
+    outside = faults.outside(tmp_path)
     root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(2)), **projects.experiment()})
     (outside / "findings").mkdir()
     (outside / "findings" / "planted.yaml").write_text("state: confirmed\n")
-    _link(root / "experiments/rate_ok/findings", outside / "findings")
+    faults.link(root / "experiments/rate_ok/findings", outside / "findings")
     with pytest.raises(FindingsRefused) as refused:
         write_finding_file(root, "rate_ok", "s1", "x: 1\n")
     assert refused.value.code == "E_PATH_OUTSIDE" and list((outside / "findings").iterdir()) == [
@@ -183,9 +124,9 @@ def test_a_finding_is_never_written_or_read_through_a_link_out_of_the_project(tm
 
 def test_the_snapshot_never_reads_a_file_out_of_the_project(tmp_path):
     from pytest_aqven.experiments import plan as planning
-    outside = _outside(tmp_path)
+    outside = faults.outside(tmp_path)
     root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(4)), **projects.experiment()})
-    _link(root / "fragments" / "tone.md", outside / "secret.md")
+    faults.link(root / "fragments" / "tone.md", outside / "secret.md")
     project = load_project(root)
     series = planning.plan(project, project.experiments["rate_ok"], "dev")
     taken = planning.take(project, series)

@@ -10,12 +10,7 @@ from . import faults
 
 ENV_KEY = "sk-proj-fault-7c4b1e9d2a6f3081"
 DOTENV_KEY = "dotenv-value-51f0a2c9e4"
-LEAKY = '''
-    if "fine" in text:
-        raise RuntimeError("the vendor SDK refused key " + os.environ["OPENAI_API_KEY"] + " (and "
-                           + os.environ["SERVICE_TOKEN"] + ", " + os.environ["DB_PASSWORD_MAIN"] + ", "
-                           + open(HERE / ".env").read().split("=", 1)[1].strip() + "): 401")
-'''
+LEAKY = faults.ENV_KEY_LEAK
 
 
 def test_the_secret_looking_variables_and_dotenv_values_are_remembered(tmp_path, monkeypatch):

@@ -71,9 +71,10 @@ def test_a_claim_made_ahead_and_taken_meanwhile_never_starts(tmp_path):
     assert not mine.still_holds(sid, "v", "b", 1, ahead.generation)
 
 
-SHORT_LEASE = "from pytest_aqven.series import ledger\nledger.LEASE_SECONDS = 3.0\n"
+SHORT_LEASE = faults.SHORT_LEASE
 
 
+@pytest.mark.slow          # a stopped runner and a 3 s lease: timing, not statistics, but long (CI runs -m slow)
 @pytest.mark.parametrize("n", ["0", "2"])
 def test_sigstop_past_the_lease_then_sigcont_counts_each_attempt_once(tmp_path, n):
     """A runner stopped (Ctrl-Z, a paused CI runner) while it holds calls in flight; a second runner takes its

@@ -16,17 +16,7 @@ from pytest_aqven.project.loader import load_project
 from . import faults, projects
 
 HOLDOUT = "--aqven-holdout"
-DISK_FULL = '''
-import errno, os, pathlib
-_write = pathlib.Path.write_text
-def _full(self, data, *args, **kwargs):
-    if os.environ.get("FAULT_DISK_FULL") == "1" and ("findings" in self.parts or "FINDINGS.md" in self.name):
-        with open(self, "w") as f:
-            f.write(data[: len(data) // 2])          # what fitted before the disk filled up
-        raise OSError(errno.ENOSPC, "No space left on device")
-    return _write(self, data, *args, **kwargs)
-pathlib.Path.write_text = _full
-'''
+DISK_FULL = faults.DISK_FULL
 
 
 def leftovers(root):
@@ -81,9 +71,7 @@ def test_a_dataset_edit_between_a_killed_run_and_its_rerun_closes_the_old_series
     proc.wait()
     (root / "go").touch()
     (old,) = faults.series(root)
-    data = root / "datasets" / "reviews.yaml"
-    data.write_text(data.read_text() + '- name: "added"\n  inputs:\n    text: "fine"\n  expected_output:\n'
-                                       '    label: "positive"\n')
+    faults.add_cases(root, ["added"])
     rerun = faults.run(tmp_path, "--aqven-concurrency", "2")
     assert rerun.returncode == 0, rerun.stdout
     closed, new = faults.series(root)

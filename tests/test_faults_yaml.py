@@ -13,9 +13,7 @@ from pytest_aqven.project.loader import load_project
 
 from . import faults, projects
 
-LAUGHS = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9))
-DEEP = "x: " + "[" * 990 + "]" * 990 + "\n"
+LAUGHS, DEEP = faults.LAUGHS, faults.DEEP
 
 
 def test_run_references_are_read_from_the_project_files_only(tmp_path):
@@ -51,17 +49,12 @@ def test_a_990_deep_project_file_is_a_diagnostic_not_a_traceback(pytester):
 
 def test_a_finding_shaped_bomb_is_refused_in_a_line(tmp_path):
     root = faults.make(tmp_path, cases=8)
-    folder = root / "experiments" / "rate_ok" / "findings"
-    folder.mkdir(parents=True)
-    sid = "00000000-0000-4000-8000-000000000000"
-    head = "".join(f'{k}: "x"\n' for k in ("state", "statement", "self_sha256"))
-    (folder / f"{sid}.yaml").write_text(f'experiment: "rate_ok"\nseries: "{sid}"\n{head}cells: []\nvariants: []\n'
-                                        f"scope: {{}}\nmethod: {{}}\n{LAUGHS}data: *j\n")
+    bomb = faults.finding_bomb(root)
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31)); "
     check = subprocess.run([sys.executable, "-c", limit + "from pytest_aqven.cli import main; raise SystemExit(main())",
                             "check", "proj"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert check.returncode == 1, check.stdout + check.stderr
-    assert f"experiments/rate_ok/findings/{sid}.yaml" in check.stdout
+    assert bomb.relative_to(root).as_posix() in check.stdout
     assert "E_FINDING_TAMPERED" in check.stdout and "anchor &a is not allowed" in check.stdout
     assert "MemoryError" not in check.stdout and "E_CHECK_INTERNAL" not in check.stdout
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import signal
 import sqlite3
 import subprocess
@@ -98,27 +97,9 @@ def approve_on_a_terminal(cwd: Path, series_id: str, answers: list[str]) -> str:
     proc = subprocess.Popen([sys.executable, "-m", "pytest_aqven.cli", "series", "approve", series_id,
                              "--path", "proj"], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
-    out = b""
-    pending = list(answers)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-            if pending and out.rstrip().endswith(b":"):
-                os.write(master, pending.pop(0).encode() + b"\n")
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    os.close(master)
-    assert proc.returncode == 0, out.decode()
-    return out.decode()
+    code, out = faults.drive(proc, master, answers=answers)
+    assert code == 0, out
+    return out
 
 
 def wait_for_calls(root: Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
