@@ -269,7 +269,11 @@ def gzip_bomb(tmp: Path) -> str:
     try:
         root = faults.make(tmp, cases=8)
         faults.on_catalog_server(root, f"http://127.0.0.1:{httpd.server_address[1]}/v1")
-        status, seconds, rss = timed(faults.pytest_cmd("--aqven-cases", "1"), tmp, timeout=120)
+        os.environ["OPENAI_API_KEY"] = "sk-x-0123456789"          # the catalog prefix wants a key
+        try:
+            status, seconds, rss = timed(faults.pytest_cmd("--aqven-cases", "1"), tmp, timeout=120)
+        finally:
+            del os.environ["OPENAI_API_KEY"]
     finally:
         httpd.shutdown()
     return f"pytest {status} in {seconds:.0f} s, peak RSS {rss:.0f} MB, attempt errors {errors(root)}"
