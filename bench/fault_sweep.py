@@ -90,11 +90,7 @@ def two_experiments(tmp: Path, **kw) -> tuple[Path, int]:
 def xdist_kill(tmp: Path) -> str:
     root, planned = two_experiments(tmp, gate=12, sleep=0.05)
     args = (*HOLDOUT, "-n", "2", "--aqven-concurrency", "2")
-    proc = faults.start(tmp, *args)
-    faults.wait_until(lambda: len(faults.calls(root)) >= 12, proc, what="12 calls")
-    faults.kill(min(faults.pids(root)))
-    (root / "go").touch()
-    proc.communicate(timeout=300)
+    faults.kill_worker_mid_series(tmp, root, 12, *args)
     again = faults.run(tmp, *args)
     return counts(root, planned) + f"; rerun exit {again.returncode}"
 
@@ -396,11 +392,7 @@ def approve_vs_approve(tmp: Path) -> str:
 @fault("dataset_edit_after_kill", "a dataset edit between a killed run and its rerun")
 def dataset_edit(tmp: Path) -> str:
     root = faults.make(tmp, cases=40, gate=8, sleep=0.02)
-    proc = faults.start(tmp, "--aqven-concurrency", "2")
-    faults.wait_until(lambda: len(faults.calls(root)) >= 8 and faults.finished(root) > 0, proc, what="a finish")
-    faults.kill(proc.pid)
-    proc.wait()
-    (root / "go").touch()
+    faults.kill_mid_series(tmp, root, 8, "--aqven-concurrency", "2")
     faults.add_cases(root, ["added"])
     run = faults.run(tmp, "--aqven-concurrency", "2")
     said = tail(run.stdout, "closed series")

@@ -387,3 +387,22 @@ def escape(kind: str, folder: Path, cases: int = 8) -> Path:
         data.write_text(data.read_text().replace(
             '    text: "fine"\n', '    text: "fine"\n    photo: {"$media": "image/png", "file": "@root/../outside/secret.txt"}\n'))
     return root
+
+
+def kill_worker_mid_series(cwd: Path, root: Path, gate: int, *args: str) -> None:
+    """Run the command (with -n 2), kill -9 one xdist worker once `gate` calls were made (they wait for `go`,
+    so it dies with calls in flight), let the rest finish."""
+    proc = start(cwd, *args)
+    wait_until(lambda: len(calls(root)) >= gate, proc, what=f"{gate} calls")
+    kill(min(pids(root)))
+    (root / "go").touch()
+    proc.communicate(timeout=300)
+
+
+def kill_mid_series(cwd: Path, root: Path, gate: int, *args: str) -> None:
+    """Run the command, kill -9 it once `gate` calls were made and an attempt is committed; then `go`."""
+    proc = start(cwd, *args)
+    wait_until(lambda: len(calls(root)) >= gate and finished(root) > 0, proc, what="a finish")
+    kill(proc.pid)
+    proc.wait()
+    (root / "go").touch()

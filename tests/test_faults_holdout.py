@@ -90,11 +90,7 @@ def test_a_kill_between_two_experiments_decisions_then_the_same_command(tmp_path
 def test_an_xdist_worker_killed_mid_series_then_the_same_command(tmp_path):
     root, planned = two_experiments(tmp_path, gate=12, sleep=0.05)
     args = (HOLDOUT, "-n", "2", "--aqven-concurrency", "2")
-    proc = faults.start(tmp_path, *args)
-    faults.wait_until(lambda: len(faults.calls(root)) >= 12, proc, what="12 calls")
-    faults.kill(min(faults.pids(root)))
-    (root / "go").touch()
-    proc.communicate(timeout=300)
+    faults.kill_worker_mid_series(tmp_path, root, 12, *args)
     again = faults.run(tmp_path, *args)
     assert again.returncode == 0, again.stdout
     assert_spent_once(root, planned)

@@ -65,11 +65,7 @@ def test_an_unwritable_findings_folder_stops_a_held_out_run_before_anything_is_s
 
 def test_a_dataset_edit_between_a_killed_run_and_its_rerun_closes_the_old_series_saying_so(tmp_path):
     root = faults.make(tmp_path, cases=24, gate=6, sleep=0.02)
-    proc = faults.start(tmp_path, "--aqven-concurrency", "2")
-    faults.wait_until(lambda: len(faults.calls(root)) >= 6 and faults.finished(root) > 0, proc, what="a finish")
-    faults.kill(proc.pid)
-    proc.wait()
-    (root / "go").touch()
+    faults.kill_mid_series(tmp_path, root, 6, "--aqven-concurrency", "2")
     (old,) = faults.series(root)
     faults.add_cases(root, ["added"])
     rerun = faults.run(tmp_path, "--aqven-concurrency", "2")
