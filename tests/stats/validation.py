@@ -23,6 +23,10 @@ from .sim import GH_NODES, GH_WEIGHTS, beta_binomial, hard_case_mixture, logit_p
 S = 2000  # series per cell for the closed-form methods: MC error of a 2.5% tail is 0.0035
 
 
+def bounds(interval):
+    return interval.low, interval.high
+
+
 def row(test, cell, low, high, truth, **extra):
     cov, over, under = tails(low, high, truth)
     return dict(test=test, cell=cell, coverage=cov, over=over, under=under, **extra)
@@ -73,8 +77,8 @@ def robust_mixture_rows(series=S):
             for share, p_hard, p_good in MIXTURES:
                 rng = np.random.default_rng([3, cases, repeats, int(share * 100)])
                 k, n, mu = hard_case_mixture(rng, share, p_hard, p_good, series, cases, repeats)
-                _, low, high, _, _ = rate_interval(k, n, "model")
-                _, r_low, r_high, _, _ = rate_interval(k, n, "robust")
+                low, high = bounds(rate_interval(k, n, "model"))
+                r_low, r_high = bounds(rate_interval(k, n, "robust"))
                 cell = f"C={cases} R={repeats} {share:.0%} at {p_hard}, rest {p_good}"
                 model = row("V2-mix", cell, low, high, mu)
                 robust = row("V2-mix", cell, r_low, r_high, mu)
@@ -107,7 +111,7 @@ def v4_rows(series=S, repeats=10):
                     rng = np.random.default_rng([5, cases, int(p_b * 100), int(p_c * 100), int(sd_case * 10),
                                                  int(sd_effect * 10)])
                     kb, kc, n = logit_pair(rng, p_b, p_c, sd_case, sd_effect, series, cases, repeats)
-                    _, low, high, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "model")
+                    low, high = bounds(pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "model"))
                     rows.append(row("V4", f"C={cases} {p_b}->{p_c} sd_case={sd_case} sd_eff={sd_effect}",
                                     low, high, p_c - p_b, cases=cases, rates=(p_b, p_c)))
     return rows
@@ -128,8 +132,8 @@ def concentrated_harm_rows(series=S, repeats=10):
             kb = rng.binomial(repeats, np.full((series, cases), p)).astype(float)
             kc = rng.binomial(repeats, np.where(broken, 0.0, p)).astype(float)
             truth = -share * p
-            _, low, high, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "model")
-            _, r_low, r_high, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "robust")
+            low, high = bounds(pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "model"))
+            r_low, r_high = bounds(pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "robust"))
             model = row("V4-harm", "", low, high, truth)
             rows.append(dict(row("V4-harm", f"C={cases} {share:.0%} of cases broken, p={p}", r_low, r_high, truth),
                              m2_over=model["over"], m2_under=model["under"]))
@@ -148,20 +152,20 @@ def v5_rows(series=S, repeats=10):
         for family in ("robust", "model"):
             rng = np.random.default_rng([7, cases])
             kb, kc, n = logit_pair(rng, 0.8, 0.8, 1.5, 0.0, series, cases, repeats)
-            _, low, high, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family)
+            low, high = bounds(pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family))
             rows.append(dict(test="V5", cell=f"A/A rate C={cases} {family}", better=float(np.mean(low > 0)),
                              worse=float(np.mean(high < 0))))
             kb, kc, n = logit_pair(rng, 0.85, 0.85 - margin, 1.5, 0.5, series, cases, repeats)
-            _, low, _, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family)
+            low, _ = bounds(pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family))
             rows.append(dict(test="V5", cell=f"NI truth -m C={cases} {family}", confirmed=float(np.mean(low > -margin))))
             kb, kc, n = logit_pair(rng, 0.75, 0.75 + margin, 1.5, 0.5, series, cases, repeats)
-            _, low, _, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family)
+            low, _ = bounds(pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family))
             rows.append(dict(test="V5", cell=f"compare truth +m C={cases} {family}",
                              confirmed=float(np.mean(low > margin))))
             level = special.expit(rng.normal(0.5, 1.0, (series, cases)))
             sb = np.clip(level + rng.normal(0, 0.1, (series, cases)) / np.sqrt(repeats), 0, 1)
             sc = np.clip(level + rng.normal(0, 0.1, (series, cases)) / np.sqrt(repeats), 0, 1)
-            _, low, high = paired_mean_interval(sc - sb, (-1.0, 1.0), family, True)
+            low, high = bounds(paired_mean_interval(sc, sb, 1.0, 1.0, family, True))
             rows.append(dict(test="V5", cell=f"A/A score C={cases} {family}", better=float(np.mean(low > 0)),
                              worse=float(np.mean(high < 0))))
     return rows
@@ -189,7 +193,7 @@ def v6_rows(series=S, repeats=5):
             means = y.mean(axis=2)
             _, low, high, _ = intervals.t_mean(means)
             rows.append(row("V6", f"t C={cases} sigma_c={sigma_c}", low, high, truth, cases=cases))
-            _, low, high = mean_interval(means, "model", False, skewed=True)
+            low, high = bounds(mean_interval(means, "model", False, skewed=True))
             rows.append(row("V6", f"skew-t C={cases} sigma_c={sigma_c}", low, high, truth, cases=cases))
             tau, delta = 0.2, 0.1
             v = rng.normal(0, tau, (series, cases, 1))
@@ -221,7 +225,7 @@ def v6_shape_rows(series=S):
             x = draw(rng, (series, cases))
             _, low, high, _ = intervals.t_mean(x)
             t_row = row("V6-shape", "", low, high, truth)
-            _, low, high = mean_interval(x, "model", False, skewed=True)
+            low, high = bounds(mean_interval(x, "model", False, skewed=True))
             rows.append(dict(row("V6-shape", f"skew-t {name} C={cases}", low, high, truth, cases=cases),
                              t_coverage=t_row["coverage"], t_over=t_row["over"], t_under=t_row["under"]))
     return rows
