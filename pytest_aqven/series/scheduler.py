@@ -161,6 +161,7 @@ class Scheduler:
             try:
                 if left:
                     self.here.run_until_complete(asyncio.wait(left))
+                self.here.run_until_complete(self.here.shutdown_asyncgens())   # the HTTP clients close
             finally:
                 self.here.close()
         if not self.thread.is_alive():
