@@ -19,6 +19,10 @@ import ssl
 import zlib
 from pathlib import Path
 
+import aiohttp      # imported with the provider (at the series start), not in its first call
+import httpx
+from httpx_aiohttp import HttpxAiohttpClient
+
 MAX_ANSWER = 16 << 20        # bytes of an answer after decompression (params: max_answer_mb)
 STEP = 1 << 16               # the most one inflating step writes
 
@@ -75,20 +79,18 @@ class Client:
 
     def __init__(self, url: str, headers: dict[str, str], *, timeout_s: float, size: int,
                  max_answer: int = MAX_ANSWER, verify: bool | ssl.SSLContext = True, proxy: str | None = None):
-        import httpx
-        from httpx_aiohttp import HttpxAiohttpClient
-        self.url = url
+        self.url = httpx.URL(url)          # parsed once, not on every call
         self.timeout_s = timeout_s
         self.max_answer = max_answer
         if verify is True:
             verify = _trusted(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
         self.http = HttpxAiohttpClient(
             headers={"Accept": "application/json", "Accept-Encoding": "gzip, deflate", **headers}, verify=verify, proxy=proxy, trust_env=True,
-            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
+            # the whole exchange is bounded in post(); a read timeout would only re-arm a timer at every chunk
+            timeout=httpx.Timeout(None, connect=min(10.0, timeout_s), pool=timeout_s),
             limits=httpx.Limits(max_connections=size, max_keepalive_connections=size))
 
     async def post(self, body: bytes) -> Reply:
-        import httpx
         try:
             async with asyncio.timeout(self.timeout_s):      # the whole exchange, not each read
                 async with self.http.stream("POST", self.url, content=body) as response:
@@ -97,10 +99,8 @@ class Client:
             raise HTTPTimeout(f"no answer within {self.timeout_s:g} s") from None
         except httpx.RequestError as exc:
             raise _failure(exc) from None
-        except Exception as exc:
-            if _is_aiohttp_error(exc):                  # what the transport does not map to httpx's errors
-                raise HTTPTransportError(f"{type(exc).__name__}: {exc}") from None
-            raise
+        except aiohttp.ClientError as exc:              # what the transport does not map to httpx's errors
+            raise HTTPTransportError(f"{type(exc).__name__}: {exc}") from None
 
     async def _read(self, response) -> bytes:
         """The decoded body, at most `max_answer` bytes of it. gzip and deflate (what the client asks for) are
@@ -146,20 +146,13 @@ class Client:
 def _trusted(cafile: str | None, capath: str | None) -> ssl.SSLContext:
     """httpx's default context (SSL_CERT_FILE, SSL_CERT_DIR, else certifi's bundle), built once per process and
     setting: loading a CA bundle costs about 0.1 s of CPU, and a context serves every loop and thread."""
-    import httpx
     return httpx.create_ssl_context(verify=True, trust_env=True)
 
 
 def _failure(exc) -> Exception:
     """httpx's error, or the aiohttp error the transport raised it from (it maps a dropped connection to
     ConnectTimeout): a timeout, or a transport error with the underlying cause's name."""
-    import httpx
     cause = exc.__cause__ if exc.__cause__ is not None else exc
     if isinstance(cause, TimeoutError) or (cause is exc and isinstance(exc, httpx.TimeoutException)):
         return HTTPTimeout(f"{type(cause).__name__}: {cause}")
     return HTTPTransportError(f"{type(cause).__name__}: {cause}")
-
-
-def _is_aiohttp_error(exc: Exception) -> bool:
-    import aiohttp
-    return isinstance(exc, aiohttp.ClientError)
