@@ -4,11 +4,13 @@ measured side by side in one run (A B C D A B C D ...).
 
 Per configuration (medians over rounds):
 - attempts wall: the attempts' own phase, first attempt start to last attempt end (from the database). This
-  is the figure concurrency speeds up, and the one the target is about;
+  is the figure concurrency speeds up, and the one the target is about; against the ideal: that phase over
+  the time the server's answers alone take (waves of as many calls as are in flight, each `delay` long);
 - pytest wall and CPU: the whole command (process start, imports, collection, verdict, xdist workers);
 - CPU ms per attempt: the command's CPU minus that of `--collect-only` on the same project, per attempt.
 
     PYTHONPATH=. python bench/bench_concurrency.py [--attempts 400] [--delay 0.05] [--rounds 3] [--before DIR]
+    PYTHONPATH=. python bench/bench_concurrency.py --attempts 1000 --delay 0.5 --only "concurrency 100"   # ideal 5 s
 
 --before DIR adds each configuration run with another checkout's pytest_aqven (DIR first on PYTHONPATH, e.g.
 a `git worktree add DIR <commit>`), in the same rounds, so before and after are measured side by side.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sqlite3
 import statistics
 import sys
@@ -31,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from bench.sidebyside import private_temproot, pytest_cmd, run_once  # noqa: E402
 from tests import projects  # noqa: E402  (the test suite's small project)
 
-CONFIGS = [("concurrency 1", ["--aqven-concurrency", "1"]),
+CONFIGS = [("concurrency 1", ["--aqven-concurrency", "1"]),     # (name, options); calls in flight: in_flight()
            ("concurrency 32", ["--aqven-concurrency", "32"]),
            ("concurrency 100", ["--aqven-concurrency", "100"]),
            ("-n 2, concurrency 16", ["-n", "2", "--aqven-concurrency", "16"])]
@@ -115,6 +118,17 @@ class SlowServer:
         self.thread.join(timeout=5)
 
 
+def in_flight(config: list[str]) -> int:
+    """The most calls a configuration has in flight: its concurrency, times its xdist workers."""
+    options = dict(zip(config[::2], config[1::2]))
+    return int(options["--aqven-concurrency"]) * int(options.get("-n", 1))
+
+
+def ideal(attempts: int, delay: float, config: list[str]) -> float:
+    """The attempts' phase if nothing but the server's answers took time: waves of `in_flight` calls."""
+    return math.ceil(attempts / in_flight(config)) * delay
+
+
 def build(root: Path, url: str, attempts: int) -> list[str]:
     repeats = 4
     cases = attempts // repeats
@@ -177,12 +191,14 @@ def main() -> None:
     print(f"{args.attempts} attempts, the server answers after {args.delay * 1000:.0f} ms; medians of {args.rounds} "
           f"round{'s' if args.rounds > 1 else ''}; the server saw at most {server.max_inflight} requests at once; "
           f"--collect-only CPU {cpu0:.2f} s")
-    print(f"| configuration | attempts wall | speed-up | pytest wall | speed-up | pytest CPU | CPU ms per attempt |")
-    print("|---|---|---|---|---|---|---|")
-    for name, label, _, _ in configs:
+    print("| configuration | attempts wall | against the ideal | speed-up | pytest wall | speed-up | pytest CPU "
+          "| CPU ms per attempt |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, label, config, _ in configs:
         phase, wall, cpu = med[name]
         base_phase, base_wall, _ = med.get(CONFIGS[0][0] + label, med[configs[0][0]])   # its own concurrency 1
-        print(f"| {name} | {phase:.2f} s | {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
+        print(f"| {name} | {phase:.2f} s | {phase / ideal(args.attempts, args.delay, config):.2f}x "
+              f"| {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
               f"| {cpu:.2f} s | {(cpu - cpu0) / args.attempts * 1000:.1f} |")
 
 

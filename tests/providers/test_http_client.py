@@ -291,6 +291,29 @@ def test_tls_with_a_self_signed_ca_from_ssl_cert_file_or_the_providers_verify(tl
               None, root=tmp_path, api_key=None)
 
 
+def test_plain_http_loads_no_ca_bundle_and_its_context_trusts_nothing(tls, monkeypatch):
+    """Loading the CA bundle costs 0.1 to 0.3 s of CPU: a plain http:// URL skips it, unless an https:// proxy may
+    carry it. The context it gets instead verifies and knows no CA: TLS through it fails, never goes unchecked."""
+    from pytest_aqven.providers.http_client import _default_context
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    folder, server_context = tls
+    monkeypatch.setenv("SSL_CERT_FILE", str(folder / "ca.pem"))
+    plain = _default_context("http", None)
+    assert plain.cert_store_stats()["x509_ca"] == 0 and plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    assert _default_context("https", None).cert_store_stats()["x509_ca"] >= 1
+    assert _default_context("http", "https://proxy.example:3128").cert_store_stats()["x509_ca"] >= 1
+    monkeypatch.setenv("HTTP_PROXY", "https://proxy.example:3128")
+    assert _default_context("http", None).cert_store_stats()["x509_ca"] >= 1
+
+    async def handshake():
+        async with RawServer(lambda n: answer(BODY), tls=server_context) as srv:
+            port = int(srv.url.split(":")[2].split("/")[0])
+            with pytest.raises(ssl.SSLCertVerificationError):
+                await asyncio.open_connection("127.0.0.1", port, ssl=plain)
+    run(handshake())
+
+
 def test_a_proxy_from_the_environment_or_the_provider_carries_the_call(monkeypatch, tmp_path):
     for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY",
                  "no_proxy"):
