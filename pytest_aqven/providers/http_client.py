@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import os
 import ssl
 import zlib
@@ -37,24 +36,6 @@ class HTTPTransportError(Exception):
 
 class AnswerTooLarge(Exception):
     """The answer is longer than the limit, counted after decompression."""
-
-
-class Reply:
-    """What the provider reads of an answer: status, headers (case-insensitive), the decoded body."""
-
-    __slots__ = ("status_code", "headers", "content")
-
-    def __init__(self, status_code: int, headers, content: bytes):
-        self.status_code = status_code
-        self.headers = headers
-        self.content = content
-
-    @property
-    def text(self) -> str:
-        return self.content.decode("utf-8", errors="replace")
-
-    def json(self):
-        return json.loads(self.content)
 
 
 def tls_setting(verify, root: Path) -> bool | ssl.SSLContext:
@@ -85,16 +66,21 @@ class Client:
         if verify is True:
             verify = _default_context(self.url.scheme, proxy)
         self.http = HttpxAiohttpClient(
-            headers={"Accept": "application/json", "Accept-Encoding": "gzip, deflate", **headers}, verify=verify, proxy=proxy, trust_env=True,
+            headers={"Accept": "application/json", "Accept-Encoding": "gzip, deflate", **headers},
+            verify=verify, proxy=proxy, trust_env=True,
             # the whole exchange is bounded in post(); a read timeout would only re-arm a timer at every chunk
             timeout=httpx.Timeout(None, connect=min(10.0, timeout_s), pool=timeout_s),
             limits=httpx.Limits(max_connections=size, max_keepalive_connections=size))
 
-    async def post(self, body: bytes) -> Reply:
+    async def post(self, body: bytes) -> httpx.Response:
+        """The answer, its body read and decoded (an httpx.Response whose content is the decoded bytes)."""
         try:
             async with asyncio.timeout(self.timeout_s):      # the whole exchange, not each read
                 async with self.http.stream("POST", self.url, content=body) as response:
-                    return Reply(response.status_code, response.headers, await self._read(response))
+                    content = await self._read(response)
+                    # decoded already: without Content-Encoding, httpx does not decode it again
+                    headers = [(k, v) for k, v in response.headers.raw if k.lower() != b"content-encoding"]
+            return httpx.Response(response.status_code, headers=headers, content=content)
         except TimeoutError:
             raise HTTPTimeout(f"no answer within {self.timeout_s:g} s") from None
         except httpx.RequestError as exc:
@@ -146,7 +132,8 @@ def _default_context(scheme: str, proxy: str | None) -> ssl.SSLContext:
     """The certificates to verify with: httpx's default (below) wherever TLS may be spoken, else, for a plain
     http:// URL that no https:// proxy carries, a context that trusts nothing and so fails closed (loading
     the CA bundle costs 0.1 to 0.3 s of CPU, and plain HTTP never uses it)."""
-    proxies = [proxy or ""] + [os.environ.get(name, "") for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")]
+    proxies = [proxy or ""] + [os.environ.get(name, "") for name in
+                               ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")]
     if scheme == "http" and not any(p.lower().startswith("https://") for p in proxies):
         return _trusting_nothing()
     return _trusted(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
