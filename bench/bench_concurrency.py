@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import sqlite3
 import statistics
 import sys
@@ -118,6 +119,37 @@ class SlowServer:
         self.thread.join(timeout=5)
 
 
+# --threads: the CPU each thread of the pytest process spent in its run loop (the attempts' phase and the items'
+# reports), from /proc, by thread name; written where BENCH_THREADS says. xdist workers are other processes.
+THREADS = '''
+import json, os, threading
+import pytest
+
+
+def _cpu():
+    tick, names, out = os.sysconf("SC_CLK_TCK"), {t.native_id: t.name for t in threading.enumerate()}, {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = names.get(int(tid), "other").split("_")[0].split("-user")[0]
+        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    before = _cpu()
+    try:
+        return (yield)
+    finally:
+        after = _cpu()
+        with open(os.environ["BENCH_THREADS"], "w") as f:
+            json.dump({k: v - before.get(k, 0) for k, v in after.items()}, f)
+'''
+
+
 def in_flight(config: list[str]) -> int:
     """The most calls a configuration has in flight: its concurrency, times its xdist workers."""
     options = dict(zip(config[::2], config[1::2]))
@@ -158,6 +190,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="configuration names to run (default: all)")
     parser.add_argument("--before", help="another checkout of the repository, measured side by side")
+    parser.add_argument("--threads", action="store_true", help="also the CPU of each thread of the pytest process in "
+                        "its run loop (MainThread: pytest's items; aqven-attempts: the attempts' event loop; "
+                        "aqven-db: the database; aqven-user-code: the user's code)")
     args = parser.parse_args()
     versions = [("", None)] + ([(" (before)", args.before)] if args.before else [])
     configs = [(name + label, label, config, path) for name, config in CONFIGS if not args.only or name in args.only
@@ -171,18 +206,26 @@ def main() -> None:
             roots = {label: Path(tmp) / f"proj{i}" for i, (label, _) in enumerate(versions)}
             extra = [build(root, server.url, args.attempts) for root in roots.values()][0]
             env = private_temproot(tmp)
+            threads: dict[str, list[dict]] = {name: [] for name, *_ in configs}
+            if args.threads:
+                Path(tmp, "benchthreads.py").write_text(THREADS)
+                env = {**env, "BENCH_THREADS": str(Path(tmp, "threads.json"))}
             for r in range(args.rounds):                 # alternating: the machine's noise hits every config
                 collect_cpu.append(run_once(pytest_cmd(str(roots[""]), "--collect-only", *extra), cwd=tmp, env=env).cpu)
                 for name, label, config, path in configs:
                     root = roots[label]
-                    run = run_once(pytest_cmd(str(root), "--aqven-new-series", *extra, *config), cwd=tmp,
-                                   env={**env, "PYTHONPATH": path} if path else env)
+                    plugin = ["-p", "benchthreads"] if args.threads else []
+                    paths = os.pathsep.join(filter(None, [path, tmp if args.threads else None]))
+                    run = run_once(pytest_cmd(str(root), "--aqven-new-series", *plugin, *extra, *config), cwd=tmp,
+                                   env={**env, "PYTHONPATH": paths} if paths else env)
                     if run.returncode != 0:
                         sys.exit(f"{name}: pytest exited {run.returncode}")
                     phase, n = attempts_phase(root)
                     if n != args.attempts:
                         sys.exit(f"{name}: {n} attempts ran, not {args.attempts}")
                     rows[name].append((phase, run.wall, run.cpu))
+                    if args.threads:
+                        threads[name].append(json.loads(Path(tmp, "threads.json").read_text()))
                 print(f"  round {r + 1}/{args.rounds}", file=sys.stderr)
     finally:
         server.stop()
@@ -200,6 +243,16 @@ def main() -> None:
         print(f"| {name} | {phase:.2f} s | {phase / ideal(args.attempts, args.delay, config):.2f}x "
               f"| {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
               f"| {cpu:.2f} s | {(cpu - cpu0) / args.attempts * 1000:.1f} |")
+    if args.threads:
+        names = ["MainThread", "aqven-attempts", "aqven-db", "aqven-user-code", "other"]
+        print("\nCPU ms per attempt of each thread of the pytest process in its run loop (medians; under -n 2 the "
+              "controller's, its workers' are not counted):")
+        print("| configuration | " + " | ".join(names) + " | all |")
+        print("|---|" + "---|" * (len(names) + 1))
+        for name, *_ in configs:
+            per = {n: statistics.median(t.get(n, 0.0) for t in threads[name]) / args.attempts * 1000 for n in names}
+            total = statistics.median(sum(t.values()) for t in threads[name]) / args.attempts * 1000
+            print(f"| {name} | " + " | ".join(f"{per[n]:.2f}" for n in names) + f" | {total:.2f} |")
 
 
 if __name__ == "__main__":
