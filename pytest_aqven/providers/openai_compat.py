@@ -60,7 +60,7 @@ class OpenAICompatProvider:
         self.max_answer = max_answer     # bytes of an answer after decompression
         self.verify = verify             # httpx's verify: True, False or an SSLContext
         self.proxy = proxy               # None: the environment's proxy settings
-        self._clients: dict = {}         # event loop -> its client
+        self._clients: dict = {}         # event loop -> (its client, the async generator that closes it)
 
     def __repr__(self) -> str:          # never shows the key
         return f"OpenAICompatProvider({self.provider_id!r}, {self.url!r})"
@@ -70,18 +70,15 @@ class OpenAICompatProvider:
         with its loop: an async generator of the loop holds it, and a loop's shutdown (asyncio.run's, the
         scheduler's) closes its async generators while it still runs."""
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
+        held = self._clients.get(loop)
+        if held is None:
             for closed in [lp for lp in self._clients if lp.is_closed()]:
                 del self._clients[closed]       # a loop closed without its shutdown: nothing left to close
             client = Client(self.url, self._headers, timeout_s=self.timeout_s, size=max(CALLS_IN_FLIGHT.get(), 1),
                             max_answer=self.max_answer, verify=self.verify, proxy=self.proxy)
-            closer = self._closes_with_loop(loop, client)
-            self._clients[loop] = (client, closer)
-            await anext(closer)
-        else:
-            client = client[0]
-        return client
+            held = self._clients[loop] = (client, self._closes_with_loop(loop, client))
+            await anext(held[1])
+        return held[0]
 
     async def _closes_with_loop(self, loop, client: Client):
         try:

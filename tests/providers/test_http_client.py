@@ -367,3 +367,25 @@ def test_one_client_per_event_loop_closed_with_its_loop(monkeypatch):
 async def _record(closed: list, client: Client) -> None:
     closed.append(client)
     await client.http.aclose()
+
+
+def test_the_schedulers_event_loops_close_their_http_clients_when_it_closes(tmp_path):
+    """pytest's thread's loop (concurrency 1) and the attempts' loop thread each have their client; closing the
+    scheduler shuts both loops down, which closes both clients (no connection left open, nothing unclosed)."""
+    from pytest_aqven.series.scheduler import Scheduler
+
+    async def go():
+        async with RawServer(lambda n: answer(BODY)) as srv:
+            provider = OpenAICompatProvider(provider_id="local", base_url=srv.url.split("/chat")[0], api_key=None,
+                                            catalog=None, timeout_s=5, retry=RetryPolicy(retries=0))
+            sched = Scheduler(concurrency=4)
+
+            def both():
+                sched.here_loop().run_until_complete(provider.complete(request()))
+                asyncio.run_coroutine_threadsafe(provider.complete(request()), sched.loop).result(timeout=30)
+                clients = [held[0].http for held in provider._clients.values()]
+                sched.close()
+                return clients, dict(provider._clients)
+            return await asyncio.to_thread(both)
+    clients, left = run(go())
+    assert len(clients) == 2 and all(c.is_closed for c in clients) and left == {}
