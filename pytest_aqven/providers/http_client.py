@@ -1,13 +1,15 @@
 """The HTTP client of chat completions: httpx's API over aiohttp's connection pool (the httpx-aiohttp transport).
 
-httpx's own pool cost 11-12 ms of CPU per call at 100 calls in flight; aiohttp's about 0.5 ms. httpx's
+httpx's own pool cost 6 to 12 ms of CPU per call at 100 calls in flight, over aiohttp's about 0.5 ms
+(docs/performance.md). httpx's
 settings hold as they do for any httpx client: proxies from HTTP_PROXY / HTTPS_PROXY / ALL_PROXY less
 NO_PROXY (or the provider's `proxy`), certificates from SSL_CERT_FILE / SSL_CERT_DIR (or the provider's
 `verify`: false, or a CA bundle). One client per provider and event loop (aiohttp's connections belong to
 the loop that opened them), its pool sized to the calls the provider has in flight.
 
 An answer is read as a stream and counted after decompression: past `max_answer` bytes the reading stops
-(`AnswerTooLarge`), so a small gzip body that inflates to gigabytes takes no more memory than the limit. A POST is never sent twice here: a dropped connection is the caller's to retry.
+(`AnswerTooLarge`), so a small gzip body that inflates to gigabytes takes no more memory than the limit.
+A POST is never sent twice here: a dropped connection is the caller's to retry.
 """
 from __future__ import annotations
 
@@ -103,7 +105,7 @@ class Client:
         else:
             chunks = response.aiter_raw()
             inflate = zlib.decompressobj(zlib.MAX_WBITS | 32)      # a gzip or zlib header
-        parts, total = [], 0
+        parts, total, fed = [], 0, False
         async for chunk in chunks:
             while chunk:
                 if inflate is None:
@@ -112,12 +114,12 @@ class Client:
                     try:
                         out = inflate.decompress(chunk, min(STEP, limit - total + 1))
                     except zlib.error:
-                        if total or encoding != "deflate" or parts:
+                        if fed or encoding != "deflate":
                             raise HTTPTransportError("DecodingError: the answer's body is not valid "
                                                      f"{encoding}") from None
                         inflate = zlib.decompressobj(-zlib.MAX_WBITS)   # a raw deflate body, as some servers send
                         continue
-                    chunk = inflate.unconsumed_tail
+                    fed, chunk = True, inflate.unconsumed_tail
                 total += len(out)
                 if total > limit:
                     raise AnswerTooLarge(f"the answer is more than {limit:,} bytes long (after decompression)")
