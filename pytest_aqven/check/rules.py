@@ -8,6 +8,7 @@ from .context import CheckContext, internal_error, text_problem
 from .diagnostics import Diagnostic
 from .experiments import ExperimentRules, merge_case_findings
 from .flows import FlowView, compile_flow
+from .prices import price_rules
 from .secrets import secret_rules
 
 __all__ = ["check_project", "experiment_rules", "internal_error", "project_rules"]
@@ -22,6 +23,7 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
     out += ctx.guarded("aqven.yaml", "checking for literal secrets", lambda: secret_rules(ctx))
     out += ctx.guarded("types", "checking types", lambda: _types(ctx))
     out += ctx.guarded("agents", "checking agents", lambda: _agents(ctx))
+    out += ctx.guarded("pyproject.toml", "checking prices", lambda: price_rules(ctx))
     out += ctx.guarded("tools", "checking tools", lambda: _tools(ctx))
     out += ctx.guarded("datasets", "checking datasets", lambda: _datasets(ctx))
     for flow in project.flows.values():
