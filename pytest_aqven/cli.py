@@ -14,6 +14,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aqven", description="AQVEN projects from the terminal.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_check(commands)
+    from .scaffold import add_new
+    add_new(commands)
     from .series.commands import add_db, add_series
     add_series(commands)
     add_db(commands)

@@ -127,3 +127,15 @@ def test_a_declared_price_prices_a_server_that_reports_tokens_only(pytester, ser
     # an input of the series: a price edited while it runs changes what it measured (inputs_changed)
     assert str((root / "pyproject.toml").resolve()) in series["fingerprints"]
 
+
+
+def test_a_function_provider_that_reports_tokens_only_takes_the_declared_price(pytester):
+    """The project `aqven new` writes: its simulator reports tokens, its pyproject.toml the prices."""
+    from pytest_aqven.scaffold import create
+    create(pytester.path / "demo", "demo")
+    result = pytester.runpytest("demo", "-p", "no:cacheprovider", "-k", "small_reads_reviews")
+    assert "at least" not in result.stdout.str()
+    priced = calls(pytester.path / "demo")
+    small = (0.15, 0.60)            # "sim:small-1" of the project's pyproject.toml, USD per million tokens
+    assert priced and all(c["cost_source"] == "project" and c["cost_usd"] == pytest.approx(
+        (c["tokens_in"] * small[0] + c["tokens_out"] * small[1]) / 1e6) for c in priced), priced[0]
