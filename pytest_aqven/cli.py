@@ -16,6 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_check(commands)
     from .scaffold import add_new
     add_new(commands)
+    from .findings.cases import add_cases
+    add_cases(commands)
     from .series.commands import add_db, add_series
     add_series(commands)
     add_db(commands)

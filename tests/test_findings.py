@@ -81,7 +81,7 @@ EDITS = {
     "the data, forged without the cells": (
         lambda d: d["data"]["variants"]["bot"]["label"].update({k: [0, 2] for k in list(d["data"]["variants"]["bot"]["label"])[:8]}),
         True, ("state",), "but its data give"),
-    "the salt, forged": (_set(("method", "salt"), "other/rate_ok"), True, ("method", "salt"), "keyed with testproj/rate_ok"),
+    "the salt, forged": (_set(("method", "salt"), "testproj/other"), True, ("method", "salt"), "keyed with testproj/rate_ok"),
     "the data removed": (lambda d: d.pop("data"), True, (), "it has no data"),
 }
 
@@ -223,3 +223,13 @@ def _without_series(text: str, series_id: str) -> str:
 def test_a_finding_method_reads_back_its_question(question):
     """A finding's method names its question; verifying the finding decides that same question again."""
     assert question_from(question_dict(question)) == question
+
+
+def test_a_salt_of_another_package_is_a_rename_not_a_forgery(project, published):
+    """The package was renamed since the finding (or its salt edited to another package's): the finding's
+    verdict still follows from its data, and W_HALVES_MOVED says its halves are not today's."""
+    _edit(published.finding, _set(("method", "salt"), "oldname/rate_ok"), True)
+    doc = yaml.safe_load(published.finding.read_text())
+    assert problems(doc, stem=published.finding.stem, folder="rate_ok", package="testproj") == []
+    [moved] = [d for d in check_root(project) if d.severity == "error" or d.code == "W_HALVES_MOVED"]
+    assert moved.code == "W_HALVES_MOVED" and "package oldname is now testproj, which draws other halves" in moved.message

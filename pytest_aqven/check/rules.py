@@ -8,6 +8,7 @@ from .context import CheckContext, internal_error, text_problem
 from .diagnostics import Diagnostic
 from .experiments import ExperimentRules, merge_case_findings
 from .flows import FlowView, compile_flow
+from .halves import halves_rules
 from .prices import price_rules
 from .secrets import secret_rules
 
@@ -193,6 +194,8 @@ def check_project(project: Project) -> tuple[list[Diagnostic], dict[str, list[Di
     project_level += ctx.shared
     finding_diags, per_finding_experiment = _findings(project)
     for eid, diags in per_finding_experiment.items():
+        per_experiment.setdefault(eid, []).extend(diags)
+    for eid, diags in ctx.guarded("experiments", "checking the halves of findings", lambda: [halves_rules(project)])[0].items():
         per_experiment.setdefault(eid, []).extend(diags)
     return project_level + finding_diags, per_experiment
 
