@@ -81,6 +81,7 @@ CODES: dict[str, Code] = {
              provider_key_missing="the provider's API key is not set",
              provider_config_invalid="the provider's params do not fit it",
              rate_limited="the provider kept answering 429 past the retry policy",
+             answer_too_large="the provider's answer is larger than max_answer_mb once decompressed (never retried)",
              cassette_miss="a replayed call has no recording",
              inputs_changed="this process read other input files than the series recorded"),
 }

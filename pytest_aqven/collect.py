@@ -74,6 +74,7 @@ class ExperimentFile(pytest.File):
     def __init__(self, *, root: Path, **kwargs):
         super().__init__(**kwargs)
         self.root = root
+        self.standing: dict | None = None     # set when a held-out run finds the experiment's cases spent
         self.experiment_id = self.path.parent.name
         self.add_marker(pytest.mark.aqven)
         self.extra_keyword_matches.add(self.experiment_id)
@@ -102,11 +103,15 @@ class ExperimentFile(pytest.File):
             self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
                                     repeats=opt("aqven_repeats"), cap=cap,
                                     fresh_for=run_token(self.config) if opt("aqven_new_series") else None,
-                                    cassettes=cassette_mode(self.config), run=run_token(self.config))
+                                    cassettes=cassette_mode(self.config), run=run_token(self.config),
+                                    respend=opt("aqven_respend_holdout"))
         except PlanError as exc:
             raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
         except CapError as exc:
             raise self.CollectError(f"error: {exc}") from None
+        if self.series.standing is not None:        # held-out cases spent once: the finding stands, nothing runs
+            self.standing = self.series.standing.entry(self.nodeid)
+            raise pytest.skip.Exception(self.standing["short"])
         self.config.stash.setdefault(LAUNCH_NOTES, {})[self.experiment_id] = [cap.describe(), *self.series.warnings()]
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)

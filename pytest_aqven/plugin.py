@@ -49,7 +49,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-cap", default=None, metavar="USD",
                     help="this run's series cap in USD; above the project cap the series waits for approval")
     group.addoption("--aqven-new-series", action="store_true", default=False,
-                    help="start a new series instead of continuing an unfinished one (which is cancelled)")
+                    help="start a new series instead of continuing an unfinished one (which is cancelled); "
+                         "held out: only on held-out cases no finding used")
+    group.addoption("--aqven-respend-holdout", action="store_true", default=False,
+                    help="run held-out cases that already gave a finding again (a new look at the same cases, "
+                         "recorded in its finding)")
     parser.addini("aqven_concurrency", "attempts in flight per process", default="1")
     group.addoption("--aqven-json", default=None, metavar="PATH",
                     help="write every series of the session (verdict, cells, intervals, spend, finding) as JSON")
@@ -92,6 +96,11 @@ def pytest_configure(config: pytest.Config) -> None:
             parse_usd(config.getoption("aqven_cap"), "--aqven-cap")
         except CapError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if config.getoption("aqven_respend_holdout") and not config.getoption("aqven_holdout"):
+        raise pytest.UsageError("--aqven-respend-holdout goes with --aqven-holdout")
+    if config.getoption("aqven_respend_holdout") and config.getoption("aqven_new_series"):
+        raise pytest.UsageError("--aqven-respend-holdout and --aqven-new-series exclude each other: the one runs the "
+                                "spent held-out cases again, the other only fresh ones")
     if sum(map(bool, (config.getoption("aqven_record"), config.getoption("aqven_record_missing"),
                       config.getoption("aqven_replay")))) > 1:
         raise pytest.UsageError("--aqven-record, --aqven-record-missing and --aqven-replay exclude each other")
@@ -163,10 +172,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     roots = _project_roots(session.config)
     if not roots:
         return
-    from .series.storage import StorageError, preflight
+    from .series.storage import StorageError, preflight, preflight_findings
     for root in roots:
         try:
             preflight(root, again=True)
+            if session.config.getoption("aqven_holdout"):
+                preflight_findings(root)
         except StorageError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -318,6 +329,8 @@ class StopWatch:
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         session = self.session
+        if report.nodeid.endswith("::verdict"):     # decided after the attempts: a failed verdict stops nothing
+            return
         if session is not None and (session.shouldfail or session.shouldstop):
             _stop(session, f"the run stopped early: {session.shouldstop or session.shouldfail}")
 
@@ -357,6 +370,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """A held-out experiment whose cases are spent is a skipped collection report carrying the finding that
+    stands (xdist sends skipped collection reports to the controller, which reports that verdict)."""
+    report = yield
+    standing = getattr(collector, "standing", None)
+    if standing is not None and report.skipped:
+        report.aqven_standing = standing
+        report.longrepr = (str(collector.path), None, f"Skipped: {standing['short']}")    # the file, not our code
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
     collect = _collect_module()
@@ -369,10 +394,23 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     return report
 
 
-def _series_spend(tr, tallies: dict[str, SeriesTally]) -> None:
-    """Per series this run reported: what ran, what was reused, and the spend against the cap."""
+def unwritten(project: Project, conclusion: Conclusion, exc: OSError) -> str:
+    """Why the finding's files are not written, and what publishes them (the database holds the finding)."""
+    where = Path(exc.filename).parent if getattr(exc, "filename", None) else project.root / "experiments" / \
+        conclusion.experiment / "findings"
+    try:
+        where_text = where.relative_to(project.root).as_posix() or "the module root"
+    except ValueError:
+        where_text = str(where)
+    return (f"{exc.strerror or exc}: {where_text}. Free space on that disk (or make {where_text} writable), then run "
+            f"the same command: it publishes the recorded finding; no attempt runs again.")
+
+
+def _series_spend(tr, tallies: dict[str, SeriesTally], discarded: dict[str, int]) -> None:
+    """Per series this run reported: what ran, what was reused, the spend against the cap, and the results
+    discarded because another runner took their claims."""
     from .series.db import Store
-    from .series.ledger import series_spend
+    from .series.ledger import LEASE_SECONDS, series_spend
     lines = []
     for series_id, tally in tallies.items():
         reused = tally.reused
@@ -384,6 +422,15 @@ def _series_spend(tr, tallies: dict[str, SeriesTally]) -> None:
             store.close()
         lines.append(f"{tally.experiment} series {series_id}: {tally.done - reused} attempts ran, "
                      f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
+        for old in series.get("closed") or []:
+            lines.append(f"  closed series {old['series']}: its inputs changed since it started "
+                         f"({', '.join(old['changed'])}), so it can never be continued; its verdict is invalid "
+                         f"(inputs_changed)")
+        if discarded.get(series_id):
+            n = discarded[series_id]
+            lines.append(f"  {n} result{'s' if n != 1 else ''} of this run discarded: another runner took "
+                         f"{'their claims' if n != 1 else 'its claim'} while this one was suspended past the "
+                         f"{LEASE_SECONDS:g} s lease; the other runner's results are the ones counted")
     if lines:
         tr.write_sep("=", "aqven series")
         for line in lines:
@@ -451,6 +498,10 @@ class VerdictReporter:
         every = config.getoption("aqven_progress")
         self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
         self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
+        # series id -> finishes of this run refused because another runner took their claims (a runner
+        # suspended past the lease): those series are decided from the database, whose rows are the ones counted
+        self.discarded: dict[str, int] = {}
+        self.standing: dict[str, dict] = {}      # experiment file node id -> the finding that stands (spent cases)
 
     @property
     def is_worker(self) -> bool:
@@ -465,6 +516,11 @@ class VerdictReporter:
         items = [i for i in session.items if isinstance(i, collect.AttemptItem)]
         self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
                                            for f in {i.experiment_file for i in items}})
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        standing = getattr(report, "aqven_standing", None)
+        if standing is not None and not self.is_worker:
+            self.standing[standing["file_nodeid"]] = standing
 
     @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -491,7 +547,12 @@ class VerdictReporter:
         flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
         if flush_all is not None:
             flush_all()
-        if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.tallies:
+        self._count_discarded()
+        if self.is_worker or self.config.option.collectonly or session.shouldstop:
+            return result
+        for standing in sorted(self.standing.values(), key=lambda s: s["file_nodeid"]):
+            self._report_standing(session, standing)
+        if not self.tallies:
             return result
         # every item and report of the session stays alive to its end: a full garbage collection set off while
         # deciding (the finding's data allocates thousands of lists) would scan them all for nothing, 0.1-0.2 s at
@@ -506,6 +567,13 @@ class VerdictReporter:
             if freeze:
                 gc.unfreeze()
         return result
+
+    def _count_discarded(self) -> None:
+        collect = _collect_module()
+        sched = self.config.stash.get(collect.SCHEDULER, None) if collect else None
+        for ledger in list(sched.ledgers.values()) if sched is not None else []:
+            for series_id, *_ in ledger.discarded:
+                self.discarded[series_id] = self.discarded.get(series_id, 0) + 1
 
     def _decide_all(self, session: pytest.Session) -> None:
         from .project.loader import load_project
@@ -534,18 +602,36 @@ class VerdictReporter:
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally,
                 look: tuple | None = None) -> None:
+        import sqlite3
+
         from .findings.files import FindingsRefused
         from .series.conclude import conclude
         from .series.findings import write_finding_for
         file_nodeid = tally.file_nodeid
         refused = None
         try:
-            conclusion = conclude(project, series_id, tally, family=self.family)
+            attempts = tally
+            if series_id in self.discarded:     # some records of this run are not the ones the ledger counts
+                from .series.db import Store
+                store = Store(project.root)
+                try:
+                    attempts = store.attempts(series_id)
+                finally:
+                    store.close()
+            conclusion = conclude(project, series_id, attempts, family=self.family)
             if conclusion.verdict is not None:
                 try:
                     conclusion.finding = write_finding_for(project, conclusion)
                 except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten
                     refused = exc
+                except OSError as exc:           # a full disk, an unwritable folder: the database has the finding
+                    refused = unwritten(project, conclusion, exc)
+        except (OSError, sqlite3.Error) as exc:     # the decision could not be recorded: nothing is lost
+            message = (f"pytest-aqven could not record the decision of series {series_id}: {type(exc).__name__}: "
+                       f"{exc}. Free space on the project's disk (or make .aqven/ writable), then run the same "
+                       f"command: it decides the series again from its recorded attempts, none runs again.")
+            self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
+            return
         except Exception as exc:  # our bug: the verdict test fails with its message, the session goes on
             message = f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}"
             self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
@@ -573,6 +659,17 @@ class VerdictReporter:
                              *([f"next: {entry['next']}"] if entry["next"] else [])])
         props = junit.verdict_properties(entry) + (junit.look_properties(look[1], look[2], look[3]) if look else [])
         self._fire(session, file_nodeid, outcome, longrepr, props, [("aqven verdict", section)])
+
+    def _report_standing(self, session: pytest.Session, standing: dict) -> None:
+        """The verdict of a held-out experiment whose cases are spent: the finding that stands, fails the run
+        as that verdict would (a rerun exits as the run that wrote it)."""
+        state = standing["state"]
+        text = f"verdict {state} (the finding that stands; nothing ran): {standing['statement']}\n{standing['why']}"
+        props = [("aqven_verdict", state or "unknown"), ("aqven_series", standing["series"] or ""),
+                 ("aqven_finding", standing["finding"] or ""), ("aqven_standing", "true")]
+        outcome = "failed" if state in self.fail_on else "passed"
+        self._fire(session, standing["file_nodeid"], outcome, text if outcome == "failed" else None, props,
+                   [("aqven verdict", f"verdict {state} (the finding that stands): {standing['finding']}")])
 
     def _entry(self, project: Project, conclusion: Conclusion, tally: SeriesTally) -> dict:
         from .report import data
@@ -610,6 +707,7 @@ class VerdictReporter:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:      # collection happens on workers: send the check warnings to the controller
             self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
+            self.config.workeroutput["aqven_discarded"] = self.discarded
             return
         path = self.config.getoption("aqven_json")
         if path:
@@ -660,18 +758,22 @@ class VerdictReporter:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
-        self.worker_warnings += [tuple(w) for w in getattr(node, "workeroutput", {}).get("aqven_warnings", [])]
+        output = getattr(node, "workeroutput", {})
+        self.worker_warnings += [tuple(w) for w in output.get("aqven_warnings", [])]
+        for series_id, n in output.get("aqven_discarded", {}).items():
+            self.discarded[series_id] = self.discarded.get(series_id, 0) + n
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.is_worker:
             from .report import terminal
             if self.tallies:
-                _series_spend(terminalreporter, self.tallies)
+                _series_spend(terminalreporter, self.tallies, self.discarded)
             collect = _collect_module()
             terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
                                   self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
             terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
             terminal.summary(terminalreporter, self.entries)
+            terminal.standing(terminalreporter, list(self.standing.values()))
             if self.looks:
                 from .report import look
                 for experiment, split, records, kinds in self.looks:

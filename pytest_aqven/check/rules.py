@@ -11,6 +11,7 @@ from .flows import FlowView, compile_flow
 from .halves import halves_rules
 from .prices import price_rules
 from .secrets import secret_rules
+from .paths import path_rules
 
 __all__ = ["check_project", "experiment_rules", "internal_error", "project_rules"]
 
@@ -27,6 +28,7 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
     out += ctx.guarded("pyproject.toml", "checking prices", lambda: price_rules(ctx))
     out += ctx.guarded("tools", "checking tools", lambda: _tools(ctx))
     out += ctx.guarded("datasets", "checking datasets", lambda: _datasets(ctx))
+    out += ctx.guarded("aqven.yaml", "checking paths", lambda: path_rules(ctx))
     for flow in project.flows.values():
         out += ctx.guarded(flow.doc.file, f"checking flow {flow.id}",
                            lambda flow=flow: compile_flow(ctx, FlowView.of(flow, project.flows.get,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..project import specs
+from ..project.paths import outside
 from ..project.types import pascal
 from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
 from . import prompts, refs, usercode
@@ -73,6 +74,9 @@ def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) 
         rel = agent.instructions_file
         path = runner.project.root / rel.removeprefix("@root/") if rel.startswith("@root/") else \
             (runner.project.root / entity.doc.file).parent / rel
+        problem = outside(runner.project.root, path)
+        if problem is not None:
+            raise RunError("prompt_invalid", f"agent {agent_id}: instructions {text} {problem}: refused")
         try:
             return runner.sources.read_text(path).strip()
         except OSError as exc:
@@ -118,6 +122,9 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                                              "prompt_invalid")
     try:
         if inference.prompt is None:
+            problem = outside(root, prompt_path)
+            if problem is not None:
+                raise prompts.PromptError(f"prompt file {prompt_path.name} {problem}: refused")
             prompt_text = runner.sources.read_text(prompt_path)     # as the series read it at its start
         inf_folder = (root / node.inference_doc.file).parent if node.inference_doc else node.path.parent
         variants = prompts.variant_texts(inference, inputs, inf_folder, stem, root, runner.sources)

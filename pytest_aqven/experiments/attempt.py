@@ -31,6 +31,9 @@ def root_cause(error: RunError | None) -> RunError | None:
     return RunError(cause.code, error.message, error.node, cause.location, cause.traceback, public=cause.public)
 
 
+STORED_TEXT = 64 << 10      # characters of one text of a stored record (outputs, inputs, messages): the rest is cut
+
+
 class _Loose(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -112,7 +115,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     trace = result.to_dict()
     if judge_runs:          # the judges' own runs, kept with the attempt
         trace["judges"] = {cid: r.to_dict() for cid, r in judge_runs.items()}
-    # provider and user-code text may carry a key: scrubbed before the record is stored or shown
+    # provider and user-code text may carry a key: scrubbed before the record is stored or shown; a 20 MB
+    # answer is kept as its first STORED_TEXT characters and its sha256 (the checks scored the whole of it)
     return scrub_data({
         "series_id": series_id,
         "experiment": plan.experiment.id,
@@ -139,4 +143,4 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "started_at": started,
         "finished_at": time.time(),
         "trace": trace,
-    })
+    }, STORED_TEXT)

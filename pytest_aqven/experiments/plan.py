@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
 from ..providers import prices
 from ..project.loader import Experiment, Flow, Project
+from ..project.paths import outside
 from ..project.specs import CallNode, CaseSpec, ExperimentSpec
 from . import inputs
 from . import split as splitting
@@ -70,14 +72,31 @@ def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
 
 
 def plan(project: Project, experiment: Experiment, split: str, cases: int | None = None,
-         repeats: int | None = None) -> SeriesPlan:
+         repeats: int | None = None, *, skip: Collection[str] = (), names: list[str] | None = None) -> SeriesPlan:
+    """`skip`: case names left out (held-out cases already spent); `names`: exactly these cases, as a series
+    recorded them (the end of a series compares its inputs with the start's)."""
     spec = experiment.spec
     dataset = project.datasets.get(spec.cases.dataset)
     if dataset is None:
         raise PlanError(f"dataset {spec.cases.dataset} does not exist in the project")
     wanted = cases if cases is not None else spec.plan.cases
-    chosen, available = splitting.choose(project.package, dataset.id, dataset.spec, spec.cases.tags, split, wanted)
+    if names is not None:
+        by_name = {c.name: c for c in splitting.selected(dataset.spec, spec.cases.tags)}
+        chosen, available = [by_name[n] for n in names if n in by_name], len(names)
+    else:
+        chosen, available = splitting.choose(project.package, dataset.id, dataset.spec, spec.cases.tags, split,
+                                             wanted, skip)
     return SeriesPlan(experiment, split, chosen, available, repeats or spec.plan.repeats, assemble(project, experiment))
+
+
+def half(project: Project, experiment: Experiment, split: str) -> list[str]:
+    """The names of every case the experiment selects in one half, in file order."""
+    spec = experiment.spec
+    dataset = project.datasets.get(spec.cases.dataset)
+    if dataset is None:
+        raise PlanError(f"dataset {spec.cases.dataset} does not exist in the project")
+    return [c.name for c in splitting.choose(project.package, dataset.id, dataset.spec, spec.cases.tags, split,
+                                             None)[0]]
 
 
 def file_hash(path: Path) -> str:
@@ -175,15 +194,19 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
         if check.is_judge:
             from .judges import judge_files
             judges[f"judge:{check.id}"] = sorted(judge_files(project, series.experiment, check.inference))
-    return {
+    paths = {
         "experiment": inputs._files(series.experiment.file.parent),
         "dataset": [root / "datasets" / f"{series.spec.cases.dataset}.yaml"],
         **{f"flow:{variant}": files for variant, files in flows.items()},
         **judges,
         "project": shared,
         "code": inputs.project_code(root),
-        "modules": inputs.outside_modules(root, project.package),
+        "modules": inputs.outside_modules(project),
     }
+    # a file the project names that resolves outside it is never read (the run refuses it, aqven check says so),
+    # so it is no input either; outside modules are the exception: imported code, hashed so that an edit shows
+    return {key: group if key == "modules" else [p for p in group if outside(root, p) is None]
+            for key, group in paths.items()}
 
 
 def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] | None = None,
@@ -211,7 +234,7 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
     return {
         "experiment_sha256": digest(series.experiment.file),
         "experiment_folder_sha256": canonical_hash(hashes(paths["experiment"])),
-        "dataset_sha256": digest(paths["dataset"][0]),
+        "dataset_sha256": digest(paths["dataset"][0]) if paths["dataset"] else None,
         "cases_sha256": canonical_hash([c.model_dump(mode="json") for c in series.cases]),
         "flows_sha256": canonical_hash(flows),
         "project_sha256": canonical_hash(hashes(paths["project"])),
@@ -252,11 +275,22 @@ def take(project: Project, series: SeriesPlan) -> Snapshot:
     hashes = snapshot(project, series, paths, data)
     held = {p: b for p, b in data.items() if p.suffix not in PARSED}
     loaded, now = project.loaded_ns, time.time_ns()
-    # a future mtime (a clock skew, an archive) says nothing about an edit: only the window since loading counts
-    stale = [] if loaded is None else sorted(
+    # a YAML file is stale when the bytes read now are not the bytes the loader parsed (compared by content:
+    # a file restored with its old mtime, `cp -p`, is caught too); an imported module when it was modified
+    # since the project was loaded (a future mtime, a clock skew or an archive, says nothing about an edit)
+    parsed = {(project.root / doc.file).resolve(): doc.sha256 for doc in _parsed_documents(project) if doc.sha256}
+    stale = sorted(
         project.rel(p) if project.root in p.parents else str(p) for p in files
-        if p.suffix in PARSED and str(p) in marks and loaded <= marks[str(p)][0] <= now)
+        if (p in parsed and p in data and bytes_hash(data[p]) != parsed[p])
+        or (p.suffix == ".py" and loaded is not None and str(p) in marks and loaded <= marks[str(p)][0] <= now))
     return Snapshot(hashes, marks, Sources(held), stale)
+
+
+def _parsed_documents(project: Project):
+    from ..project.loader import documents
+    yield from documents(project)
+    yield from (d.doc for d in project.datasets.values())
+    yield from (doc for _, doc in project.type_docs.values())
 
 
 def import_code(project: Project, series: SeriesPlan) -> None:

@@ -19,6 +19,7 @@ def _iso(ts: float) -> str:
 def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
     from ..stats import evidence    # numpy: imported when a finding is built, not when a worker collects
+    from ..stats.evidence import case_key
     experiment = project.experiments[conclusion.experiment]
     spec = experiment.spec
     verdict = conclusion.verdict
@@ -66,6 +67,10 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
             "unpriced_attempts": tally.unpriced_attempts,
             "holdout_looks": 1 + len(others),
             "case_names_sha256": case_names_sha,
+            # every case the series ran, by salted key: without the project database (a fresh clone) a held-out
+            # run still knows these cases are spent
+            "case_keys": sorted(case_key(conclusion.facts.salt, name) for name in series["cases"]),
+            **({"respent_from": list(series["respent_from"])} if series.get("respent_from") else {}),
             "started_at": _iso(tally.started_at),
             "finished_at": _iso(tally.finished_at),
             "engine_version": ENGINE_VERSION,

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..check.diagnostics import Diagnostic, DiagnosticError
 from . import coderefs, specs
+from .paths import outside
 from .types import Registry, pascal
 from .validate import validate
 from .yamlpos import YamlDoc, load_yaml
@@ -121,6 +122,34 @@ class Project:
         return experiment.flows.get(flow_id) or self.flows.get(flow_id)
 
 
+def documents(project: Project):
+    """Every parsed document of the project's code-bearing files (aqven.yaml, tools, MCP servers, agents, flows,
+    nodes, inferences, experiments with their local flows and alternatives); not types or datasets."""
+    def flow_docs(flow: Flow):
+        yield flow.doc
+        for node in flow.nodes.values():
+            yield node.doc
+            if node.inference_doc is not None:
+                yield node.inference_doc
+
+    if project.doc is not None:
+        yield project.doc
+    for entities in (project.tools, project.mcp_servers, project.agents):
+        for entity in entities.values():
+            yield entity.doc
+    for flow in project.flows.values():
+        yield from flow_docs(flow)
+    for experiment in project.experiments.values():
+        if experiment.doc is not None:
+            yield experiment.doc
+        for flow in experiment.flows.values():
+            yield from flow_docs(flow)
+        for node in experiment.alternatives.values():
+            yield node.doc
+            if node.inference_doc is not None:
+                yield node.inference_doc
+
+
 def find_root(start: Path) -> Path | None:
     """The module root: the folder holding aqven.yaml, searched upward from `start`."""
     start = start.resolve()
@@ -130,7 +159,15 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+OUTSIDE_HINT = "keep the file inside the module root: copy it in instead of linking to a file elsewhere"
+
+
 def _read(path: Path, root: Path, annotation, what: str, sink: list[Diagnostic]):
+    problem = outside(root, path)
+    if problem is not None:       # a symlink out of the project: never read
+        sink.append(Diagnostic("E_PATH_OUTSIDE", path.relative_to(root).as_posix(), (), f"{what}: the file {problem}",
+                               None, None, OUTSIDE_HINT))
+        return None, None
     try:
         doc = load_yaml(path, root)
     except DiagnosticError as exc:

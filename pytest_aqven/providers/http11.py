@@ -4,7 +4,8 @@ httpx's connection pool costs 2-5 ms of CPU per call at 32-100 calls in flight (
 connection with a poll on each request, which grows with the pool), more than everything else an
 attempt does. This one costs a fraction of that: a pooled connection that the server closed is seen
 from its stream's EOF flag (the event loop reads it as it arrives), without a system call. It speaks only what chat completions need
-(Content-Length or chunked bodies, gzip/deflate, TLS with httpx's trust settings); a request that must
+(Content-Length or chunked bodies, gzip/deflate, TLS with httpx's trust settings), and reads at most
+`max_answer` bytes of an answer, counted after decompression; a request that must
 go through a proxy (the *_PROXY variables) takes httpx instead (`needs_proxy`).
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import zlib
 from urllib.parse import urlsplit
 
 MAX_HEADER_LINE = 1 << 16
-MAX_BODY = 64 << 20
+MAX_ANSWER = 16 << 20       # bytes of an answer's body, after decompression (a provider's max_answer_mb)
 
 
 class HTTPTimeout(Exception):
@@ -25,6 +26,35 @@ class HTTPTimeout(Exception):
 
 class HTTPTransportError(Exception):
     """The connection failed, was dropped, or the answer is not HTTP."""
+
+
+class AnswerTooLarge(Exception):
+    """The answer's body passes the limit, before or after decompression: never retried (it would again)."""
+
+
+def inflate(content: bytes, encoding: str, limit: int) -> bytes:
+    """The body decoded (gzip, deflate), at most `limit` bytes of it: a 2 MB gzip bomb stops at the limit
+    instead of taking gigabytes of memory."""
+    encoding = encoding.lower()
+    if encoding in ("gzip", "x-gzip"):
+        decoders = [zlib.decompressobj(16 + zlib.MAX_WBITS)]
+    elif encoding == "deflate":
+        decoders = [zlib.decompressobj(), zlib.decompressobj(-zlib.MAX_WBITS)]    # zlib-wrapped, or raw
+    else:
+        decoders = []
+    for i, decoder in enumerate(decoders):
+        try:
+            out = decoder.decompress(content, limit + 1)
+        except zlib.error:
+            if i + 1 < len(decoders):
+                continue
+            raise
+        if len(out) > limit or decoder.unconsumed_tail:
+            raise AnswerTooLarge(f"the answer inflates past {limit:,} bytes ({len(content):,} bytes {encoding})")
+        return out
+    if len(content) > limit:
+        raise AnswerTooLarge(f"the answer is {len(content):,} bytes, more than {limit:,}")
+    return content
 
 
 class Reply:
@@ -58,7 +88,7 @@ def needs_proxy(url: str) -> bool:
 class Origin:
     """The keep-alive connections to one scheme://host:port, for one event loop."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, size: int):
+    def __init__(self, url: str, headers: dict[str, str], *, size: int, max_answer: int = MAX_ANSWER):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {url}")
@@ -72,6 +102,7 @@ class Origin:
             "Connection": "keep-alive", **headers}.items())
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
         self.slots = asyncio.Semaphore(size)
+        self.max_answer = max_answer
         self._ssl: ssl.SSLContext | None = None
 
     def _context(self) -> ssl.SSLContext:
@@ -120,7 +151,7 @@ class Origin:
             status_line = await reader.readline()
             if not status_line:
                 raise HTTPTransportError("RemoteProtocolError: the server closed the connection without an answer")
-            reply, keep = await _read_reply(status_line, reader)
+            reply, keep = await _read_reply(status_line, reader, self.max_answer)
             return reply
         except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError,
                 zlib.error) as exc:
@@ -137,7 +168,7 @@ class Origin:
         self.idle.clear()
 
 
-async def _read_reply(status_line: bytes, reader: asyncio.StreamReader) -> tuple[Reply, bool]:
+async def _read_reply(status_line: bytes, reader: asyncio.StreamReader, limit: int = MAX_ANSWER) -> tuple[Reply, bool]:
     try:
         version, code, *_ = status_line.decode("latin-1").split(" ", 2)
         status = int(code)
@@ -155,29 +186,21 @@ async def _read_reply(status_line: bytes, reader: asyncio.StreamReader) -> tuple
         headers[name] = f"{headers[name]}, {value.strip()}" if name in headers else value.strip()
     keep = version.upper() == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        content = await _chunked(reader)
+        content = await _chunked(reader, limit)
     elif "content-length" in headers:
         length = int(headers["content-length"])
-        if length > MAX_BODY:
-            raise HTTPTransportError(f"the answer is too long ({length} bytes)")
+        if length > limit:
+            raise AnswerTooLarge(f"the answer is {length:,} bytes, more than {limit:,}")
         content = await reader.readexactly(length)
     elif status in (204, 304) or 100 <= status < 200:
         content = b""
     else:
-        content = await reader.read(MAX_BODY)     # the body ends with the connection
+        content = await reader.read(limit + 1)     # the body ends with the connection
         keep = False
-    encoding = headers.get("content-encoding", "").lower()
-    if encoding in ("gzip", "x-gzip"):
-        content = zlib.decompress(content, 16 + zlib.MAX_WBITS)
-    elif encoding == "deflate":
-        try:
-            content = zlib.decompress(content)
-        except zlib.error:
-            content = zlib.decompress(content, -zlib.MAX_WBITS)
-    return Reply(status, headers, content), keep
+    return Reply(status, headers, inflate(content, headers.get("content-encoding", ""), limit)), keep
 
 
-async def _chunked(reader: asyncio.StreamReader) -> bytes:
+async def _chunked(reader: asyncio.StreamReader, limit: int) -> bytes:
     parts: list[bytes] = []
     total = 0
     while True:
@@ -185,8 +208,8 @@ async def _chunked(reader: asyncio.StreamReader) -> bytes:
         if size == 0:
             break
         total += size
-        if total > MAX_BODY:
-            raise HTTPTransportError(f"the answer is too long (over {MAX_BODY} bytes)")
+        if total > limit:
+            raise AnswerTooLarge(f"the answer is more than {limit:,} bytes")
         parts.append(await reader.readexactly(size))
         await reader.readexactly(2)
     while (await reader.readline()) not in (b"\r\n", b"\n", b""):    # trailers

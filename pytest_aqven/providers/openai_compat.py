@@ -14,18 +14,23 @@ import itertools
 import json
 import random
 import time
+import zlib
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
 from .base import CALLS_IN_FLIGHT, OUTPUT_TOOL, ModelRequest, ModelResponse, ProviderError, ToolCall
-from .http11 import HTTPTimeout, HTTPTransportError, Origin, needs_proxy
+from .http11 import MAX_ANSWER, AnswerTooLarge, HTTPTimeout, HTTPTransportError, Origin, Reply, inflate, needs_proxy
 from .limits import SharedLimiter
 from .pricing import PriceList, genai_cost
 from .secrets import scrub
 
 RETRIABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+# a lower bound of a request's input tokens: one per this many bytes of its text (ordinary text takes about
+# one token per 4 bytes, so the bound is about half the real count: a call it refuses surely passes the cap)
+INPUT_BYTES_PER_TOKEN = 8
+DEAREST_INPUT_USD = 150e-6   # per token, above any catalog model's list price: below it no price is looked up
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,8 @@ class OpenAICompatProvider:
     def __init__(self, *, provider_id: str, base_url: str, api_key: str | None, catalog: str | None,
                  timeout_s: float = 60.0, retry: RetryPolicy = RetryPolicy(),
                  limiter: SharedLimiter | None = None, price_list: PriceList | None = None,
-                 headers: dict[str, str] | None = None, extra_body: dict[str, Any] | None = None):
+                 headers: dict[str, str] | None = None, extra_body: dict[str, Any] | None = None,
+                 max_answer: int = MAX_ANSWER):
         self.provider_id = provider_id
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.catalog = catalog
@@ -55,6 +61,7 @@ class OpenAICompatProvider:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self.extra_body = extra_body or {}
+        self.max_answer = max_answer     # bytes of an answer after decompression
         self._clients: dict = {}         # event loop -> its client
 
     def __repr__(self) -> str:          # never shows the key
@@ -69,9 +76,9 @@ class OpenAICompatProvider:
                 del self._clients[closed]       # its connections died with their loop
             size = max(CALLS_IN_FLIGHT.get(), 1)
             if needs_proxy(self.url):
-                client = _HttpxClient(self.url, self._headers, self.timeout_s, size)
+                client = _HttpxClient(self.url, self._headers, self.timeout_s, size, self.max_answer)
             else:
-                client = Origin(self.url, self._headers, size=size)
+                client = Origin(self.url, self._headers, size=size, max_answer=self.max_answer)
             self._clients[loop] = client
         return client
 
@@ -102,6 +109,9 @@ class OpenAICompatProvider:
                 except HTTPTransportError as exc:
                     cause, detail = "connection", str(exc)
                     brief = detail
+                except AnswerTooLarge as exc:       # it would be as large again: never retried
+                    message = f"{self.provider_id}: {exc} (the provider's max_answer_mb)"
+                    raise ProviderError("answer_too_large", message, tuple(retries), public=message) from None
                 latency_ms = (time.perf_counter() - started) * 1000
             if cause is None:
                 status = response.status_code
@@ -135,6 +145,19 @@ class OpenAICompatProvider:
             retries.append((cause, round(wait, 3)))
             waited += wait
             await asyncio.sleep(wait)
+
+    async def input_cost(self, request: ModelRequest, left_usd: float) -> float | None:
+        """A lower bound of what the request's input costs at the model's known price (None: no price is
+        known), for the attempt's hard limit to refuse a call before it is sent. Calls that could not pass
+        `left_usd` even on the dearest model get 0.0 without a price lookup (almost every call)."""
+        size = sum(len(m.content) if isinstance(m.content, str) else
+                   sum(len(p.text or "") + len(p.data or b"") for p in m.content) for m in request.messages)
+        tokens = size // INPUT_BYTES_PER_TOKEN
+        if tokens * DEAREST_INPUT_USD <= left_usd:
+            return 0.0
+        if self.price_list is None:
+            return self.cost(request.model, {}, tokens, 0, 0)[0]
+        return (await asyncio.to_thread(self.cost, request.model, {}, tokens, 0, 0))[0]   # may read the list
 
     # --- request --------------------------------------------------------------------------
     def body(self, request: ModelRequest) -> dict[str, Any]:
@@ -221,17 +244,30 @@ class OpenAICompatProvider:
 class _HttpxClient:
     """The httpx path (through the environment's proxy), behind the same post() as http11.Origin."""
 
-    def __init__(self, url: str, headers: dict[str, str], timeout_s: float, size: int):
+    def __init__(self, url: str, headers: dict[str, str], timeout_s: float, size: int, max_answer: int = MAX_ANSWER):
         import httpx
         self.url = url
+        self.max_answer = max_answer
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
                                         headers=headers, limits=httpx.Limits(max_connections=size,
                                                                              max_keepalive_connections=size))
 
-    async def post(self, path: str | None, body: bytes, *, timeout: float, connect_timeout: float):
+    async def post(self, path: str | None, body: bytes, *, timeout: float, connect_timeout: float) -> Reply:
+        """Streamed, so the body is counted as it arrives (raw, then decoded by http11.inflate)."""
         import httpx
         try:
-            return await self.client.post(self.url, content=body)
+            async with self.client.stream("POST", self.url, content=body) as response:
+                parts, total = [], 0
+                async for chunk in response.aiter_raw():
+                    total += len(chunk)
+                    if total > self.max_answer:
+                        raise AnswerTooLarge(f"the answer is more than {self.max_answer:,} bytes")
+                    parts.append(chunk)
+                headers = {k.lower(): v for k, v in response.headers.items()}
+                content = inflate(b"".join(parts), headers.get("content-encoding", ""), self.max_answer)
+                return Reply(response.status_code, headers, content)
+        except zlib.error as exc:
+            raise HTTPTransportError(f"DecodingError: {exc}") from None
         except httpx.TimeoutException as exc:
             raise HTTPTimeout(str(exc)) from None
         except httpx.TransportError as exc:
@@ -319,6 +355,9 @@ def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvid
                         rate_wait_s=spec.retry_wait_seconds if spec.retry_wait_seconds is not None else 10.0,
                         rate_retries=spec.retry_attempts if spec.retry_attempts is not None else 5)
     timeout_s = float(params.pop("timeout_s", 60.0))
+    max_answer = int(float(params.pop("max_answer_mb", MAX_ANSWER / (1 << 20))) * (1 << 20))
+    if max_answer <= 0:
+        raise ValueError("max_answer_mb must be above 0")
     headers = {str(k): str(v) for k, v in (params.pop("headers", None) or {}).items()}
     limits = spec.limits
     limiter = None
@@ -334,4 +373,5 @@ def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvid
         extra["provider"] = dict(spec.routing)
     return OpenAICompatProvider(provider_id=spec.id, base_url=base_url, api_key=api_key,
                                 catalog=spec.id if entry is not None else None, timeout_s=timeout_s, retry=retry,
-                                limiter=limiter, price_list=price_list, headers=headers, extra_body={**extra, **params})
+                                limiter=limiter, price_list=price_list, headers=headers, extra_body={**extra, **params},
+                                max_answer=max_answer)

@@ -168,3 +168,15 @@ def _shown(tr, path) -> str:
         return str(path.relative_to(tr.config.invocation_params.dir))
     except ValueError:
         return str(path)
+
+
+def standing(tr, entries: list[dict]) -> None:
+    """Held-out experiments whose cases were spent: the finding that stands, and how to get fresh cases."""
+    if not entries:
+        return
+    tr.write_sep("=", "aqven standing findings")
+    for entry in sorted(entries, key=lambda e: e["file_nodeid"]):
+        tr.write_line(f"{entry['experiment']} (holdout, nothing ran): {entry['state']} - {entry['statement']}",
+                      **COLOURS.get(entry["state"] or "", {}))
+        tr.write_line(f"  finding: {entry['finding']}")
+        tr.write_line(f"  {entry['why']}")

@@ -254,8 +254,20 @@ def run_approve(args) -> int:
         answer = input(f"Type yes to continue series {sid} under a cap of ${cap:.2f}: ").strip().lower()
         if answer != "yes":
             raise Refused("not approved (the confirmation was not yes): the series still waits")
-        approve(store, sid, cap, getpass.getuser())
-        print(f"approved: series {sid} continues under a cap of ${cap:.2f}; run the same pytest command to resume it")
+        won, held = approve(store, sid, cap, getpass.getuser())
+        held_cap = Decimal(str(held["cap_usd"] or cap))
+        if not won:         # what the database holds now, not what this command asked for
+            state = f"it is {held['status']}"
+            if held["status"] == "running":
+                state += f" under a cap of ${held_cap:.2f}" + (f" (approved by {held['approved_by']})"
+                                                              if held["approved_by"] else "")
+            after = ("the same pytest command resumes it" if held["status"] == "running" else
+                     "a rerun starts a new series" if held["status"] == "cancelled" else "nothing to approve")
+            print(f"aqven series: not approved: another change to series {sid} won while you confirmed: {state}; "
+                  f"{after}", file=sys.stderr)
+            return 1
+        print(f"approved: series {sid} continues under a cap of ${held_cap:.2f}; run the same pytest command "
+              f"to resume it")
         return 0
     return _run(body, args)
 

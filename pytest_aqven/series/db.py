@@ -161,11 +161,40 @@ class Store:
                     return joined[0], False
             sid = self._open_series(db, plan_key, experiment_id, flow_id, dataset_id, split, question, record,
                                     status, fresh_for, scope_key)
+            closed = self._close_invalidated(db, sid[0], experiment_id, split, record.get("snapshot") or {})
+            if closed:      # the run says so: `aqven series` lines of the terminal summary read it here
+                db.execute("UPDATE aqven_series SET record = json_set(record, '$.closed', json(?)) WHERE series_id = ?",
+                           (json.dumps(closed), sid[0]))
             if run is not None:     # every run that continues the series is named in it
                 db.execute("UPDATE aqven_series SET record = json_set(record, '$.runs', json(?)) WHERE series_id = ? "
                            "AND NOT EXISTS (SELECT 1 FROM json_each(record, '$.runs') WHERE value = ?)",
                            (json.dumps([*self._runs(db, sid[0]), run]), sid[0], run))
             return sid
+
+    @staticmethod
+    def _close_invalidated(db, keep: str, experiment_id: str, split: str, snapshot: dict) -> list[dict]:
+        """Open series of the experiment and half whose input files differ from `snapshot` (a dataset, a prompt
+        edited since they started): they can never be continued, so they are closed, cancelled with the verdict
+        invalid (inputs_changed), in the transaction that opens the new one. Returns what was closed and why."""
+        closed = []
+        files = {k: v for k, v in snapshot.items() if k != "cases_sha256"}     # the files, not the case selection
+        for series_id, recorded in db.execute(
+                "SELECT series_id, json_extract(record, '$.snapshot') FROM aqven_series WHERE experiment_id = ? "
+                "AND split = ? AND status IN ('running', 'awaiting_approval') AND series_id != ?",
+                (experiment_id, split, keep)).fetchall():
+            before = {k: v for k, v in json.loads(recorded or "{}").items() if k != "cases_sha256"}
+            if before == files or not files:
+                continue
+            changed = sorted(k.removesuffix("_sha256") for k in files.keys() | before.keys()
+                             if files.get(k) != before.get(k) and k.endswith("_sha256"))
+            text = (f"No finding: its inputs changed since it started ({', '.join(changed)}); a later run started a "
+                    f"new series on the new inputs.")
+            db.execute("UPDATE aqven_series SET status = 'cancelled', finished_at = ?, record = json_set(record, "
+                       "'$.verdict', json(?)) WHERE series_id = ?",
+                       (time.time(), json.dumps({"state": "invalid", "reason": "inputs_changed", "text": text}),
+                        series_id))
+            closed.append({"series": series_id, "changed": changed})
+        return closed
 
     @staticmethod
     def _runs(db, series_id: str) -> list[str]:
@@ -270,10 +299,3 @@ class Store:
             "SELECT record FROM aqven_series_attempts WHERE series_id = ? AND variant_id = ? AND state = 'finished' "
             "ORDER BY case_name, repeat LIMIT ?", (latest[0], variant, limit))]
 
-    def finish(self, series_id: str, status: str, updates: dict) -> None:
-        flush_all()
-        with self.transaction() as db:
-            row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
-            record = {**json.loads(row[0]), **updates}
-            db.execute("UPDATE aqven_series SET status = ?, finished_at = ?, record = ? WHERE series_id = ?",
-                       (status, time.time(), json.dumps(record), series_id))

@@ -43,13 +43,26 @@ class Budget:
             raise ProviderError("budget_exceeded", f"the attempt spent ${self.spent:.4f}, its hard limit is "
                                                    f"${self.limit:.4f} of the series cap")
 
+    async def before_input(self, request, input_cost) -> None:
+        """A call whose input alone would pass what is left of the limit, at the model's known price
+        (`input_cost`, the provider's lower bound), is refused before it is sent."""
+        if self.limit is None:
+            return
+        left = self.limit - self.spent
+        cost = await input_cost(request, left)
+        if cost is not None and cost > left:
+            raise ProviderError("budget_exceeded", f"the call's input alone would cost at least ${cost:.4f} at "
+                                                   f"{request.model}'s price, more than the ${left:.4f} left of the "
+                                                   f"attempt's hard limit: refused before it was sent")
+
     def add(self, response) -> Any:
         self.spent += getattr(response, "cost_usd", None) or 0.0
         return response
 
 
 class BudgetGuard:
-    """Wraps a provider for one attempt: refuses a call once the attempt spent its limit."""
+    """Wraps a provider for one attempt: refuses a call once the attempt spent its limit, or when its input
+    alone would pass it (providers that know their prices: input_cost)."""
 
     def __init__(self, inner, budget: Budget):
         self.inner = inner
@@ -57,6 +70,9 @@ class BudgetGuard:
 
     async def complete(self, request):
         self.budget.before()
+        input_cost = getattr(self.inner, "input_cost", None)
+        if input_cost is not None:
+            await self.budget.before_input(request, input_cost)
         return self.budget.add(await self.inner.complete(request))
 
     def __getattr__(self, name):
@@ -273,7 +289,7 @@ class Scheduler:
             if decision.kind == "start":
                 # its finish (spend, claim and record together) is group-committed: it joins the next claim's
                 # transaction or a timer's, with no wait here; its claim counts its reserve until then
-                self.ledgers[root].finish_later(record)
+                self.ledgers[root].finish_later(record, decision.generation)
                 self._wake_waiters()
                 return Outcome("ran", record)
             if decision.why == CLAIMED_ELSEWHERE:
@@ -294,7 +310,8 @@ class Scheduler:
         root = run.project.root
         claimed = self.claimed.pop(key, None)
         if claimed is not None:
-            if await self._on_db(lambda: self._ledger(root).still_running(series_id)):
+            if await self._on_db(lambda: self._ledger(root).still_holds(series_id, variant, case, repeat,
+                                                                        claimed.generation)):
                 return claimed
             await self._ledger_op(root, "release", series_id, variant, case, repeat)
         if ahead is None:
