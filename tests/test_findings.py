@@ -164,7 +164,8 @@ def test_a_tampered_finding_stops_the_next_run_from_dropping_its_line(project, p
         fu.decide_and_publish(project, series_id, records)
     assert refused.value.code == "E_FINDING_TAMPERED"
     assert (project / "FINDINGS.md").read_text() == md_before
-    assert main(["findings", "rebuild", str(project)]) == 1     # rebuild never rewrites an edited finding
+    # rebuild restores an edited finding only after a person's typed confirmation (tests/test_findings_restore.py)
+    assert main(["findings", "rebuild", str(project)]) == 2
 
 
 def test_findings_md_layout(project):

@@ -81,8 +81,8 @@ def reshuffles(project: Project, experiment_id: str) -> list[Reshuffle]:
         if finding.get("experiment") != experiment_id or finding.get("scope", {}).get("split") != "holdout":
             continue
         salt = finding["method"]["salt"]
-        held = {key for per_metric in finding["data"]["variants"].values() for per_case in per_metric.values()
-                for key in per_case}
+        held = set(finding["scope"].get("case_keys") or ()) or {    # older findings: the keys of their data
+            key for per_metric in finding["data"]["variants"].values() for per_case in per_metric.values() for key in per_case}
         then = (salt.rsplit("/", 1)[0], finding["scope"]["dataset"])
         found = [n for n in names if case_key(salt, n) in held]
         moved = sum(splitting.split_of(project.package, dataset_id, n) == "dev" for n in found)
