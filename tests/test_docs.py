@@ -244,3 +244,30 @@ def test_the_count_of_executed_examples(capsys):
               f"{sum(b.language == 'text' for b in BLOCKS)} text blocks illustrative, "
               f"{sum(bool(b.not_run) for b in BLOCKS)} marked not run")
     assert executed
+
+
+def test_the_comparison_elides_only_what_the_doc_elides():
+    actual = ["platform linux", "collected 3 items", "small series 8c5f198c-4cd5-45d8-8e8a-a1dfc0a70215: done",
+              "======== 3 passed in 1.23s ========"]
+    assert matches(_normal("...\nsmall series 1e16d5d4-...: done\n=== 3 passed in 9.99s ===".replace("===", "========")),
+                   _normal("\n".join(actual)))
+    assert matches(["...", "collected ... items", "..."], actual)
+    assert not matches(["collected 3 items", "..."], actual)              # anchored at the first line
+    assert not matches(["...", "collected 3 items"], actual)              # and at the last
+    assert not matches(["...", "collected 4 items", "..."], actual)
+    assert "doc line 2 matches nothing at its place: 'collected 4 items'" in mismatch(
+        ["...", "collected 4 items", "..."], actual)
+
+
+def test_blocks_are_read_with_their_file_and_marks(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text('# T\n\n- item:\n\n  ```yaml\n  # excerpt of agents/small.yaml\n  settings:\n    seed: 1\n  ```\n\n'
+                   '<!-- docs: file flows/a/a.prompt.md -->\n```text\nHello\n```\n\n'
+                   '<!-- docs: not run: it installs -->\n```sh\npip install x\n```\n\n## U\n\n```\nbare\n```\n')
+    first, second = sections(doc)
+    excerpt, prompt, install = first.blocks
+    assert (excerpt.file, excerpt.excerpt, excerpt.text) == ("agents/small.yaml", True,
+                                                              "# excerpt of agents/small.yaml\nsettings:\n  seed: 1\n")
+    assert (prompt.file, runs(prompt)) == ("flows/a/a.prompt.md", True)
+    assert (install.not_run, runs(install)) == ("it installs", False)
+    assert second.blocks[0].language == "" and second.title == "U"
