@@ -21,6 +21,8 @@ CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aq
 SCHEDULER = pytest.StashKey["Scheduler"]()
 RUN_TOKEN = pytest.StashKey[str]()        # the same on every xdist worker of one run
 LAUNCH_NOTES = pytest.StashKey[dict]()    # experiment id -> lines the launch plan adds (cap, warnings)
+# xdist modes (and "no": one process) in which the items queued on a worker are all run by that worker
+KEEPS_ITS_QUEUE = frozenset({"no", "load", "loadscope", "loadfile", "loadgroup", "each"})
 
 
 class LoadedProject:
@@ -179,10 +181,10 @@ class AttemptItem(pytest.Item):
 
     def next_attempts(self, count: int) -> list[tuple[str, str, int]]:
         """(variant, case name, repeat) of the next attempts of this series that this process runs; none
-        under xdist's worksteal, which may give a queued item to another worker (a claim made for it here
-        would hold that worker until this one ends)."""
-        from .plugin import upcoming
-        if self.config.getoption("dist", None) == "worksteal":
+        under a distribution mode that may give a queued item to another worker (worksteal: a claim made for
+        it here would hold that worker until given back, Scheduler.AHEAD_SECONDS later)."""
+        from .plugin import dist_mode, upcoming
+        if dist_mode(self.config) not in KEEPS_ITS_QUEUE:
             return []
         file = self.experiment_file
         return [(item.parent.parent.name, item.parent.case.name, item.repeat) for item in upcoming(self, count + 1)[1:]

@@ -66,6 +66,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("aqven_intervals", "robust or model", default="robust")
 
 
+def dist_mode(config: pytest.Config) -> str:
+    """xdist's distribution mode of this run, on a worker too (xdist sets `dist` to "no" there: the controller
+    sends it in the worker's input); "no" without xdist."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return workerinput.get("aqven_dist", "unknown")     # a controller without this plugin: assume the worst
+    return config.getoption("dist", "no") or "no"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """On the xdist controller, for each worker it starts."""
+    node.workerinput["aqven_dist"] = dist_mode(node.config)
+
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from . import hooks
 
