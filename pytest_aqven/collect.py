@@ -109,6 +109,7 @@ class ExperimentFile(pytest.File):
         self.config.stash.setdefault(LAUNCH_NOTES, {})[self.experiment_id] = [cap.describe(), *self.series.warnings()]
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)
+        yield VerdictItem.from_parent(self, name="verdict")
 
 
 def launch_plans(session: pytest.Session) -> list:
@@ -233,6 +234,19 @@ class AttemptItem(pytest.Item):
     def reportinfo(self):
         return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \
                                              f"{self.parent.name} #{self.repeat}"
+
+
+class VerdictItem(pytest.Item):
+    """`<experiment file>::verdict`, after the experiment's attempts: collected like any test (so --collect-only,
+    node ids, -k, -m, --lf, --ff, --sw and test splitters see it), but never run where it is collected. The
+    process that sees every attempt's report (the only one, or the xdist controller, which collects nothing)
+    decides the series after the run loop and reports this node id then (plugin.VerdictReporter)."""
+
+    def runtest(self) -> None:      # never called: plugin.pytest_runtest_protocol skips it
+        raise RuntimeError("a verdict is reported after the run loop, not run")
+
+    def reportinfo(self):
+        return self.path, 0, f"{self.parent.experiment_id} verdict"
 
 
 def run_token(config: pytest.Config) -> str:

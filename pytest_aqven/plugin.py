@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from .series.conclude import Conclusion
     from .series.tally import SeriesTally
 
-FAILING = ("refuted", "inconclusive", "invalid")
+FAILING = ("refuted", "inconclusive", "invalid", "open")
+STATES = ("confirmed", "refuted", "inconclusive", "signal", "invalid", "open")   # open: no verdict (yet)
 PROJECT_FILE = "aqven.yaml"     # project.loader.PROJECT_FILE, without importing the loader
 
 
@@ -40,7 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-repeats", type=int, default=None, metavar="N",
                     help="repeats per case, overriding plan.repeats (1 to 20)")
     group.addoption("--aqven-fail-on", default=None, metavar="STATES",
-                    help="comma-separated verdicts that fail a held-out run (default: refuted,inconclusive,invalid)")
+                    help="comma-separated verdicts that fail a held-out run; open: a series left without a verdict "
+                         "(paused, or attempts not run) (default: refuted,inconclusive,invalid,open)")
     group.addoption("--aqven-intervals", choices=("robust", "model"), default=None,
                     help="robust: model-based interval hulled with a distribution-free one (default); "
                          "model: the model-based interval alone")
@@ -124,7 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _fail_on(config: pytest.Config) -> frozenset[str]:
     raw = config.getoption("aqven_fail_on") or config.getini("aqven_fail_on")
     states = frozenset(s.strip() for s in raw.split(",") if s.strip())
-    unknown = states - {"confirmed", "refuted", "inconclusive", "signal", "invalid"}
+    unknown = states - set(STATES)
     if unknown:
         raise pytest.UsageError(f"--aqven-fail-on: unknown verdict {', '.join(sorted(unknown))}")
     return states
@@ -140,18 +142,30 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     return ExperimentFile.from_parent(parent, path=file_path, root=root)
 
 
+@pytest.hookimpl(tryfirst=True)      # before the stepwise plugin's (lfplugin's is a wrapper: it filters after)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under --lf a failed verdict reruns its whole experiment: pytest's last-failed plugin selects
-    items by node id, and a verdict is not an item, so its attempts are marked as last failed."""
-    lf = config.pluginmanager.getplugin("lfplugin")
+    """A failed verdict reruns its whole experiment: under --lf and --ff its attempts count as last failed
+    too, and --sw continues from the experiment's first attempt (a verdict decides only with its attempts)."""
     collect = _collect_module()
-    if lf is None or not config.getoption("lf") or collect is None:
+    if collect is None:
         return
-    # keys are node id strings, or NodeId objects since pytest 9.2 (whose str() is the node id)
-    failed = {str(key).rsplit("::", 1)[0] for key in lf.lastfailed if str(key).endswith("::verdict")}
-    for item in items:
-        if isinstance(item, collect.AttemptItem) and item.experiment_file.nodeid in failed:
-            lf.lastfailed[getattr(item, "id", item.nodeid)] = True
+    lf = config.pluginmanager.getplugin("lfplugin")
+    if lf is not None and (config.getoption("lf") or config.getoption("failedfirst")):
+        # keys are node id strings, or NodeId objects since pytest 9.2 (whose str() is the node id)
+        failed = {str(key).rsplit("::", 1)[0] for key in lf.lastfailed if str(key).endswith("::verdict")}
+        for item in items:
+            if isinstance(item, collect.AttemptItem) and item.experiment_file.nodeid in failed:
+                lf.lastfailed[getattr(item, "id", item.nodeid)] = True
+    sw = config.pluginmanager.getplugin("stepwiseplugin")
+    info = getattr(sw, "cached_info", sw)               # pytest >= 8.4 keeps the last failure in cached_info
+    attr = "last_failed" if hasattr(info, "last_failed") else "lastfailed"
+    last = getattr(info, attr, None)
+    if last is not None and str(last).endswith("::verdict"):
+        file_nodeid = str(last).rsplit("::", 1)[0]
+        first = next((i for i in items if isinstance(i, collect.AttemptItem) and i.experiment_file.nodeid == file_nodeid),
+                     None)
+        if first is not None:
+            setattr(info, attr, getattr(first, "id", first.nodeid) if not isinstance(last, str) else first.nodeid)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -214,6 +228,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
     """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
     items still report in order (each item's runtest waits only for its own attempt)."""
     collect = _collect_module()
+    if collect is not None and isinstance(item, collect.VerdictItem):
+        # decided and reported after the run loop (VerdictReporter): here only what pytest's runner does after
+        # an item, so the next item's setup finds its parents' stack as it expects
+        item.session._setupstate.teardown_exact(nextitem)
+        return True
     if collect is None or not isinstance(item, collect.AttemptItem) or item.session.shouldstop \
             or item.session.shouldfail:
         return None
@@ -320,7 +339,7 @@ class StopWatch:
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         session = self.session
-        if session is not None and (session.shouldfail or session.shouldstop):
+        if session is not None and (session.shouldfail or session.shouldstop) and LOOP_ENDED not in session.stash:
             _stop(session, f"the run stopped early: {session.shouldstop or session.shouldfail}")
 
 
@@ -351,10 +370,12 @@ def _stop(session: pytest.Session, why: str | None) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     """Ctrl-C, -x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight."""
     why = None
-    if exitstatus == pytest.ExitCode.INTERRUPTED:
+    # a stop the verdicts set off (-x, --sw on a failed verdict) came after every attempt: no series is cut short
+    stopped = session.stash[LOOP_ENDED] if LOOP_ENDED in session.stash else (session.shouldstop or session.shouldfail)
+    if exitstatus == pytest.ExitCode.INTERRUPTED and LOOP_ENDED not in session.stash:
         why = "interrupted (Ctrl-C)"
-    elif session.shouldstop or session.shouldfail:
-        why = f"the run stopped early: {session.shouldstop or session.shouldfail}"
+    elif stopped:
+        why = f"the run stopped early: {stopped}"
     _stop(session, why)
 
 
@@ -403,6 +424,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
 
 VETOES = pytest.StashKey[dict]()
+LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normally: shouldstop or shouldfail then
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -453,6 +475,9 @@ class VerdictReporter:
         every = config.getoption("aqven_progress")
         self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
         self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
+        self.selected: list[str] | None = None      # the verdict items collected and selected, in order
+        self.unrecorded: dict[str, str] = {}        # experiment file -> why its first attempt without a record ran none
+        self.unrun: list[tuple[str, str, str]] = []  # (experiment, split, why): selected verdicts no attempt reached
 
     @property
     def is_worker(self) -> bool:
@@ -462,6 +487,8 @@ class VerdictReporter:
         collect = _collect_module()
         if collect is None:
             return
+        if not self.is_worker:
+            self.selected = [i.nodeid for i in session.items if isinstance(i, collect.VerdictItem)]
         if self.config.option.collectonly and not self.is_worker:
             self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
         items = [i for i in session.items if isinstance(i, collect.AttemptItem)]
@@ -480,6 +507,9 @@ class VerdictReporter:
             if tally.add(record):
                 self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
                 self.progress.attempt(record)
+        elif report.skipped and not self.is_worker and "aqven" in report.keywords and report.nodeid.count("::") == 3:
+            # paused, cancelled, vetoed: the open verdict of an experiment no record reached says why
+            self.unrecorded.setdefault(report.nodeid.split("::")[0], _skip_reason(report))
         if report.when == "call" and not self.is_worker:
             tr = self.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
@@ -493,7 +523,10 @@ class VerdictReporter:
         flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
         if flush_all is not None:
             flush_all()
-        if self.is_worker or self.config.option.collectonly or session.shouldstop or not self.tallies:
+        if self.is_worker or self.config.option.collectonly or session.shouldstop:
+            return result
+        session.stash[LOOP_ENDED] = session.shouldstop or session.shouldfail
+        if not self.tallies and not self.selected:
             return result
         # every item and report of the session stays alive to its end: a full garbage collection set off while
         # deciding (the finding's data allocates thousands of lists) would scan them all for nothing, 0.1-0.2 s at
@@ -515,21 +548,62 @@ class VerdictReporter:
         # snapshot hashes the input files as they are now, so a file changed during the run still shows
         collected = self.config.stash.get(_collect_module().PROJECTS, {}) if _collect_module() else {}
         projects: dict[str, Project] = {}
+        by_file: dict[str, list[tuple[str, SeriesTally]]] = {}
         for series_id, tally in sorted(self.tallies.items(), key=lambda kv: kv[1].file_nodeid):
-            root = tally.root
-            if root not in projects:
-                lp = collected.get(Path(root))
-                projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
-            experiment = projects[root].experiments.get(tally.experiment)
-            look = None
-            if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look" \
-                    and tally.records is not None:
-                look = (experiment.id, tally.split, tally.records, {c.id: c.kind for c in experiment.spec.checks})
-                self.looks.append(look)
-            self._report(session, projects[root], series_id, tally, look)
+            by_file.setdefault(tally.file_nodeid, []).append((series_id, tally))
+        selected = self.selected if self.selected is not None else [f"{f}::verdict" for f in by_file]
+        # each selected verdict in collection order, then the series whose verdict was deselected (decided all
+        # the same: their data is final; no test reports them)
+        order = [(verdict_id, by_file.pop(verdict_id.split("::")[0], None)) for verdict_id in selected]
+        order += [(None, series) for series in by_file.values()]
+        errors = []
+        for verdict_id, series in order:
+            # --sw stops at the first failed verdict: the later ones are decided, not reported as tests
+            fire = verdict_id is not None and not (session.shouldstop and self.config.getoption("stepwise", False))
+            try:
+                if not series:
+                    if fire:
+                        self._report_unrun(session, verdict_id)
+                    continue
+                for series_id, tally in series:
+                    root = tally.root
+                    if root not in projects:
+                        lp = collected.get(Path(root))
+                        projects[root] = lp.project if lp is not None and lp.project.spec is not None \
+                            else load_project(Path(root))
+                    experiment = projects[root].experiments.get(tally.experiment)
+                    look = None
+                    if experiment is not None and experiment.spec is not None \
+                            and experiment.spec.question.kind == "look" and tally.records is not None:
+                        look = (experiment.id, tally.split, tally.records, {c.id: c.kind for c in experiment.spec.checks})
+                        self.looks.append(look)
+                    self._report(session, projects[root], series_id, tally, look, verdict_id if fire else None)
+            except Exception as exc:    # another plugin's reporter failed: the other verdicts are still reported
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def _report_unrun(self, session: pytest.Session, verdict_id: str) -> None:
+        """A selected verdict that no attempt record reached (its attempts deselected, paused, cancelled or
+        vetoed): open, which fails a held-out run when `open` is in --aqven-fail-on (the default)."""
+        file_nodeid = verdict_id.split("::")[0]
+        experiment = Path(file_nodeid).parent.name
+        split = "holdout" if self.config.getoption("aqven_holdout") else "dev"
+        why = self.unrecorded.get(file_nodeid) or (
+            f"no attempt of {experiment} ran in this session: select its attempts too (`pytest {file_nodeid}`) "
+            "to decide it")
+        self.unrun.append((experiment, split, why))
+        if split == "holdout" and "open" in self.fail_on:
+            outcome, longrepr = "failed", f"verdict open: {why}"
+        else:
+            outcome, longrepr = "skipped", (file_nodeid, None, f"Skipped: {why}")
+        self._fire(session, verdict_id, outcome, longrepr,
+                   [("aqven_verdict", "open"), ("aqven_experiment", experiment), ("aqven_split", split)],
+                   [("aqven verdict", f"verdict open: {why}")])
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally,
-                look: tuple | None = None) -> None:
+                look: tuple | None, verdict_id: str | None) -> None:
+        """Decide the series and write its finding; report it as the test `verdict_id` (None: deselected)."""
         from .findings.files import FindingsRefused
         from .series.conclude import conclude
         from .series.findings import write_finding_for
@@ -544,7 +618,9 @@ class VerdictReporter:
                     refused = exc
         except Exception as exc:  # our bug: the verdict test fails with its message, the session goes on
             message = f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}"
-            self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
+            if verdict_id is not None:
+                self._fire(session, verdict_id, "failed", message, [("aqven_verdict", "error"),
+                                                                    ("aqven_series", series_id)])
             return
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         from .report import data, junit
@@ -552,13 +628,13 @@ class VerdictReporter:
         self.entries.append(entry)
         self.config.hook.pytest_aqven_verdict(config=self.config, series=entry, verdict=entry["verdict"],
                                               cells=entry["cells"], finding_path=entry["finding_path"])
-        state = conclusion.state
+        state = "open" if conclusion.verdict is None else conclusion.state      # a look's state is None
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
         text = conclusion.verdict.text if conclusion.verdict else conclusion.note
         if refused is not None:
             outcome, longrepr = "failed", (f"verdict {state}: {conclusion.verdict.text}\nthe finding is recorded in "
                                            f"the project database but its files were not written:\n{refused}")
-        elif conclusion.verdict is None:
+        elif conclusion.verdict is None and not failing:
             outcome, longrepr = "skipped", (str(file_nodeid), None, f"Skipped: {conclusion.note}")
         elif failing:
             outcome, longrepr = "failed", f"verdict {state}: {text}"
@@ -566,7 +642,8 @@ class VerdictReporter:
             outcome, longrepr = "passed", None
         section = f"verdict {data.state_word(conclusion)}: {text}" + (f"\nnext: {entry['next']}" if entry["next"] else "")
         props = junit.verdict_properties(entry) + (junit.look_properties(look[1], look[2], look[3]) if look else [])
-        self._fire(session, file_nodeid, outcome, longrepr, props, [("aqven verdict", section)])
+        if verdict_id is not None:
+            self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", section)])
 
     def _entry(self, project: Project, conclusion: Conclusion, tally: SeriesTally) -> dict:
         from .report import data
@@ -585,13 +662,12 @@ class VerdictReporter:
             plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, self.family))
         return data.series_entry(conclusion, tally, layout, float(project.spec.research.spend_cap_usd), plan)
 
-    def _fire(self, session: pytest.Session, file_nodeid: str, outcome: str, longrepr, props: list,
+    def _fire(self, session: pytest.Session, nodeid: str, outcome: str, longrepr, props: list,
               sections: list | None = None) -> None:
-        """Report `<experiment file>::verdict` as every reporter expects a test: logstart, the three phases,
-        logfinish."""
-        nodeid = f"{file_nodeid}::verdict"
-        session.testscollected += 1       # keeps pytest's progress percentage right
-        location = (file_nodeid, None, "verdict")
+        """Report the collected verdict item `nodeid` as every reporter expects a test: logstart, the three
+        phases, logfinish (its item was counted at collection: pytest's progress stays right)."""
+        file_nodeid = nodeid.split("::")[0]
+        location = (file_nodeid, 0, f"{Path(file_nodeid).parent.name} verdict")
         hook = self.config.hook
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         for when in ("setup", "call", "teardown"):
@@ -621,10 +697,12 @@ class VerdictReporter:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
-        """Under xdist the controller never collects: the launch plan lines come from the first worker's ids."""
+        """Under xdist the controller never collects: the selected verdicts and the launch plan lines come from
+        the first worker's ids (every worker collects the same)."""
         if self.plans_shown:
             return
         self.plans_shown = True
+        self.selected = [i for i in ids if i.split("@")[0].endswith("::verdict") and i.count("::") == 1]
         attempt_ids = [i for i in ids if i.split("::")[0].endswith("experiment.yaml") and i.count("::") == 3]
         if not attempt_ids:
             return
@@ -665,7 +743,7 @@ class VerdictReporter:
             terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
                                   self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
             terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
-            terminal.summary(terminalreporter, self.entries)
+            terminal.summary(terminalreporter, self.entries, self.unrun)
             if self.looks:
                 from .report import look
                 for experiment, split, records, kinds in self.looks:
@@ -675,6 +753,12 @@ class VerdictReporter:
 # what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
 # thread from the first attempt record on, while the attempts run, so the session end only decides
 DECIDING = ("series.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "series.findings")
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
 
 
 def _tally_for(record: dict) -> SeriesTally:

@@ -36,8 +36,11 @@ def test_collect_only_shows_the_tree_and_runs_nothing(pytester):
     result = pytester.runpytest("proj", "--collect-only", "-q")
     ids = [l for l in result.outlines if "::" in l]
     dev = [n for n, s in halves(n for n, _ in projects.cases(8)).items() if s == "dev"]
-    assert ids == [f"proj/experiments/rate_ok/experiment.yaml::bot::{c}::{r}" for c in dev for r in (1, 2)]
-    for keyword, count in ((dev[0], 2), ("rate_ok and bot", 2 * len(dev)), ("not rate_ok", 0)):
+    assert ids == [f"proj/experiments/rate_ok/experiment.yaml::bot::{c}::{r}" for c in dev for r in (1, 2)] \
+        + ["proj/experiments/rate_ok/experiment.yaml::verdict"]     # a collected item, after the attempts
+    result.stdout.fnmatch_lines([f"{2 * len(dev) + 1} tests collected*"])
+    for keyword, count in ((dev[0], 2), ("rate_ok and bot", 2 * len(dev)), ("not rate_ok", 0), ("verdict", 1),
+                           ("rate_ok", 2 * len(dev) + 1)):
         picked = pytester.runpytest("proj", "--collect-only", "-q", "-k", keyword)
         assert len([l for l in picked.outlines if "::" in l]) == count, keyword
     assert not (root / ".aqven").exists()
@@ -102,7 +105,7 @@ def test_a_refuted_holdout_verdict_fails_the_session(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=2, above=0.5)
     result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*_ verdict _*", "verdict refuted: bot: label is 0.00 (95% CI 0.00 to *",
+    result.stdout.fnmatch_lines(["*_ rate_ok verdict _*", "verdict refuted: bot: label is 0.00 (95% CI 0.00 to *",
                                  "*FAILED proj/experiments/rate_ok/experiment.yaml::verdict - verdict refuted*"])
     result.assert_outcomes(failed=1, xfailed=result.parseoutcomes()["xfailed"])
 
@@ -133,7 +136,7 @@ def test_an_interrupted_series_continues_and_reuses_finished_attempts(pytester):
 def test_options_override_the_plan_and_markers_deselect(pytester):
     make(pytester, projects.cases(12), repeats=2)
     result = pytester.runpytest("proj", "--collect-only", "-q", "--aqven-cases", "2", "--aqven-repeats", "3")
-    assert len([l for l in result.outlines if "::" in l]) == 6
+    assert len([l for l in result.outlines if "::" in l]) == 6 + 1
     result = pytester.runpytest("proj", "-m", "not aqven", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result = pytester.runpytest("proj", "--aqven-repeats", "21")
