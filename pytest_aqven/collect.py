@@ -11,7 +11,7 @@ from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
-from .report import attempts
+from .report import attempts, junit
 from .series.cap import CapError, series_cap
 from .series.lifecycle import SeriesRun
 
@@ -209,7 +209,7 @@ class AttemptItem(pytest.Item):
         if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
             raise pytest.skip.Exception(outcome.why, _use_item_location=True)
         record, reused = outcome.record, outcome.kind == "reused"
-        if reused:
+        if reused and junit.per_testcase(self.config):
             self.user_properties.append(("aqven_reused", "true"))
         self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
         trace = self.record.pop("trace", None) or {}

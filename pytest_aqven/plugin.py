@@ -117,6 +117,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(reporter, "aqven-verdicts")
     config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
     config.pluginmanager.register(Release(), "aqven-release")
+    if getattr(config.option, "xmlpath", None) and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(JunitNames(config), "aqven-junit-names")
     if config.pluginmanager.hasplugin("html"):
         from .report.html import HtmlReport
 
@@ -325,6 +327,18 @@ def _not_ours(properties: list) -> list:
     return [p for p in properties if not (isinstance(p, tuple) and str(p[0]).startswith("aqven_"))]
 
 
+class JunitNames:
+    """Testcase names CI reporters can read (report/junit.py), set before junitxml opens each testcase."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from .report import junit
+        junit.name_testcase(self.config, report)
+
+
 class StopWatch:
     """-x / --maxfail decided to stop (pytest sets shouldfail in its own pytest_runtest_logreport, which runs
     before this trylast one): stop at once, so the verdicts decided after the loop see a cancelled series."""
@@ -388,7 +402,8 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         if item.details is not None:
             report.aqven_details = item.details     # for pytest-html; never set for held-out attempts
         from .report import junit
-        item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
+        if junit.per_testcase(item.config):                  # xunit2 allows no properties on a testcase
+            item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
     return report
 
 
@@ -597,9 +612,11 @@ class VerdictReporter:
             outcome, longrepr = "failed", f"verdict open: {why}"
         else:
             outcome, longrepr = "skipped", (file_nodeid, None, f"Skipped: {why}")
-        self._fire(session, verdict_id, outcome, longrepr,
-                   [("aqven_verdict", "open"), ("aqven_experiment", experiment), ("aqven_split", split)],
-                   [("aqven verdict", f"verdict open: {why}")])
+        props = [("aqven_verdict", "open"), ("aqven_experiment", experiment), ("aqven_split", split),
+                 ("aqven_sentence", why)]
+        from .report import junit
+        junit.add_suite_properties(self.config, props, experiment)
+        self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", f"verdict open: {why}")])
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally,
                 look: tuple | None, verdict_id: str | None) -> None:
@@ -642,6 +659,7 @@ class VerdictReporter:
             outcome, longrepr = "passed", None
         section = f"verdict {data.state_word(conclusion)}: {text}" + (f"\nnext: {entry['next']}" if entry["next"] else "")
         props = junit.verdict_properties(entry) + (junit.look_properties(look[1], look[2], look[3]) if look else [])
+        junit.add_suite_properties(self.config, props, entry["experiment"])
         if verdict_id is not None:
             self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", section)])
 
@@ -668,6 +686,8 @@ class VerdictReporter:
         phases, logfinish (its item was counted at collection: pytest's progress stays right)."""
         file_nodeid = nodeid.split("::")[0]
         location = (file_nodeid, 0, f"{Path(file_nodeid).parent.name} verdict")
+        from .report import junit
+        props = props if junit.per_testcase(self.config) else []
         hook = self.config.hook
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         for when in ("setup", "call", "teardown"):

@@ -105,7 +105,7 @@ def test_the_look_table_is_in_junit_and_in_the_html_report(pytester, xdist):
     import xml.etree.ElementTree as ET
 
     project(pytester.path, CASES, {"replies": LOOK})
-    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--junitxml=j.xml", "--html=r.html",
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--junitxml=j.xml", "-o", "junit_family=xunit1", "--html=r.html",
                                 "--self-contained-html", *xdist)
     assert result.ret == 0
     terminal = [row.split()[:2] for row in table(result)[2:]]
@@ -120,7 +120,7 @@ def test_the_look_table_is_in_junit_and_in_the_html_report(pytester, xdist):
     assert dict((r[0], r[2:]) for r in html[1:])[ok] == ["pass", "pass", "0.0002", "0.0002", "0.0010", "40"]
 
     testcases = list(ET.parse(pytester.path / "j.xml").getroot().iter("testcase"))
-    verdict = next(c for c in testcases if c.get("name") == "verdict")
+    verdict = next(c for c in testcases if c.get("name").endswith("::verdict"))
     props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
     assert sorted(k for k in props if k.startswith("aqven_look.")) == sorted(f"aqven_look.{c}.bot" for c in dev)
     assert props[f"aqven_look.{bad}.bot"] == ("ok; grade=FAIL: it says bad; short=pass; spend=0.0002; cost $=0.0002; "
@@ -138,7 +138,7 @@ def test_a_held_out_look_shows_no_case_in_junit_or_html(pytester):
     import xml.etree.ElementTree as ET
 
     project(pytester.path, CASES, {"replies": LOOK})
-    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-holdout", "--junitxml=j.xml",
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-holdout", "--junitxml=j.xml", "-o", "junit_family=xunit1",
                                 "--html=r.html", "--self-contained-html")
     assert result.ret == 0
     held_out = {r["case"] for r in records(pytester.path)}
@@ -147,10 +147,10 @@ def test_a_held_out_look_shows_no_case_in_junit_or_html(pytester):
     assert _look_rows_in_html(html) == [] and "held-out cases are never shown one by one" in html
     assert "it says bad" not in html
     testcases = list(ET.parse(pytester.path / "j.xml").getroot().iter("testcase"))
-    verdict = next(c for c in testcases if c.get("name") == "verdict")
+    verdict = next(c for c in testcases if c.get("name").endswith("::verdict"))
     props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
     assert props["aqven_look"] == "held-out cases are never shown one by one: the attempts are in the database"
     assert not any(k.startswith("aqven_look.") for k in props)
-    for attempt in (c for c in testcases if c.get("name") != "verdict"):
+    for attempt in (c for c in testcases if not c.get("name").endswith("::verdict")):
         assert [p.get("name") for p in attempt.iter("property")] == ["aqven_outcome", "aqven_passed"]
     assert "it says bad" not in (pytester.path / "j.xml").read_text()

@@ -75,7 +75,7 @@ def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
     case_list = cases_in("holdout", ["wrong", "refuse", "crash"], 1) + cases_in("holdout", ["fine"], 30)
     make(pytester, case_list, repeats=1, above=0.5)
     junit, html, js = (pytester.path / n for n in ("junit.xml", "report.html", "report.json"))
-    result = pytester.runpytest("proj", "--aqven-holdout", "-rxs", "-v", "-p", "no:cacheprovider", f"--junitxml={junit}",
+    result = pytester.runpytest("proj", "--aqven-holdout", "-rxs", "-v", "-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit1",
                                 f"--html={html}", "--self-contained-html", f"--aqven-json={js}", *xdist)
     out = result.stdout.str()
     # a held-out case is named by its finding's salted key, never by its name
@@ -101,9 +101,9 @@ def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
 def test_junit_has_a_verdict_testcase_with_the_figures(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--junitxml={junit}", *xdist)
+    result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit1", *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == "verdict")
+    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name").endswith("::verdict"))
     props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
     failure = verdict.find("failure")
     assert failure.get("message").startswith("verdict refuted: bot: label is 0.00 (95% CI 0.00 to ")
@@ -118,9 +118,9 @@ def test_junit_has_a_verdict_testcase_with_the_figures(pytester, xdist):
 def test_a_look_is_state_none_in_junit(pytester):
     look(pytester, projects.cases(12))
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={junit}")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit1")
     assert result.ret == 0
-    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == "verdict")
+    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name").endswith("::verdict"))
     props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
     assert props["aqven_verdict"] == "none"
     assert "None" not in ET.tostring(verdict, encoding="unicode")
@@ -142,7 +142,7 @@ def test_junit_is_the_same_with_and_without_xdist(pytester):
         pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={name}", *xdist)
         files.append(_normalised(pytester.path / name))
     dev = [n for n, _ in case_list if split_of(PACKAGE, "reviews", n) == "dev"]
-    assert files[0].count("<testcase") == len(dev) * 3 + 1 and 'name="verdict"' in files[0]
+    assert files[0].count("<testcase") == len(dev) * 3 + 1 and 'name="rate_ok::verdict"' in files[0]
     assert files[0] == files[1]
 
 
