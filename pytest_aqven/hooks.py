@@ -26,7 +26,7 @@ def pytest_aqven_attempt_scored(config: pytest.Config, record: dict[str, Any]) -
 def pytest_aqven_verdict(config: pytest.Config, series: dict[str, Any], verdict: dict[str, Any] | None,
                   cells: list[dict[str, Any]], finding_path: str | None) -> None:
     """A series of the session was decided. `series` is its entry of the --aqven-json report
-    (docs/report-json.schema.json); `verdict` is {state, reason, sentence} (state "none" for a look),
+    (pytest_aqven/report/report-json.schema.json: paths in it are relative); `verdict` is {state, reason, sentence} (state "none" for a look),
     None when the series is still open; `cells` the verdict's cells with their 95% intervals;
     `finding_path` the finding file written, or None."""
 

@@ -644,7 +644,8 @@ class VerdictReporter:
         entry = self._entry(project, conclusion, tally)
         self.entries.append(entry)
         self.config.hook.pytest_aqven_verdict(config=self.config, series=entry, verdict=entry["verdict"],
-                                              cells=entry["cells"], finding_path=entry["finding_path"])
+                                              cells=entry["cells"],
+                                              finding_path=None if conclusion.finding is None else str(conclusion.finding))
         state = "open" if conclusion.verdict is None else conclusion.state      # a look's state is None
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
         text = conclusion.verdict.text if conclusion.verdict else conclusion.note
@@ -678,7 +679,8 @@ class VerdictReporter:
         plan = None
         if experiment and conclusion.state in ("refuted", "inconclusive", "signal"):
             plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, self.family))
-        return data.series_entry(conclusion, tally, layout, float(project.spec.research.spend_cap_usd), plan)
+        return data.series_entry(conclusion, tally, layout, float(project.spec.research.spend_cap_usd), plan,
+                                 _relative(Path(tally.root), self.config.rootpath))
 
     def _fire(self, session: pytest.Session, nodeid: str, outcome: str, longrepr, props: list,
               sections: list | None = None) -> None:
@@ -773,6 +775,11 @@ class VerdictReporter:
 # what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
 # thread from the first attempt record on, while the attempts run, so the session end only decides
 DECIDING = ("series.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "series.findings")
+
+
+def _relative(path: Path, start: Path) -> str:
+    import os
+    return Path(os.path.relpath(path, start)).as_posix()
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

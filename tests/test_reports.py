@@ -146,22 +146,88 @@ def test_junit_is_the_same_with_and_without_xdist(pytester):
     assert files[0] == files[1]
 
 
-def test_json_report_validates_against_the_documented_schema(pytester):
+PAIR = '''apiVersion: "aqven/v1"
+kind: "Experiment"
+description: "The second model rates reviews as well as the first, within 10 points"
+subject:
+  flow: "rate"
+varies:
+  what: "agent"
+  nodes:
+  - "judge"
+cases:
+  dataset: "reviews"
+variants:
+- id: "bot"
+- id: "bot2"
+  nodes:
+    judge: "bot2"
+checks:
+- id: "label"
+  kind: "binary"
+  use: "expected"
+question:
+  kind: "{kind}"
+  baseline: "bot"
+  candidate: "bot2"
+  primary: "label"
+  margin: 0.1
+plan:
+  repeats: 2
+'''
+
+LOOK_EXPERIMENT = '''apiVersion: "aqven/v1"
+kind: "Experiment"
+description: "What the rater does on every case"
+subject:
+  flow: "rate"
+cases:
+  dataset: "reviews"
+variants:
+- id: "bot"
+checks:
+- id: "label"
+  kind: "binary"
+  use: "expected"
+question:
+  kind: "look"
+'''
+
+
+@pytest.mark.parametrize("split", [[], ["--aqven-holdout"]], ids=["dev", "holdout"])
+def test_json_report_of_every_question_kind_validates_against_the_shipped_schema(pytester, split):
+    import os
+    import stat
+
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((Path(__file__).parent.parent / "docs/report-json.schema.json").read_text())
+    from pytest_aqven.report.json_report import SCHEMA
+    schema = json.loads(SCHEMA.read_text())
     make(pytester, projects.cases(16, "flaky"), repeats=3, above=0.5, margin=0.05)
-    projects.write(pytester.path / "proj", {**projects.experiment(name="second", repeats=1)}, package=PACKAGE)
+    projects.write(pytester.path / "proj", {
+        "agents/bot2.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Another"\nmodel: "fake:bot-2"\n',
+        "experiments/pair_compare/experiment.yaml": PAIR.format(kind="compare"),
+        "experiments/pair_noninferior/experiment.yaml": PAIR.format(kind="noninferior"),
+        "experiments/seen/experiment.yaml": LOOK_EXPERIMENT}, package=PACKAGE)
     js = pytester.path / "out/report.json"
-    pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--aqven-json={js}")
+    old = os.umask(0o022)
+    try:
+        pytester.runpytest("proj", *split, "-p", "no:cacheprovider", f"--aqven-json={js}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(js.stat().st_mode) == 0o644         # the user's umask, as any file they write
     doc = json.loads(js.read_text())
     jsonschema.validate(doc, schema)
-    assert [s["experiment"] for s in doc["series"]] == ["rate_ok", "second"]
-    first = doc["series"][0]
-    assert first["verdict"]["state"] in ("confirmed", "refuted", "inconclusive")
+    by_kind = {s["question"]: s for s in doc["series"]}
+    assert sorted(by_kind) == ["compare", "look", "noninferior", "threshold"]
+    assert all(s["project"] == "proj" for s in doc["series"])
+    first = by_kind["threshold"]
     assert first["cells"][0]["estimate"]["low"] <= first["cells"][0]["estimate"]["value"] <= first["cells"][0]["estimate"]["high"]
     assert set(first["stability"]["bot"]) == {"always", "never", "flaky", "pass_hat_k", "k"}
-    assert first["finding_path"].endswith(".yaml") and Path(first["finding_path"]).is_file()
     assert first["spend"]["usd"] > 0 and first["spend"]["lower_bound"] is False
+    if split:
+        assert first["verdict"]["state"] in ("confirmed", "refuted", "inconclusive")
+        assert first["finding_path"].startswith("experiments/rate_ok/findings/")       # relative to the project
+        assert (pytester.path / first["project"] / first["finding_path"]).is_file()
 
 
 CONFTEST = '''

@@ -155,7 +155,7 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
     if entry["next"] and verbosity >= 0:
         tr.write_line(f"  next: {entry['next']}")
     if entry["finding_path"]:
-        tr.write_line(f"  finding: {_shown(tr, Path(entry['finding_path']))}")
+        tr.write_line(f"  finding: {_shown(tr, tr.config.rootpath / entry['project'] / entry['finding_path'])}")
 
 
 def _shown(tr, path) -> str:
