@@ -116,7 +116,7 @@ def launch_plans(session: pytest.Session) -> list:
     """(experiment, split, launch plan) of each experiment with a selected attempt, so -k and -m cost
     nothing: the closed form, or the simulated search when `aqven plan` cached it (docs/performance.md)."""
     config = session.config
-    family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
+    family = config.option.aqven_intervals
     files = {item.experiment_file.nodeid: item.experiment_file for item in session.items
              if isinstance(item, AttemptItem)}
     return [(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
@@ -261,8 +261,7 @@ def scheduler(config: pytest.Config):
     """This process's attempt scheduler, started on first use."""
     if SCHEDULER not in config.stash:
         from .series.scheduler import Scheduler
-        config.stash[SCHEDULER] = Scheduler(config.getoption("aqven_concurrency")
-                                            or int(config.getini("aqven_concurrency") or 1))
+        config.stash[SCHEDULER] = Scheduler(config.option.aqven_concurrency)
     return config.stash[SCHEDULER]
 
 

@@ -52,20 +52,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="this run's series cap in USD; above the project cap the series waits for approval")
     group.addoption("--aqven-new-series", action="store_true", default=False,
                     help="start a new series instead of continuing an unfinished one (which is cancelled)")
-    parser.addini("aqven_concurrency", "attempts in flight per process", default="1")
     group.addoption("--aqven-json", default=None, metavar="PATH",
                     help="write every series of the session (verdict, cells, intervals, spend, finding) as JSON")
     group.addoption("--aqven-progress", type=float, default=None, metavar="SECONDS",
                     help="a progress line (attempts, spend of cap, time left) every SECONDS of a run (default 30; 0: none)")
-    parser.addini("aqven_progress", "seconds between progress lines (0: none)", default="30")
     group.addoption("--aqven-record", action="store_true", default=False,
                     help="call the models and record every call in cassettes under <project>/cassettes")
     group.addoption("--aqven-record-missing", action="store_true", default=False,
                     help="replay recorded calls; call the models only for calls missing from the cassettes")
     group.addoption("--aqven-replay", action="store_true", default=False,
                     help="answer every model call from the cassettes, offline; a missing call is cassette_miss")
-    parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
+    # the options with a lasting meaning, typed (pytest >= 8.4): the command line wins over the ini file
+    parser.addini("aqven_fail_on", "verdicts that fail a held-out run (one per line, or comma-separated)",
+                  type="linelist", default=list(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
+    parser.addini("aqven_concurrency", "attempts in flight per process", type="int", default=1)
+    parser.addini("aqven_progress", "seconds between progress lines (0: none)", type="float", default=30.0)
+    parser.addini("aqven_json", "write every series of the session as JSON to this path", default="")
+    parser.addini("aqven_cassettes", "record, record_missing or replay (as --aqven-record, ...)", default="")
 
 
 def dist_mode(config: pytest.Config) -> str:
@@ -96,12 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--aqven-cases must be at least 1")
     if repeats is not None and not 1 <= repeats <= 20:
         raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
-    concurrency = config.getoption("aqven_concurrency")
-    try:
-        concurrency = int(config.getini("aqven_concurrency") or 1) if concurrency is None else concurrency
-    except ValueError:
-        raise pytest.UsageError("aqven_concurrency (ini) must be a whole number") from None
-    if not 1 <= concurrency <= 1024:
+    _from_ini(config)
+    if not 1 <= config.option.aqven_concurrency <= 1024:
         raise pytest.UsageError("--aqven-concurrency must be between 1 and 1024")
     if config.getoption("aqven_cap") is not None:
         from .series.cap import CapError, parse_usd
@@ -112,8 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if sum(map(bool, (config.getoption("aqven_record"), config.getoption("aqven_record_missing"),
                       config.getoption("aqven_replay")))) > 1:
         raise pytest.UsageError("--aqven-record, --aqven-record-missing and --aqven-replay exclude each other")
-    reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
-                               or config.getini("aqven_intervals"))
+    reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.option.aqven_intervals)
     config.pluginmanager.register(reporter, "aqven-verdicts")
     config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
     config.pluginmanager.register(Release(), "aqven-release")
@@ -125,9 +124,32 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(HtmlReport(reporter), "aqven-html")
 
 
+def _from_ini(config: pytest.Config) -> None:
+    """Each option the command line left unset takes its ini value (typed, checked here once), so the rest of
+    the plugin reads `config.option` alone."""
+    opt = config.option
+    for name in ("aqven_concurrency", "aqven_progress", "aqven_intervals", "aqven_json"):
+        if getattr(opt, name) is None:
+            try:
+                setattr(opt, name, config.getini(name) or None)
+            except (TypeError, ValueError) as exc:
+                raise pytest.UsageError(f"{name} (ini): {exc}") from None
+    opt.aqven_concurrency = opt.aqven_concurrency or 1
+    opt.aqven_progress = 30.0 if opt.aqven_progress is None else opt.aqven_progress
+    if opt.aqven_intervals not in (None, "robust", "model"):
+        raise pytest.UsageError(f"aqven_intervals (ini): {opt.aqven_intervals!r} is neither robust nor model")
+    opt.aqven_intervals = opt.aqven_intervals or "robust"
+    mode = config.getini("aqven_cassettes")
+    if mode not in ("", "record", "record_missing", "replay"):
+        raise pytest.UsageError(f"aqven_cassettes (ini): {mode!r} is none of record, record_missing, replay")
+    if mode and not (opt.aqven_record or opt.aqven_record_missing or opt.aqven_replay):
+        setattr(opt, f"aqven_{mode}", True)
+
+
 def _fail_on(config: pytest.Config) -> frozenset[str]:
-    raw = config.getoption("aqven_fail_on") or config.getini("aqven_fail_on")
-    states = frozenset(s.strip() for s in raw.split(",") if s.strip())
+    raw = config.getoption("aqven_fail_on")
+    lines = [raw] if raw is not None else config.getini("aqven_fail_on")
+    states = frozenset(s.strip() for line in lines for s in str(line).split(",") if s.strip())
     unknown = states - set(STATES)
     if unknown:
         raise pytest.UsageError(f"--aqven-fail-on: unknown verdict {', '.join(sorted(unknown))}")
@@ -433,7 +455,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
         return []       # an xdist worker's lines are never shown (the controller writes them): no numpy there
     from .report import terminal
     files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, collect.AttemptItem)))
-    family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
+    family = config.option.aqven_intervals
     return [terminal.plan_line(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
             for f in files]
 
@@ -488,7 +510,7 @@ class VerdictReporter:
         self.entries: list[dict] = []                             # each series as data (report/data.py)
         self.plans_shown = False
         every = config.getoption("aqven_progress")
-        self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
+        self.progress = Progress(every)
         self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
         self.selected: list[str] | None = None      # the verdict items collected and selected, in order
         self.unrecorded: dict[str, str] = {}        # experiment file -> why its first attempt without a record ran none

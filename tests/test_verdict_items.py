@@ -122,3 +122,34 @@ def test_a_reporter_that_raises_on_one_verdict_costs_none_of_the_others(pytester
     assert names.count("good_exp::verdict") == 1 and names.count("rate_ok::verdict") == 1
     series = json.loads((pytester.path / "out.json").read_text())["series"]
     assert sorted(s["experiment"] for s in series) == ["good_exp", "rate_ok"]
+
+
+@pytest.mark.parametrize("table", ["tool.pytest.ini_options", "tool.pytest"])
+def test_ini_options_are_typed_in_toml(pytester, table):
+    if table == "tool.pytest" and pytest.version_tuple < (9,):
+        pytest.skip("native [tool.pytest] tables are pytest 9's")
+    make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
+    pytester.makefile(".toml", pyproject=f'''
+        [{table}]
+        aqven_fail_on = ["invalid", "open"]
+        aqven_concurrency = 2
+        aqven_progress = 0.5
+        aqven_json = "out.json"
+        ''')
+    result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK, result.outlines      # refuted is not in this fail_on
+    assert json.loads((pytester.path / "out.json").read_text())["series"][0]["verdict"]["state"] == "refuted"
+    assert pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", "--aqven-fail-on",
+                              "refuted").ret == pytest.ExitCode.TESTS_FAILED      # the command line wins
+
+
+def test_ini_values_are_checked_with_a_usage_error(pytester):
+    make(pytester, projects.cases(4), repeats=1)
+    for key, value, says in (("aqven_concurrency", "many", "many"),
+                             ("aqven_intervals", "wide", "aqven_intervals (ini): 'wide' is neither"),
+                             ("aqven_fail_on", "refuted, wrong", "--aqven-fail-on: unknown verdict wrong"),
+                             ("aqven_cassettes", "live", "aqven_cassettes (ini): 'live'")):
+        pytester.makeini(f"[pytest]\n{key} = {value}\n")
+        result = pytester.runpytest("proj", "-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, key
+        result.stderr.fnmatch_lines([f"*{says}*"])
