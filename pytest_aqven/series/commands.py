@@ -71,7 +71,19 @@ def add_db(commands) -> None:
 
 
 def _path(p) -> None:
-    p.add_argument("--path", default=".", metavar="PATH", help="the project folder or any folder inside it")
+    project_argument(p)
+
+
+def project_argument(p, positional: bool = False) -> None:
+    """`--project PATH` on every subcommand (`--path`, its old spelling on series and db, still works)."""
+    help_ = "the module root (the folder of aqven.yaml) or any file or folder inside it (default: .)"
+    if positional:
+        p.add_argument("path", nargs="?", default=None, metavar="PATH", help=help_ + "; the same as --project")
+    p.add_argument("--project", "--path", dest="project", default=None, metavar="PATH", help=help_)
+    
+
+def _project_path(args: argparse.Namespace) -> str:
+    return getattr(args, "path", None) or args.project or "."
 
 
 class Refused(Exception):
@@ -80,10 +92,10 @@ class Refused(Exception):
 
 def _store(args) -> Store:
     from ..project.loader import PROJECT_FILE, find_root
-    start = Path(args.path)
+    start = Path(args.project or ".")
     root = find_root(start) if start.exists() else None
     if root is None:
-        raise Refused(f"no {PROJECT_FILE} in {args.path} or any folder above it")
+        raise Refused(f"no {PROJECT_FILE} in {args.project or '.'} or any folder above it")
     if not storage.database_path(root).exists():
         raise Refused(f"{root} has no series yet ({storage.database_path(root)} does not exist)")
     try:
@@ -308,9 +320,10 @@ def run_db_check(args) -> int:
         path = Path(args.file)
     else:
         from ..project.loader import PROJECT_FILE, find_root
-        root = find_root(Path(args.path)) if Path(args.path).exists() else None
+        path = args.project or "."
+        root = find_root(Path(path)) if Path(path).exists() else None
         if root is None:
-            print(f"aqven db check: no {PROJECT_FILE} in {args.path} or any folder above it", file=sys.stderr)
+            print(f"aqven db check: no {PROJECT_FILE} in {path} or any folder above it", file=sys.stderr)
             return 2
         path = storage.database_path(root)
     if not path.exists():
