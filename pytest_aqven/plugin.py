@@ -54,6 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="start a new series instead of continuing an unfinished one (which is cancelled)")
     group.addoption("--aqven-json", default=None, metavar="PATH",
                     help="write every series of the session (verdict, cells, intervals, spend, finding) as JSON")
+    group.addoption("--aqven-summary", default=None, metavar="FILE",
+                    help="append the verdicts as a Markdown table to FILE (a CI step summary: $GITHUB_STEP_SUMMARY)")
     group.addoption("--aqven-progress", type=float, default=None, metavar="SECONDS",
                     help="a progress line (attempts, spend of cap, time left) every SECONDS of a run (default 30; 0: none)")
     group.addoption("--aqven-record", action="store_true", default=False,
@@ -69,6 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("aqven_concurrency", "attempts in flight per process", type="int", default=1)
     parser.addini("aqven_progress", "seconds between progress lines (0: none)", type="float", default=30.0)
     parser.addini("aqven_json", "write every series of the session as JSON to this path", default="")
+    parser.addini("aqven_summary", "append the verdicts as a Markdown table to this file", default="")
     parser.addini("aqven_cassettes", "record, record_missing or replay (as --aqven-record, ...)", default="")
 
 
@@ -128,7 +131,7 @@ def _from_ini(config: pytest.Config) -> None:
     """Each option the command line left unset takes its ini value (typed, checked here once), so the rest of
     the plugin reads `config.option` alone."""
     opt = config.option
-    for name in ("aqven_concurrency", "aqven_progress", "aqven_intervals", "aqven_json"):
+    for name in ("aqven_concurrency", "aqven_progress", "aqven_intervals", "aqven_json", "aqven_summary"):
         if getattr(opt, name) is None:
             try:
                 setattr(opt, name, config.getini(name) or None)
@@ -730,6 +733,11 @@ class VerdictReporter:
             from .report import json_report
 
             json_report.write(Path(path), self.entries)
+        summary = self.config.getoption("aqven_summary")
+        if summary and (self.entries or self.unrun):
+            from .report import summary as markdown
+
+            markdown.append(Path(summary), self.entries, self.unrun)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -338,3 +338,20 @@ def test_what_to_do_next_scales_the_observed_interval_and_trusts_no_optimistic_e
     wide = {"reason": "wide", "text": "about 90 cases are needed"}
     assert next_step("signal", "dev_split", wide, []).endswith("; launch plan with the rates observed so far: about 90 cases are needed")
     assert next_step("confirmed", None, wide, [cell]) is None and next_step("none", None) is None
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_the_markdown_summary_has_one_row_per_experiment_and_is_appended(pytester, xdist):
+    make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
+    summary = pytester.path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    for _ in range(2):
+        result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--aqven-summary={summary}",
+                                    *xdist)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### aqven verdicts\n") and text.count("### aqven verdicts") == 2
+    rows = [l for l in text.splitlines() if l.startswith("| rate_ok |")]
+    assert rows[0].split(" | ")[1:] == ["holdout", "**refuted**", "0.00", "[0.00, 0.18]", "above 0.5 with margin 0",
+                                        "20/20", "$0.004 of $1 |"]
+    assert "- **rate_ok**: bot: label is 0.00 (95% CI 0.00 to 0.18)" in text
