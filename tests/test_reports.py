@@ -355,3 +355,23 @@ def test_the_markdown_summary_has_one_row_per_experiment_and_is_appended(pyteste
     assert rows[0].split(" | ")[1:] == ["holdout", "**refuted**", "0.00", "[0.00, 0.18]", "above 0.5 with margin 0",
                                         "20/20", "$0.004 of $1 |"]
     assert "- **rate_ok**: bot: label is 0.00 (95% CI 0.00 to 0.18)" in text
+
+
+def docs_conftest() -> str:
+    text = (Path(__file__).parent.parent / "docs/reports.md").read_text()
+    start = text.index("An example `conftest.py`")
+    return text[text.index("```python\n", start) + 10:text.index("```\n", text.index("```python\n", start) + 10)]
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_the_documented_conftest_works_with_the_plugin_and_without_it(pytester, xdist):
+    make(pytester, projects.cases(8), repeats=1)
+    pytester.makeconftest(docs_conftest())
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
+    assert result.ret == 0
+    logged = [json.loads(l) for l in (pytester.path / "verdicts.jsonl").read_text().splitlines()]
+    assert [(v["experiment"], v["state"]) for v in logged] == [("rate_ok", "signal")]
+    without = pytester.runpytest("test_plain.py", "-p", "no:aqven", "-p", "no:cacheprovider", *xdist)
+    assert without.ret == 0, without.outlines          # the optional hooks do not break pytest there
+    without.assert_outcomes(passed=1)
