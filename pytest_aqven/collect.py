@@ -78,6 +78,10 @@ class ExperimentFile(pytest.File):
         self.root = root
         self.experiment_id = self.path.parent.name
         self.add_marker(pytest.mark.aqven)
+        if self.config.pluginmanager.hasplugin("timeout"):
+            # pytest-timeout would fail an attempt mid-call (its calls paid, its record lost): every call of an
+            # attempt has its own time limit instead (limits.seconds), which ends it as the infra error timeout
+            self.add_marker(pytest.mark.timeout(0))
         self.extra_keyword_matches.add(self.experiment_id)
 
     def collect(self):

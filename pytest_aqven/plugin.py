@@ -591,7 +591,8 @@ class VerdictReporter:
         by_file: dict[str, list[tuple[str, SeriesTally]]] = {}
         for series_id, tally in sorted(self.tallies.items(), key=lambda kv: kv[1].file_nodeid):
             by_file.setdefault(tally.file_nodeid, []).append((series_id, tally))
-        selected = self.selected if self.selected is not None else [f"{f}::verdict" for f in by_file]
+        # in file order whatever order the items ran in (pytest-randomly, --ff): reports read the same every run
+        selected = sorted(self.selected) if self.selected is not None else [f"{f}::verdict" for f in by_file]
         # each selected verdict in collection order, then the series whose verdict was deselected (decided all
         # the same: their data is final; no test reports them)
         order = [(verdict_id, by_file.pop(verdict_id.split("::")[0], None)) for verdict_id in selected]

@@ -80,7 +80,7 @@ def test_failed_first_runs_the_failed_experiment_first(pytester):
     again = pytester.runpytest("good", "proj", "--ff", "-v", "-p", "no:randomly")
     ran = [l.split("::")[0] for l in again.outlines if "::" in l and (" PASSED" in l or " SKIPPED" in l
                                                                       or " FAILED" in l or " XFAIL" in l)]
-    assert [r.split("/")[0] for r in ran] == ["proj"] * 3 + ["good"] * 7 + ["proj", "good"]   # verdicts last
+    assert [r.split("/")[0] for r in ran] == ["proj"] * 3 + ["good"] * 7 + ["good", "proj"]   # verdicts last
 
 
 XDIST_ALL = [[], ["-n", "2", "--dist", "load"], ["-n", "2", "--dist", "loadscope"], ["-n", "2", "--dist", "loadfile"],
