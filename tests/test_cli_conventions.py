@@ -47,11 +47,11 @@ def test_every_subcommand_ends_quietly_on_a_closed_pipe(project):
     """`aqven ... | head -1`: the reader leaves after a line; no traceback, and never exit 1 (for check: errors
     found): the shell's code for a closed pipe, 141, or 0 when everything was written before."""
     for argv in commands(project):
-        proc = subprocess.Popen([*AQVEN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        proc.stdout.readline()
-        proc.stdout.close()                 # head -1
-        err = proc.stderr.read()
-        code = proc.wait()
+        with subprocess.Popen([*AQVEN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            proc.stdout.readline()
+            proc.stdout.close()             # head -1
+            err = proc.stderr.read()
+            code = proc.wait()
         assert err == "" and code in (0, SIGPIPE_EXIT), (argv, code, err)
     piped = subprocess.run(f"{' '.join(map(repr, AQVEN))} series export {series_id(project)} --project "
                            f"{project} | head -1", shell=True, capture_output=True, text=True)
