@@ -146,52 +146,19 @@ def test_junit_is_the_same_with_and_without_xdist(pytester):
     assert files[0] == files[1]
 
 
-PAIR = '''apiVersion: "aqven/v1"
-kind: "Experiment"
-description: "The second model rates reviews as well as the first, within 10 points"
-subject:
-  flow: "rate"
-varies:
-  what: "agent"
-  nodes:
-  - "judge"
-cases:
-  dataset: "reviews"
-variants:
-- id: "bot"
-- id: "bot2"
-  nodes:
-    judge: "bot2"
-checks:
-- id: "label"
-  kind: "binary"
-  use: "expected"
-question:
-  kind: "{kind}"
-  baseline: "bot"
-  candidate: "bot2"
-  primary: "label"
-  margin: 0.1
-plan:
-  repeats: 2
-'''
+def asking(question: str, name: str, two_variants: bool = False) -> str:
+    """The threshold experiment of tests/projects.py asking another question (with a second agent's variant)."""
+    text = projects.experiment(name=name)[f"experiments/{name}/experiment.yaml"]
+    text = text[:text.index("question:")] + question
+    if two_variants:
+        text = text.replace('variants:\n- id: "bot"\n', 'varies:\n  what: "agent"\n  nodes:\n  - "judge"\n'
+                            'variants:\n- id: "bot"\n- id: "bot2"\n  nodes:\n    judge: "bot2"\n')
+    return text
 
-LOOK_EXPERIMENT = '''apiVersion: "aqven/v1"
-kind: "Experiment"
-description: "What the rater does on every case"
-subject:
-  flow: "rate"
-cases:
-  dataset: "reviews"
-variants:
-- id: "bot"
-checks:
-- id: "label"
-  kind: "binary"
-  use: "expected"
-question:
-  kind: "look"
-'''
+
+def pair(kind: str) -> str:
+    return asking(f'question:\n  kind: "{kind}"\n  baseline: "bot"\n  candidate: "bot2"\n  primary: "label"\n'
+                  '  margin: 0.1\nplan:\n  repeats: 2\n', f"pair_{kind}", two_variants=True)
 
 
 @pytest.mark.parametrize("split", [[], ["--aqven-holdout"]], ids=["dev", "holdout"])
@@ -205,9 +172,9 @@ def test_json_report_of_every_question_kind_validates_against_the_shipped_schema
     make(pytester, projects.cases(16, "flaky"), repeats=3, above=0.5, margin=0.05)
     projects.write(pytester.path / "proj", {
         "agents/bot2.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Another"\nmodel: "fake:bot-2"\n',
-        "experiments/pair_compare/experiment.yaml": PAIR.format(kind="compare"),
-        "experiments/pair_noninferior/experiment.yaml": PAIR.format(kind="noninferior"),
-        "experiments/seen/experiment.yaml": LOOK_EXPERIMENT}, package=PACKAGE)
+        "experiments/pair_compare/experiment.yaml": pair("compare"),
+        "experiments/pair_noninferior/experiment.yaml": pair("noninferior"),
+        "experiments/seen/experiment.yaml": asking('question:\n  kind: "look"\n', "seen")}, package=PACKAGE)
     js = pytester.path / "out/report.json"
     old = os.umask(0o022)
     try:
