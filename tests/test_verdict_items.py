@@ -83,11 +83,13 @@ def test_failed_first_runs_the_failed_experiment_first(pytester):
     assert [r.split("/")[0] for r in ran] == ["proj"] * 3 + ["good"] * 7 + ["good", "proj"]   # verdicts last
 
 
-XDIST_ALL = [[], ["-n", "2", "--dist", "load"], ["-n", "2", "--dist", "loadscope"], ["-n", "2", "--dist", "loadfile"],
-             ["-n", "2", "--dist", "loadgroup"], ["-n", "2", "--dist", "worksteal"]]
+XDIST_ALL = {"no-xdist": [], "load": ["-n", "2", "--dist", "load"], "loadscope": ["-n", "2", "--dist", "loadscope"],
+             "loadfile": ["-n", "2", "--dist", "loadfile"], "loadgroup": ["-n", "2", "--dist", "loadgroup"],
+             "worksteal": ["-n", "2", "--dist", "worksteal"], "auto": ["-n", "auto"],
+             "worksteal-concurrency-4": ["-n", "2", "--dist", "worksteal", "--aqven-concurrency", "4"]}
 
 
-@pytest.mark.parametrize("xdist", XDIST_ALL, ids=["no-xdist", "load", "loadscope", "loadfile", "loadgroup", "worksteal"])
+@pytest.mark.parametrize("xdist", XDIST_ALL.values(), ids=XDIST_ALL.keys())
 def test_every_distribution_mode_reports_each_verdict_once_with_the_same_outcome(pytester, xdist):
     two_projects(pytester)
     result = pytester.runpytest_subprocess("good", "proj", "-p", "no:cacheprovider", "-rA", *xdist, timeout=120)
