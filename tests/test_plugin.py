@@ -106,7 +106,7 @@ def test_a_refuted_holdout_verdict_fails_the_session(pytester, xdist):
     result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*_ rate_ok verdict _*", "verdict refuted: bot: label is 0.00 (95% CI 0.00 to *",
-                                 "*FAILED proj/experiments/rate_ok/experiment.yaml::verdict - verdict refuted*"])
+                                 "*FAILED proj/experiments/rate_ok/experiment.yaml::verdict*"])
     result.assert_outcomes(failed=1, xfailed=result.parseoutcomes()["xfailed"])
 
 

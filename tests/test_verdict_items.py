@@ -38,7 +38,7 @@ def test_a_held_out_run_that_leaves_its_series_open_fails_unless_open_is_left_ou
     make(pytester, projects.cases(40), repeats=2)
     result = pytester.runpytest("proj", "--aqven-holdout", "-k", "verdict or 1", "-p", "no:cacheprovider", *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["verdict open: *the series stays open*", f"FAILED {VERDICT} - verdict open*"])
+    result.stdout.fnmatch_lines(["verdict open: *the series stays open*", f"FAILED {VERDICT}*"])
     again = pytester.runpytest("proj", "--aqven-holdout", "-k", "verdict or 1", "--aqven-fail-on",
                                "refuted,inconclusive,invalid", "-p", "no:cacheprovider", *xdist)
     assert again.ret == pytest.ExitCode.OK
@@ -50,7 +50,7 @@ def test_a_held_out_run_whose_series_paused_for_approval_fails(pytester, xdist):
     make(pytester, projects.cases(40), repeats=1)      # each attempt costs $0.0002: the series pauses at its 3rd
     result = pytester.runpytest("proj", "--aqven-holdout", "--aqven-cap", "0.0005", "-p", "no:cacheprovider", *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["verdict open: series * paused near its cap*", f"FAILED {VERDICT} - verdict open*"])
+    result.stdout.fnmatch_lines(["verdict open: series * paused near its cap*", f"FAILED {VERDICT}*"])
     working = pytester.runpytest("proj", "--aqven-cap", "0.0005", "-p", "no:cacheprovider", *xdist)
     assert working.ret == pytest.ExitCode.OK        # a working run: open is no failure there
 
@@ -66,7 +66,7 @@ def test_stepwise_continues_from_the_experiment_of_the_failed_verdict(pytester):
     two_projects(pytester)
     first = pytester.runpytest("good", "proj", "--sw")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
-    first.stdout.fnmatch_lines([f"FAILED {VERDICT} - verdict invalid*"])
+    first.stdout.fnmatch_lines([f"FAILED {VERDICT}*"])
     again = pytester.runpytest("good", "proj", "--sw", "-v")
     again.stdout.fnmatch_lines(["*skipping 8 already passed items*"])      # good's 7 attempts and its verdict
     assert not [l for l in again.outlines if l.startswith("good/")]
