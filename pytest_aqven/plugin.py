@@ -779,7 +779,11 @@ class VerdictReporter:
                     continue
                 run = SeriesRun(project, project.experiments[path.parent.name], split,
                                 cases=opt("aqven_cases"), repeats=opt("aqven_repeats"))
-                tr.write_line(terminal.plan_line(path.parent.name, split, run.launch_plan(self.family, simulate=False)))
+                try:
+                    tr.write_line(terminal.plan_line(path.parent.name, split,
+                                                     run.launch_plan(self.family, simulate=False)))
+                finally:
+                    run.close_store()       # Python 3.13 warns of a database left open
             except Exception:  # the workers collected it and report its errors; a plan line is not worth a crash
                 continue
 

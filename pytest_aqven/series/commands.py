@@ -102,7 +102,9 @@ def _store(args) -> Store:
         storage.preflight(root)
     except storage.StorageError as exc:
         raise Refused(str(exc)) from None
-    return Store(root)
+    store = Store(root)
+    args.__dict__.setdefault("opened_stores", []).append(store)
+    return store
 
 
 def _series(store: Store, prefix: str) -> dict:
@@ -115,15 +117,15 @@ def _series(store: Store, prefix: str) -> dict:
 
 
 def _run(fn, args) -> int:
+    """A closed pipe (`| head`) goes up to cli.main, which ends quietly; the stores the command opened close."""
     try:
         return fn(args)
     except Refused as exc:
         print(f"aqven series: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:          # `| head`: the reader has enough
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    finally:
+        for store in args.__dict__.pop("opened_stores", []):
+            store.close()
 
 
 def _counts(store: Store, series: dict) -> tuple[int, int]:
