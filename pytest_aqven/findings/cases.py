@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..series.commands import _project_path, project_argument
+
 
 def add_cases(commands) -> None:
     p = commands.add_parser(
@@ -14,17 +16,17 @@ def add_cases(commands) -> None:
                     "half has. Held-out cases are counted, never named. Warns when a renamed package, dataset or "
                     "case moved the halves of an experiment that already has findings.")
     p.add_argument("experiment", metavar="EXPERIMENT", help="the experiment id")
-    p.add_argument("--project", default=".", metavar="PATH",
-                   help="the module root or any file or folder inside it (default: .)")
+    project_argument(p)
     p.set_defaults(handler=run_cases)
 
 
 def run_cases(args: argparse.Namespace) -> int:
     from ..project.loader import PROJECT_FILE, find_root, load_project
     from .halves import halves, reshuffles
-    root = find_root(Path(args.project)) if Path(args.project).exists() else None
+    where = _project_path(args)
+    root = find_root(Path(where)) if Path(where).exists() else None
     if root is None:
-        print(f"aqven cases: no {PROJECT_FILE} in {args.project} or any folder above it", file=sys.stderr)
+        print(f"aqven cases: no {PROJECT_FILE} in {where} or any folder above it", file=sys.stderr)
         return 2
     project = load_project(root)
     experiment = project.experiments.get(args.experiment)
