@@ -22,6 +22,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aqven (pytest-aqven) {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_check(commands)
+    from .scaffold import add_new
+    add_new(commands)
+    from .findings.cases import add_cases
+    add_cases(commands)
     from .series.commands import add_db, add_series
     add_series(commands)
     add_db(commands)
@@ -34,10 +38,13 @@ def add_findings(commands) -> None:
     p = commands.add_parser("findings", help="the project's findings and FINDINGS.md",
                             description="Work on the findings of the project around PATH.")
     sub = p.add_subparsers(dest="findings_command", required=True, metavar="SUBCOMMAND")
-    r = sub.add_parser("rebuild", help="write back deleted findings from the project database and regenerate FINDINGS.md",
+    r = sub.add_parser("rebuild", help="write back deleted or edited findings from the project database and "
+                                       "regenerate FINDINGS.md",
                        description="Write back every finding file the project database recorded and that is missing, "
                                    "then regenerate FINDINGS.md from the finding files (hand-made lines are replaced). "
-                                   "An edited finding is never rewritten: it is reported and the command exits 1.")
+                                   "An edited finding gets back the text the database recorded only after a person "
+                                   "types yes at an interactive terminal (else exit 2); one the database has no text "
+                                   "of is reported and the command exits 1.")
     project_argument(r, positional=True)
     r.set_defaults(handler=run_findings_rebuild)
 
@@ -58,12 +65,34 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     from .check.diagnostics import Diagnostic   # noqa: PLC0415
     from .findings.files import FindingsRefused   # noqa: PLC0415
     from .project.loader import load_project   # noqa: PLC0415
-    from .series.findings import rebuild   # noqa: PLC0415
+    from .series.findings import edited, rebuild, restore   # noqa: PLC0415
 
     root = _root_of("findings rebuild", _project_path(args))
     if root is None:
         return 2
     project = load_project(root)
+    restorable, lost = edited(project)
+    if lost:
+        print(render_text([Diagnostic("E_FINDING_TAMPERED", path.relative_to(root).as_posix(), (), why, hint=(
+            "the project database has no text of this finding: restore it with git checkout, or move it aside "
+            "and run a new series on holdout cases")) for path, why in lost]))
+        return 1
+    if restorable:
+        for path, why, _ in restorable:
+            print(f"{path.relative_to(root).as_posix()} was edited ({why}); the project database holds the text "
+                  "aqven wrote")
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            print("aqven findings rebuild: overwriting an edited finding needs a person at an interactive terminal "
+                  "and a typed confirmation; nothing was written", file=sys.stderr)
+            return 2
+        n = len(restorable)
+        answer = input(f"Type yes to overwrite {'this finding' if n == 1 else f'these {n} findings'} with the text "
+                       "the project database recorded: ").strip().lower()
+        if answer != "yes":
+            print("not restored (the confirmation was not yes): nothing was written", file=sys.stderr)
+            return 2
+        for path in restore(project, restorable):
+            print(f"restored {path.relative_to(root).as_posix()} from the project database (it was edited)")
     try:
         restored, _ = rebuild(project)
     except FindingsRefused as exc:

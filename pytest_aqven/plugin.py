@@ -238,6 +238,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             raise pytest.UsageError(str(exc)) from None
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Before the first attempt: the models whose calls nothing can price, so their series' spend is a lower
+    bound the cap cannot hold (W_PRICE_UNKNOWN). Only a project that calls models over HTTP is loaded."""
+    if hasattr(config, "workerinput"):
+        return []
+    from .providers.prices import calls_over_http
+    roots = [root for root in _project_roots(config) if calls_over_http(root)]
+    if not roots:
+        return []
+    from .check.prices import before_the_run
+    return [f"aqven: {line}" for root in roots for line in before_the_run(root)]
+
+
 def _find_root(start: Path) -> Path | None:
     """project.loader.find_root, without importing the loader."""
     start = start.resolve()

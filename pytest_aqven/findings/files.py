@@ -184,8 +184,9 @@ class FindingsRefused(Exception):
 
 
 REBUILD_HINT = "run aqven findings rebuild to regenerate FINDINGS.md from the finding files"
-TAMPERED_HINT = ("a finding is written once and proves its own verdict: restore the file "
-                 "(git checkout, or aqven findings rebuild from the project database) or run a new series on holdout cases")
+TAMPERED_HINT = ("a finding is written once and proves its own verdict: restore the file (git checkout, or aqven "
+                 "findings rebuild, which writes back the text the project database recorded after a typed "
+                 "confirmation) or run a new series on holdout cases")
 
 
 def _inside(root: Path, path: Path) -> None:
@@ -229,6 +230,13 @@ def write_finding_file(root: Path, experiment_id: str, series_id: str, text: str
         return path
     _atomic_write(path, text)
     return path
+
+
+def overwrite_finding_file(root: Path, path: Path, text: str) -> None:
+    """`aqven findings rebuild`, after a person typed the confirmation: an edited finding gets back the text
+    the project database recorded."""
+    _inside(root, path.parent)
+    _atomic_write(path, text)
 
 
 def refresh_findings_md(root: Path, package: str | None, generated: set[str] = frozenset(),
