@@ -1,14 +1,42 @@
 """A project of our own shaped like AQVEN's public showcase (package `spoke`, a bicycle repair desk),
 written from scratch. It uses every key of AQVEN's project model that pytest-aqven must accept:
 agents with tools, MCP servers, subagents, tool approval and an instructions file; constrained fields;
-an inference with prompt variants, allowed_sets, examples, checks and a display template; a Dynamic
+an inference with prompt variants (chosen by a reference or, as AQVEN also reads it, an input path),
+allowed_sets, examples, checks (functions beside the inference file) and a display template; a Dynamic
 output narrowed to a union type; id, union, enum and value types; media fields; tool, human, narrow,
-switch, llm and code nodes; a local flow written as flow.py; and user code that imports
-`spoke.types` and the names of AQVEN's Python API."""
+switch, llm, parallel and code nodes; a parallel whose custom join is typed `JoinState[Grade]`; local
+flows (one written as flow.py, reusing a project inference) and a variant's own node; and user code that
+imports `spoke.types` (with the generated `<Experiment><Flow><Node>Out` and `<Experiment><Node>Out`
+names) and the names of AQVEN's Python API (GENERATED_CONFIG among them)."""
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+
+def settling_node(run: str, description: str, agreed: str) -> str:
+    """A code node that settles the panel's grades on one call (the flow's own, or a variant's)."""
+    return f'''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "code"
+        description: "{description}"
+        run: "{run}"
+        in:
+        - name: "grades"
+          type: "Grade[]"
+          description: "The graders' calls"
+          maxItems: 3
+          from: "$graders.out.grades"
+        out:
+        - name: "verdict"
+          type: "Text"
+          description: "The panel's call"
+          maxLength: 40
+        - name: "agreed"
+          type: "Bool"
+          description: "{agreed}"
+        '''
+
 
 FILES: dict[str, str] = {
     "aqven.yaml": '''
@@ -179,6 +207,34 @@ FILES: dict[str, str] = {
           type: "Text"
           description: "The draft"
           maxLength: 800
+        ''',
+    "types/records/grade.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Type"
+        type: "record"
+        description: "One grader's call on a draft"
+        fields:
+        - name: "verdict"
+          type: "Text"
+          description: "Send the draft or hold it"
+          maxLength: 40
+        - name: "score"
+          type: "Score"
+          description: "How sure the grader is"
+        ''',
+    "types/records/panel_call.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Type"
+        type: "record"
+        description: "What the grading panel settles on"
+        fields:
+        - name: "verdict"
+          type: "Text"
+          description: "The panel's call"
+          maxLength: 40
+        - name: "agreed"
+          type: "Bool"
+          description: "A majority of the graders made that call"
         ''',
     "types/enums/channel.yaml": '''
         apiVersion: "aqven/v1"
@@ -351,15 +407,52 @@ FILES: dict[str, str] = {
           tool: "history"
         effect: "read"
         ''',
+    "tools/print_label.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Tool"
+        description: "Prints the workshop label of a repair, a job the label printer finishes later"
+        run: "@root.tools.functions:start_label"
+        effect: "external"
+        idempotency_key: ["reply"]
+        wait:
+          poll: "@root.tools.functions:poll_label"
+          interval_seconds: 1
+          timeout_seconds: 10
+        in:
+        - name: "reply"
+          type: "Text"
+          description: "The reply the label quotes"
+          maxLength: 800
+        out:
+        - name: "label_id"
+          type: "Text"
+          description: "The printed label"
+          maxLength: 80
+        ''',
     "tools/functions.py": '''
-        from aqven.runtime import JobHandle, ToolContext
-        from spoke.types import LookupPartOut, Part, PartIdField
+        from aqven.runtime import JobDone, JobHandle, JobPending, JobPoll, ToolContext
+        from spoke.types import LookupPartOut, Part, PartIdField, PrintLabelOut
+
+        POLLS: dict[str, int] = {}
 
 
         async def lookup_part(ctx: ToolContext, part_id: PartIdField) -> LookupPartOut:
             token = ctx.secret("stock_token")
             found = Part(part_id=part_id, label="brake pad", price=12.5) if token else None
             return LookupPartOut(part=found)
+
+
+        async def start_label(ctx: ToolContext, reply: str) -> JobHandle:
+            stored = await ctx.blobs.put(reply.encode(), "text/plain", "label.txt")
+            return JobHandle(job_id=f"{ctx.idempotency_key[:12]}:{stored.blob_id}", provider="label_printer")
+
+
+        async def poll_label(ctx: ToolContext, job: JobHandle) -> JobPoll[PrintLabelOut]:
+            POLLS[job.job_id] = POLLS.get(job.job_id, 0) + 1
+            if POLLS[job.job_id] == 1:
+                return JobPending(progress=0.5)
+            text = (await ctx.blobs.get({"blob_id": job.job_id.split(":")[1]})).decode()
+            return JobDone(value=PrintLabelOut(label_id=f"label {len(text)} chars"))
         ''',
     "code/rules.py": '''
         from aqven.policies import EvalContext, NoParams, Verdict
@@ -379,7 +472,7 @@ FILES: dict[str, str] = {
         input: "TicketRequest"
         output: "Answer"
         context: ["date"]
-        order: ["prepare", "triage", "to_form", "route", "lookup", "draft", "approve", "finish"]
+        order: ["prepare", "triage", "to_form", "route", "lookup", "draft", "approve", "finish", "label"]
         returns:
         - name: "reply"
           from: "$finish.out.reply"
@@ -636,8 +729,28 @@ FILES: dict[str, str] = {
           type: "Text"
           description: "The reply"
           maxLength: 800
+        variants:
+          closing:
+            on: "action"
+            cases:
+              refund: "refund"
+            default: "thanks"
+        checks:
+        - run: "short_enough"
+          on_fail: "flag"
         ''',
-    "flows/repair/nodes/draft/draft.prompt.md": "Write a short, friendly reply that states the action.\n",
+    "flows/repair/nodes/draft/draft.prompt.md": "Write a short, friendly reply that states the action. {{ variants.closing }}\n",
+    "flows/repair/nodes/draft/draft.variants/closing/refund.md": "Say when the money is back on the card.\n",
+    "flows/repair/nodes/draft/draft.variants/closing/thanks.md": "Thank the customer for riding with us.\n",
+    "flows/repair/nodes/draft/draft.py": '''
+        from aqven.policies import EvalContext, NoParams, Verdict
+        from spoke.types import DraftIn, DraftOut
+
+
+        def short_enough(value: DraftOut, context: EvalContext[DraftIn, DraftOut], params: NoParams) -> Verdict:
+            words = len(value.reply.split())
+            return Verdict(passed=words <= 120, reason=None if words <= 120 else f"{context.inputs.action}: {words} words")
+        ''',
     "flows/repair/nodes/approve/approve.node.yaml": '''
         apiVersion: "aqven/v1"
         kind: "Node"
@@ -690,6 +803,16 @@ FILES: dict[str, str] = {
         - name: "approved"
           type: "Bool"
           description: "Approved by the lead"
+        ''',
+    "flows/repair/nodes/label/label.node.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "tool"
+        description: "Prints the workshop label"
+        tool: "print_label"
+        in:
+        - name: "reply"
+          from: "$finish.out.reply"
         ''',
     "flows/repair/nodes/finish/finish.py": '''
         from spoke.types import Approval, RepairAction, RepairFinishOut
@@ -803,11 +926,15 @@ FILES: dict[str, str] = {
             return Verdict(passed=named)
         ''',
     "experiments/draft_writers/flows/drafting/flow.py": '''
+        from typing import Annotated
+
+        from pydantic import Field
+
         from aqven.spec import Flow, code, flow, llm
         from spoke.types import Draft, DraftRequest
 
 
-        def tidy(reply: str) -> Draft:
+        def tidy(reply: Annotated[str, Field(description="The draft as written", max_length=800)]) -> Draft:
             return Draft(reply=reply.strip())
 
 
@@ -815,10 +942,198 @@ FILES: dict[str, str] = {
             write = llm("write", inference="draft", agent="writer",
                         bind={"summary": "$input.summary", "action": "$input.action"},
                         description="Writes the reply with the project's draft inference")
-            clean = code("clean", fn=tidy, bind={"reply": "$write.out.reply"}, description="Trims the reply")
+            clean = code("clean", tidy, bind={"reply": "$write.out.reply"}, description="Trims the reply")
             return flow(description="Drafting alone, as a local flow written in Python",
                         input=DraftRequest, output=Draft, returns={"reply": "$clean.out.reply"},
                         nodes=[write, clean])
+        ''',
+    # --- a grading panel: a local flow with a typed custom join, and a variant's own node -----------
+    "datasets/panel_drafts.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Dataset"
+        cases:
+        - name: "brake_fix"
+          inputs: {summary: "A squeaky brake", action: "fix"}
+        - name: "refund_gift"
+          inputs: {summary: "An unwanted gift", action: "refund"}
+        - name: "chain_wear"
+          inputs: {summary: "A worn chain", action: "fix"}
+        - name: "saddle_advice"
+          inputs: {summary: "Which saddle height", action: "advise"}
+        - name: "flat_tyre"
+          inputs: {summary: "A flat rear tyre", action: "fix"}
+        - name: "late_order"
+          inputs: {summary: "An order that never came", action: "refund"}
+        ''',
+    "experiments/brake_panel/experiment.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Experiment"
+        description: "How often the graders agree, settled by majority or leniently"
+        subject:
+          flow: "panel"
+        varies:
+          what: "use"
+          nodes: ["settle"]
+        cases:
+          dataset: "panel_drafts"
+        variants:
+        - id: "majority"
+        - id: "lenient"
+          nodes:
+            settle: "lenient"
+        checks:
+        - id: "agreed"
+          kind: "binary"
+          run: "@root.experiments.brake_panel.checks:agreed"
+        question:
+          kind: "look"
+        ''',
+    "experiments/brake_panel/checks.py": '''
+        from aqven.policies import EvalContext, NoParams, Verdict
+        from spoke.types import DraftRequest, PanelCall
+
+
+        def agreed(value: PanelCall, context: EvalContext[DraftRequest, PanelCall], params: NoParams) -> Verdict:
+            return Verdict(passed=value.agreed, reason=None if value.agreed else f"split on {context.inputs.summary}")
+        ''',
+    "experiments/brake_panel/flows/panel/flow.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Flow"
+        description: "Three graders judge a draft; the panel settles on a call"
+        input: "DraftRequest"
+        output: "PanelCall"
+        order: ["graders", "settle"]
+        returns:
+        - name: "verdict"
+          from: "$settle.out.verdict"
+        - name: "agreed"
+          from: "$settle.out.agreed"
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/graders/graders.node.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "parallel"
+        description: "Three graders call the draft independently"
+        body:
+          first: "first"
+          second: "second"
+          third: "third"
+        join:
+          run: "agreeing"
+          with:
+            min_agree: 2
+        out:
+        - name: "grades"
+          type: "Grade[]"
+          description: "The calls of the graders that answered"
+          maxItems: 3
+          from: "$ok"
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/graders/graders.py": '''
+        from collections import Counter
+        from typing import Annotated
+
+        from pydantic import BaseModel, Field
+
+        from aqven.policies import POLICY_CONFIG, Done, Fail, JoinDecision, JoinState, Wait
+        from spoke.types import Grade
+
+
+        class AgreeParams(BaseModel):
+            model_config = POLICY_CONFIG
+
+            min_agree: Annotated[int, Field(ge=1, le=3)]
+
+
+        def agreeing(state: JoinState[Grade], params: AgreeParams) -> JoinDecision[Grade]:
+            votes = Counter(grade.verdict for grade in state.values)
+            if max(votes.values(), default=0) >= params.min_agree:
+                return Done(state.values)
+            if state.pending:
+                return Wait()
+            return Fail(f"{len(state.values)} graders answered; the panel needs {params.min_agree} who agree")
+        ''',
+    **{f"experiments/brake_panel/flows/panel/nodes/graders/{who}.node.yaml": f'''
+        apiVersion: "aqven/v1"
+        kind: "Node"
+        node: "llm"
+        description: "The {who} grader"
+        inference: "grade"
+        agent: "{agent}"
+        in:
+        - name: "summary"
+          from: "$input.summary"
+        - name: "action"
+          from: "$input.action"
+        ''' for who, agent in (("first", "expert"), ("second", "writer"), ("third", "expert"))},
+    "experiments/brake_panel/flows/panel/nodes/graders/grade.inference.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Inference"
+        description: "A grader's call on a draft"
+        in:
+        - name: "summary"
+          type: "Text"
+          description: "The ticket in a sentence"
+        - name: "action"
+          type: "RepairAction"
+          description: "What the shop does"
+        out:
+        - name: "verdict"
+          type: "Text"
+          description: "Send the draft or hold it"
+          maxLength: 40
+        - name: "score"
+          type: "Score"
+          description: "How sure the grader is"
+        checks:
+        - use: "max_words"
+          with:
+            field: "$out.verdict"
+            max: 5
+          on_fail: "retry"
+        - run: "confident"
+          on_fail: "flag"
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/graders/grade.prompt.md": "Grade the draft: send it or hold it.\n",
+    "experiments/brake_panel/flows/panel/nodes/graders/grade.py": '''
+        from aqven.policies import EvalContext, NoParams, Verdict
+        from spoke.types import GradeIn, GradeOut
+
+
+        def confident(value: GradeOut, context: EvalContext[GradeIn, GradeOut], params: NoParams) -> Verdict:
+            sure = value.score >= 0.5
+            return Verdict(passed=sure, reason=None if sure else f"unsure about {context.inputs.action}")
+        ''',
+    "experiments/brake_panel/flows/panel/nodes/settle/settle.node.yaml": settling_node(
+        "settle", "The call most graders made", "A majority made that call"),
+    "experiments/brake_panel/flows/panel/nodes/settle/settle.py": '''
+        from spoke.types import BrakePanelPanelSettleOut, Grade
+
+
+        def settle(grades: list[Grade]) -> BrakePanelPanelSettleOut:
+            calls = [grade.verdict for grade in grades]
+            top = max(sorted(set(calls)), key=calls.count)
+            return BrakePanelPanelSettleOut(verdict=top, agreed=calls.count(top) * 2 > len(calls))
+        ''',
+    "experiments/brake_panel/nodes/lenient/lenient.node.yaml": settling_node(
+        "lenient", "The first grader's call, agreed whatever the others say", "Always true"),
+    "experiments/brake_panel/nodes/lenient/lenient.py": '''
+        from pydantic import BaseModel
+
+        from aqven.spec import GENERATED_CONFIG
+        from spoke.types import BrakePanelLenientOut, Grade
+
+
+        class Calls(BaseModel):
+            """A helper model of the node's own, configured as the generated ones are."""
+            model_config = GENERATED_CONFIG
+
+            verdicts: tuple[str, ...]
+
+
+        def lenient(grades: list[Grade]) -> BrakePanelLenientOut:
+            calls = Calls(verdicts=tuple(grade.verdict for grade in grades))
+            return BrakePanelLenientOut(verdict=calls.verdicts[0] if calls.verdicts else "hold", agreed=True)
         ''',
 }
 

@@ -337,7 +337,7 @@ FLOW_VERDICTS = {
 
 # experiment -> the verdict its held-out series must reach, and why (from the provider above)
 VERDICTS = {
-    "reply_look": "look",                          # a look has no verdict
+    "reply_look": "look",                          # a look has no verdict (and is skipped on held-out cases)
     "reply_overpromise_risk": "confirmed",         # the reply never promises: rate 1 clears 0.8 + 0.02
     "reply_stage_budget": "refuted",               # gpt costs $0.006-0.009, big $0.023-0.035: big fails
     "critique_planted_defects": "confirmed",       # the critic flags every planted defect and no clean reply

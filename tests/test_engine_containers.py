@@ -3,7 +3,8 @@ import sys
 
 import pytest
 
-from pytest_aqven.experiments.attempt import outcome_of
+from pytest_aqven.codes import outcome_of
+from pytest_aqven.experiments.attempt import root_cause
 
 from .engine_projects import flow, load, node, record, run, write
 
@@ -88,6 +89,11 @@ def mark_bad(item, error, params):
     return Default({"text": f"<{error.code}>"}) if item == "bad" else Fail("unexpected")
 
 
+def typed_default(item: bytes, error, params):
+    from pytest_aqven.engine.policies import Default
+    return Default({"text": f"<{type(item).__name__}:{type(error).__name__}:{error.index}>"})
+
+
 def second_pass(state, params) -> int:
     return 1
 
@@ -157,6 +163,9 @@ def test_parallel_join_failures(tmp_path, join, code):
     assert result.error.node == "drafts"
     if code == "code_invalid":
         assert "branch one" in result.error.message and result.error.location == "lib.py:12"
+    else:       # unmet because branch one failed: its error is the cause the attempt is classified by
+        assert [c.code for c in result.error.causes] == ["code_invalid"]
+        assert root_cause(result.error).code == "code_invalid" and "quorum 3 is unreachable" in result.error.message
 
 
 def test_parallel_branches_run_concurrently(tmp_path):
@@ -198,6 +207,13 @@ def test_map_item_errors_recovered(tmp_path, policy, words, failed):
     assert [f["index"] for f in loud.output["failed"]] == failed and loud.output["failed"][0]["code"] == "code_invalid"
     assert {n.item for n in result.nodes if n.parent == "loud"} == {0, 1, 2, 3}
     assert sys.modules[f"map_{policy['use']}.lib"].peak == 2          # concurrency 2: pairs meet, never three
+
+
+def test_map_item_error_policy_gets_its_item_as_annotated_and_aqvens_map_item_error(tmp_path):
+    project = make(tmp_path, map_flow({"run": "@root.lib:typed_default"}, None, "shout"), "maptyped")
+    result = run(project, "each", {"text": "a bad"})
+    assert result.error is None, result.error
+    assert by(result, "loud").output["words"] == ["0:A", "<bytes:MapItemError:1>"]
 
 
 def test_map_item_error_fail_stops_with_the_items_error(tmp_path):
@@ -384,8 +400,12 @@ def test_a_narrow_that_does_not_fit_names_the_node_and_field(tmp_path):
     files["flows/ask/nodes/narrowed/narrowed.node.yaml"]["from"] = "$approve.out.text"
     project = make(tmp_path, files, "narrowbad")
     result = run(project, "ask", {"text": "x"}, node_outputs={"approve": {"text": "ok"}})
-    assert result.error.code == "output_invalid" and result.error.node == "narrowed"
-    assert "node narrowed: the value narrowed to Answer does not fit its type" in result.error.message
+    # the flow's bug, not the model's: an infrastructure error at the node's `to`, the value's kind, never the value
+    assert result.error.code == "NARROW_INVALID" and result.error.node == "narrowed"
+    assert outcome_of(result.error.code) == "infra_error"
+    assert result.error.message == ("node narrowed: the value narrowed to Answer does not fit its declared type: it "
+                                    "is a string, not Answer (at flows/ask/nodes/narrowed/narrowed.node.yaml:6)")
+    assert result.error.public == result.error.message
 
 
 def test_the_flow_input_is_validated_before_a_full_run(tmp_path):

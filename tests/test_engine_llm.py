@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from pytest_aqven.experiments.attempt import outcome_of
+from pytest_aqven.codes import outcome_of
 
 from .engine_projects import agent, flow, inference, load, node, record, run, write
 
@@ -207,6 +207,19 @@ def test_outcome_policies(tmp_path, output, script, code, models):
     if code is None:
         assert trace.detail["answered_by"] == models[-1] and result.models == {"answer": models[-1]}
         assert trace.calls[0].action in ("retry", "fallback")
+
+
+def test_a_call_that_failed_is_never_unpriced(tmp_path):
+    """A provider error gives no answer to bill: the call costs nothing, its source says it failed, and the
+    run's spend is not a lower bound because of it (a priced answer after it still counts)."""
+    p = project(tmp_path, "failedcall", script={"bot": [{"raise": True}], "backup": [OK]},
+                agent_extra={"output": {"on_error": "fallback"}, "fallback_models": ["fake:backup"]})
+    result = run(p, "qa", ASK)
+    failed, answered = result.nodes[0].calls
+    assert (failed.outcome, failed.cost_usd, failed.cost_source) == ("error", 0.0, "failed")
+    assert result.unpriced_calls == 0 and result.cost_usd == pytest.approx(0.001)
+    crashed = run(project(tmp_path / "crash", "crashcall", script={"bot": [{"raise": True}]}), "qa", ASK)
+    assert crashed.error.code == "provider_error" and crashed.unpriced_calls == 0
 
 
 def test_allowed_sets_keep_id_outputs_to_the_inputs_values(tmp_path):

@@ -3,7 +3,7 @@ import asyncio
 
 import pytest
 
-from pytest_aqven.experiments.attempt import outcome_of
+from pytest_aqven.codes import outcome_of
 
 from . import support_case
 from .engine_projects import load, run

@@ -102,8 +102,8 @@ def test_a_module_outside_the_project_is_an_input_and_its_change_mid_series_inva
     assert "confirmed - " in verdict_line(result), result.outlines
     inputs = yaml.safe_load(findings(root)[0].read_text())["inputs"]
     assert inputs["modules"] == sorted(str((outside / n).resolve()) for n in ("outside_helper.py", "outside_provider.py"))
-    monkeypatch.setenv("EDIT_OUTSIDE", "1")
-    changed = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider")
+    monkeypatch.setenv("EDIT_OUTSIDE", "1")      # the same cases again, on purpose (they are spent)
+    changed = pytester.runpytest("proj", "--aqven-holdout", "--aqven-respend-holdout", "-p", "no:cacheprovider")
     assert "invalid - No finding: inputs changed during the series" in verdict_line(changed)
     assert len(findings(root)) == 1
 
@@ -163,9 +163,10 @@ def test_a_kill_between_any_two_writes_is_repaired_by_the_rerun_without_running_
     assert [d.render() for d in check_root(root)] == []
     md = (root / "FINDINGS.md").read_text()
     assert md.count("**confirmed** `rate_ok`") == 1 and findings(root)[0].name in md
-    # and the next run is a new look at the held-out half, never the repaired series again
+    # and the next run runs nothing: the held-out cases are spent, the repaired finding stands
     third = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider")
-    assert calls(root) == 2 * ran and len(findings(root)) == 2 and third.ret == 0
+    assert calls(root) == ran and len(findings(root)) == 1 and third.ret == 0
+    assert "rate_ok (holdout, nothing ran): confirmed - " in verdict_line(third)
 
 
 def test_finding_diagnostics_at_collection(pytester):

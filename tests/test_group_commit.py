@@ -13,6 +13,13 @@ from pytest_aqven.series import db as series_db
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.ledger import Ledger
 
+from . import faults
+
+
+def finish(ledger, record: dict) -> None:
+    """The attempt's finish, under the claim its runner holds (as the scheduler finishes it)."""
+    ledger.finish_later(record, faults.held(ledger, record))
+
 
 def record(series_id: str, case: str) -> dict:
     return {"series_id": series_id, "variant": "v", "case": case, "repeat": 1, "outcome": "ok", "cost_usd": 0.01,
@@ -37,7 +44,7 @@ def open_series(store: Store) -> str:
 def run(ledger: Ledger, sid: str, case: str) -> None:
     """An attempt at concurrency 1: its claim, then its finish by group commit."""
     assert ledger.batch([("start", sid, "v", case, 1)])[0].kind == "start"
-    ledger.finish_later(record(sid, case))
+    finish(ledger, record(sid, case))
 
 
 def test_a_finish_commits_with_the_next_claim_or_within_the_interval_and_readers_see_it(tmp_path, monkeypatch):
@@ -104,7 +111,7 @@ def test_kill_9_loses_at_most_the_last_batch_and_a_rerun_counts_nothing_twice(tm
     assert committed(tmp_path, sid) == ["a", "b", "c"]
     ledger = Ledger(Store(tmp_path))     # the rerun: its dead runner's claim on d is taken over, the rest reused
     assert [ledger.try_start(sid, "v", c, 1).kind for c in "abcd"] == ["reused", "reused", "reused", "start"]
-    ledger.finish_later(record(sid, "d"))
+    finish(ledger, record(sid, "d"))
     ledger.store.close()
     assert committed(tmp_path, sid) == ["a", "b", "c", "d"]
     conn = sqlite3.connect(tmp_path / ".aqven" / "aqven.sqlite")

@@ -71,3 +71,25 @@ def test_a_damaged_cache_file_reads_as_absent(tmp_path):
     assert cache.get("inputs") == (40, 0.81) and cache.get("other") is None
     next((tmp_path / ".aqven" / "plans").glob("*.json")).write_text("{not json")
     assert cache.get("inputs") is None
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
+def test_after_a_series_the_plan_gives_the_figure_at_the_observed_rates_and_the_same_data_the_same_one(
+        pytester, capsys, xdist):
+    """The question the user has: how many cases at the rate observed so far, beside the pre-registered
+    figure; two series on the same data (in whatever order their attempts finished) give the same plan."""
+    root = pytester.path / "proj"
+    texts = [(n, "wrong" if i % 5 == 0 else "fine") for i, (n, _) in enumerate(projects.cases(60))]
+    projects.write(root, {**projects.dataset(texts), **projects.experiment("rate_ok", above=0.4, margin=0.02)})
+    plans = []
+    for _ in range(2):
+        pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "4", *xdist)
+        capsys.readouterr()
+        assert main(["plan", "rate_ok", "--project", str(root)]) == 0
+        plans.append(capsys.readouterr().out.splitlines())
+    assert plans[0] == plans[1], plans
+    pre, observed = plans[0][1], plans[0][-1]
+    assert "when the truth is one margin past the edge" in pre
+    assert observed.startswith("  at the rates observed so far (label 0.") and ", the edge 0.42), about " in observed
+    assert observed.endswith(" cases give an 80% chance to confirm (simulated)")
+    assert int(observed.split(", about ")[1].split()[0]) < int(pre.split("about ")[1].split()[0])

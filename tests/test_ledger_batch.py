@@ -12,6 +12,8 @@ from pytest_aqven.series import ledger as ledgers
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.scheduler import Scheduler
 
+from . import faults
+
 
 def open_series(root, cap: str = "0.10") -> tuple[Store, str]:
     store = Store(root)
@@ -19,6 +21,11 @@ def open_series(root, cap: str = "0.10") -> tuple[Store, str]:
                                question="threshold", record={"cap_usd": cap, "cases": [], "repeats": 1,
                                                              "variants": []})
     return store, sid
+
+
+def finish(ledger, record: dict) -> None:
+    """The attempt's finish, under the claim its runner holds (as the scheduler finishes it)."""
+    ledger.finish_later(record, faults.held(ledger, record))
 
 
 def record(sid: str, case: str, cost: float) -> dict:
@@ -44,7 +51,7 @@ def test_a_batch_decides_as_one_by_one_after_the_deferred_finishes_and_commits_c
     ledger = ledgers.Ledger(store)
     (first,) = ledger.batch([("start", sid, "v", "a", 1)])
     assert first.kind == "start" and first.limit_usd == pytest.approx(0.10)
-    ledger.finish_later(record(sid, "a", 0.02))
+    finish(ledger, record(sid, "a", 0.02))
     assert committed(tmp_path, sid) == ([], [])                     # deferred: nothing written yet
     # a's finish goes first in the batch's transaction: b then sees the reserve 0.02, not "the first runs alone"
     out = ledger.batch([("start", sid, "v", c, 1) for c in "bcdef"])
@@ -58,11 +65,12 @@ def test_a_batch_decides_as_one_by_one_after_the_deferred_finishes_and_commits_c
 def test_an_operation_that_fails_gets_its_error_and_the_others_still_commit(tmp_path):
     store, sid = open_series(tmp_path, cap="1")
     ledger = ledgers.Ledger(store)
-    ledger.finish_later(record(sid, "first", 0.01))                 # a reserve: claims need not wait
+    ledger.try_start(sid, "v", "first", 1)
+    finish(ledger, record(sid, "first", 0.01))                 # a reserve: claims need not wait
     assert ledger.try_start(sid, "v", "a", 1).kind == "start"
     broken = {**record(sid, "a", 0.01), "finished_at": object()}    # cannot be written: refused at once
     with pytest.raises(TypeError):
-        ledger.finish_later(broken)
+        ledger.finish_later(broken, faults.held(ledger, broken))
     out = ledger.batch([("start", sid, "v", "b", 1), ("unknown",)])
     assert out[0].kind == "start" and isinstance(out[1], ValueError)
     assert len(committed(tmp_path, sid)[1]) == 1                    # a's spend did not enter without its record
@@ -72,7 +80,8 @@ def test_an_operation_that_fails_gets_its_error_and_the_others_still_commit(tmp_
 def test_the_scheduler_batches_the_claims_of_attempts_in_flight(tmp_path, monkeypatch):
     store, sid = open_series(tmp_path, cap="1")
     ledger = ledgers.Ledger(store)
-    ledger.finish_later(record(sid, "first", 0.01))                 # a reserve: claims need not wait
+    ledger.try_start(sid, "v", "first", 1)
+    finish(ledger, record(sid, "first", 0.01))                 # a reserve: claims need not wait
     store.flush()
     batches: list[int] = []
     batch = ledgers.Ledger.batch
@@ -111,7 +120,7 @@ def test_a_pause_decided_in_a_batch_holds_for_the_claims_after_it(tmp_path):
     store, sid = open_series(tmp_path, cap="0.10")
     ledger = ledgers.Ledger(store)
     assert ledger.try_start(sid, "v", "a", 1).kind == "start"
-    ledger.finish_later(record(sid, "a", 0.095))
+    finish(ledger, record(sid, "a", 0.095))
     out = ledger.batch([("start", sid, "v", "b", 1), ("start", sid, "v", "c", 1)])
     assert [d.kind for d in out] == ["paused", "paused"] and store.series(sid)["status"] == "awaiting_approval"
     assert ledgers.series_spend(store, sid).running == 0

@@ -35,7 +35,8 @@ def test_nothing_of_an_attempt_stays_after_it_reported(pytester):
     root = pytester.path / "proj"
     projects.write(root, {**projects.dataset(projects.cases(10)), **projects.experiment(repeats=3)})
     watch = Watch()
-    reprec = pytester.inline_run("proj", "-p", "no:cacheprovider", plugins=[watch])
+    reprec = pytester.inline_run("proj", "-p", "no:cacheprovider", "--junitxml=j.xml", "-o", "junit_family=xunit1",
+                                 plugins=[watch])       # xunit1: the attempts carry junit properties
     items = [i for i in reprec.getcalls("pytest_collection_finish")[0].session.items
              if isinstance(i, collect.AttemptItem)]
     calls = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call" and "::verdict" not in r.nodeid]
@@ -54,20 +55,24 @@ def _history_reading_every_record(conn, experiment_id: str, limit: int) -> list[
     """Store.history as it was: every finished record of the experiment read, then the last `limit` kept."""
     import json
 
-    rows = conn.execute("SELECT a.variant_id, a.record FROM aqven_series_attempts a JOIN aqven_series s USING "
-                        "(series_id) WHERE s.experiment_id = ? AND a.state = 'finished' ORDER BY a.finished_at DESC",
-                        (experiment_id,)).fetchall()
-    per_variant: dict[str, list[dict]] = {}
-    for variant, record in rows:
-        if len(per_variant.setdefault(variant, [])) < limit:
-            per_variant[variant].append(json.loads(record))
-    return [r for records in per_variant.values() for r in records]
+    rows = conn.execute("SELECT s.series_id, s.finished_at, a.variant_id, a.case_name, a.repeat, a.record "
+                        "FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) WHERE s.experiment_id = ? "
+                        "AND a.state = 'finished' AND s.status IN ('done', 'failed')", (experiment_id,)).fetchall()
+    if not rows:
+        return []
+    latest = min((-finished, series) for series, finished, *_ in rows)[1]     # the latest, ties by id
+    per_variant: dict[str, list[tuple]] = {}
+    for series, _, variant, case, repeat, record in rows:
+        if series == latest:
+            per_variant.setdefault(variant, []).append((case, repeat, json.loads(record)))
+    return [r for variant in sorted(per_variant) for _, _, r in sorted(per_variant[variant])[:limit]]
 
 
 def test_history_reads_only_the_records_it_returns(tmp_path):
     """A launch plan's history (read at collection and by the verdict of an unfinished question) takes the
-    last attempts per variant: the same records, in the same order, as reading every record of the experiment
-    and keeping those, without holding every record of every earlier series in memory at once."""
+    latest finished series' attempts, the first per variant by case and repeat: the same records, in the same
+    order, as reading every record of the experiment and keeping those, without holding every record of every
+    earlier series in memory at once; and whatever order its attempts finished in."""
     import json
     import random
 
@@ -77,21 +82,23 @@ def test_history_reads_only_the_records_it_returns(tmp_path):
     store = Store(tmp_path)
     times = rng.sample(range(100_000), 900)
     with store.transaction() as db:
-        for s, experiment in enumerate(["e", "e", "f", "e"]):
+        for s, (experiment, status, finished) in enumerate([("e", "done", 10.0), ("e", "done", 30.0),
+                                                            ("f", "failed", 5.0), ("e", "running", None)]):
             db.execute("INSERT INTO aqven_series (series_id, experiment_id, dataset_id, split, question, status, "
-                       "plan_key, created_at, record) VALUES (?, ?, 'd', 'dev', 'threshold', 'done', 'k', 0, '{}')",
-                       (f"s{s}", experiment))
+                       "plan_key, created_at, finished_at, record) VALUES (?, ?, 'd', 'dev', 'threshold', ?, 'k', 0, "
+                       "?, '{}')", (f"s{s}", experiment, status, finished))
         for i, t in enumerate(times):
             series, variant = f"s{i % 4}", rng.choice("abc" if i % 4 != 1 else "bd")
             record = json.dumps({"series_id": series, "variant": variant, "n": i, "finished_at": t})
             db.execute("INSERT INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
-                       "finished_at, record) VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
-                       (str(i), series, variant, f"c{i}", "finished" if i % 9 else "running", t, record))
+                       "finished_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (str(i), series, variant, f"c{i % 37}", i, "finished" if i % 9 else "running", t, record))
     for experiment in ("e", "f", "none"):
         for limit in (1, 7, 200, 1000):
             expected = _history_reading_every_record(store._conn, experiment, limit)
             assert store.history(experiment, limit) == expected, (experiment, limit)
-    assert len(store.history("e", 7)) == 28       # a, b, c and d: 7 each
+    assert {r["series_id"] for r in store.history("e")} == {"s1"}     # the latest finished one, not s3 (running)
+    assert len(store.history("e", 7)) == 14       # b and d: 7 each
     store.close()
 
 

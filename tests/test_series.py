@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import signal
 import sqlite3
 import subprocess
@@ -21,7 +20,7 @@ from pytest_aqven.series.cap import SeriesCap
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.scheduler import Budget
 
-from . import projects
+from . import faults, projects
 
 PACKAGE = "seriesproj"          # 80 cases: 40 on the working half
 
@@ -98,27 +97,9 @@ def approve_on_a_terminal(cwd: Path, series_id: str, answers: list[str]) -> str:
     proc = subprocess.Popen([sys.executable, "-m", "pytest_aqven.cli", "series", "approve", series_id,
                              "--path", "proj"], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
-    out = b""
-    pending = list(answers)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-            if pending and out.rstrip().endswith(b":"):
-                os.write(master, pending.pop(0).encode() + b"\n")
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    os.close(master)
-    assert proc.returncode == 0, out.decode()
-    return out.decode()
+    code, out = faults.drive(proc, master, answers=answers)
+    assert code == 0, out
+    return out
 
 
 def wait_for_calls(root: Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -141,9 +122,9 @@ def open_series(root: Path, cap: str = "0.10") -> tuple[Store, str]:
 
 def settle(ledger, sid, case, cost, unpriced=0):
     """The attempt finished: its spend, claim and record committed."""
-    ledger.finish_later({"series_id": sid, "variant": "v", "case": case, "repeat": 1, "cost_usd": cost,
-                         "check_cost_usd": 0.0, "unpriced_calls": unpriced, "outcome": "ok", "started_at": 1.0,
-                         "finished_at": 2.0})
+    record = {"series_id": sid, "variant": "v", "case": case, "repeat": 1, "cost_usd": cost, "check_cost_usd": 0.0,
+              "unpriced_calls": unpriced, "outcome": "ok", "started_at": 1.0, "finished_at": 2.0}
+    ledger.finish_later(record, faults.held(ledger, record))
     ledger.store.flush()
 
 
@@ -517,7 +498,7 @@ def test_an_old_database_is_migrated_and_its_spend_counted(tmp_path):
     old.commit()
     old.close()
     store = Store(tmp_path)
-    assert store._conn.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == storage.LATEST == 3
+    assert store._conn.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == storage.LATEST == 4
     assert ledgers.series_spend(store, "s").spent_usd == pytest.approx(0.25)
     assert_totals_are_the_sums(store._conn)
 

@@ -120,6 +120,36 @@ def test_a_held_out_case_is_shown_only_with_reveal(pytester, capsys):
     assert {r["split"] for r in json.loads(out)} == {"holdout"}
 
 
+def export(capsys, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["series", "export", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("form", ["jsonl", "csv"])
+def test_a_held_out_series_is_exported_only_with_reveal(pytester, capsys, form):
+    """`export` prints every case with its check reasons: for a held-out series, as `show --case`, only to a person
+    who asks explicitly; a working series exports as before."""
+    sid, texts = _project(pytester, holdout=True)
+    code, out, err = export(capsys, sid, "--path", "proj", "--format", form)
+    assert code == 2 and out == ""
+    assert err == (f"aqven series: series {sid} ran held-out cases: held-out cases are never shown one by one "
+                   "(whoever reads them starts tuning to them, and the half stops being held out); --reveal shows "
+                   "them to a person who asks explicitly\n")
+    code, out, err = export(capsys, sid, "--path", "proj", "--format", form, "--reveal")
+    assert code == 0 and err.startswith(f"revealing held-out data of series {sid} (16 attempts), as asked with "
+                                        "--reveal: do not tune the flow to what it shows")
+    assert all(name in out for name in texts) and (form == "csv" or "fields differ from expected_output" in out)
+
+
+def test_a_working_series_exports_without_reveal(pytester, capsys):
+    sid, texts = _project(pytester, holdout=False)
+    code, out, err = export(capsys, sid, "--path", "proj")
+    assert code == 0 and err == "" and len(out.splitlines()) == 16
+    assert {json.loads(line)["split"] for line in out.splitlines()} == {"dev"}
+
+
 def test_nested_node_executions_are_indented_under_their_container():
     from pytest_aqven.report.attempt_text import nodes_lines
 

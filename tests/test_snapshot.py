@@ -102,7 +102,9 @@ def test_an_edit_mid_series_never_reaches_an_attempt_and_makes_the_verdict_inval
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
     calls = received(root)
     assert len(calls) >= 3 and ran_the_original(calls), calls    # -n 2: a worker starting after the edit calls none
-    assert "invalid - No finding: inputs changed during the series" in verdict_line(result)
+    # the sentence names the files that changed, relative to the module root
+    assert (f"invalid - No finding: inputs changed during the series: {', '.join(sorted(EDITED, key=lambda p: str(root / p)))} "
+            "(the working tree no longer matches the snapshot taken at the start)") in verdict_line(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # the next series runs the edited files, and says it ran them
     monkeypatch.delenv("EDITS")
@@ -232,25 +234,3 @@ def test_a_yaml_file_edited_after_loading_and_before_the_series_start_is_caught(
     run.store.close()
     assert {r["error_code"] for r in records} == {"inputs_changed"} and received(root) == []
     assert conclude(load_project(root), series_id, records).verdict.reason == "inputs_changed"
-
-
-def test_run_references_are_parsed_once_per_content(tmp_path, monkeypatch):
-    """The series end finds the modules `run:` values name without parsing again the YAML its start parsed
-    (the dataset among it): a file is parsed again only when its bytes changed."""
-    from pytest_aqven.experiments import inputs
-
-    parsed = []
-    parse = inputs._runs_named
-    monkeypatch.setattr(inputs, "_runs_named", lambda data: parsed.append(data) or parse(data))
-    (tmp_path / "flows").mkdir()
-    flow = tmp_path / "flows" / "f.yaml"
-    flow.write_bytes(b'nodes:\r\n- run: "helpers.text:clean"\r\n- run: "pkg.own:x"\r\n- run: "@root.y:z"\r\n')
-    (tmp_path / "data.yaml").write_text("cases:\n- input: {run: 'no colon'}\n")
-    assert inputs._run_modules(tmp_path, "pkg") == {"helpers.text"}
-    assert len(parsed) == 2
-    assert inputs._run_modules(tmp_path, "pkg") == {"helpers.text"} and len(parsed) == 2
-    assert inputs._run_modules(tmp_path, "helpers") == {"pkg.own"} and len(parsed) == 2
-    flow.write_text('nodes:\n- {run: "other:fn"}\n')
-    assert inputs._run_modules(tmp_path, "pkg") == {"other"} and len(parsed) == 3
-    flow.write_bytes(b"nodes: [\xff")
-    assert inputs._run_modules(tmp_path, "pkg") == set() and len(parsed) == 4

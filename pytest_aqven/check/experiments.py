@@ -18,7 +18,7 @@ from ..experiments.factors import use_nodes
 from ..engine.refs import RefError, lex
 from ..experiments.split import selected
 from ..project import specs
-from ..project.loader import Experiment, Flow, Node, load_inference
+from ..project.loader import Experiment, Flow, InferenceAmbiguous, Node, judge_levels, level_names, load_inference
 from ..project.yamlpos import YamlDoc
 from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
 from ..project.types import BUILTINS as BUILTIN_TYPES
@@ -691,12 +691,27 @@ class ExperimentRules:
                       f"check {c.id}: validated_by names experiment {c.validated_by}, which does not exist in the project",
                       "name the experiment that measured this judge on planted defects, or remove validated_by")
         sink: list[Diagnostic] = []
-        inference, _ = load_inference(self.project, c.inference, sink)
+        where = judge_levels(self.project, self.exp)
+        try:
+            inference, _ = load_inference(self.project, c.inference, sink, where, strict=True)
+        except InferenceAmbiguous as exc:
+            self.diag("E_JUDGE_AMBIGUOUS", ("checks", i, "inference"),
+                      f"{e}: check {c.id}: judge {exc}",
+                      "a judge's inference is looked up in the experiment's folder, then the subject flow's, then "
+                      "the rest of the project outside experiments/, and the first level with one decides: rename "
+                      "one of the files, or put "
+                      "the judge's inference in this experiment's folder")
+            return
+        if inference is not None and c.validated_by in self.project.experiments:
+            self.validation(i, c)
         if inference is None:
             if not sink:
+                rel = level_names(self.project, where)
                 self.diag("E_INFERENCE_UNKNOWN", ("checks", i, "inference"),
-                          f"{e}: check {c.id}: inference {c.inference} has no file {c.inference}.inference.yaml in the project",
-                          "name the inference of an llm node, or write <id>.inference.yaml beside a node")
+                          f"{e}: check {c.id}: inference {c.inference} has no file {c.inference}.inference.yaml in {rel}",
+                          "name the inference of an llm node of the subject or of the project, or write "
+                          "<id>.inference.yaml in this experiment's folder (another experiment's folder is never "
+                          "searched)")
             self.out += sink
             return
         self.out += judge_rules(self.ctx, self.doc, ("checks", i, "inference"), c.inference, f"{e}: check {c.id}")
@@ -716,6 +731,22 @@ class ExperimentRules:
                           f"scope carries in {target}",
                           "the judge binds inputs by name from $in, the outputs of the top-level nodes, $out and "
                           "expected_output: rename the input or make the field optional")
+
+    def validation(self, i: int, c) -> None:
+        """W_JUDGE_UNVALIDATED: validated_by names an experiment without a standing, confirmed held-out finding
+        for this very judge (agent, model, inference, prompt): verdicts resting on it stay signals."""
+        from ..findings.files import read_findings     # noqa: PLC0415  (findings decide again: numpy)
+        from ..findings.judges import identity, why_not_validated
+
+        judge = identity(self.project, self.exp, c)
+        findings = [f for _, f in read_findings(self.project.root, self.project.package)]
+        why = why_not_validated(self.project, judge, findings)
+        if why is not None:
+            self.diag("W_JUDGE_UNVALIDATED", ("checks", i, "validated_by"),
+                      f"{self.e}: check {c.id}: judge {c.inference} ({c.agent}) {why}; a verdict resting on it is at "
+                      "most a signal",
+                      f"run {c.validated_by} on held-out cases with this judge (pytest --aqven-holdout -k "
+                      f"{c.validated_by}) until it is confirmed")
 
     # --- the question -----------------------------------------------------------------------
     def question_rules(self) -> None:

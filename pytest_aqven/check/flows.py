@@ -14,6 +14,7 @@ from ..engine import policies, refs
 from ..project import shapes, specs
 from ..project.loader import Flow, Node
 from ..project.shapes import Seq, Shape, describe
+from ..project.typesmodule import code_stem
 from pydantic import ValidationError
 
 from .builtins import EVALUATOR_PARAMS
@@ -281,7 +282,8 @@ class FlowCompiler:
                 for i, f in enumerate(getattr(node.inference, key)):
                     self._type(node.inference_doc, (key.rstrip("_"), i, "type"), f.type, f"inference {stem}")
             if node.inference.prompt is not None:
-                self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.py_path, f"inference {stem}")
+                self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.inference_py_path,
+                               f"inference {stem}")
             self._inference(stem, node)
         prompt = self.view.prompts.get(node_id, node.prompt_path)
         if prompt is not None and node.inference is not None and node.inference.prompt is None:
@@ -347,7 +349,7 @@ class FlowCompiler:
             return parsed[1][0]
 
         for slot, v in inf.variants.items():
-            in_field(("variants", slot, "on"), v.on, f"variant slot {slot}: on")
+            in_field(("variants", slot, "on"), v.selector, f"variant slot {slot}: on")
             files = [(("variants", slot, "cases", case), name) for case, name in v.cases.items()]
             if v.default is not None:
                 files.append((("variants", slot, "default"), v.default))
@@ -456,11 +458,12 @@ class FlowCompiler:
         fn = self._code_ref(doc, ("run",), spec.run, node.py_path, who)
         if fn is not None:
             self._signature(doc, spec, fn, who)
-            self._returned(doc, node_id, spec, fn, who)
+            self._returned(doc, node_id, node, fn, who)
 
-    def _returned(self, doc, node_id: str, spec: specs.CodeNode, fn: Callable, who: str) -> None:
+    def _returned(self, doc, node_id: str, node: Node, fn: Callable, who: str) -> None:
         """The function's return annotation, where it names a model of <package>.types or a plain value,
         fits the node's out fields (the engine validates what it returns into them)."""
+        spec = node.spec
         try:
             hint = typing.get_type_hints(fn).get("return")
         except Exception:          # hints naming what does not exist: the runtime never reads them
@@ -478,7 +481,7 @@ class FlowCompiler:
             self.out.append(doc.diag("E_CODE_SIGNATURE_MISMATCH", ("run",),
                                      f"{who}: {spec.run} returns {name}, which does not fit {describe(declared)}: {problem}",
                                      f"return a record of the out fields ({', '.join(f.name for f in spec.out)}), "
-                                     f"such as {_model_name(self.flow.id, node_id)}"))
+                                     f"such as {code_stem(self.ctx.project, self.flow, node)}Out"))
 
     def _signature(self, doc, spec: specs.CodeNode, fn: Callable, who: str) -> None:
         try:
@@ -906,11 +909,6 @@ def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str) -> lis
 
 
 PLAIN_RETURNS = {str: "Text", int: "Int", float: "Float", bool: "Bool", list: Seq(None)}
-
-
-def _model_name(flow_id: str, node_id: str) -> str:
-    from ..project.typesmodule import node_model_name
-    return node_model_name(flow_id, node_id, "Out")
 
 
 def _short(value: Any) -> str:

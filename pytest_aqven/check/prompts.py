@@ -64,6 +64,8 @@ class Prompt:
             template = env.from_string(text, name=self.rel)
             analysis = template.analyze(include_partials=True)
         except LiquidError as exc:
+            if getattr(exc, "outside", False):   # an include out of the project: E_PATH_OUTSIDE (check/paths.py)
+                return self.out
             token, first = exc.token, _first_line(exc)
             if isinstance(exc, TemplateNotFoundError):
                 code, message = "E_FRAGMENT_MISSING", f"include {first}: the project has no file {self.file_of(first)}"

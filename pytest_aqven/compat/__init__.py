@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.util
 import sys
+import types
 
 PREFIX = "aqven"
 TARGET = __name__ + ".aqven"
@@ -32,7 +33,13 @@ class _Alias(importlib.abc.Loader):
 
     def exec_module(self, module):
         source = importlib.import_module(self.target)
-        module.__dict__.update({k: v for k, v in vars(source).items() if not k.startswith("__") or k == "__all__"})
+        names = {k: v for k, v in vars(source).items() if not k.startswith("__") or k == "__all__"}
+        package = hasattr(source, "__path__")
+        for name in getattr(source, "__all__", ()):     # a submodule named like a name (aqven.spec.flow): loaded
+            if package and isinstance(names.get(name), types.FunctionType) and \
+                    importlib.util.find_spec(f"{self.target}.{name}") is not None:   # first, the name stays the function
+                importlib.import_module(f"{module.__name__}.{name}")
+        module.__dict__.update(names)
         module.__doc__ = source.__doc__
         module.__pytest_aqven_compat__ = True
 

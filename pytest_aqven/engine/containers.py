@@ -6,9 +6,12 @@ import asyncio
 from collections import ChainMap
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from ..project import specs
 from ..project.types import pascal
 from . import policies, refs
+from .llm import errors_text
 from .trace import RunError
 
 if TYPE_CHECKING:
@@ -49,9 +52,13 @@ def bind_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, field
     return out
 
 
-def validate_out(runner: "Runner", frame: "Frame", node_id: str, fields, value: dict) -> Any:
+def validate_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, fields, value: dict,
+                 what: str = "its out", at: tuple = ("out",)) -> Any:
+    """A container's output in its declared fields: one that does not fit is the flow's bug, at `at` of the
+    node's file (the out field at fault, or a switch case's bind)."""
     model = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", fields)
-    return runner._validate(model, value, "output_invalid", f"node {node_id}: the output")
+    return runner.fit(model, value, "CONTAINER_OUTPUT_INVALID", f"node {node_id}", what, fields, doc=node.doc, at=at,
+                      entries=[f.name for f in fields] if at == ("out",) else None)
 
 
 # --- call -----------------------------------------------------------------------------------
@@ -88,6 +95,7 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
     pending = set(tasks)
     completed: list[policies.BranchResult] = []
     outputs: dict[str, Any] = {}
+    typed: dict[str, Any] = {}           # each output as the join's annotation types it
     errors: dict[str, RunError] = {}
     try:
         while pending:
@@ -97,7 +105,8 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
                 error = task.exception()
                 if error is None:
                     outputs[key] = task.result()
-                    completed.append(policies.BranchResult(key, task.result()))
+                    typed[key] = _typed(join, outputs[key], node_id, f"branch {key}'s output")
+                    completed.append(policies.BranchResult(key, typed[key]))
                 elif isinstance(error, RunError):
                     errors[key] = error
                     completed.append(policies.BranchResult(key, None, f"{error.code}: {error.message}"))
@@ -110,9 +119,9 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
                 continue
             if kind == "Done":
                 chosen = [v for v in getattr(decision, "value", ())]
-                ok = _in_body_order(chosen, outputs, spec.body)
+                ok = _in_body_order(chosen, typed, outputs, spec.body)
                 failed = [{"key": k, "code": e.code, "message": e.message} for k, e in errors.items()]
-                return validate_out(runner, frame, node_id, spec.out,
+                return validate_out(runner, frame, node, node_id, spec.out,
                                     bind_out(runner, frame, node, node_id, spec.out,
                                              {"ok": ok, "branch": dict(outputs), "failed": failed}))
             if kind == "Fail":
@@ -122,7 +131,9 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
                 if first is not None:
                     raise RunError(first.code, f"node {node_id}: branch {_key_of(errors, first)}: {first.message}",
                                    location=first.location, traceback=first.traceback)
-                raise RunError("E_JOIN_FAILED", f"node {node_id}: join {join.label}: {reason}")
+                # unmet because branches failed: the attempt is what their failures are (experiments/attempt.py)
+                raise RunError("E_JOIN_FAILED", f"node {node_id}: join {join.label}: {reason}",
+                               causes=tuple(errors[k] for k in spec.body if k in errors))
             raise RunError("E_POLICY_RAISED", f"node {node_id}: join {join.label} returned {kind}, "
                            "not Wait, Done or Fail")
         raise RunError("E_JOIN_UNDECIDED", f"node {node_id}: join {join.label} made no decision after every branch")
@@ -130,13 +141,23 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
         await _cancel(pending, runner, tasks, spec.body, frame, node_id)
 
 
-def _in_body_order(chosen: list, outputs: dict[str, Any], body: dict[str, str]) -> list:
-    """Done's values in the order of `body` when they are branch outputs (reproducible), else as given."""
+def _typed(policy: policies.Policy, value: Any, node_id: str, what: str) -> Any:
+    """A value as the user's policy is typed to receive it (a model of its annotation)."""
+    try:
+        return policy.values.decode(value)
+    except ValidationError as exc:
+        raise RunError("E_POLICY_RAISED", f"node {node_id}: policy {policy.label} takes {policy.values.label}, "
+                       f"but {what} does not fit it: {errors_text(exc)}") from None
+
+
+def _in_body_order(chosen: list, typed: dict[str, Any], outputs: dict[str, Any], body: dict[str, str]) -> list:
+    """Done's values in the order of `body` when they are branch outputs (reproducible), else as given
+    (values the policy made itself, as JSON)."""
     keys = []
     for value in chosen:
-        key = next((k for k, v in outputs.items() if v is value and k not in keys), None)
+        key = next((k for k, v in typed.items() if v is value and k not in keys), None)
         if key is None:
-            return chosen
+            return [policies.to_json(v) for v in chosen]
         keys.append(key)
     order = list(body)
     return [outputs[k] for k in sorted(keys, key=order.index)]
@@ -183,13 +204,14 @@ async def run_map(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                 continue
             except RunError as err:
                 error = err
-            decision = await _decide(runner, rule, node, node_id, items[index],
-                                     policies.MapItemError(index, error.code, error.message[:400]))
+            decision = await _decide(runner, rule, node, node_id, _typed(rule, items[index], node_id, f"item {index}"),
+                                     policies.MapItemError(index=index, code=error.code[:64],
+                                                           message=error.message[:400]))
             kind = policies.kind_of(decision)
             if kind == "Skip":
                 failed.append({"index": index, "code": error.code, "message": error.message[:400]})
             elif kind == "Default":
-                values[index] = getattr(decision, "value", None)
+                values[index] = policies.to_json(getattr(decision, "value", None))
                 failed.append({"index": index, "code": error.code, "message": error.message[:400]})
             elif kind == "Fail":
                 if rule.builtin:   # on_item_error fail: the item's own failure is the node's
@@ -205,7 +227,7 @@ async def run_map(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
         await asyncio.gather(*tasks, return_exceptions=True)
     trace.detail["recovered_items"] = [f["index"] for f in failed]
     ok = [values[i] for i in sorted(values)]
-    return validate_out(runner, frame, node_id, spec.out,
+    return validate_out(runner, frame, node, node_id, spec.out,
                         bind_out(runner, frame, node, node_id, spec.out, {"ok": ok, "failed": failed}))
 
 
@@ -244,7 +266,7 @@ async def run_loop(runner: "Runner", frame: "Frame", node: "Node", node_id: str,
                        f"not an iteration index 0..{len(iterations) - 1}")
     trace.detail.update(iterations=len(iterations), stop_reason=reason, selected=chosen)
     loop = {"iterations": len(iterations), "stop_reason": reason}
-    return validate_out(runner, frame, node_id, spec.out,
+    return validate_out(runner, frame, node, node_id, spec.out,
                         bind_out(runner, frame, node, node_id, spec.out, {"iter": iterations[chosen], "loop": loop}))
 
 
@@ -266,4 +288,5 @@ async def run_switch(runner: "Runner", frame: "Frame", node: "Node", node_id: st
     if case.node is not None:
         await runner.run_node(child, case.node)
     out = runner.bind(case.bind, child, node_id)
-    return validate_out(runner, frame, node_id, spec.out, out)
+    return validate_out(runner, frame, node, node_id, spec.out, out, f"the bind of case {key}",
+                        ("cases", key, "bind") if case.bind else ("cases", key))

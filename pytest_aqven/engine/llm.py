@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..project import specs
+from ..project.paths import outside
 from ..project.types import pascal
 from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
 from . import prompts, refs, usercode
@@ -26,7 +27,7 @@ MAX_TOOL_ROUNDS = 10          # model turns that only ask for tools, per answer
 
 
 def to_json(value: Any) -> Any:
-    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
 def errors_text(exc: ValidationError) -> str:
@@ -34,16 +35,18 @@ def errors_text(exc: ValidationError) -> str:
 
 
 def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, description: str,
-                   returns: list[dict] | None = None):
+                   returns: list[dict] | None = None, levels=None, strict: bool = False):
     """An inference with an agent as a one-node flow of an llm node (a judge, a subagent), so it runs exactly
-    as any llm node: prompt, output mode, retries, provider, pricing and trace. LookupError: what is missing."""
-    from ..project.loader import Flow, Node, inference_path, load_inference
+    as any llm node: prompt, output mode, retries, provider, pricing and trace. Its file is looked up in
+    `levels` (loader.inference_path). LookupError: what is missing, or two files at one level."""
+    from ..project.loader import Flow, Node, inference_path, level_names, load_inference
 
-    found = inference_path(project, stem)
+    found = inference_path(project, stem, levels, strict)
     if found is None:
-        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in the project")
+        where = level_names(project, levels or [project.root])
+        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in {where}")
     sink: list = []
-    inference, doc = load_inference(project, stem, sink)
+    inference, doc = load_inference(project, stem, sink, levels, strict)
     if inference is None:
         raise LookupError(f"inference {stem} does not load: " + "; ".join(d.message for d in sink))
     prompt = found.parent / f"{stem}.prompt.md"
@@ -52,7 +55,9 @@ def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, d
     llm = specs.LlmNode.model_validate({
         "apiVersion": "aqven/v1", "kind": "Node", "node": "llm", "description": description, "agent": agent,
         "inference": stem, "in": [{"name": f.name, "from": f"$input.{f.name}"} for f in inference.in_]})
-    node = Node(node_id, llm, doc, found, inference, doc, prompt if prompt.is_file() else None)
+    node = Node(node_id, llm, doc, found, inference, doc, inference_path=found,
+                prompt_path=prompt if prompt.is_file() else None,
+                scope=list(levels) if levels is not None else [project.root])
     flow_spec = specs.FlowSpec.model_validate({
         "apiVersion": "aqven/v1", "kind": "Flow", "description": description, "input": "Any", "output": "Any",
         "order": [node_id],
@@ -69,6 +74,9 @@ def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) 
         rel = agent.instructions_file
         path = runner.project.root / rel.removeprefix("@root/") if rel.startswith("@root/") else \
             (runner.project.root / entity.doc.file).parent / rel
+        problem = outside(runner.project.root, path)
+        if problem is not None:
+            raise RunError("prompt_invalid", f"agent {agent_id}: instructions {text} {problem}: refused")
         try:
             return runner.sources.read_text(path).strip()
         except OSError as exc:
@@ -108,12 +116,15 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     prompt_path = assembly.prompts.get(node_id, node.prompt_path)
     root = runner.project.root
     if inference.prompt is not None:        # level 3: a Python function renders the messages
-        fn = runner.resolve_code(inference.prompt, node, f"node {node_id}: prompt")
+        fn = runner.resolve_code(inference.prompt, node, f"node {node_id}: prompt", node.inference_py_path)
         text_inputs = {f.name: inputs.get(f.name) for f in inference.in_ if not prompts.media_kind(f.type)}
         prompt_text = await runner.call_user(fn, text_inputs, node, f"node {node_id}: prompt {inference.prompt}",
                                              "prompt_invalid")
     try:
         if inference.prompt is None:
+            problem = outside(root, prompt_path)
+            if problem is not None:
+                raise prompts.PromptError(f"prompt file {prompt_path.name} {problem}: refused")
             prompt_text = runner.sources.read_text(prompt_path)     # as the series read it at its start
         inf_folder = (root / node.inference_doc.file).parent if node.inference_doc else node.path.parent
         variants = prompts.variant_texts(inference, inputs, inf_folder, stem, root, runner.sources)
@@ -139,8 +150,8 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     for model_index, model in enumerate(models):
         provider_id, _, model_name = model.partition(":")
         provider = runner.providers.get(provider_id)
-        if isinstance(provider, ProviderError):
-            raise RunError(provider.code, f"node {node_id}: {provider}")
+        if isinstance(provider, ProviderError):      # the provider's configuration: no case data in it
+            raise RunError(provider.code, f"node {node_id}: {provider}", public=f"node {node_id}: {provider}")
         if provider is None:
             raise RunError("PLAN_MISSING", f"node {node_id}: provider {provider_id} is not declared in aqven.yaml")
         mode = resolve_mode(agent.output.mode, provider, model_name)
@@ -174,7 +185,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                     break
                 detail = response.refusal or response.error
                 if isinstance(response, ProviderFailed):
-                    raise RunError("provider_error", f"node {node_id}: {detail}")
+                    raise RunError("provider_error", f"node {node_id}: {detail}", public=response.public)
                 raise RunError(OUTCOME_CODES[response.outcome], f"node {node_id}: the model {model} answered with "
                                f"outcome {response.outcome}" + (f": {detail}" if detail else ""))
             value, problem = parse(response, out_model, mode)
@@ -252,14 +263,18 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
             with usercode.away():
                 response = await provider.complete(request)
     except ProviderError as exc:
-        trace.calls.append(CallTrace(model, "error", error=str(exc), cause=exc.code,
-                                     retries=[list(r) for r in getattr(exc, "retries", ())]))
+        # a failed call gave no answer to bill: it costs nothing and is never "unpriced"
+        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed", error=str(exc),
+                                     cause=exc.code, retries=[list(r) for r in getattr(exc, "retries", ())]))
+        public = f"node {node_id}: {exc.public}" if exc.public else None
         if exc.code == "provider_error":    # on_error: fallback may still move on to the next model
-            return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0)
-        raise RunError(exc.code, f"node {node_id}: {exc}") from None
+            return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0, public=public)
+        raise RunError(exc.code, f"node {node_id}: {exc}", public=public) from None
     except TimeoutError:
-        trace.calls.append(CallTrace(model, "error", error=f"no answer within {seconds:g} s", cause="timeout"))
-        raise RunError("timeout", f"node {node_id}: the model call did not return within {seconds:g} s") from None
+        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed",
+                                     error=f"no answer within {seconds:g} s", cause="timeout"))
+        message = f"node {node_id}: the model call did not return within {seconds:g} s"
+        raise RunError("timeout", message, public=message) from None
     if not isinstance(response, ModelResponse):
         raise RunError("provider_error", f"node {node_id}: provider returned {type(response).__name__}")
     source = response.cost_source or ("provider" if response.cost_usd is not None else "unknown")
@@ -269,9 +284,11 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
     return response
 
 
+@dataclass(frozen=True)
 class ProviderFailed(ModelResponse):
     """A call the provider failed (ProviderError provider_error, after its own transport retries): it is
     not retried on the same model, but `on_error: fallback` moves on to the next model."""
+    public: str | None = None        # the error without case data (ProviderError.public)
 
 
 def parse(response: ModelResponse, model: type[BaseModel], mode: str) -> tuple[Any, Problem | None]:
@@ -335,7 +352,8 @@ class InferenceCheckRun:
 
 
 def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> list[InferenceCheckRun]:
-    """The inference's checks, each compiled once per runner: the evaluators of experiment checks."""
+    """The inference's checks, each compiled once per runner: the evaluators of experiment checks. A judge's
+    inference is found as the node's own (Node.levels)."""
     key = ("checks", id(inference))
     if key in runner._records:
         return runner._records[key]
@@ -351,7 +369,7 @@ def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> l
             fn, model = BUILTINS[check.use]
             label = f"use: {check.use}"
         elif check.run is not None:
-            fn = runner.resolve_code(check.run, node, f"node {node_id}: check {i + 1}")
+            fn = runner.resolve_code(check.run, node, f"node {node_id}: check {i + 1}", node.inference_py_path)
             label = check.run
             try:
                 model = params_model(fn, label)
@@ -361,7 +379,8 @@ def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> l
             label = f"judge {check.inference} ({check.agent})"
             try:
                 fn = inference_flow(runner.project, f"aqven_check_{node_id}_{i + 1}", f"check{i + 1}_{check.inference}",
-                                    check.agent, check.inference, f"check {i + 1} of node {node_id}")
+                                    check.agent, check.inference, f"check {i + 1} of node {node_id}",
+                                    levels=node.levels)
             except LookupError as exc:
                 raise RunError("PLAN_MISSING", f"node {node_id}: check {label}: {exc}") from None
             out.append(InferenceCheckRun(label, check, fn, None))

@@ -4,7 +4,12 @@ The decision objects follow AQVEN's contracts (aqven.policies): a join returns W
 Fail(reason), a stop rule Continue / Stop(reason), a select rule an iteration index, an item-error rule
 Skip / Fail(reason) / Default(value). A user policy may return objects of any class with these names
 (AQVEN's own when its engine package is installed; otherwise `aqven.policies` is these classes): they are
-read by name and attributes."""
+read by name and attributes.
+
+Values cross into a user's policy as its annotations say, as in AQVEN: a join typed
+`JoinState[JudgeVerdict]` sees the branches' outputs as JudgeVerdict models, an item-error rule typed
+`item: Ticket` a Ticket; what it returns (Done's values, Default's value) goes back to JSON. Loop state
+is the JSON of each pass, as AQVEN gives it."""
 from __future__ import annotations
 
 import inspect
@@ -12,8 +17,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError, model_validator
+from pydantic_core import to_jsonable_python
 
+from ..project.builtin_types import MapItemError
 from . import refs
 
 
@@ -78,13 +85,6 @@ class Skip:
 @dataclass(frozen=True)
 class Default(Generic[O]):
     value: O
-
-
-@dataclass(frozen=True)
-class MapItemError:
-    index: int
-    code: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -234,12 +234,45 @@ class PolicyError(ValueError):
         self.loc = loc              # where in `with` the first problem is (the checker points there)
 
 
+def to_json(value: Any) -> Any:
+    """A policy's answer (models, dataclasses, tuples) as the engine's JSON values."""
+    return to_jsonable_python(value, by_alias=True)
+
+
+@dataclass(frozen=True)
+class Codec:
+    """How a value crosses into user code: validated into the annotation it is typed with."""
+    annotation: Any = None
+    adapter: TypeAdapter | None = None       # None: the JSON value as it is (untyped, a TypeVar, Any)
+
+    def decode(self, value: Any) -> Any:
+        return value if self.adapter is None or value is None else self.adapter.validate_python(value)
+
+    @property
+    def label(self) -> str:
+        return getattr(self.annotation, "__name__", None) or str(self.annotation).replace("typing.", "")
+
+
+JSON_CODEC = Codec()
+_PASS_THROUGH = (Any, object, JsonValue, BaseModel, None)
+
+
+def codec_for(annotation: Any) -> Codec:
+    if annotation is None or isinstance(annotation, TypeVar) or any(annotation is t for t in _PASS_THROUGH):
+        return JSON_CODEC
+    try:
+        return Codec(annotation, TypeAdapter(annotation))
+    except Exception:           # noqa: BLE001 - an annotation pydantic cannot validate: the JSON value
+        return JSON_CODEC
+
+
 @dataclass
 class Policy:
     label: str
     fn: Callable
     params: Any
     builtin: bool = field(default=True)
+    values: Codec = JSON_CODEC       # join: each branch's output; on_item_error: the item
 
 
 def load(slot: str, ref, resolve_code: Callable[[str], Callable]) -> Policy:
@@ -251,27 +284,46 @@ def load(slot: str, ref, resolve_code: Callable[[str], Callable]) -> Policy:
         fn, model, label, builtin = *found, f"use: {ref.use}", True
     else:
         fn, label, builtin = resolve_code(ref.run), ref.run, False
-        model = _params_model(fn, label)
+        names, hints = _signature(fn, label)
+        model = hints.get(names[-1])
+        model = model if isinstance(model, type) and issubclass(model, BaseModel) else None
+        values = _values_codec(slot, hints.get(names[0]))
     try:
         params = model.model_validate(ref.with_ or {}) if model is not None else None
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'with'}: {e['msg']}" for e in exc.errors())
         raise PolicyError(f"{slot} policy {label}: with parameters are invalid: {problems}",
                           tuple(exc.errors()[0]["loc"])) from None
-    return Policy(label, fn, params if params is not None else dict(ref.with_ or {}), builtin)
+    policy = Policy(label, fn, params if params is not None else dict(ref.with_ or {}), builtin)
+    if not builtin:
+        policy.values = values
+    return policy
 
 
-def _params_model(fn: Callable, label: str) -> type[BaseModel] | None:
-    """The annotated type of the last parameter when it is a pydantic model, else the raw `with` map."""
+def _signature(fn: Callable, label: str) -> tuple[list[str], dict[str, Any]]:
+    """The parameter names and resolved hints of a user's policy (hints it cannot resolve: none)."""
     try:
-        params = list(inspect.signature(fn).parameters.values())
-        hints = typing.get_type_hints(fn)
-    except (TypeError, ValueError, NameError):
-        return None
-    if not params:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ["state", "params"], {}
+    if not names:
         raise PolicyError(f"policy {label} takes no parameters; it needs (state, params)")
-    model = hints.get(params[-1].name)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:   # noqa: BLE001 - a hint naming what does not exist: the values stay JSON
+        hints = {}
+    return names, hints
+
+
+def _values_codec(slot: str, first: Any) -> Codec:
+    """A join typed JoinState[X] takes the branches' outputs as X; an item-error rule takes the item as
+    its first parameter's annotation. Stop and select rules read the JSON of each pass (LoopState)."""
+    if slot == "join":
+        args = typing.get_args(first)
+        return codec_for(args[0] if args else None)
+    if slot == "on_item_error":
+        return codec_for(first)
+    return JSON_CODEC
 
 
 def kind_of(decision: Any) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..project import specs
+from ..project.paths import outside
 from ..providers.base import Message, Part
 from . import refs
 from .sources import LIVE, Sources
@@ -197,17 +198,24 @@ def _environment(root: str, sources: Sources):
             stream.expect(TOKEN_TAG, value="endmessage")
             return MessageNode(token, words[0], block)
 
+    def _outside(exc: TemplateNotFoundError) -> TemplateNotFoundError:
+        exc.outside = True          # type: ignore[attr-defined]  # aqven check reports it as E_PATH_OUTSIDE
+        return exc
+
     class SnapshotLoader(BaseLoader):
         """`{% include "fragments/<name>" %}`: `<root>/fragments/<name>.md`, read from the snapshot."""
 
         def get_source(self, env, template_name, *, context=None, **kwargs):
             rel = PurePosixPath(template_name)
             if not rel.name or rel.is_absolute() or ".." in rel.parts:
-                raise TemplateNotFoundError(template_name)
+                raise _outside(TemplateNotFoundError(f"{template_name} (it goes outside the project: refused)"))
             if not rel.suffix:
                 rel = rel.with_suffix(".md")
+            path = Path(root or ".", rel)
+            if root and outside(Path(root), path) is not None:    # a symlink out of the project
+                raise _outside(TemplateNotFoundError(f"{template_name} (it resolves outside the project: refused)"))
             try:
-                text = sources.read_text(Path(root or ".", rel))
+                text = sources.read_text(path)
             except (OSError, UnicodeDecodeError):
                 raise TemplateNotFoundError(template_name) from None
             return TemplateSource(text, rel.as_posix(), None)
@@ -223,7 +231,7 @@ def variant_texts(inference: specs.InferenceSpec, inputs: dict[str, Any], folder
     out = {}
     for slot, spec in inference.variants.items():
         try:
-            selector = refs.resolve(refs.parse(spec.on), {"in": inputs})
+            selector = refs.resolve(refs.parse(spec.selector), {"in": inputs})
         except refs.RefError as exc:
             raise PromptError(f"variant slot {slot}: on: {exc}") from None
         name = spec.cases.get(selector) if isinstance(selector, str) else None
@@ -232,6 +240,9 @@ def variant_texts(inference: specs.InferenceSpec, inputs: dict[str, Any], folder
         if name is None:
             raise PromptError(f"variant slot {slot}: no variant for {selector!r} and no default")
         path = folder / f"{stem}.variants" / slot / f"{name}.md"
+        problem = outside(root, path) if root is not None else None
+        if problem is not None:
+            raise PromptError(f"variant slot {slot}: {path.name} {problem}: refused")
         try:
             text = sources.read_text(path)
         except OSError as exc:
@@ -252,9 +263,10 @@ def media_parts(inference: specs.InferenceSpec, inputs: dict[str, Any], root: Pa
             if not isinstance(item, dict) or "file" not in item:
                 raise MediaUnavailable(f"input {f.name}: a media value reads {{\"$media\": <type>, \"file\": \"@root/...\"}}")
             rel = str(item["file"]).removeprefix("@root/")
-            path = (root / rel).resolve()
-            if root.resolve() not in path.parents:
-                raise MediaUnavailable(f"input {f.name}: {item['file']} is outside the project")
+            path = root / rel
+            problem = outside(root, path)
+            if problem is not None:
+                raise MediaUnavailable(f"input {f.name}: {item['file']} {problem}: refused")
             try:
                 data = path.read_bytes()
             except OSError as exc:

@@ -15,10 +15,9 @@ from pydantic import BaseModel, ValidationError
 
 from ..project import coderefs, specs
 from ..project.loader import Flow, Node, Project
-from ..project.types import pascal
-from ..project.typesmodule import typed_arguments
+from ..project.typesmodule import code_stem, typed_arguments
 from ..providers.base import AttemptIdentity, Provider, ProviderError
-from . import refs, usercode
+from . import fit, refs, usercode
 from .sources import LIVE, Sources
 from .trace import Address, NodeTrace, RunError, RunResult
 
@@ -46,7 +45,7 @@ class Assembly:
 
 
 def to_json(value: Any) -> Any:
-    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
 @dataclass
@@ -86,6 +85,7 @@ class Runner:
         # models, code and compiled checks built from the project's files, shared by every run of the project
         self._records: dict[tuple, Any] = project.__dict__.setdefault("_engine_cache", {})
         self._mcp: dict[str, Any] = {}        # server id -> open connection (this run's)
+        self._http: Any = None                # the HTTP client tool functions get (ToolContext.http)
 
     # --- the flow ---------------------------------------------------------------------------
     async def run(self, assembly: Assembly, inputs: Any, context: dict | None = None,
@@ -136,7 +136,9 @@ class Runner:
             model = self.project.types.named(flow.spec.output)
         except LookupError as exc:
             raise RunError("RETURNS_UNRESOLVED", str(exc)) from None
-        return self._validate(model, out, "RETURNS_UNRESOLVED", f"flow {flow.id} output")
+        return self.fit(model, out, "RETURNS_INVALID", f"flow {flow.id}", f"its returns ({flow.spec.output})",
+                        doc=flow.doc, at=("returns",), entries=[b.name for b in flow.spec.returns],
+                        expected=flow.spec.output)
 
     def bind(self, bindings, frame: Frame, node_id: str) -> dict[str, Any]:
         """A node's inputs from its bindings; a loop's `init` replaces them on the first pass."""
@@ -165,7 +167,8 @@ class Runner:
         key = ("record", name, id(fields))
         model = self._records.get(key)
         if model is None:
-            model = self._records[key] = self.project.types.record(name, list(fields))
+            fields = fields if isinstance(fields, list) else list(fields)    # the spec's own list: its id keys
+            model = self._records[key] = self.project.types.record(name, fields)   # the class of <package>.types
         return model
 
     def find_flow(self, flow_id: str, caller: Flow) -> Flow | None:
@@ -188,15 +191,29 @@ class Runner:
 
     def _validate(self, model, value: Any, code: str, what: str) -> Any:
         try:
-            if isinstance(model, type) and issubclass(model, BaseModel):
-                return to_json(model.model_validate(value))
-            if model is Any:
-                return value
-            from pydantic import TypeAdapter
-            adapter = TypeAdapter(model)
-            return adapter.dump_python(adapter.validate_python(value), mode="json")
+            return _coerce(model, value)
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
+
+    def fit(self, model, value: Any, code: str, who: str, what: str, fields=None, *, fn=None, doc=None,
+            at: tuple = (), entries: list[str] | None = None, expected: str | None = None) -> Any:
+        """A value on its way out of a node or flow, in its declared type; one that does not fit is a bug of
+        the flow (`code`, an infrastructure error) naming each field, its type and where the value was made:
+        the `return` of the user's `fn`, or the key `at` of the project file `doc` (with `entries`, the
+        names listed under it: the first field at fault)."""
+        try:
+            return _coerce(model, value)
+        except ValidationError as exc:
+            if fields is None:
+                fields = getattr(model, "__aqven_fields__", ())
+            if fn is not None:
+                location = fit.returned_at(fn, exc)
+            else:
+                first = next((e["loc"][0] for e in exc.errors() if e["loc"]), None)
+                if entries is not None and first in entries:
+                    at = (*at, entries.index(first))
+                location = fit.yaml_at(doc, at)
+            raise fit.type_error(code, who, what, exc, fields, location, expected) from None
 
     def timeout(self, node: Node) -> float:
         limits = node.spec.limits
@@ -256,9 +273,11 @@ class Runner:
         try:
             return await usercode.call(fn, *args, timeout=self.timeout(node), **kwargs)
         except usercode.UserCallTimeout as exc:
-            raise RunError("timeout", f"{what} {exc}") from None
-        except usercode.UserCodeError as exc:
-            raise RunError(code, f"{what} raised {exc}", location=exc.location, traceback=exc.traceback) from None
+            raise RunError("timeout", f"{what} {exc}", public=f"{what} {exc}") from None
+        except usercode.UserCodeError as exc:   # its message may quote the case: held out, the type and where
+            public = f"{what} raised {exc.exc_type}" + (f" at {exc.location}" if exc.location else "")
+            raise RunError(code, f"{what} raised {exc}", location=exc.location, traceback=exc.traceback,
+                           public=public) from None
 
     async def mcp(self, server_id: str, node: Node, node_id: str):
         """This run's connection to an MCP server, started on first use."""
@@ -275,17 +294,34 @@ class Runner:
         return connection
 
     async def close(self) -> None:
-        """Stop what the run started (MCP servers)."""
+        """Stop what the run started (MCP servers, the tools' HTTP client)."""
         connections, self._mcp = list(self._mcp.values()), {}
         for connection in connections:
             await connection.close()
+        client, self._http = self._http, None
+        if client is not None:
+            await client.aclose()
 
-    def resolve_code(self, ref: str, node: Node, what: str):
-        key = ("code", ref, id(node))         # the node lives as long as the project: its py_path is fixed
+    def http(self) -> Any:
+        """The run's HTTP client for tool functions, made on first use."""
+        if self._http is None:
+            import httpx
+            self._http = httpx.AsyncClient(timeout=self.default_timeout)
+        return self._http
+
+    def blobs(self) -> Any:
+        from .tools import LocalBlobStore
+        return LocalBlobStore(self.project.root)
+
+    def resolve_code(self, ref: str, node: Node, what: str, here: Path | None = None):
+        """A code reference of the node (`here`: the file a bare function name lives in, the node's .py by
+        default; an inference's checks and prompt live beside the inference file)."""
+        here = here or node.py_path
+        key = ("code", ref, here)         # the node lives as long as the project: its files are fixed
         fn = self._records.get(key)
         if fn is None:
             try:
-                fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=node.py_path)
+                fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=here)
             except coderefs.CodeRefError as exc:
                 raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
             self._records[key] = fn
@@ -302,8 +338,21 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     key = ("out", frame.assembly.flow.id, node_id, id(spec.out))
     model = runner._records.get(key)
     if model is None:       # named once per node, not on every run
-        model = runner._records[key] = runner.record(f"{pascal(frame.assembly.flow.id)}{pascal(node_id)}Out", spec.out)
-    return runner._validate(model, to_json(value), "output_invalid", f"node {node_id}: the output")
+        stem = code_stem(runner.project, frame.assembly.flow, node)      # the class user code imports
+        model = runner._records[key] = runner.record(f"{stem}Out", spec.out)
+    return runner.fit(model, to_json(value), "CODE_OUTPUT_INVALID", f"node {node_id}",
+                      f"the value {spec.run} returned", spec.out, fn=fn)
+
+
+def _coerce(model, value: Any) -> Any:
+    """`value` validated into `model` (a record, a scalar or list type), as JSON; ValidationError if it does not fit."""
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return to_json(model.model_validate(value))
+    if model is Any:
+        return value
+    from pydantic import TypeAdapter
+    adapter = TypeAdapter(model)
+    return adapter.dump_python(adapter.validate_python(value), mode="json", by_alias=True)
 
 
 def _errors(exc: ValidationError) -> str:
@@ -347,7 +396,8 @@ async def run_narrow(runner: Runner, frame: Frame, node: Node, node_id: str, tra
         model = runner.project.types.resolve(spec.to)
     except LookupError as exc:
         raise RunError("INPUT_INVALID", f"node {node_id}: to {spec.to}: {exc}") from None
-    return runner._validate(model, value, "output_invalid", f"node {node_id}: the value narrowed to {spec.to}")
+    return runner.fit(model, value, "NARROW_INVALID", f"node {node_id}", f"the value narrowed to {spec.to}",
+                      doc=node.doc, at=("to",), expected=spec.to)
 
 
 async def run_tool(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:

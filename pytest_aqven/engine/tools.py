@@ -8,14 +8,20 @@ the case approves it; without an answer it is refused (a series never waits for 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import inspect
+import json
+import re
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from pydantic import BaseModel, ValidationError
 
 from ..project import specs
 from ..project.types import pascal
+from ..project.typesmodule import typed_arguments
 from ..providers.base import ToolCall, ToolDef
 from . import usercode
 from .trace import RunError
@@ -35,7 +41,7 @@ class Tool:
 
 
 def _json(value: Any) -> Any:
-    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
 def errors_text(exc: ValidationError) -> str:
@@ -55,17 +61,21 @@ async def tool(runner: "Runner", tool_id: str, node: "Node", node_id: str) -> To
                            f"(it has {', '.join(sorted(connection.tools)) or 'none'})")
         return Tool(tool_id, ToolDef(tool_id, spec.description, found.definition.parameters), found.run)
     here = runner.project.root / "tools" / f"{tool_id}.py"
-    try:
-        from ..project import coderefs
-        fn = coderefs.resolve(spec.run, package=runner.project.package, root=runner.project.root, here=here)
-    except Exception as exc:  # CodeRefError and import errors of the tool's module
-        raise RunError("E_CODE_REF_UNRESOLVED", f"node {node_id}: tool {tool_id}: {exc}") from None
+    fn = _function(runner, spec.run, here, node_id, f"tool {tool_id}")
+    poll = _function(runner, spec.wait.poll, here, node_id, f"tool {tool_id}: wait.poll") if spec.wait else None
     in_model = runner.record(f"{pascal(tool_id)}In", spec.in_) if spec.in_ else None
     out_model = runner.record(f"{pascal(tool_id)}Out", spec.out)
+    with_context = _takes_context(fn, spec)
 
     async def run(arguments: dict, node: "Node", node_id: str) -> Any:
-        value = await runner.call_user(fn, arguments, node, f"node {node_id}: tool {tool_id} ({spec.run})")
-        return runner._validate(out_model, _json(value), "output_invalid", f"node {node_id}: tool {tool_id}'s output")
+        what = f"node {node_id}: tool {tool_id} ({spec.run})"
+        ctx = tool_context(runner, tool_id, spec, node_id, arguments)
+        value = await runner.call_user(fn, typed_arguments(fn, arguments), node, what,
+                                       args=(ctx,) if with_context else ())
+        if poll is not None:
+            value = await _await_job(runner, spec, poll, ctx, value, node, node_id, tool_id)
+        return runner.fit(out_model, _json(value), "TOOL_OUTPUT_INVALID", f"node {node_id}",
+                          f"the value tool {tool_id} returned", spec.out, fn=fn)
 
     schema = in_model.model_json_schema() if in_model else {"type": "object", "properties": {}}
     return Tool(tool_id, ToolDef(tool_id, spec.description, schema), run, in_model)
@@ -84,6 +94,127 @@ async def for_agent(runner: "Runner", agent: specs.AgentSpec, node: "Node", node
     for sub in agent.subagents:
         out[sub.name] = subagent(runner, sub, frame, node_id)
     return out
+
+
+def _function(runner: "Runner", ref: str, here, node_id: str, what: str) -> Callable[..., Any]:
+    try:
+        from ..project import coderefs
+        return coderefs.resolve(ref, package=runner.project.package, root=runner.project.root, here=here)
+    except Exception as exc:  # CodeRefError and import errors of the tool's module
+        raise RunError("E_CODE_REF_UNRESOLVED", f"node {node_id}: {what}: {exc}") from None
+
+
+def _takes_context(fn: Callable[..., Any], spec: specs.ToolSpec) -> bool:
+    """AQVEN calls a tool function with its ToolContext first: a first parameter that is none of the
+    tool's `in` fields is the context."""
+    try:
+        first = next(iter(inspect.signature(fn).parameters), None)
+    except (TypeError, ValueError):
+        return False
+    return first is not None and first not in {f.name for f in spec.in_}
+
+
+# --- what a tool function receives ------------------------------------------------------------
+@dataclass(frozen=True)
+class ToolAddress:
+    """Which execution of the node the call serves (AQVEN's ExecutionAddress fields)."""
+    node_id: str
+    branch_key: str | None = None
+    iteration: int | None = None
+    item_index: int | None = None
+
+
+@dataclass
+class ToolContext:
+    """The first parameter of a tool function (aqven.runtime.ToolContext): the run and node it serves, an
+    HTTP client, the tool's `secrets` by name (from `ref:env/NAME`: the environment, then .env), the blob
+    store for media, and the idempotency key of this call (tools with `idempotency_key`)."""
+    http: Any = None
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    blobs: Any = None
+    idempotency_key: str | None = None
+    run_id: str = ""
+    address: ToolAddress | None = None
+    missing: Mapping[str, str] = field(default_factory=dict)     # secret name -> its unset ref
+
+    def secret(self, name: str) -> str:
+        if name in self.secrets:
+            return self.secrets[name]
+        if name in self.missing:
+            raise LookupError(f"secret {name} of the tool: {self.missing[name]} is not set (environment or .env)")
+        raise LookupError(f"the tool declares no secret {name} (secrets: of its tools/<id>.yaml)")
+
+
+class LocalBlobStore:
+    """Media a tool stores (`await ctx.blobs.put(data, media_type, name)`) kept in .aqven/blobs/ of the project,
+    by content: the same bytes are one blob."""
+
+    def __init__(self, root):
+        self.folder = root / ".aqven" / "blobs"
+
+    async def put(self, data: bytes, media_type: str, name: str | None = None) -> Any:
+        from ..project.builtin_types import MediaValue
+        blob_id = "sha256-" + hashlib.sha256(data).hexdigest()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / blob_id
+        if not path.exists():
+            path.write_bytes(data)
+        return MediaValue.model_validate({"$media": media_type, "blob_id": blob_id, "size_bytes": len(data),
+                                          "name": name})
+
+    async def get(self, media: Any) -> bytes:
+        blob_id = getattr(media, "blob_id", None) or (media.get("blob_id") if isinstance(media, dict) else None)
+        if not blob_id or not re.fullmatch(r"sha256-[0-9a-f]{64}", blob_id):
+            raise LookupError(f"{media!r} names no stored blob")
+        return (self.folder / blob_id).read_bytes()
+
+
+def tool_context(runner: "Runner", tool_id: str, spec: specs.ToolSpec, node_id: str, arguments: dict) -> ToolContext:
+    from ..providers import secrets
+    found, missing = {}, {}
+    for binding in spec.secrets:
+        name = secrets.env_name(binding.ref)
+        value = secrets.lookup(name, runner.project.root) if name else None
+        if value is None:
+            missing[binding.name] = binding.ref
+        else:
+            found[binding.name] = value
+    key = None
+    if spec.idempotency_key:      # the same call (attempt, node, named inputs) gets the same key on a retry
+        identity = runner.identity
+        basis = {"tool": tool_id, "node": node_id, "attempt": [identity.experiment, identity.variant, identity.case,
+                                                              identity.repeat],
+                 "inputs": {k: arguments.get(k) for k in spec.idempotency_key}}
+        key = hashlib.sha256(json.dumps(basis, sort_keys=True, default=str).encode()).hexdigest()
+    identity = runner.identity
+    return ToolContext(http=runner.http(), secrets=found, blobs=runner.blobs(), idempotency_key=key,
+                       run_id=":".join(map(str, (identity.experiment, identity.variant, identity.case,
+                                                 identity.repeat))),
+                       address=ToolAddress(node_id), missing=missing)
+
+
+async def _await_job(runner: "Runner", spec: specs.ToolSpec, poll: Callable[..., Any], ctx: ToolContext,
+                     handle: Any, node: "Node", node_id: str, tool_id: str) -> Any:
+    """A tool with `wait:` starts a job and returns its JobHandle; `wait.poll(ctx, handle)` is called every
+    `interval_seconds` until JobDone (its value is the output) or JobFailed, at most `timeout_seconds`."""
+    wait = spec.wait
+    deadline = time.monotonic() + wait.timeout_seconds
+    while True:
+        answer = await runner.call_user(poll, {}, node, f"node {node_id}: tool {tool_id}: poll {wait.poll}",
+                                        args=(ctx, handle))
+        state = getattr(answer, "state", None) or (answer.get("state") if isinstance(answer, dict) else None)
+        if state == "done":
+            return getattr(answer, "value", None) if not isinstance(answer, dict) else answer.get("value")
+        if state == "failed":
+            message = getattr(answer, "message", None) or (answer.get("message") if isinstance(answer, dict) else "")
+            raise RunError("tool_job_failed", f"node {node_id}: tool {tool_id}: the job failed: {message}")
+        if state != "pending":
+            raise RunError("code_invalid", f"node {node_id}: tool {tool_id}: poll {wait.poll} returned {answer!r}, "
+                           "not JobPending, JobDone or JobFailed")
+        if time.monotonic() + wait.interval_seconds > deadline:
+            raise RunError("timeout", f"node {node_id}: tool {tool_id}: the job did not finish within "
+                           f"{wait.timeout_seconds} s")
+        await asyncio.sleep(wait.interval_seconds)
 
 
 def subagent(runner: "Runner", sub: specs.Subagent, frame: "Frame", node_id: str) -> Tool:
@@ -216,7 +347,8 @@ class McpConnection:
             from mcp import ClientSession
             transport = self._transport()
         except ImportError:
-            self._ready.set_exception(RunError("MODEL_FEATURE_UNSUPPORTED", "MCP tools need the mcp package"))
+            self._ready.set_exception(RunError("MODEL_FEATURE_UNSUPPORTED", f"MCP server {self.server_id}: MCP tools "
+                                               "need the optional mcp package: pip install 'pytest-aqven[mcp]'"))
             return
         except RunError as exc:
             self._ready.set_exception(exc)

@@ -27,7 +27,7 @@ class CallTrace:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None    # None: no source priced the call
-    cost_source: str = "unknown"     # provider | openrouter | genai_prices | unknown
+    cost_source: str = "unknown"     # provider | openrouter | genai_prices | unknown | failed (no answer, nothing billed)
     latency_ms: float = 0.0
     schema_valid: bool | None = None
     error: str | None = None
@@ -78,6 +78,8 @@ class RunError(Exception):
     node: str | None = None
     location: str | None = None      # file:line in user code, when user code raised
     traceback: str | None = None     # the user's frames only
+    causes: tuple["RunError", ...] = ()   # a join unmet because branches failed: their errors
+    public: str | None = None        # the message without case data: shown on held-out runs too
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -123,7 +125,7 @@ class RunResult:
             "output": self.output,
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.message,
                                                       "node": self.error.node, "location": self.error.location,
-                                                      "traceback": self.error.traceback},
+                                                      "traceback": self.error.traceback, "public": self.error.public},
             "latency_ms": self.latency_ms,
             "wall_ms": self.wall_ms,
             "nodes": [_node_dict(n) for n in self.nodes],

@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .. import codes
 from ..engine.runner import Assembly, Runner
-from ..engine.trace import RunResult
+from ..engine.trace import RunError, RunResult
 from ..project.loader import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
@@ -18,19 +19,19 @@ from .evaluators import EvalContext
 from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
 
-COUNTED = ("ok", "model_fail", "schema_invalid", "refusal")
-_OUTCOME = {
-    "check_failed": "model_fail", "truncated": "model_fail",
-    "output_invalid": "schema_invalid", "OUTPUT_SCHEMA_REJECTED": "schema_invalid",
-    "MODEL_INVALID_JSON": "schema_invalid", "MODEL_NO_STRUCTURED_OUTPUT": "schema_invalid",
-    "MODEL_RETRIES_EXHAUSTED": "schema_invalid", "MODEL_SCHEMA_MISMATCH": "schema_invalid",
-    "refusal": "refusal", "budget_exceeded": "budget_cut",
-}
+def root_cause(error: RunError | None) -> RunError | None:
+    """A join unmet because its branches failed is what those failures are: a failure of the models when
+    every branch failed on its answer (each draft failed its check), else the first infrastructure error
+    among them (an outage makes the attempt unmeasured)."""
+    if error is None or not error.causes:
+        return error
+    causes = [root_cause(c) for c in error.causes]
+    infra = [c for c in causes if not codes.counted(codes.outcome_of(c.code))]
+    cause = (infra or causes)[0]
+    return RunError(cause.code, error.message, error.node, cause.location, cause.traceback, public=cause.public)
 
 
-def outcome_of(error_code: str | None) -> str:
-    """Any code not listed is an infrastructure error: never counted as a failure."""
-    return "ok" if error_code is None else _OUTCOME.get(error_code, "infra_error")
+STORED_TEXT = 64 << 10      # characters of one text of a stored record (outputs, inputs, messages): the rest is cut
 
 
 class _Loose(BaseModel):
@@ -70,12 +71,15 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     runner = Runner(project, providers, identity, plan.sources)   # the inputs read at the series start
     result = await runner.run(assembly, case.inputs, case.context, case.node_outputs,
                               case.metadata.get("human_answers"))
-    error_code = result.error.code if result.error else None
-    error_message = result.error.message if result.error else None
-    outcome = outcome_of(error_code)
+    error = root_cause(result.error)
+    error_code = error.code if error else None
+    error_message = error.message if error else None
+    error_public = error.public if error else None
+    outcome = codes.outcome_of(error_code)
     scored: dict[str, CheckResult] = {}
     if isinstance(checks, CheckInvalid):
         outcome, error_code, error_message = "infra_error", "E_POLICY_PARAMS", str(checks)
+        error_public = error_message
         checks = []
     judge_runs: dict[str, RunResult] = {}
     if outcome == "ok":
@@ -96,12 +100,13 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
                     scored[c.id] = await c.score(value, context, runner.default_timeout)
         except CheckRaised as exc:
             outcome, error_code, error_message, scored = "infra_error", exc.code, str(exc), {}
+            error_public = exc.public
     if outcome in ("model_fail", "schema_invalid", "refusal"):
         scored = {c.id: (CheckResult("failed", 0.0, f"the run produced no output: {error_code}")
                          if c.spec.kind == "binary" else CheckResult("skipped")) for c in checks}
-    elif outcome not in COUNTED:
+    elif not codes.counted(outcome):
         scored = {c.id: CheckResult("skipped") for c in checks}
-    if outcome not in COUNTED:
+    if not codes.counted(outcome):
         passed = None
     else:
         passed = outcome == "ok" and all(r.state == "passed" for c in checks if c.spec.kind == "binary"
@@ -110,7 +115,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
     trace = result.to_dict()
     if judge_runs:          # the judges' own runs, kept with the attempt
         trace["judges"] = {cid: r.to_dict() for cid, r in judge_runs.items()}
-    # provider and user-code text may carry a key: scrubbed before the record is stored or shown
+    # provider and user-code text may carry a key: scrubbed before the record is stored or shown; a 20 MB
+    # answer is kept as its first STORED_TEXT characters and its sha256 (the checks scored the whole of it)
     return scrub_data({
         "series_id": series_id,
         "experiment": plan.experiment.id,
@@ -132,8 +138,9 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "models": result.models,
         "error_code": error_code,
         "error_message": error_message,
+        "error_public": error_public,       # the message without case data: held-out reports show it
         "first_failed_node": result.error.node if result.error else None,
         "started_at": started,
         "finished_at": time.time(),
         "trace": trace,
-    })
+    }, STORED_TEXT)

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from ..engine import usercode
+from ..engine import fit, usercode
 from ..project import coderefs
 from ..project.loader import Experiment, Project
 from ..project.specs import ExperimentCheck
@@ -67,14 +68,24 @@ class CompiledCheck:
             else:
                 verdict = await usercode.call(self.fn, value, context, self.params, timeout=timeout)
         except usercode.UserCallTimeout as exc:
-            raise CheckRaised(f"check {self.id}: evaluator {self.label} {exc}", "timeout") from None
+            message = f"check {self.id}: evaluator {self.label} {exc}"
+            raise CheckRaised(message, "timeout", message) from None
         except usercode.UserCodeError as exc:  # a bug in a check is an infrastructure error of the attempt
-            raise CheckRaised(f"check {self.id}: evaluator {self.label} raised {exc}") from None
+            public = f"check {self.id}: evaluator {self.label} raised {exc.exc_type}" + (
+                f" at {exc.location}" if exc.location else "")
+            raise CheckRaised(f"check {self.id}: evaluator {self.label} raised {exc}", public=public) from None
         return self.interpret(verdict)
 
     def interpret(self, verdict: Any) -> CheckResult:
         if not isinstance(verdict, Verdict):
-            raise CheckRaised(f"check {self.id}: evaluator {self.label} did not return a Verdict")
+            message = f"check {self.id}: evaluator {self.label} did not return a Verdict"
+            raise CheckRaised(message, public=message)
+        if verdict.score is not None and not math.isfinite(verdict.score):
+            # a NaN would pass or leave the metric silently: the check's own bug, an infrastructure error
+            where = fit.returned_at(self.fn) if not self.spec.use else None
+            message = (f"check {self.id}: evaluator {self.label} gave the score {verdict.score}, not a finite number"
+                       + (f" (at {where})" if where else ""))
+            raise CheckRaised(message, "CHECK_VALUE_INVALID", message)
         if self.spec.kind == "binary":
             return CheckResult("passed" if verdict.passed else "failed", 1.0 if verdict.passed else 0.0, verdict.reason)
         if verdict.score is None:
@@ -108,9 +119,10 @@ def user_models(fn: Callable) -> tuple[Any, Any, Any]:
 
 
 class CheckRaised(RuntimeError):
-    def __init__(self, message: str, code: str = "E_POLICY_RAISED"):
+    def __init__(self, message: str, code: str = "E_POLICY_RAISED", public: str | None = None):
         super().__init__(message)
         self.code = code
+        self.public = public        # the message without case data: held-out reports show it
 
 
 def params_model(fn: Callable, label: str) -> type[BaseModel]:
@@ -150,7 +162,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
     else:
         from .judges import compile_judge   # judges import this module
 
-        return compile_judge(spec, project)
+        return compile_judge(spec, project, experiment)
     try:
         params = model.model_validate(spec.with_ or {})
     except ValidationError as exc:

@@ -23,7 +23,7 @@ class Verdict(BaseModel):
 
 
 class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ Member = Annotated[str, Field(min_length=1)]
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ExpectedParams(_Params):

@@ -10,7 +10,6 @@ The standard library and installed distributions are versions, not inputs, and a
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib.machinery
 import importlib.util
 import os
@@ -18,7 +17,6 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import yaml
 
 SKIPPED_PARTS = {".aqven", "__pycache__", ".git", "findings", ".venv", "venv", "node_modules"}
 PEOPLE_FILES = {"experiment.md", "README.md", "FINDINGS.md", "AGENTS.md", "CLAUDE.md"}
@@ -47,50 +45,31 @@ def _inside(path: Path, folders: list[Path]) -> bool:
     return any(path == f or f in path.parents for f in folders)
 
 
-def _run_modules(root: Path, package: str) -> set[str]:
-    """Modules named by `run:` values of the project's YAML that are not the project's own."""
+def _run_modules(project) -> set[str]:
+    """Modules named by `run:` values of the project's files that are not the project's own: read from the
+    documents the loader parsed (strictly), never from other YAML lying in the project folder."""
+    from ..project.loader import documents
+
+    package = project.package
     out: set[str] = set()
-    for path in _files(root, "*.yaml"):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        digest = hashlib.sha256(data).digest()
-        held = _RUNS.get(path)
-        if held is None or held[0] != digest:
-            if len(_RUNS) > 10_000:
-                _RUNS.clear()
-            held = _RUNS[path] = (digest, _runs_named(data))
-        out |= {module for module in held[1] if module.split(".")[0] != package}
+    for doc in documents(project):
+        out |= {module for module in _runs_named(doc.data) if module.split(".")[0] != package}
     return out
 
 
-# path -> (sha256 of its bytes, the modules its `run:` values name): a series' end reads the YAML its start
-# parsed, mostly unchanged (the dataset among it)
-_RUNS: dict[Path, tuple[bytes, frozenset[str]]] = {}
-
-
-def _runs_named(data: bytes) -> frozenset[str]:
+def _runs_named(data) -> set[str]:
     out: set[str] = set()
-
-    def walk(node):
+    todo = [data]
+    while todo:          # a loop, not recursion: the strict loader bounds the depth, this needs no bound at all
+        node = todo.pop()
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "run" and isinstance(value, str) and ":" in value and not value.startswith("@"):
                     out.add(value.rsplit(":", 1)[0])
-                walk(value)
+                todo.append(value)
         elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        # as Path.read_text reads it: UTF-8, universal newlines
-        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-        walk(yaml.load(text, Loader=loader))
-    except (yaml.YAMLError, UnicodeDecodeError):
-        pass   # aqven check reports it
-    return frozenset(out)
+            todo.extend(node)
+    return out
 
 
 def _module_file(name: str, search: list[str] | None = None) -> Path | None:
@@ -134,13 +113,13 @@ def _imports(path: Path) -> set[tuple[str, Path | None]]:
     return out
 
 
-def outside_modules(root: Path, package: str) -> list[Path]:
+def outside_modules(project) -> list[Path]:
     """Python files outside the project that its code imports, transitively, or that its `run:` refs name."""
-    root = root.resolve()
+    root, package = project.root.resolve(), project.package
     installed = _installed_dirs()
     found: set[Path] = set()
     queue = list(project_code(root))
-    for module in sorted(_run_modules(root, package)):
+    for module in sorted(_run_modules(project)):
         path = _module_file(module)
         if path is not None:
             queue.append(path)
@@ -169,18 +148,32 @@ def outside_modules(root: Path, package: str) -> list[Path]:
 
 
 def fingerprint(paths) -> dict[str, list[int]]:
-    """{path: [mtime_ns, size]}: an edit changes it even when the content is restored afterwards."""
+    """{path: [mtime_ns, size, ctime_ns]}: an edit changes it even when the content is restored afterwards,
+    and so does a copy that restores the old mtime (`cp -p` sets mtime, never the inode's change time)."""
     out = {}
     for path in paths:
         try:
             stat = Path(path).stat()
         except OSError:
             continue
-        out[str(path)] = [stat.st_mtime_ns, stat.st_size]
+        out[str(path)] = [stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns]
     return out
 
 
+def differing(before: dict[str, list[int]], after: dict[str, list[int]]) -> list[str]:
+    """The files whose fingerprints differ between two snapshots: changed, touched, added or removed."""
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+def named(paths: list[str], root: Path, most: int = 5) -> str:
+    """Files as a message names them: relative to the module root when inside it, the first few."""
+    root = Path(root).resolve()
+    shown = [Path(p).relative_to(root).as_posix() if root in Path(p).parents else str(p) for p in paths[:most]]
+    return ", ".join(shown) + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+
 def changed(recorded: dict[str, list[int]]) -> list[str]:
-    """The fingerprinted files that were touched, changed or removed since."""
+    """The fingerprinted files that were touched, changed or removed since (a series recorded before
+    fingerprints held the change time is compared on mtime and size)."""
     now = fingerprint(recorded)
-    return sorted(p for p, mark in recorded.items() if now.get(p) != list(mark))
+    return sorted(p for p, mark in recorded.items() if now.get(p, [])[:len(mark)] != list(mark))

@@ -7,6 +7,7 @@ nodes (for a range: those given by the case's node_outputs and those that ran, u
 subject output, and the case's expected_output when the inference declares a field of that name."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from ..engine.runner import Assembly, Runner
 from ..engine.sources import LIVE, Sources
 from ..engine.trace import RunResult
 from ..project import specs
-from ..project.loader import Project, inference_path
+from ..project.loader import Experiment, Project, inference_path, judge_levels
 from ..providers.base import AttemptIdentity, Provider
 from .checks import CheckInvalid, CheckResult
 
@@ -65,6 +66,8 @@ class JudgeCheck:
         score = out.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             return CheckResult("error", None, "judge returned no numeric score")
+        if not math.isfinite(score):
+            return CheckResult("error", None, f"judge returned the score {score}, not a finite number")
         rationale = out.get("rationale") if isinstance(out.get("rationale"), str) else None
         if self.spec.kind == "binary":
             passed = score >= BINARY_BOUND
@@ -83,20 +86,24 @@ def judge_scope(inputs: Any, node_outputs: dict[str, Any], order: list[str], out
     return scope
 
 
-def compile_judge(spec: specs.ExperimentCheck, project: Project) -> JudgeCheck:
+def compile_judge(spec: specs.ExperimentCheck, project: Project, experiment: Experiment) -> JudgeCheck:
     node_id = spec.id
     try:
         flow = inference_flow(project, f"aqven_judge_{spec.id}", node_id, spec.agent, spec.inference,
-                              f"judge of check {spec.id}", [{"name": "score", "from": f"${node_id}.out.score"}])
+                              f"judge of check {spec.id}", [{"name": "score", "from": f"${node_id}.out.score"}],
+                              judge_levels(project, experiment), strict=True)
     except LookupError as exc:
         raise CheckInvalid(f"check {spec.id}: {exc}") from None
     node = flow.nodes[node_id]
     return JudgeCheck(spec, Assembly(flow, start=node_id, end=node_id), node.inference, node.path)
 
 
-def judge_files(project: Project, stem: str) -> list[Path]:
+def judge_files(project: Project, experiment: Experiment, stem: str) -> list[Path]:
     """The files a judge runs on (its inference and prompt): a changed judge prompt changes the series."""
-    found = inference_path(project, stem)
+    try:
+        found = inference_path(project, stem, judge_levels(project, experiment), strict=True)
+    except LookupError:         # two at one level: aqven check stops the series before it starts
+        return []
     if found is None:
         return []
     return [p for p in (found, found.parent / f"{stem}.prompt.md") if p.is_file()]

@@ -4,12 +4,15 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
+from ..providers import prices
 from ..project.loader import Experiment, Flow, Project
+from ..project.paths import outside
 from ..project.specs import CallNode, CaseSpec, ExperimentSpec
 from . import inputs
 from . import split as splitting
@@ -69,14 +72,31 @@ def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
 
 
 def plan(project: Project, experiment: Experiment, split: str, cases: int | None = None,
-         repeats: int | None = None) -> SeriesPlan:
+         repeats: int | None = None, *, skip: Collection[str] = (), names: list[str] | None = None) -> SeriesPlan:
+    """`skip`: case names left out (held-out cases already spent); `names`: exactly these cases, as a series
+    recorded them (the end of a series compares its inputs with the start's)."""
     spec = experiment.spec
     dataset = project.datasets.get(spec.cases.dataset)
     if dataset is None:
         raise PlanError(f"dataset {spec.cases.dataset} does not exist in the project")
     wanted = cases if cases is not None else spec.plan.cases
-    chosen, available = splitting.choose(project.package, dataset.id, dataset.spec, spec.cases.tags, split, wanted)
+    if names is not None:
+        by_name = {c.name: c for c in splitting.selected(dataset.spec, spec.cases.tags)}
+        chosen, available = [by_name[n] for n in names if n in by_name], len(names)
+    else:
+        chosen, available = splitting.choose(project.package, dataset.id, dataset.spec, spec.cases.tags, split,
+                                             wanted, skip)
     return SeriesPlan(experiment, split, chosen, available, repeats or spec.plan.repeats, assemble(project, experiment))
+
+
+def half(project: Project, experiment: Experiment, split: str) -> list[str]:
+    """The names of every case the experiment selects in one half, in file order."""
+    spec = experiment.spec
+    dataset = project.datasets.get(spec.cases.dataset)
+    if dataset is None:
+        raise PlanError(f"dataset {spec.cases.dataset} does not exist in the project")
+    return [c.name for c in splitting.choose(project.package, dataset.id, dataset.spec, spec.cases.tags, split,
+                                             None)[0]]
 
 
 def file_hash(path: Path) -> str:
@@ -92,7 +112,7 @@ def canonical_hash(value) -> str:
     return "sha256-" + hashlib.sha256(data.encode()).hexdigest()
 
 
-def _flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Flow]:
+def flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Flow]:
     """The variant's flow, the flows in its slots, and every flow their call nodes call, transitively."""
     todo = [a.flow, *(f for f in (project.flow_for(experiment, i) for i in a.flows.values()) if f is not None)]
     nodes = list(a.nodes.values())
@@ -115,23 +135,23 @@ def _flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Fl
 
 def _inference_files(project: Project, node) -> set[Path]:
     """An llm node's inference, prompt and variant texts, wherever the inference lives, and those of the judges
-    of its checks."""
+    of its checks (found as the node's own inference, Node.levels)."""
     if node.inference_doc is None:
         return set()
     inference = project.root / node.inference_doc.file
     stem = inference.name[: -len(".inference.yaml")]
     variants = inference.parent / f"{stem}.variants"
     judges = {p for check in (node.inference.checks if node.inference else []) if check.inference
-              for p in _named_inference_files(project, check.inference)}
+              for p in _named_inference_files(project, check.inference, node.levels)}
     return {inference, *([node.prompt_path] if node.prompt_path else []),
             *(p for p in variants.rglob("*") if p.is_file()), *judges}
 
 
-def _named_inference_files(project: Project, stem: str) -> set[Path]:
+def _named_inference_files(project: Project, stem: str, levels: list[Path] | None = None) -> set[Path]:
     """An inference named by id (a judge's, a subagent's): its file, prompt and variant texts."""
     from ..project.loader import inference_path
 
-    found = inference_path(project, stem)
+    found = inference_path(project, stem, levels)
     if found is None:
         return set()
     variants = found.parent / f"{stem}.variants"
@@ -155,13 +175,16 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     root = project.root
     flows = {}
     for variant, a in series.variants.items():
-        run = _flows_run(project, series.experiment, a)
+        run = flows_run(project, series.experiment, a)
         folders = [f.folder for f in run] + [n.path.parent for n in a.nodes.values()]   # and the slots' alternatives
         files = {p for folder in folders for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
         for node in [n for f in run for n in f.nodes.values()] + list(a.nodes.values()):
             files |= _inference_files(project, node)       # a shared inference may live in another flow
         flows[variant] = sorted(files | set(a.prompts.values()))
     shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
+    declared = prices.load(root)
+    if declared.declared:           # the prices of the calls, and so the spend and the cost metrics
+        shared.append(declared.file)
     shared += [p for p in _instruction_files(project) if p.is_file() and p not in shared]
     subagents = {p for entity in project.agents.values() for sub in entity.spec.subagents     # any agent may run
                  for p in _named_inference_files(project, sub.inference)}
@@ -170,16 +193,20 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     for check in series.spec.checks:
         if check.is_judge:
             from .judges import judge_files
-            judges[f"judge:{check.id}"] = sorted(judge_files(project, check.inference))
-    return {
+            judges[f"judge:{check.id}"] = sorted(judge_files(project, series.experiment, check.inference))
+    paths = {
         "experiment": inputs._files(series.experiment.file.parent),
         "dataset": [root / "datasets" / f"{series.spec.cases.dataset}.yaml"],
         **{f"flow:{variant}": files for variant, files in flows.items()},
         **judges,
         "project": shared,
         "code": inputs.project_code(root),
-        "modules": inputs.outside_modules(root, project.package),
+        "modules": inputs.outside_modules(project),
     }
+    # a file the project names that resolves outside it is never read (the run refuses it, aqven check says so),
+    # so it is no input either; outside modules are the exception: imported code, hashed so that an edit shows
+    return {key: group if key == "modules" else [p for p in group if outside(root, p) is None]
+            for key, group in paths.items()}
 
 
 def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] | None = None,
@@ -207,7 +234,7 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
     return {
         "experiment_sha256": digest(series.experiment.file),
         "experiment_folder_sha256": canonical_hash(hashes(paths["experiment"])),
-        "dataset_sha256": digest(paths["dataset"][0]),
+        "dataset_sha256": digest(paths["dataset"][0]) if paths["dataset"] else None,
         "cases_sha256": canonical_hash([c.model_dump(mode="json") for c in series.cases]),
         "flows_sha256": canonical_hash(flows),
         "project_sha256": canonical_hash(hashes(paths["project"])),
@@ -248,11 +275,22 @@ def take(project: Project, series: SeriesPlan) -> Snapshot:
     hashes = snapshot(project, series, paths, data)
     held = {p: b for p, b in data.items() if p.suffix not in PARSED}
     loaded, now = project.loaded_ns, time.time_ns()
-    # a future mtime (a clock skew, an archive) says nothing about an edit: only the window since loading counts
-    stale = [] if loaded is None else sorted(
+    # a YAML file is stale when the bytes read now are not the bytes the loader parsed (compared by content:
+    # a file restored with its old mtime, `cp -p`, is caught too); an imported module when it was modified
+    # since the project was loaded (a future mtime, a clock skew or an archive, says nothing about an edit)
+    parsed = {(project.root / doc.file).resolve(): doc.sha256 for doc in _parsed_documents(project) if doc.sha256}
+    stale = sorted(
         project.rel(p) if project.root in p.parents else str(p) for p in files
-        if p.suffix in PARSED and str(p) in marks and loaded <= marks[str(p)][0] <= now)
+        if (p in parsed and p in data and bytes_hash(data[p]) != parsed[p])
+        or (p.suffix == ".py" and loaded is not None and str(p) in marks and loaded <= marks[str(p)][0] <= now))
     return Snapshot(hashes, marks, Sources(held), stale)
+
+
+def _parsed_documents(project: Project):
+    from ..project.loader import documents
+    yield from documents(project)
+    yield from (d.doc for d in project.datasets.values())
+    yield from (doc for _, doc in project.type_docs.values())
 
 
 def import_code(project: Project, series: SeriesPlan) -> None:
@@ -263,7 +301,7 @@ def import_code(project: Project, series: SeriesPlan) -> None:
     from ..project import coderefs
     nodes = []
     for a in series.variants.values():
-        nodes += [n for f in _flows_run(project, series.experiment, a) for n in f.nodes.values()] + list(a.nodes.values())
+        nodes += [n for f in flows_run(project, series.experiment, a) for n in f.nodes.values()] + list(a.nodes.values())
     refs = []
     for node in nodes:
         run = getattr(node.spec, "run", None)
@@ -272,8 +310,8 @@ def import_code(project: Project, series: SeriesPlan) -> None:
         inference = node.inference
         if inference is not None:
             if inference.prompt:
-                refs.append((inference.prompt, node.py_path))
-            refs += [(c.run, node.py_path) for c in inference.checks if c.run]
+                refs.append((inference.prompt, node.inference_py_path))
+            refs += [(c.run, node.inference_py_path) for c in inference.checks if c.run]
     refs += [(e.spec.run, project.root / "tools" / f"{tool_id}.py") for tool_id, e in project.tools.items()
              if getattr(e.spec, "run", None)]
     for ref, here in refs:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 
 from ..project.specs import CaseSpec, DatasetSpec
 
@@ -24,7 +25,8 @@ def selected(dataset: DatasetSpec, tags: dict[str, str]) -> list[CaseSpec]:
 
 
 def choose(package: str, dataset_id: str, dataset: DatasetSpec, tags: dict[str, str], split: str,
-           wanted: int | None) -> tuple[list[CaseSpec], int]:
-    """The first `wanted` selected cases of one half, in file order; and how many that half has."""
-    half = [c for c in selected(dataset, tags) if split_of(package, dataset_id, c.name) == split]
+           wanted: int | None, skip: Collection[str] = ()) -> tuple[list[CaseSpec], int]:
+    """The first `wanted` selected cases of one half, in file order, leaving out the names in `skip` (held-out
+    cases that already gave a finding); and how many that half has besides those."""
+    half = [c for c in selected(dataset, tags) if split_of(package, dataset_id, c.name) == split and c.name not in skip]
     return (half if wanted is None else half[:wanted]), len(half)

@@ -4,8 +4,10 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
+from . import judges
 from .files import read_findings
 from ..series.conclude import Conclusion, cell_dict, estimate_dict, question_of
 
@@ -17,10 +19,14 @@ def _iso(ts: float) -> str:
 def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
     from ..stats import evidence    # numpy: imported when a finding is built, not when a worker collects
+    from ..stats.evidence import case_key
     experiment = project.experiments[conclusion.experiment]
     spec = experiment.spec
     verdict = conclusion.verdict
     what = spec.varies.what if spec.varies else None
+    # the inputs are those the series started on (else the verdict is invalid and there is no finding): the
+    # judges' and llm nodes' prompts hashed now are the ones the attempts read
+    assemblies = planning.plan(project, experiment, series["split"], len(series["cases"]), series["repeats"]).variants
     variants = []
     for v in spec.variants:
         models = sorted(tally.models.get(v.id, ()))
@@ -28,6 +34,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
             "id": v.id,
             "changes": [{"node_id": n, "what": what, "value": val} for n, val in v.nodes.items()],
             "models": models,
+            "llm_nodes": judges.llm_nodes(project, experiment, assemblies[v.id]),
             "metrics": {m: estimate_dict(e) for m, e in sorted(verdict.metrics.get(v.id, {}).items())},
         })
     spend = tally.spend_exact
@@ -48,8 +55,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
         "family": series.get("family", "robust"),
         "cells": [cell_dict(c) for c in verdict.cells],
         "variants": variants,
-        "judges": [{"check": c.id, "inference": c.inference, "agent": c.agent, "validated_by": c.validated_by}
-                   for c in spec.checks if c.is_judge],
+        "judges": [judges.identity(project, experiment, c) for c in spec.checks if c.is_judge],
         "scope": {
             "split": conclusion.split,
             "dataset": spec.cases.dataset,
@@ -61,6 +67,10 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
             "unpriced_attempts": tally.unpriced_attempts,
             "holdout_looks": 1 + len(others),
             "case_names_sha256": case_names_sha,
+            # every case the series ran, by salted key: without the project database (a fresh clone) a held-out
+            # run still knows these cases are spent
+            "case_keys": sorted(case_key(conclusion.facts.salt, name) for name in series["cases"]),
+            **({"respent_from": list(series["respent_from"])} if series.get("respent_from") else {}),
             "started_at": _iso(tally.started_at),
             "finished_at": _iso(tally.finished_at),
             "engine_version": ENGINE_VERSION,
@@ -87,6 +97,6 @@ def method(conclusion: Conclusion) -> dict:
         "betting": {"truncation": betting.TRUNCATION, "orders": betting.ORDERS},
         "bootstrap_resamples": RESAMPLES,
         "check_kinds": dict(sorted(facts.check_kinds.items())),
-        "unvalidated_judges": sorted(facts.unvalidated_judges),
+        "unvalidated_judges": dict(sorted(facts.unvalidated_judges.items())),
         "variants": list(facts.variants),
     }

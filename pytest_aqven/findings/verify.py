@@ -43,7 +43,9 @@ def problems(document: Any, *, stem: str, folder: str, package: str | None, made
     if document["self_sha256"] != digest:
         out.append((("self_sha256",), f"self_sha256 is {document['self_sha256']}, but the body hashes to "
                                       f"{digest}: the file was edited"))
-    if package is not None and _get(document, ("method", "salt")) != expected_salt(package, folder):
+    salt = _get(document, ("method", "salt"))
+    renamed = isinstance(salt, str) and salt.rsplit("/", 1)[-1] == folder    # the package was renamed since:
+    if package is not None and salt != expected_salt(package, folder) and not renamed:   # W_HALVES_MOVED says so
         out.append((("method", "salt"), f"method.salt is {_get(document, ('method', 'salt'))}, but cases of this "
                                         f"experiment are keyed with {expected_salt(package, folder)}"))
     return out if made else out + _recomputed(document)
@@ -60,12 +62,17 @@ def _get(d: Any, path: tuple) -> Any:
     return d
 
 
+def _judges(recorded) -> Mapping[str, str] | frozenset[str]:
+    """method.unvalidated_judges: check id -> why (a list of ids in findings written before the why was kept)."""
+    return dict(recorded) if isinstance(recorded, Mapping) else frozenset(recorded)
+
+
 def recompute(document: Mapping) -> stats.Verdict:
     """The verdict its method decides from its data."""
     method, data, scope = document["method"], document["data"], document["scope"]
     facts = stats.SeriesFacts(
         series_id=str(document["series"]), split=scope["split"], variants=tuple(method["variants"]),
-        check_kinds=dict(method["check_kinds"]), unvalidated_judges=frozenset(method["unvalidated_judges"]),
+        check_kinds=dict(method["check_kinds"]), unvalidated_judges=_judges(method["unvalidated_judges"]),
         total_attempts=int(data["attempts"]), family=method["family"], salt=method["salt"])
     table = evidence.EvidenceTable(data, facts.check_kinds)
     return decide_table(evidence.question_from(method["question"]), table, facts)

@@ -4,9 +4,12 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
+
+from .paths import outside
 
 
 class CodeRefError(LookupError):
@@ -55,8 +58,21 @@ def mount_package(package: str, root: Path) -> None:
 
 
 def module_name(package: str, root: Path, file: Path) -> str:
-    rel = file.resolve().relative_to(root.resolve()).with_suffix("")
+    """The module of a file of the project, by where it lies (a symlink is not followed: the check that the
+    file's content lies inside the project is `_project_file`'s caller's)."""
+    rel = Path(os.path.normpath(os.path.abspath(file))).relative_to(root.resolve()).with_suffix("")
     return ".".join((package, *rel.parts))
+
+
+def _project_file(module: str, package: str, root: Path) -> Path | None:
+    """The file of a module of the project's package, or None for another package's."""
+    if module != package and not module.startswith(package + "."):
+        return None
+    base = root.joinpath(*module.split(".")[1:])
+    for candidate in (base.with_name(base.name + ".py") if module != package else None, base / "__init__.py"):
+        if candidate is not None and (candidate.exists() or candidate.is_symlink()):
+            return candidate
+    return None
 
 
 # (ref, package, root, here) -> (the package module it was resolved under, the callable): every attempt
@@ -78,7 +94,10 @@ def resolve(ref: str, *, package: str, root: Path, here: Path) -> Callable[..., 
 
 def _resolve(ref: str, *, package: str, root: Path, here: Path) -> Callable[..., Any]:
     if ":" not in ref:
-        module = module_name(package, root, here)
+        try:
+            module = module_name(package, root, here)
+        except ValueError:
+            raise CodeRefError(f"{ref} names a function of {here}, which is outside the project") from None
         function = ref
         if not here.exists():
             raise CodeRefError(f"{ref} names a function of {here.name}, which does not exist")
@@ -87,11 +106,18 @@ def _resolve(ref: str, *, package: str, root: Path, here: Path) -> Callable[...,
         if target.startswith("@root."):
             module = f"{package}.{target[len('@root.'):]}"
         elif target.startswith("@here."):
-            module = module_name(package, root, here.parent / (target[len("@here."):].replace(".", "/") + ".py"))
+            name = target[len("@here."):]
+            if not name or "" in name.split("."):
+                raise CodeRefError(f"{ref}: {target} is not a module name beside the file (@here.<module>)")
+            module = module_name(package, root, here.parent / (name.replace(".", "/") + ".py"))
         elif target.startswith("@"):
             raise CodeRefError(f"{ref}: alias {target.split('.')[0]} is not supported (use @root or @here)")
         else:
             module = target
+    file = _project_file(module, package, root)
+    problem = outside(root, file) if file is not None else None
+    if problem is not None:       # a symlink (or `@here..`) out of the project: never imported
+        raise CodeRefError(f"{ref}: module {module}: its file {problem}: refused")
     mount_package(package, root)
     try:
         mod = importlib.import_module(module)

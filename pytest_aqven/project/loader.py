@@ -8,6 +8,7 @@ from typing import Any
 
 from ..check.diagnostics import Diagnostic, DiagnosticError
 from . import coderefs, specs
+from .paths import outside
 from .types import Registry, pascal
 from .validate import validate
 from .yamlpos import YamlDoc, load_yaml
@@ -23,7 +24,14 @@ class Node:
     path: Path                       # the .node.yaml
     inference: specs.InferenceSpec | None = None
     inference_doc: YamlDoc | None = None
+    inference_path: Path | None = None    # the .inference.yaml (its code refs resolve beside it)
     prompt_path: Path | None = None
+    scope: list[Path] = field(default_factory=list)   # where an inference it names is found after its own folder
+
+    @property
+    def levels(self) -> list[Path]:
+        """Its own folder, then its scope: where the inferences it names (its own, its checks' judges) are found."""
+        return [self.path.parent, *self.scope]
 
     @property
     def kind(self) -> str:
@@ -32,6 +40,13 @@ class Node:
     @property
     def py_path(self) -> Path:
         return self.path.parent / (self.id + ".py")
+
+    @property
+    def inference_py_path(self) -> Path:
+        """Where a bare function name of the inference (its checks, its prompt) lives: beside its file."""
+        if self.inference_path is None:
+            return self.py_path
+        return self.inference_path.parent / (self.inference_path.name[: -len(".inference.yaml")] + ".py")
 
 
 @dataclass
@@ -107,6 +122,34 @@ class Project:
         return experiment.flows.get(flow_id) or self.flows.get(flow_id)
 
 
+def documents(project: Project):
+    """Every parsed document of the project's code-bearing files (aqven.yaml, tools, MCP servers, agents, flows,
+    nodes, inferences, experiments with their local flows and alternatives); not types or datasets."""
+    def flow_docs(flow: Flow):
+        yield flow.doc
+        for node in flow.nodes.values():
+            yield node.doc
+            if node.inference_doc is not None:
+                yield node.inference_doc
+
+    if project.doc is not None:
+        yield project.doc
+    for entities in (project.tools, project.mcp_servers, project.agents):
+        for entity in entities.values():
+            yield entity.doc
+    for flow in project.flows.values():
+        yield from flow_docs(flow)
+    for experiment in project.experiments.values():
+        if experiment.doc is not None:
+            yield experiment.doc
+        for flow in experiment.flows.values():
+            yield from flow_docs(flow)
+        for node in experiment.alternatives.values():
+            yield node.doc
+            if node.inference_doc is not None:
+                yield node.inference_doc
+
+
 def find_root(start: Path) -> Path | None:
     """The module root: the folder holding aqven.yaml, searched upward from `start`."""
     start = start.resolve()
@@ -116,7 +159,15 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+OUTSIDE_HINT = "keep the file inside the module root: copy it in instead of linking to a file elsewhere"
+
+
 def _read(path: Path, root: Path, annotation, what: str, sink: list[Diagnostic]):
+    problem = outside(root, path)
+    if problem is not None:       # a symlink out of the project: never read
+        sink.append(Diagnostic("E_PATH_OUTSIDE", path.relative_to(root).as_posix(), (), f"{what}: the file {problem}",
+                               None, None, OUTSIDE_HINT))
+        return None, None
     try:
         doc = load_yaml(path, root)
     except DiagnosticError as exc:
@@ -215,8 +266,9 @@ def load_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to: str | 
     if spec is None:
         return None
     flow = Flow(folder.name, spec, doc, folder, local_to=local_to)
+    scope = _flow_scope(folder, root, local_to)
     for node_path in _node_files(folder / "nodes"):
-        node = load_node(node_path, root, sink)
+        node = load_node(node_path, root, sink, scope)
         if node is None:
             flow.unreadable.add(node_path.name[: -len(".node.yaml")])
         elif _unique(node, flow.nodes, f"flow {flow.id}", sink):
@@ -250,7 +302,7 @@ def load_python_flow(folder: Path, root: Path, sink: list[Diagnostic], local_to:
             continue
         # a node of a flow.py has no folder of its own: it reads like nodes/<id>/ of the flow (top level)
         flow.nodes[node_id] = _node(node_id, node_spec, doc, folder / "nodes" / node_id / f"{node_id}.node.yaml",
-                                    root, sink)
+                                    root, sink, _flow_scope(folder, root, local_to))
     return flow
 
 
@@ -264,24 +316,34 @@ def _unique(node: Node, nodes: dict[str, Node], owner: str, sink: list[Diagnosti
     return False
 
 
-def load_node(path: Path, root: Path, sink: list[Diagnostic]) -> Node | None:
+def _flow_scope(folder: Path, root: Path, local_to: str | None) -> list[Path]:
+    """Where a node of this flow finds an inference it names, after its own folder: the flow's folder, the
+    experiment's for a local flow, then the rest of the project (outside experiments/)."""
+    return [folder, *([root / "experiments" / local_to] if local_to else []), root]
+
+
+def load_node(path: Path, root: Path, sink: list[Diagnostic], scope: list[Path] | None = None) -> Node | None:
     node_id = path.name[: -len(".node.yaml")]
     spec, doc = _read(path, root, specs.NodeSpec, f"node {node_id}", sink)
     if spec is None:
         return None
-    return _node(node_id, spec, doc, path, root, sink)
+    return _node(node_id, spec, doc, path, root, sink, scope if scope is not None else [root])
 
 
-def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: list[Diagnostic]) -> Node:
-    node = Node(node_id, spec, doc, path)
+def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: list[Diagnostic],
+          scope: list[Path]) -> Node:
+    node = Node(node_id, spec, doc, path, scope=scope)
     if isinstance(spec, specs.LlmNode):
         stem = spec.inference or node_id
-        inf_path = _find_inference(path.parent, stem, root)
+        beside = path.parent / f"{stem}.inference.yaml"
+        found = [beside] if beside.is_file() else find_inference(stem, scope)
+        inf_path = found[0] if found else None
         if inf_path is None:
             sink.append(doc.diag("E_INFERENCE_UNKNOWN", ("inference",) if spec.inference else ("node",),
                                  f"node {node_id}: inference {stem} has no file {stem}.inference.yaml",
                                  f"create {stem}.inference.yaml beside the node"))
         else:
+            node.inference_path = inf_path
             node.inference, node.inference_doc = _read(inf_path, root, specs.InferenceSpec,
                                                        f"inference {stem}", sink)
             prompt = inf_path.parent / f"{stem}.prompt.md"
@@ -293,27 +355,69 @@ def _node(node_id: str, spec: Any, doc: YamlDoc, path: Path, root: Path, sink: l
     return node
 
 
-def inference_path(project: Project, stem: str) -> Path | None:
-    """The file of an inference named by id (a judge's, a subagent's): flows/<stem>.inference.yaml, else the
-    first one in the project."""
-    return _find_inference(project.root / "flows", stem, project.root)
+def find_inference(stem: str, levels: list[Path]) -> list[Path]:
+    """The files of an inference named by id at the first of `levels` (folders, each searched with its
+    subfolders) that has one; two or more are ambiguous (a judge's is an error of aqven check; a node takes
+    the first in path order, as before). The module root as a level is the project outside experiments/:
+    another experiment's folder is never searched. findings/ and hidden folders never are."""
+    for folder in levels:
+        if not folder.is_dir():
+            continue
+        project = (folder / PROJECT_FILE).is_file()
+        found = sorted(p for p in folder.rglob(f"{stem}.inference.yaml")
+                       if _searched(p.relative_to(folder).parts[:-1], project))
+        if found:
+            return found
+    return []
 
 
-def load_inference(project: Project, stem: str, sink: list[Diagnostic]) -> tuple[Any, YamlDoc | None]:
-    """An inference by id anywhere in the project (a judge names one), or (None, None)."""
-    path = inference_path(project, stem)
+def _searched(parts: tuple[str, ...], project: bool) -> bool:
+    if "findings" in parts or any(part.startswith(".") for part in parts):
+        return False
+    return not (project and parts[:1] == ("experiments",))
+
+
+def level_names(project: Project, levels: list[Path]) -> str:
+    """The folders an inference was looked up in, as messages name them."""
+    return ", ".join(dict.fromkeys("the project outside experiments/" if p == project.root else project.rel(p)
+                                   for p in levels))
+
+
+def judge_levels(project: Project, experiment: Experiment) -> list[Path]:
+    """Where a judge check of `experiment` finds its inference, as a node finds its files: the experiment's
+    folder (its nodes, prompts and local flows), then the subject flow's (a project flow), then the project
+    outside experiments/. Never another experiment's folder."""
+    subject = experiment.spec.subject.flow if experiment.spec is not None else None
+    flow = project.flows.get(subject) if subject not in experiment.flows else None
+    return [experiment.folder, *([flow.folder] if flow is not None else []), project.root]
+
+
+class InferenceAmbiguous(LookupError):
+    def __init__(self, stem: str, found: list[Path], root: Path):
+        self.stem, self.found = stem, found
+        names = ", ".join(p.relative_to(root).as_posix() for p in found)
+        super().__init__(f"inference {stem} has {len(found)} files at one level, {names}: which one is meant is "
+                         "not clear")
+
+
+def inference_path(project: Project, stem: str, levels: list[Path] | None = None, strict: bool = False
+                   ) -> Path | None:
+    """The file of an inference named by id, in `levels` (default: the project outside experiments/, as a
+    subagent's, which may sit beside its agent).
+    `strict` (an experiment's judge): InferenceAmbiguous when its level has two; else the first in path order."""
+    found = find_inference(stem, levels if levels is not None else [project.root])
+    if strict and len(found) > 1:
+        raise InferenceAmbiguous(stem, found, project.root)
+    return found[0] if found else None
+
+
+def load_inference(project: Project, stem: str, sink: list[Diagnostic], levels: list[Path] | None = None,
+                   strict: bool = False) -> tuple[Any, YamlDoc | None]:
+    """An inference by id (see inference_path), or (None, None)."""
+    path = inference_path(project, stem, levels, strict)
     if path is None:
         return None, None
     return _read(path, project.root, specs.InferenceSpec, f"inference {stem}", sink)
-
-
-def _find_inference(folder: Path, stem: str, root: Path) -> Path | None:
-    """Beside the node first, then anywhere in the flows of the project (a shared inference)."""
-    beside = folder / f"{stem}.inference.yaml"
-    if beside.is_file():
-        return beside
-    found = sorted(root.glob(f"**/{stem}.inference.yaml"))
-    return found[0] if found else None
 
 
 def load_experiment(folder: Path, root: Path, package: str = "") -> Experiment:
@@ -328,7 +432,7 @@ def load_experiment(folder: Path, root: Path, package: str = "") -> Experiment:
         elif _is_flow_folder(flow_folder):
             exp.unreadable["flow"].add(flow_folder.name)
     for node_path in _node_files(folder / "nodes"):
-        node = load_node(node_path, root, sink)
+        node = load_node(node_path, root, sink, [folder, root])
         if node is None:
             exp.unreadable["alternative"].add(node_path.name[: -len(".node.yaml")])
         elif _unique(node, exp.alternatives, f"experiment {exp.id}", sink):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import traceback
-import typing
 from pathlib import Path
 from typing import Any
 
@@ -43,56 +42,13 @@ def flow_documents(flow_id: str, file: Path, package: str, root: Path) -> tuple[
         raise
     except BaseException as exc:   # the user's build() raised (or exited): a diagnostic with its line
         raise PythonFlowError(f"build() raised {type(exc).__name__}: {exc}", HINT, _user_line(exc, file)) from None
-    if hasattr(built, "spec") and hasattr(built, "nodes") and isinstance(built.nodes, dict):
-        return _from_engine(built)          # a Flow of the real aqven package
-    from ..compat.aqven.spec import Flow
-    if not isinstance(built, Flow):
+    if not (hasattr(built, "spec") and hasattr(built, "nodes") and isinstance(built.nodes, dict)):
         raise PythonFlowError(f"build() returned {type(built).__name__}, not the Flow of aqven.spec.flow(...)", HINT)
-    return _from_builders(built)
+    return _documents(built)      # aqven.spec's Flow: pytest-aqven's own, or the engine package's
 
 
-def _from_engine(built: Any) -> tuple[dict, dict[str, dict]]:
+def _documents(built: Any) -> tuple[dict, dict[str, dict]]:
     flow = built.spec.model_dump(by_alias=True, mode="json", exclude_none=True)
     nodes = {node_id: spec.model_dump(by_alias=True, mode="json", exclude_none=True)
              for node_id, spec in built.nodes.items()}
-    return flow, nodes
-
-
-def _type_id(model: Any, key: str) -> str:
-    name = getattr(model, "__name__", None)
-    if name is None:
-        raise PythonFlowError(f"the flow's {key} is not a model class", "use a model of <package>.types")
-    return name
-
-
-def _code_out(node_id: str, fn: Any) -> list[dict]:
-    """A code node's out fields: those of the model its function returns (a model of <package>.types)."""
-    try:
-        returned = typing.get_type_hints(fn).get("return")
-    except Exception as exc:
-        raise PythonFlowError(f"code node {node_id}: the return annotation of {fn.__qualname__} cannot be read: {exc}",
-                              "annotate the function's return with a model of <package>.types") from None
-    fields = getattr(returned, "__aqven_fields__", None)
-    if fields is None:
-        raise PythonFlowError(f"code node {node_id}: {fn.__qualname__} does not return a model of <package>.types",
-                              "annotate the function's return with a model of <package>.types, such as <Type> "
-                              "or <Flow><Node>Out")
-    return [f.model_dump(by_alias=True, exclude_none=True) for f in fields]
-
-
-def _from_builders(built: Any) -> tuple[dict, dict[str, dict]]:
-    flow = {"apiVersion": "aqven/v1", "kind": "Flow", "description": built.description,
-            "input": _type_id(built.input, "input"), "output": _type_id(built.output, "output"),
-            "returns": [{"name": name, "from": ref} for name, ref in built.returns.items()],
-            "order": [n.id for n in built.nodes], "context": list(built.context)}
-    if built.limits is not None:
-        flow["limits"] = built.limits
-    nodes = {}
-    for n in built.nodes:
-        data = {"apiVersion": "aqven/v1", "kind": "Node", "node": n.kind,
-                "description": n.description or f"node {n.id} of a flow.py", **n.data}
-        if n.kind == "code":
-            data["run"] = f"{n.fn.__module__}:{n.fn.__qualname__}"
-            data["out"] = _code_out(n.id, n.fn)
-        nodes[n.id] = data
     return flow, nodes

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Union
 
@@ -31,6 +32,21 @@ class ProviderLimits(Spec):
     concurrency: int | None = Field(default=None, ge=1)
 
 
+class OpenRouterRouting(Spec):
+    data_collection: Literal["allow", "deny"]
+    zdr: bool
+
+
+Modality = Literal["text", "image", "audio", "video", "document"]
+
+
+class ProviderCapabilitiesSpec(Spec):
+    input: list[Modality] | None = None
+    output: list[Modality] | None = None
+    tools: bool | None = None
+    json_schema_output: bool | None = None
+
+
 class ProviderSpec(Spec):
     id: Name
     kind: Literal["catalog", "code", "openai_compatible"] = "catalog"
@@ -39,8 +55,8 @@ class ProviderSpec(Spec):
     base_url: str | None = None
     params: dict[str, Any] = {}
     data_policy: DataPolicy
-    routing: dict[str, Any] | None = None
-    capabilities: dict[str, Any] | None = None
+    routing: OpenRouterRouting | None = None
+    capabilities: ProviderCapabilitiesSpec | None = None
     limits: ProviderLimits | None = None
     on_rate_limit: Literal["auto", "fixed", "fail"] = "auto"     # what a 429 does (AQVEN's provider keys)
     retry_wait_seconds: float | None = Field(default=None, gt=0)  # fixed: the wait before each retry (10)
@@ -67,15 +83,40 @@ class Limits(Spec):
     seconds: float | None = Field(default=None, gt=0)     # AQVEN writes whole seconds; tests use fractions
 
 
+PiiDetector = Literal["email", "phone", "card_number", "iban", "ip_address"]
+
+
+class PiiPolicy(Spec):
+    mask_in_traces: bool
+    redact: list[PiiDetector]
+
+
+class TrustPolicy(Spec):
+    default_in: Literal["trusted", "untrusted"]
+
+
+class ProjectPolicies(Spec):
+    pii: PiiPolicy | None = None
+    trust: TrustPolicy | None = None
+
+
+class Rename(Spec):
+    """A renamed id, so history (series, findings) follows it: node ids read `<flow>.<node>`."""
+    kind: Literal["flow", "node", "type", "prompt", "dataset", "field", "inference", "agent", "tool", "mcp_server"]
+    from_: Annotated[str, Field(min_length=1)] = Field(alias="from")
+    to: Annotated[str, Field(min_length=1)]
+    at: datetime
+
+
 class ProjectSpec(Spec):
     api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["Project"]
     description: Description
     package: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
     providers: Annotated[list[ProviderSpec], Field(min_length=1)]
-    policies: dict[str, Any] | None = None
+    policies: ProjectPolicies | None = None
     limits: Limits | None = None
-    renames: list[dict[str, Any]] = []
+    renames: list[Rename] = []
     research: ResearchSettings = ResearchSettings()
 
 
@@ -440,6 +481,32 @@ class BoundField(FieldDecl):
     value_type: TypeRef | None = None
 
 
+class FamiliesDistinct(Spec):
+    """The nodes answer with models of at least `min` different families (a judge panel)."""
+    rule: Literal["families_distinct"]
+    nodes: Annotated[list[str], Field(min_length=1)]
+    min: int = Field(ge=1)
+
+
+class FamilyDisjointFromInput(Spec):
+    """The nodes' model families differ from the family named by an input (a judge never grades its own)."""
+    rule: Literal["family_disjoint_from_input"]
+    nodes: Annotated[list[str], Field(min_length=1)]
+    input: str
+
+
+class FieldBefore(Spec):
+    """The nodes' output writes field `first` before `second` (a rationale before its score)."""
+    rule: Literal["field_before"]
+    nodes: Annotated[list[str], Field(min_length=1)]
+    first: str
+    second: str
+
+
+ContractPredicate = Annotated[Union[FamiliesDistinct, FamilyDisjointFromInput, FieldBefore],
+                              Field(discriminator="rule")]
+
+
 class FlowSpec(Spec):
     api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["Flow"]
@@ -450,7 +517,7 @@ class FlowSpec(Spec):
     order: Annotated[list[Name], Field(min_length=1)]
     context: list[Literal["date", "time_zone", "locale", "tenant_id"]] = []
     limits: Limits | None = None
-    requires: list[dict[str, Any]] = []
+    requires: list[ContractPredicate] = []
 
 
 class PolicyRef(Spec):
@@ -611,10 +678,16 @@ VariantFile = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")]
 
 
 class VariantSlot(Spec):
-    """{{ variants.<slot> }}: the text of <inference>.variants/<slot>/<file>.md, picked by an input value."""
-    on: Ref
+    """{{ variants.<slot> }}: the text of <inference>.variants/<slot>/<file>.md, picked by an input value.
+    `on` is a reference ($in.product.kind) or, as AQVEN also reads it, an input path (product.kind)."""
+    on: Annotated[str, Field(min_length=1)]
     cases: Annotated[dict[str, VariantFile], Field(min_length=1)]
     default: VariantFile | None = None
+
+    @property
+    def selector(self) -> str:
+        """`on` as a reference: an input path reads the inference's inputs."""
+        return self.on if self.on.startswith("$") else f"$in.{self.on}"
 
 
 class InferenceSpec(Spec):

@@ -3,6 +3,7 @@ AQVEN's generator gives them (`<Type>`, `<Flow><Node>Out`, `<Inference>In`, ...)
 from __future__ import annotations
 
 import datetime as dt
+import keyword
 import re
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -30,8 +31,20 @@ class UnknownType(LookupError):
     pass
 
 
+# the config of every generated model (AQVEN's aqven.spec.GENERATED_CONFIG): closed, immutable, and
+# validated again when passed in; it dumps by alias (a field named `from` is the attribute `from_`)
+GENERATED_CONFIG = ConfigDict(extra="forbid", frozen=True, revalidate_instances="always", serialize_by_alias=True)
+# names a field cannot take as an attribute: it becomes `<name>_` with the name as its alias, as in AQVEN
+RESERVED_NAMES = frozenset({*dir(BaseModel), *keyword.kwlist})
+
+
+def attribute(name: str) -> str:
+    """The attribute of a declared field on its generated model."""
+    return f"{name}_" if name in RESERVED_NAMES else name
+
+
 class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = GENERATED_CONFIG
 
 
 class Registry:
@@ -73,7 +86,7 @@ class Registry:
         if isinstance(spec, specs.EnumTypeSpec):
             t = Literal[tuple(v.value for v in spec.values)]  # type: ignore[misc]
         elif isinstance(spec, specs.ValueTypeSpec):
-            t = _constrained(BUILTINS[spec.base], spec)
+            t = constrained(BUILTINS[spec.base], spec)
         elif isinstance(spec, specs.IdTypeSpec):
             t = Annotated[str, Field(**{k: v for k, v in (("pattern", spec.pattern), ("max_length", spec.max_length))
                                        if v is not None})]
@@ -103,10 +116,12 @@ class Registry:
             t = self.resolve(f.type)
             if t is None:
                 raise UnknownType(f"type {f.type} refers to itself")
-            t = _constrained(t, f)
-            definitions[f.name] = (t, None) if f.type.endswith("?") else (t, ...)
+            t = constrained(t, f)
+            default = None if f.type.endswith("?") else ...
+            alias = f.name if f.name in RESERVED_NAMES else None
+            definitions[attribute(f.name)] = (t, Field(default, alias=alias, description=f.description))
         model = create_model(name, __base__=base, **definitions)
-        model.__aqven_fields__ = fields     # the declarations, for flow.py code nodes and the checker
+        model.__aqven_fields__ = fields     # the declarations: the checker's type pass and the runner's fit errors
         return model
 
     def _union(self, type_id: str, spec: specs.UnionTypeSpec) -> Any:
@@ -150,7 +165,7 @@ _SCALAR_KEYS = (("minimum", "ge"), ("maximum", "le"), ("exclusive_minimum", "gt"
                 ("multiple_of", "multiple_of"), ("pattern", "pattern"))
 
 
-def _constrained(t: Any, f: Any) -> Any:
+def constrained(t: Any, f: Any) -> Any:
     """The type `t` with the JSON-schema constraints of a declaration. On a list, the item constraints
     (pattern, bounds, length of text, enum) apply to each item and minItems/maxItems to the list."""
     import typing

@@ -1,26 +1,43 @@
 """`<package>.types` without a generated file: a module whose names are built on first use from the
-project's types registry, named as AQVEN's generator names them:
+project's types registry, named and ordered as AQVEN's generator (`aqven generate`) names them:
 
 - every type of types/ (`CaseRequest`); a union's variants (`CaseRecordDefect`); an id type is a
   NewType (`OrderId`) with its constrained annotation as `OrderIdField`;
-- `<Flow><Node>Out` / `<Flow><Node>In` of every code node (local flows of experiments too);
-- `<Inference>Out` / `<Inference>In` of every inference, `<Tool>Out` / `<Tool>In` of every tool.
+- `<Inference>In` / `<Inference>Out` of every inference file of the project;
+- `<Tool>In` / `<Tool>Out` of every tool with `run` (an MCP tool's shapes come from its server);
+- `<Flow><Node>In` / `<Flow><Node>Out` of every code node of a project flow (a nested node by its own id);
+- `<Experiment><Flow><Node>In` / `...Out` of every code node of an experiment's local flow;
+- `<Experiment><Node>In` / `...Out` of every code node of an experiment's nodes/ (a variant's node).
 
-The runner validates with the very same (cached) classes, so user code and engine agree."""
+A flow.py's nodes get none (its code returns its own models). A name already taken (by a type, or an
+earlier shape) stays with the first. The runner validates with the very same (cached) classes."""
 from __future__ import annotations
 
 import types as pytypes
-from typing import TYPE_CHECKING, Any, Callable, NewType
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, NewType
 
 from . import specs
 from .types import pascal
 
+try:
+    from typing import TypeAliasType       # type: ignore[attr-defined]
+except ImportError:                        # Python 3.11
+    from typing_extensions import TypeAliasType
+
 if TYPE_CHECKING:
-    from .loader import Project
+    from .loader import Flow, Project
 
 
-def node_model_name(flow_id: str, node_id: str, side: str) -> str:
-    return f"{pascal(flow_id)}{pascal(node_id)}{side}"
+def code_stem(project: "Project", flow: "Flow", node: Any) -> str:
+    """The generated name of a code node's shapes, without In/Out: `<Experiment><Node>` for a node of an
+    experiment's nodes/ (a variant's), `<Experiment><Flow><Node>` in a local flow, else `<Flow><Node>`."""
+    parts = node.path.relative_to(project.root).parts if node.path.is_relative_to(project.root) else ()
+    if len(parts) > 3 and parts[0] == "experiments" and parts[2] == "nodes":
+        return f"{pascal(parts[1])}{pascal(node.id)}"
+    if flow.local_to:
+        return f"{pascal(flow.local_to)}{pascal(flow.id)}{pascal(node.id)}"
+    return f"{pascal(flow.id)}{pascal(node.id)}"
 
 
 def _in_fields(fields: list[Any]) -> list[specs.FieldDecl]:
@@ -30,6 +47,50 @@ def _in_fields(fields: list[Any]) -> list[specs.FieldDecl]:
             for f in fields if getattr(f, "type", None)]
 
 
+def _code_nodes(flow: "Flow") -> Iterator[tuple[str, specs.CodeNode]]:
+    if flow.doc.file.endswith("flow.py"):
+        return iter(())
+    return ((node_id, node.spec) for node_id, node in sorted(flow.nodes.items())
+            if isinstance(node.spec, specs.CodeNode))
+
+
+def inferences(project: "Project") -> dict[str, specs.InferenceSpec]:
+    """Every inference of the project by id (its file stem): those the nodes read, then any other file."""
+    from .loader import load_inference
+    found: dict[str, specs.InferenceSpec] = {}
+    flows = [*project.flows.values(), *(f for e in project.experiments.values() for f in e.flows.values())]
+    nodes = [n for f in flows if not f.doc.file.endswith("flow.py") for n in f.nodes.values()]
+    nodes += [n for e in project.experiments.values() for n in e.alternatives.values()]
+    for node in nodes:
+        if node.inference is not None and node.inference_path is not None:
+            found.setdefault(node.inference_path.name[: -len(".inference.yaml")], node.inference)
+    for path in sorted(project.root.glob("**/*.inference.yaml")):
+        stem = path.name[: -len(".inference.yaml")]
+        if stem not in found and not _hidden(path, project.root):
+            spec, _ = load_inference(project, stem, [])
+            if spec is not None:
+                found[stem] = spec
+    return found
+
+
+def _alias(name: str, value: Any) -> Any:
+    """A named type alias, as `type <name> = ...` of AQVEN's generated module: an annotation that names its
+    type (aqven.spec.describe_annotation reads the name), validated as its value."""
+    return TypeAliasType(name, value)
+
+
+def _of(base: Any, constrained: Any) -> Any:
+    """`constrained` (Annotated[str, <constraints>]) on `base`: `OrderIdField` is the OrderId NewType, constrained."""
+    import typing
+    if typing.get_origin(constrained) is Annotated:
+        return Annotated[(base, *typing.get_args(constrained)[1:])]
+    return base
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
 def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
     registry = project.types
     names: dict[str, Callable[[], Any]] = {}
@@ -37,36 +98,50 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
     def add(name: str, build: Callable[[], Any]) -> None:
         names.setdefault(name, build)
 
+    id_types: dict[str, Any] = project.__dict__.setdefault("_id_types", {})   # one NewType per id type
+
+    def new_type(type_id: str) -> Any:
+        return id_types.setdefault(type_id, NewType(type_id, str))
+
+    def shape(stem: str, inputs: list[Any], outputs: list[Any]) -> None:
+        for side, fields in (("In", inputs), ("Out", outputs)):
+            add(f"{stem}{side}", lambda n=f"{stem}{side}", f=fields: registry.record(n, f))
+
     for type_id in registry.unreadable:
         add(type_id, lambda: Any)                  # its own diagnostic says why; importers still load
         add(f"{type_id}Field", lambda: Any)
+    for tool_id in project.unreadable["tool"]:
+        add(f"{pascal(tool_id)}In", lambda: Any)
+        add(f"{pascal(tool_id)}Out", lambda: Any)
     for type_id, spec in registry.specs.items():
         if isinstance(spec, specs.IdTypeSpec):
-            add(type_id, lambda t=type_id: NewType(t, str))
-            add(f"{type_id}Field", lambda t=type_id: registry.named(t))
+            add(type_id, lambda t=type_id: new_type(t))
+            add(f"{type_id}Field", lambda t=type_id: _alias(f"{t}Field", _of(new_type(t), registry.named(t))))
             continue
-        add(type_id, lambda t=type_id: registry.named(t))
+        if isinstance(spec, specs.RecordTypeSpec):
+            add(type_id, lambda t=type_id: registry.named(t))
+        else:                                      # enums, value types, unions: `type X = ...` in AQVEN's module
+            add(type_id, lambda t=type_id: _alias(t, registry.named(t)))
         if isinstance(spec, specs.UnionTypeSpec):
             for v in spec.variants:
                 add(f"{type_id}{pascal(v.name)}", lambda t=type_id, n=f"{type_id}{pascal(v.name)}":
                     registry.union_variants(t)[n])
-    flows = list(project.flows.values()) + [f for e in project.experiments.values() for f in e.flows.values()]
-    for flow in flows:
-        for node_id, node in flow.nodes.items():
-            spec = node.spec
-            if isinstance(spec, specs.CodeNode):
-                add(node_model_name(flow.id, node_id, "Out"),
-                    lambda n=node_model_name(flow.id, node_id, "Out"), s=spec: registry.record(n, s.out))
-                inputs = _in_fields(spec.in_)
-                add(node_model_name(flow.id, node_id, "In"),
-                    lambda n=node_model_name(flow.id, node_id, "In"), f=inputs: registry.record(n, f))
-            if node.inference is not None:
-                stem = pascal(spec.inference or node.id)
-                add(f"{stem}Out", lambda n=f"{stem}Out", i=node.inference: registry.record(n, i.out))
-                add(f"{stem}In", lambda n=f"{stem}In", i=node.inference: registry.record(n, i.in_))
-    for tool_id, tool in project.tools.items():
-        add(f"{pascal(tool_id)}Out", lambda n=f"{pascal(tool_id)}Out", s=tool.spec: registry.record(n, s.out))
-        add(f"{pascal(tool_id)}In", lambda n=f"{pascal(tool_id)}In", s=tool.spec: registry.record(n, s.in_))
+    for inference_id, inference in sorted(inferences(project).items()):
+        shape(pascal(inference_id), inference.in_, inference.out)
+    for tool_id, tool in sorted(project.tools.items()):
+        if tool.spec.run is not None:
+            shape(pascal(tool_id), tool.spec.in_, tool.spec.out)
+    for flow_id, flow in sorted(project.flows.items()):
+        for node_id, spec in _code_nodes(flow):
+            shape(f"{pascal(flow_id)}{pascal(node_id)}", _in_fields(spec.in_), spec.out)
+    for experiment_id, experiment in sorted(project.experiments.items()):
+        for flow_id, flow in sorted(experiment.flows.items()):
+            for node_id, spec in _code_nodes(flow):
+                shape(f"{pascal(experiment_id)}{pascal(flow_id)}{pascal(node_id)}", _in_fields(spec.in_), spec.out)
+    for experiment_id, experiment in sorted(project.experiments.items()):
+        for node_id, node in sorted(experiment.alternatives.items()):
+            if isinstance(node.spec, specs.CodeNode):
+                shape(f"{pascal(experiment_id)}{pascal(node_id)}", _in_fields(node.spec.in_), node.spec.out)
     return names
 
 
@@ -89,8 +164,12 @@ class TypesModule(pytypes.ModuleType):
         build = self._table().get(name) or self._table(refresh=True).get(name)
         if build is None:
             raise AttributeError(f"module {self.__name__} has no type {name}: it names the types of types/, "
-                                 "<Flow><Node>Out/In of code nodes, <Inference>Out/In and <Tool>Out/In")
-        value = build()
+                                 "<Inference>In/Out, <Tool>In/Out, and <Flow><Node>In/Out, "
+                                 "<Experiment><Flow><Node>In/Out and <Experiment><Node>In/Out of code nodes")
+        try:
+            value = build()
+        except LookupError as exc:      # a shape naming a type that does not exist: AQVEN generates no class
+            raise AttributeError(f"module {self.__name__}: {name} cannot be built: {exc}") from None
         self.__dict__[name] = value
         return value
 

@@ -1,6 +1,7 @@
 """Strict YAML: plain data plus a (line, column) for every key path, and diagnostics instead of
 tracebacks. Anchors, aliases, explicit tags, several documents and duplicate keys are errors (as in
-AQVEN); comments are allowed.
+AQVEN); so are collections nested deeper than MAX_DEPTH and files larger than MAX_BYTES. Every YAML
+pytest-aqven reads goes through here: project files, finding files, .aqven/local.yaml.
 
 The data is built straight from the parser's events in one pass (libyaml's parser when PyYAML has it),
 without composing nodes: a dataset of 100,000 cases is read in a few seconds. Positions are kept
@@ -8,6 +9,7 @@ compactly, two integers per key or list item in document order (`_Index`), and l
 data only when a diagnostic asks for one."""
 from __future__ import annotations
 
+import hashlib
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +69,7 @@ class YamlDoc:
     data: Any
     index: _Index | None = None                # None: a document without positions (flow.py)
     root_pos: tuple[int | None, int | None] = (None, None)
+    sha256: str | None = None                  # of the bytes parsed (load_yaml): a later read is compared by content
 
     def pos(self, path: Path_) -> tuple[int | None, int | None]:
         """Position of the key at `path`, or of its nearest ancestor that exists."""
@@ -111,6 +114,15 @@ def _error(file: str, code: str, message: str, where=None, hint: str | None = No
 _FAST_LOADER = getattr(yaml, "CSafeLoader", None)     # libyaml, when PyYAML was built with it
 
 
+MAX_BYTES = 128 << 20      # a project file larger than this is refused unread (a 100,000-case dataset is ~30 MB)
+
+
+def _too_large(file: str, size: int) -> DiagnosticError:
+    return DiagnosticError([Diagnostic("E_YAML_TOO_LARGE", file, (), f"the file holds {size:,} bytes, more than the "
+                                       f"{MAX_BYTES:,} a project file may hold", None, None,
+                                       "split the file, or keep data this large outside the project's YAML")])
+
+
 def parse_yaml(text: str, file: str) -> YamlDoc:
     """Parse with libyaml when available (several times faster); a syntax error is read again by the pure
     Python parser, so that its message does not depend on how PyYAML was built. In a file larger than
@@ -118,6 +130,8 @@ def parse_yaml(text: str, file: str) -> YamlDoc:
     pure-Python parser reads about 1 MB a second) libyaml's own words are reported, at its position. A
     value that SafeLoader's constructor rejects (an impossible date) is reported as libyaml's pass found
     it: the constructor, not the parser, words it."""
+    if len(text) > MAX_BYTES:
+        raise _too_large(file, len(text.encode("utf-8", "surrogatepass")))
     if _FAST_LOADER is not None:
         try:
             return _parse(text, file, _FAST_LOADER)
@@ -373,7 +387,11 @@ def _parse(text: str, file: str, loader_class) -> YamlDoc:
 def load_yaml(path: Path, root: Path) -> YamlDoc:
     rel = path.relative_to(root).as_posix()
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise _too_large(rel, size)
+        data = path.read_bytes()
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")     # as read_text reads it
     except UnicodeDecodeError as exc:
         raise DiagnosticError([Diagnostic("E_FILE_UNREADABLE", rel, (), f"the file is not UTF-8 text (byte {exc.start} "
                                           "cannot be decoded)", hint="save the file as UTF-8")]) from None
@@ -381,4 +399,5 @@ def load_yaml(path: Path, root: Path) -> YamlDoc:
         raise DiagnosticError([Diagnostic("E_FILE_UNREADABLE", rel, (), f"cannot read the file: {exc.strerror}")]) from None
     doc = parse_yaml(text, rel)
     doc.root_pos = (1, 1)
+    doc.sha256 = "sha256-" + hashlib.sha256(data).hexdigest()
     return doc

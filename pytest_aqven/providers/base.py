@@ -106,10 +106,13 @@ class ModelResponse:
 class ProviderError(Exception):
     """A call that failed for infrastructure reasons (an infra error of the attempt)."""
 
-    def __init__(self, code: str, message: str, retries: tuple[tuple[str, float], ...] = ()):
+    def __init__(self, code: str, message: str, retries: tuple[tuple[str, float], ...] = (),
+                 public: str | None = None):
         super().__init__(scrub(message))    # provider text may echo a key: scrubbed where it is created
         self.code = code
         self.retries = retries          # transport retries before giving up: (cause, wait in s)
+        # the message without case data (no body, no exception text): shown on held-out runs too
+        self.public = None if public is None else scrub(public)
 
 
 class Provider(Protocol):

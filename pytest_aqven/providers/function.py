@@ -20,11 +20,17 @@ class FunctionProvider:
         try:
             result = await usercode.call(self.fn, request, timeout=self.timeout)
         except usercode.UserCallTimeout as exc:
-            raise ProviderError("timeout", f"function provider {exc}") from None
+            raise ProviderError("timeout", f"function provider {exc}", public=f"function provider {exc}") from None
         except usercode.UserCodeError as exc:  # the user's provider is code we call: its bugs are infra errors
             if isinstance(exc.original, ProviderError):
-                raise exc.original from None
-            raise ProviderError("provider_error", f"function provider raised {exc}") from None
+                raised = exc.original
+                if raised.public is None:      # the user's own text may quote the request
+                    raised.public = f"function provider raised {raised.code}" + (
+                        f" at {exc.location}" if exc.location else "")
+                raise raised from None
+            # its message may quote the request: held-out runs show the exception's type and where it was raised
+            public = f"function provider raised {exc.exc_type}" + (f" at {exc.location}" if exc.location else "")
+            raise ProviderError("provider_error", f"function provider raised {exc}", public=public) from None
         if isinstance(result, dict):
             try:
                 result = ModelResponse(**result)

@@ -27,6 +27,10 @@ from .pricing import PriceList, genai_cost
 from .secrets import scrub
 
 RETRIABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+# a lower bound of a request's input tokens: one per this many bytes of its text (ordinary text takes about
+# one token per 4 bytes, so the bound is about half the real count: a call it refuses surely passes the cap)
+INPUT_BYTES_PER_TOKEN = 8
+DEAREST_INPUT_USD = 150e-6   # per token, above any catalog model's list price: below it no price is looked up
 
 
 @dataclass(frozen=True)
@@ -110,11 +114,13 @@ class OpenAICompatProvider:
                     cause = None
                 except HTTPTimeout:
                     cause, detail = "timeout", f"no answer within {self.timeout_s:g} s"
+                    brief = detail
                 except HTTPTransportError as exc:
                     cause, detail = "connection", str(exc)
+                    brief = detail
                 except AnswerTooLarge as exc:       # it would be as long again: never retried
-                    raise ProviderError("answer_too_large", f"{self.provider_id}: {exc} (params: max_answer_mb)",
-                                        tuple(retries)) from None
+                    message = f"{self.provider_id}: {exc} (params: max_answer_mb)"
+                    raise ProviderError("answer_too_large", message, tuple(retries), public=message) from None
                 latency_ms = (time.perf_counter() - started) * 1000
             if cause is None:
                 status = response.status_code
@@ -124,8 +130,10 @@ class OpenAICompatProvider:
                     # the price list may be read from disk or fetched: not on the event loop
                     return await asyncio.to_thread(self.parse, request, response, latency_ms, tuple(retries))
                 detail = f"HTTP {status}: {_error_text(response)}"
+                brief = f"HTTP {status}"     # the body may echo the request: held-out runs show the status only
                 if status not in RETRIABLE:
-                    raise ProviderError("provider_error", f"{self.provider_id}: {detail}", tuple(retries))
+                    raise ProviderError("provider_error", f"{self.provider_id}: {detail}", tuple(retries),
+                                        f"{self.provider_id}: {brief}")
                 cause = "rate_limited" if status == 429 else f"http_{status}"
                 retry_after = _retry_after(response.headers.get("retry-after"))
             after = f" after {len(retries)} retries" if retries else ""
@@ -133,7 +141,7 @@ class OpenAICompatProvider:
                 rate_limited = sum(1 for c, _ in retries if c == "rate_limited")
                 if policy.on_rate_limit == "fail" or rate_limited >= policy.rate_retries:
                     raise ProviderError("rate_limited", f"{self.provider_id}: {detail}{after} (on_rate_limit: "
-                                        f"{policy.on_rate_limit})", tuple(retries))
+                                        f"{policy.on_rate_limit})", tuple(retries), f"{self.provider_id}: {brief}{after}")
                 wait = policy.rate_wait_s
             else:
                 wait = retry_after if retry_after is not None else _backoff(policy, attempt)
@@ -141,10 +149,24 @@ class OpenAICompatProvider:
                     code = {"timeout": "timeout", "rate_limited": "rate_limited"}.get(cause, "provider_error")
                     gave_up = after + (f" (next wait {wait:.1f} s would pass the {policy.total_s:g} s retry budget)"
                                        if attempt < policy.retries else "")
-                    raise ProviderError(code, f"{self.provider_id}: {detail}{gave_up}", tuple(retries))
+                    raise ProviderError(code, f"{self.provider_id}: {detail}{gave_up}", tuple(retries),
+                                        f"{self.provider_id}: {brief}{gave_up}")
             retries.append((cause, round(wait, 3)))
             waited += wait
             await asyncio.sleep(wait)
+
+    async def input_cost(self, request: ModelRequest, left_usd: float) -> float | None:
+        """A lower bound of what the request's input costs at the model's known price (None: no price is
+        known), for the attempt's hard limit to refuse a call before it is sent. Calls that could not pass
+        `left_usd` even on the dearest model get 0.0 without a price lookup (almost every call)."""
+        size = sum(len(m.content) if isinstance(m.content, str) else
+                   sum(len(p.text or "") + len(p.data or b"") for p in m.content) for m in request.messages)
+        tokens = size // INPUT_BYTES_PER_TOKEN
+        if tokens * DEAREST_INPUT_USD <= left_usd:
+            return 0.0
+        if self.price_list is None:
+            return self.cost(request.model, {}, tokens, 0, 0)[0]
+        return (await asyncio.to_thread(self.cost, request.model, {}, tokens, 0, 0))[0]   # may read the list
 
     # --- request --------------------------------------------------------------------------
     def body(self, request: ModelRequest) -> dict[str, Any]:

@@ -1,10 +1,14 @@
 """API keys: resolved from `ref:env/NAME` and the module root's `.env`, and scrubbed from every text we keep.
 
 Every key value this process resolves is remembered here, so `scrub(text)` can remove it from error
-messages and traces before they are stored or shown, whoever produced the text.
+messages and traces before they are stored or shown, whoever produced the text. So is every value a
+series could hold without resolving it (`register_environment`, at each series start): the environment's
+secret-looking variables (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`), which a function provider or
+a vendor SDK reads on its own, and every value of the module root's `.env`.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -30,6 +34,19 @@ def register(value: str | None) -> None:
             _known.add(value)
             _pattern = re.compile("|".join(re.escape(v) for v in sorted(_known, key=len, reverse=True)))
             _secrets = tuple(_known)
+
+
+SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET)$|PASSWORD", re.IGNORECASE)
+
+
+def register_environment(root: Path | None = None) -> None:
+    """Remember the values of the environment's secret-looking variables and of `<root>/.env`."""
+    for name, value in list(os.environ.items()):
+        if SECRET_NAME.search(name):
+            register(value)
+    if root is not None:
+        for value in read_dotenv(root / ".env").values():
+            register(value)
 
 
 def scrub(text):
@@ -58,15 +75,24 @@ def _clean(text: str) -> bool:
 _PLAIN = frozenset({int, float, bool, type(None)})     # hold no text: kept without a call per value
 
 
-def scrub_data(value):
-    """scrub() applied to every string of a JSON-like value."""
+def scrub_data(value, limit: int | None = None):
+    """scrub() applied to every string of a JSON-like value; with `limit`, each string is then cut to at most
+    that many characters (clip)."""
     if isinstance(value, str):
-        return scrub(value)
+        return clip(scrub(value), limit)
     if isinstance(value, dict):
-        return {k: v if v.__class__ in _PLAIN else scrub_data(v) for k, v in value.items()}
+        return {k: v if v.__class__ in _PLAIN else scrub_data(v, limit) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)([v if v.__class__ in _PLAIN else scrub_data(v) for v in value])
+        return type(value)([v if v.__class__ in _PLAIN else scrub_data(v, limit) for v in value])
     return value
+
+
+def clip(text: str, limit: int | None) -> str:
+    """The text, or its first `limit` characters and a marker with its length and the sha256 of the whole."""
+    if limit is None or len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{text[:limit]}...[truncated: {len(text):,} characters in all, sha256 {digest}]"
 
 
 def read_dotenv(path: Path) -> dict[str, str]:

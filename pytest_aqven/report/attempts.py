@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-INFRA = ("infra_error", "budget_cut", "cancelled")
+from .. import codes
+
+INFRA = codes.UNCOUNTED
 HELD_OUT = "held out: details stay in the database"
 MAX_TEXT = 2000          # characters of one input, output or node output shown in the html report
 
@@ -22,8 +24,9 @@ def failed_checks(record: dict) -> list[tuple[str, str]]:
 def reason(record: dict) -> str:
     """One line: the xfail / skip reason (terminal -rx / -rs, junit's message)."""
     if record["outcome"] in INFRA:
-        if held_out(record):
-            return f"{record['error_code']} ({HELD_OUT})"
+        if held_out(record):      # the message without case data (where the error was, never a value), if any
+            public = record.get("error_public")
+            return f"{record['error_code']}: {public}" if public else f"{record['error_code']} ({HELD_OUT})"
         return f"{record['error_code']}: {record['error_message']}"
     if held_out(record):
         failed = [cid for cid, _ in failed_checks(record)]
@@ -36,6 +39,9 @@ def longrepr(record: dict) -> str:
     """Several lines: each failed check with its reason, or the error; the outcome only when held out."""
     head = f"{record['experiment']} {record['variant']} {record['case']} #{record['repeat']}: {record['outcome']}"
     if held_out(record):
+        public = record.get("error_public") if record["outcome"] in INFRA else None
+        if public:
+            return f"{head}\n  {record['error_code']}: {public}"
         return f"{head} ({HELD_OUT}; `aqven series show --reveal` shows them)"
     if record["outcome"] in INFRA:
         return f"{head}\n  {record['error_code']}: {record['error_message']}"

@@ -3,10 +3,13 @@ the aqven_verdict hook all show. Only aggregates: no case of a held-out series i
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
-INFRA = ("infra_error", "budget_cut", "cancelled")
+from .. import codes
+
+INFRA = codes.UNCOUNTED
 
 # What to do next per verdict (reference/aqven-experiments.md, reading order), by state then reason.
 NEXT = {
@@ -16,6 +19,9 @@ NEXT = {
                                    "(never rerun the same cases)",
     ("inconclusive", "uninformative"): "add boundary cases: every case gives the same result",
     ("inconclusive", "no_discordance"): "add boundary cases where the variants can differ",
+    ("inconclusive", "too_few_cases"): "run more cases: too few had attempts for an interval (a comparison needs at "
+                                       "least 2 cases both variants ran on)",
+    ("inconclusive", "too_few_attempts"): "run more cases or repeats: a p95 needs at least 20 attempts per variant",
     ("inconclusive", None): "run a new held-out series of the recommended size on fresh cases",
     ("signal", "dev_split"): "keep exploring on the working cases, then run --aqven-holdout for a verdict",
     ("signal", "judge_not_validated"): "validate the judge (validated_by) before trusting its verdict",
@@ -34,27 +40,48 @@ def state_word(conclusion) -> str:
     return conclusion.state or "none"
 
 
-def next_step(state: str, reason: str | None, plan: dict | None = None, cells: list[dict] = ()) -> str | None:
-    """The advice for the verdict's reason, then how many cases would settle it: from the observed interval
-    of the primary cell (cases × (half-width / margin)²), or the closed-form launch plan when that asks for
-    more cases than ran (the closed form alone is optimistic: it never says 'enough' here)."""
+def next_step(state: str, reason: str | None, plan: dict | None = None) -> str | None:
+    """The advice for the verdict's reason, then how many cases would settle it, each figure labelled: the
+    launch plan's pre-registered one (the truth one margin past the edge) when it asks for more cases than
+    ran, and the one at the rates observed so far (this series)."""
     if state in ("open", "none", "confirmed"):
         return None
     text = NEXT.get((state, reason)) or NEXT.get((state, None))
     if state not in ("inconclusive", "signal", "refuted"):
         return text
     more = []
-    primary = next((c for c in cells if c["role"] == "primary"), None)
-    e = primary["estimate"] if primary else None
-    if state != "refuted" and e and e["low"] is not None and e["high"] is not None and (primary["margin"] or 0) > 0:
-        half = (e["high"] - e["low"]) / 2
-        if half > primary["margin"] and e["cases"]:
-            needed = math.ceil(e["cases"] * (half / primary["margin"]) ** 2)
-            more.append(f"the observed ±{half:.2g} at {e['cases']} cases suggests about {needed} cases for "
-                        f"±{primary['margin']:g}")
     if plan and plan["reason"] in ("wide", "short_of_cases"):
-        more.append(f"launch plan with the rates observed so far: {plan['text']}")
+        how = " (closed form, optimistic for these intervals)" if plan.get("search_pending") else ""
+        more.append(f"launch plan{how}: {plan['text']}")
+    if plan and plan.get("observed"):
+        more.append(plan["observed"]["text"])
     return "; ".join([text, *more]) if text else "; ".join(more) or None
+
+
+def failure_warnings(uniform: list[dict]) -> list[str]:
+    """A warning per variant whose every attempt failed the same way (SeriesTally.uniform_failures)."""
+    return [f"every attempt of variant {u['variant']} ({u['attempts']}) failed the same way: {_way(u)}; the metric "
+            "measures that failure, not the question" for u in uniform]
+
+
+def _way(u: dict) -> str:
+    where = f" at node {u['node']}" if u["node"] else ""
+    if u["outcome"] == "schema_invalid":
+        return f"schema_invalid{where} (no answer fit its output fields)"
+    return f"the infrastructure error {u['code']}{where}"
+
+
+def fix_first(uniform: list[dict]) -> str:
+    """The next step when some variant failed the same way every time: fix that, never go to held-out cases
+    (they would be spent on measuring the failure)."""
+    u = uniform[0]
+    if u["outcome"] == "schema_invalid":
+        what = (f"the prompt, output fields or agent of node {u['node']}" if u["node"] else "the flow or the provider")
+        return (f"fix {what}: every answer of variant {u['variant']} failed its output fields (the attempts' errors "
+                "name the field), then explore again on the working cases; a held-out run now would only measure "
+                "this failure")
+    return (f"fix the flow or the provider: every attempt of variant {u['variant']} hit {u['code']}"
+            + (f" at node {u['node']}" if u["node"] else "") + " (-rs shows its message), then rerun")
 
 
 def _num(x) -> float | None:
@@ -93,14 +120,17 @@ def stability(tally, repeats: int) -> dict[str, dict]:
 
 
 def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
-                 plan: dict | None = None) -> dict[str, Any]:
+                 plan: dict | None = None, project: str = ".") -> dict[str, Any]:
     """`tally`: the series' attempts (series/tally.py); `layout`: its question kind, variants, cases and
-    repeats (from its database row)."""
+    repeats (from its database row); `project`: its root as the reports name it (relative to pytest's
+    rootdir). Paths are relative, so a report reads the same on every machine."""
     word = state_word(conclusion)
     verdict = conclusion.verdict
     spend = tally.cost_sum + tally.check_cost_sum
     unpriced = tally.unpriced_calls
     reason = verdict.reason if verdict else None
+    uniform = tally.uniform_failures() if verdict is not None else []
+    cells = [cell_entry(c) for c in verdict.cells] if verdict else []
     return {
         "experiment": conclusion.experiment,
         "series_id": conclusion.series_id,
@@ -113,18 +143,26 @@ def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
                      "passed": tally.passed, "failed_checks": tally.failed_checks, "infra_errors": tally.infra},
         "verdict": None if verdict is None else {"state": word, "reason": reason, "sentence": verdict.text},
         "note": conclusion.note,
-        "cells": [cell_entry(c) for c in verdict.cells] if verdict else [],
+        "cells": cells,
         "stability": stability(tally, layout.get("repeats") or 1),
         "spend": {"usd": _num(spend), "cap_usd": _num(cap_usd), "unpriced_calls": unpriced,
                   "lower_bound": unpriced > 0},
         "launch_plan": plan,
-        "next": next_step(word, reason, plan, [cell_entry(c) for c in verdict.cells] if verdict else []),
-        "finding_path": None if conclusion.finding is None else str(conclusion.finding),
+        "warnings": failure_warnings(uniform),
+        "next": fix_first(uniform) if uniform else next_step(word, reason, plan),
+        "project": project,
+        "finding_path": None if conclusion.finding is None
+        else Path(conclusion.finding).relative_to(tally.root).as_posix(),
     }
 
 
 def plan_entry(p) -> dict[str, Any]:
     """A stats.LaunchPlan as data."""
+    o = p.observed
+    observed = None if o is None else {"value": _num(o.value), "cases": o.cases, "edge": _num(o.edge),
+                                       "recommended_cases": o.recommended_cases, "power": _num(o.power),
+                                       "capped": o.capped, "text": o.text}
     return {"cases": p.cases, "repeats": p.repeats, "variants": p.variants, "attempts": p.attempts,
             "available": p.available, "recommended_cases": p.recommended_cases, "reason": p.reason,
-            "half_width": _num(p.half_width), "below_recommended": p.below_recommended, "text": p.text}
+            "half_width": _num(p.half_width), "below_recommended": p.below_recommended, "text": p.text,
+            "search_pending": p.search_pending, "capped": p.capped, "observed": observed}

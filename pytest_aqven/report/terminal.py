@@ -29,8 +29,16 @@ def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
     if p.search_pending:
         lines.append((f"  closed form (optimistic for these intervals); `aqven plan {experiment}` runs the "
                       "simulated search and keeps it for the next --collect-only", False))
+    elif p.capped:
+        lines.append((f"  simulated: the search reached its cap, {p.recommended_cases} cases, with {p.power:.0%} power: "
+                      "more cases are needed", True))
     elif p.power is not None:
         lines.append((f"  simulated: {p.power:.0%} power to decide at {p.recommended_cases} cases", False))
+    if p.observed is not None:
+        short = p.observed.recommended_cases is not None and p.observed.recommended_cases > p.available
+        lines.append((f"  {p.observed.text}" + (f", but only {p.available} are available" if short else ""),
+                      (p.observed.recommended_cases is None and not p.observed.search_pending)
+                      or p.observed.capped or short))
     return lines
 
 
@@ -38,10 +46,11 @@ def plan_line(experiment: str, split: str, p) -> str:
     """One line before a real run: attempts, and the closed-form recommendation when it says more cases."""
     line = (f"aqven plan {experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
             f"{p.variants} variant{'s' if p.variants > 1 else ''})")
+    observed = f"; {p.observed.text}" if p.observed is not None else ""
     if p.below_recommended:
         how = " (closed form)" if p.search_pending else ""
-        return f"{line}; below the recommended {p.recommended_cases} cases{how}: {p.text}"
-    return f"{line}; {p.text}"
+        return f"{line}; below the recommended {p.recommended_cases} cases{how}: {p.text}{observed}"
+    return f"{line}; {p.text}{observed}"
 
 
 def _n(count: int, word: str) -> str:
@@ -71,14 +80,15 @@ HEADER = ("experiment", "question", "variants", "verdict", "estimate [95% CI]", 
 def row(entry: dict) -> tuple[str, ...]:
     """One experiment: its primary cell's estimate and interval against the bound or margin."""
     from .junit import against
-    from .text import figure, interval, usd
+    from .text import figure, interval, pair_words, usd
 
     verdict = entry["verdict"]
     primary = next((c for c in entry["cells"] if c["role"] == "primary"), None)
     estimate = bound = "-"
     if primary is not None:
-        e, signed = primary["estimate"], primary["baseline"] is not None
-        estimate = f"{figure(e['value'], e['unit'], signed)} {interval(e, signed)}"
+        e = primary["estimate"]
+        estimate = pair_words(primary, short=True) if primary["baseline"] is not None else \
+            f"{figure(e['value'], e['unit'])} {interval(e)}"
         bound = against(primary).removeprefix("against ")
         if len([c for c in entry["cells"] if c["role"] == "primary"]) > 1:
             estimate = f"{primary['variant']}: {estimate} (+{len(entry['cells']) - 1})"
@@ -97,10 +107,15 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def summary(tr, entries: list[dict]) -> None:
+def summary(tr, entries: list[dict], unrun: list[tuple[str, str, str]] = ()) -> None:
     """The table (one row per experiment), then each verdict's sentence and, unless confirmed, what to do
-    next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats."""
+    next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats. `unrun`:
+    (experiment, split, why) of the verdicts that no attempt reached: why each is open."""
     if not entries:
+        if unrun:
+            tr.write_sep("=", "aqven verdicts")
+        for experiment, split, why in unrun:
+            tr.write_line(f"{experiment} ({split}, no attempt): no verdict: {why}", yellow=True)
         return
     verbosity = tr.config.get_verbosity()
     tr.write_sep("=", "aqven verdicts")
@@ -114,6 +129,8 @@ def summary(tr, entries: list[dict]) -> None:
             tr.write_line("≥: some calls had no known price, so the spend is a lower bound")
     for entry in entries:
         _verdict(tr, entry, verbosity)
+    for experiment, split, why in unrun:
+        tr.write_line(f"{experiment} ({split}, no attempt): no verdict: {why}", yellow=True)
 
 
 def _verdict(tr, entry: dict, verbosity: int) -> None:
@@ -130,9 +147,9 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
     tr.write(word, **COLOURS.get(word, {}))
     tr.write_line(f" - {verdict['sentence']}")
     if verbosity > 0:
-        for cell in entry["cells"]:
-            name = cell["variant"] if cell["baseline"] is None else f"{cell['variant']} vs {cell['baseline']}"
-            tr.write_line(f"  {cell['role']} {name} {cell['metric']}: {cell_text(cell)}")
+        for cell in entry["cells"]:     # a pair's text names both variants
+            name = f" {cell['variant']}" if cell["baseline"] is None else ""
+            tr.write_line(f"  {cell['role']}{name} {cell['metric']}: {cell_text(cell)}")
         deciders = sorted({c["decided_by"] for c in entry["cells"] if c["decided_by"]})
         if entry["cells"]:
             tr.write_line(f"  intervals: {entry['cells'][0]['estimate']['family']}"
@@ -141,6 +158,8 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
             pass_k = "n/a" if s["pass_hat_k"] is None else f"{s['pass_hat_k']:.2f}"
             tr.write_line(f"  stability {variant}: {s['always']} cases always passed, {s['never']} never, "
                           f"{s['flaky']} flaky; pass^{s['k']} {pass_k}")
+    for warning in entry.get("warnings", []):
+        tr.write_line(f"  warning: {warning}", yellow=True)
     spend = entry["spend"]
     if spend["unpriced_calls"]:
         tr.write_line(f"  spend: at least ${spend['usd'] or 0:.4f}, a lower bound: {spend['unpriced_calls']} calls had no "
@@ -148,7 +167,7 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
     if entry["next"] and verbosity >= 0:
         tr.write_line(f"  next: {entry['next']}")
     if entry["finding_path"]:
-        tr.write_line(f"  finding: {_shown(tr, Path(entry['finding_path']))}")
+        tr.write_line(f"  finding: {_shown(tr, tr.config.rootpath / entry['project'] / entry['finding_path'])}")
 
 
 def _shown(tr, path) -> str:
@@ -156,3 +175,15 @@ def _shown(tr, path) -> str:
         return str(path.relative_to(tr.config.invocation_params.dir))
     except ValueError:
         return str(path)
+
+
+def standing(tr, entries: list[dict]) -> None:
+    """Held-out experiments whose cases were spent: the finding that stands, and how to get fresh cases."""
+    if not entries:
+        return
+    tr.write_sep("=", "aqven standing findings")
+    for entry in sorted(entries, key=lambda e: e["file_nodeid"]):
+        tr.write_line(f"{entry['experiment']} (holdout, nothing ran): {entry['state']} - {entry['statement']}",
+                      **COLOURS.get(entry["state"] or "", {}))
+        tr.write_line(f"  finding: {entry['finding']}")
+        tr.write_line(f"  {entry['why']}")

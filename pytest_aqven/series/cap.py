@@ -5,8 +5,6 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-import yaml
-
 DEFAULT_CAP = Decimal("1.00")
 NEAR = Decimal("0.90")              # no new attempt once spend + reserves reach 90% of the cap
 LOCAL_FILE = Path(".aqven") / "local.yaml"
@@ -52,10 +50,12 @@ def project_cap(root: Path, spec) -> tuple[Decimal, str]:
     """(cap, source): the machine-local .aqven/local.yaml wins on this computer, then aqven.yaml, then $1.00."""
     local = root / LOCAL_FILE
     if local.is_file():
+        from ..check.diagnostics import DiagnosticError
+        from ..project.yamlpos import load_yaml
         try:
-            data = yaml.safe_load(local.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise CapError(f"{local}: cannot read the local override: {exc}") from None
+            data = load_yaml(local, root).data or {}
+        except DiagnosticError as exc:
+            raise CapError(f"cannot read the local override: {exc.diagnostics[0].render()}") from None
         value = (data.get("research") or {}).get("spend_cap_usd") if isinstance(data, dict) else None
         if value is not None:
             return parse_usd(value, f"{local}: research.spend_cap_usd"), "override"

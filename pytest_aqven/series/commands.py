@@ -52,10 +52,15 @@ def add_series(commands) -> None:
     cancel_p.add_argument("series_id")
     _path(cancel_p)
     cancel_p.set_defaults(handler=run_cancel)
-    ex = sub.add_parser("export", help="one row per finished attempt")
+    ex = sub.add_parser("export", help="one row per finished attempt",
+                        description="One row per finished attempt (its case, checks with their reasons, cost, "
+                                    "latency, error). Held-out cases are never shown one by one: a held-out "
+                                    "series is exported only with --reveal, for a person who asks explicitly.")
     ex.add_argument("series_id")
     ex.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     ex.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of stdout")
+    ex.add_argument("--reveal", action="store_true",
+                    help="export a held-out series anyway (for a person who asks)")
     _path(ex)
     ex.set_defaults(handler=run_export)
 
@@ -71,7 +76,19 @@ def add_db(commands) -> None:
 
 
 def _path(p) -> None:
-    p.add_argument("--path", default=".", metavar="PATH", help="the project folder or any folder inside it")
+    project_argument(p)
+
+
+def project_argument(p, positional: bool = False) -> None:
+    """`--project PATH` on every subcommand (`--path`, its old spelling on series and db, still works)."""
+    help_ = "the module root (the folder of aqven.yaml) or any file or folder inside it (default: .)"
+    if positional:
+        p.add_argument("path", nargs="?", default=None, metavar="PATH", help=help_ + "; the same as --project")
+    p.add_argument("--project", "--path", dest="project", default=None, metavar="PATH", help=help_)
+    
+
+def _project_path(args: argparse.Namespace) -> str:
+    return getattr(args, "path", None) or args.project or "."
 
 
 class Refused(Exception):
@@ -80,17 +97,19 @@ class Refused(Exception):
 
 def _store(args) -> Store:
     from ..project.loader import PROJECT_FILE, find_root
-    start = Path(args.path)
+    start = Path(args.project or ".")
     root = find_root(start) if start.exists() else None
     if root is None:
-        raise Refused(f"no {PROJECT_FILE} in {args.path} or any folder above it")
+        raise Refused(f"no {PROJECT_FILE} in {args.project or '.'} or any folder above it")
     if not storage.database_path(root).exists():
         raise Refused(f"{root} has no series yet ({storage.database_path(root)} does not exist)")
     try:
         storage.preflight(root)
     except storage.StorageError as exc:
         raise Refused(str(exc)) from None
-    return Store(root)
+    store = Store(root)
+    args.__dict__.setdefault("opened_stores", []).append(store)
+    return store
 
 
 def _series(store: Store, prefix: str) -> dict:
@@ -103,15 +122,15 @@ def _series(store: Store, prefix: str) -> dict:
 
 
 def _run(fn, args) -> int:
+    """A closed pipe (`| head`) goes up to cli.main, which ends quietly; the stores the command opened close."""
     try:
         return fn(args)
     except Refused as exc:
         print(f"aqven series: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:          # `| head`: the reader has enough
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    finally:
+        for store in args.__dict__.pop("opened_stores", []):
+            store.close()
 
 
 def _counts(store: Store, series: dict) -> tuple[int, int]:
@@ -249,8 +268,20 @@ def run_approve(args) -> int:
         answer = input(f"Type yes to continue series {sid} under a cap of ${cap:.2f}: ").strip().lower()
         if answer != "yes":
             raise Refused("not approved (the confirmation was not yes): the series still waits")
-        approve(store, sid, cap, getpass.getuser())
-        print(f"approved: series {sid} continues under a cap of ${cap:.2f}; run the same pytest command to resume it")
+        won, held = approve(store, sid, cap, getpass.getuser())
+        held_cap = Decimal(str(held["cap_usd"] or cap))
+        if not won:         # what the database holds now, not what this command asked for
+            state = f"it is {held['status']}"
+            if held["status"] == "running":
+                state += f" under a cap of ${held_cap:.2f}" + (f" (approved by {held['approved_by']})"
+                                                              if held["approved_by"] else "")
+            after = ("the same pytest command resumes it" if held["status"] == "running" else
+                     "a rerun starts a new series" if held["status"] == "cancelled" else "nothing to approve")
+            print(f"aqven series: not approved: another change to series {sid} won while you confirmed: {state}; "
+                  f"{after}", file=sys.stderr)
+            return 1
+        print(f"approved: series {sid} continues under a cap of ${held_cap:.2f}; run the same pytest command "
+              f"to resume it")
         return 0
     return _run(body, args)
 
@@ -280,9 +311,15 @@ def run_export(args) -> int:
     def body(args):
         store = _store(args)
         s = _series(store, args.series_id)
+        sid = s["series_id"]
+        if s.get("split") == "holdout" and not args.reveal:
+            raise Refused(f"series {sid} ran held-out cases: {HELD_OUT_REFUSAL}")
         rows = store._conn.execute("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished' "
-                                   "ORDER BY finished_at", (s["series_id"],)).fetchall()
+                                   "ORDER BY finished_at", (sid,)).fetchall()
         records = [json.loads(r[0]) for r in rows]
+        if s.get("split") == "holdout":
+            print(f"revealing held-out data of series {sid} ({len(records)} attempts), as asked with --reveal: "
+                  "do not tune the flow to what it shows", file=sys.stderr)
         checks = sorted({c for r in records for c in r.get("checks", {})})
         out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
         try:
@@ -308,9 +345,10 @@ def run_db_check(args) -> int:
         path = Path(args.file)
     else:
         from ..project.loader import PROJECT_FILE, find_root
-        root = find_root(Path(args.path)) if Path(args.path).exists() else None
+        path = args.project or "."
+        root = find_root(Path(path)) if Path(path).exists() else None
         if root is None:
-            print(f"aqven db check: no {PROJECT_FILE} in {args.path} or any folder above it", file=sys.stderr)
+            print(f"aqven db check: no {PROJECT_FILE} in {path} or any folder above it", file=sys.stderr)
             return 2
         path = storage.database_path(root)
     if not path.exists():

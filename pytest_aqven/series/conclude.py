@@ -2,6 +2,7 @@
 and its end in the database."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from ..experiments import inputs
 from ..experiments import plan as planning
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
+from ..findings.judges import unvalidated
 from .db import Store
 from .tally import SeriesTally, TallyTable
 
@@ -90,19 +92,21 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
         experiment = project.experiments[series["experiment_id"]]
         spec = experiment.spec
         try:
-            now = planning.snapshot(project, planning.plan(project, experiment, series["split"],
-                                                           len(series["cases"]), series["repeats"]))
+            now = planning.snapshot(project, planning.plan(project, experiment, series["split"], None,
+                                                           series["repeats"], names=series["cases"]))
         except (planning.PlanError, OSError, AttributeError, KeyError):
             now = None
+        touched = inputs.changed(series.get("fingerprints", {}))
         facts = stats.SeriesFacts(
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
             check_kinds={c.id: c.kind for c in spec.checks},
-            unvalidated_judges=frozenset(c.id for c in spec.checks if c.is_judge and not c.validated_by),
-            total_attempts=total, family=family,
+            unvalidated_judges=unvalidated(project, experiment),
+            total_attempts=total, family=family, cancelled=_stopped(series) == "cancelled",
             # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
             # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
-            inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {})))
-            or tally.inputs_changed > 0,
+            inputs_changed=now != series["snapshot"] or bool(touched)
+            or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
+            changed_inputs=inputs.named(touched, project.root),
             salt=stats.experiment_salt(project.package, experiment.id))
         table = tally.table(facts.salt, facts.check_kinds)
         conclusion.question = question_of(spec)
@@ -111,12 +115,24 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
         conclusion.verdict, conclusion.facts, conclusion.table = verdict, facts, table
         status = "failed" if tally.infra_errors == tally.done else "done"
         from .findings import record  # noqa: PLC0415  (the finding document builds on this module)
-        # the series is marked done in the transaction that records its finding
-        record(store, project, series, conclusion, tally, status, {
+        # the series is marked done in the transaction that records its finding, unless a cancel won
+        held = record(store, project, series, conclusion, tally, status, {
             "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
+        if held == "cancelled" and not (facts.cancelled or facts.inputs_changed):   # while it was being decided
+            why = _stopped(store.series(series_id))                                 # final, for its reason
+            facts = dataclasses.replace(facts, cancelled=why == "cancelled", inputs_changed=why == "inputs_changed")
+            conclusion.verdict, conclusion.facts = decide_table(conclusion.question, table, facts), facts
         return conclusion
     finally:
         store.close()
+
+
+def _stopped(series: dict) -> str | None:
+    """Why a cancelled series was stopped: cancelled (a person, Ctrl-C, -x), or inputs_changed (a later run
+    found its inputs edited and closed it); None for a series that was not."""
+    if series["status"] != "cancelled":
+        return None
+    return "inputs_changed" if (series.get("verdict") or {}).get("reason") == "inputs_changed" else "cancelled"
 
 
 def estimate_dict(estimate: stats.Estimate) -> dict:

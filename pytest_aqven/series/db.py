@@ -161,11 +161,45 @@ class Store:
                     return joined[0], False
             sid = self._open_series(db, plan_key, experiment_id, flow_id, dataset_id, split, question, record,
                                     status, fresh_for, scope_key)
+            closed = self._close_invalidated(db, sid[0], experiment_id, split, record)
+            if closed:      # the run says so: `aqven series` lines of the terminal summary read it here
+                db.execute("UPDATE aqven_series SET record = json_set(record, '$.closed', json(?)) WHERE series_id = ?",
+                           (json.dumps(closed), sid[0]))
             if run is not None:     # every run that continues the series is named in it
                 db.execute("UPDATE aqven_series SET record = json_set(record, '$.runs', json(?)) WHERE series_id = ? "
                            "AND NOT EXISTS (SELECT 1 FROM json_each(record, '$.runs') WHERE value = ?)",
                            (json.dumps([*self._runs(db, sid[0]), run]), sid[0], run))
             return sid
+
+    def _close_invalidated(self, db, keep: str, experiment_id: str, split: str, record: dict) -> list[dict]:
+        """Open series of the experiment and half whose input files differ from those of `record` (a dataset, a
+        prompt edited since they started): they can never be continued, so they are closed, cancelled with the
+        verdict invalid (inputs_changed), in the transaction that opens the new one. Returns what was closed and
+        why: the files whose fingerprints differ (else the kinds of input whose hashes do)."""
+        from ..experiments.inputs import differing, named   # noqa: PLC0415
+        closed = []
+        snapshot = record.get("snapshot") or {}
+        files = {k: v for k, v in snapshot.items() if k != "cases_sha256"}     # the files, not the case selection
+        for series_id, recorded, marks in db.execute(
+                "SELECT series_id, json_extract(record, '$.snapshot'), json_extract(record, '$.fingerprints') "
+                "FROM aqven_series WHERE experiment_id = ? AND split = ? AND status IN ('running', 'awaiting_approval') "
+                "AND series_id != ?", (experiment_id, split, keep)).fetchall():
+            before = {k: v for k, v in json.loads(recorded or "{}").items() if k != "cases_sha256"}
+            if before == files or not files:
+                continue
+            touched = differing(json.loads(marks or "{}"), record.get("fingerprints") or {})
+            changed = [named([p], self.path.parent.parent) for p in touched] or sorted(
+                k.removesuffix("_sha256") for k in files.keys() | before.keys()
+                if files.get(k) != before.get(k) and k.endswith("_sha256"))
+            text = (f"No finding: its inputs changed since it started ({', '.join(changed[:5])}"
+                    f"{f' and {len(changed) - 5} more' if len(changed) > 5 else ''}); a later run started a "
+                    f"new series on the new inputs.")
+            db.execute("UPDATE aqven_series SET status = 'cancelled', finished_at = ?, record = json_set(record, "
+                       "'$.verdict', json(?)) WHERE series_id = ?",
+                       (time.time(), json.dumps({"state": "invalid", "reason": "inputs_changed", "text": text}),
+                        series_id))
+            closed.append({"series": series_id, "changed": changed})
+        return closed
 
     @staticmethod
     def _runs(db, series_id: str) -> list[str]:
@@ -253,22 +287,20 @@ class Store:
         return [json.loads(r[0]) for r in rows]
 
     def history(self, experiment_id: str, limit: int = 200) -> list[dict]:
-        """The last finished attempts per variant of earlier series of an experiment (launch plans), variants
-        by their last attempt first. Only those `limit` records per variant leave the database: reading every
-        record of the experiment cost memory and time in proportion to its attempts (docs/performance.md)."""
+        """The rates observed so far, for launch plans: the finished attempts of the experiment's latest finished
+        series, at most `limit` per variant (its first cases by name, their repeats in order). A function of that
+        series' data alone, so the same data gives the same plan (the last attempts by time did not: they were
+        a different sample whenever attempts finished in another order). Only those records leave the database:
+        reading every record of the experiment cost memory and time in proportion to its attempts."""
         flush_all()
-        attempts = ("FROM aqven_series_attempts a JOIN aqven_series s USING (series_id) "
-                    "WHERE s.experiment_id = ? AND a.state = 'finished'")
-        variants = self._conn.execute(f"SELECT a.variant_id, MAX(a.finished_at) AS last {attempts} "
-                                      "GROUP BY a.variant_id ORDER BY last DESC", (experiment_id,)).fetchall()
-        return [json.loads(record) for variant, _ in variants for (record,) in self._conn.execute(
-            f"SELECT a.record {attempts} AND a.variant_id = ? ORDER BY a.finished_at DESC LIMIT ?",
-            (experiment_id, variant, limit))]
+        latest = self._conn.execute(
+            "SELECT series_id FROM aqven_series WHERE experiment_id = ? AND status IN ('done', 'failed') "
+            "ORDER BY finished_at DESC, series_id LIMIT 1", (experiment_id,)).fetchone()
+        if latest is None:
+            return []
+        variants = self._conn.execute("SELECT DISTINCT variant_id FROM aqven_series_attempts WHERE series_id = ? "
+                                      "ORDER BY variant_id", latest).fetchall()
+        return [json.loads(record) for (variant,) in variants for (record,) in self._conn.execute(
+            "SELECT record FROM aqven_series_attempts WHERE series_id = ? AND variant_id = ? AND state = 'finished' "
+            "ORDER BY case_name, repeat LIMIT ?", (latest[0], variant, limit))]
 
-    def finish(self, series_id: str, status: str, updates: dict) -> None:
-        flush_all()
-        with self.transaction() as db:
-            row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
-            record = {**json.loads(row[0]), **updates}
-            db.execute("UPDATE aqven_series SET status = ?, finished_at = ?, record = ? WHERE series_id = ?",
-                       (status, time.time(), json.dumps(record), series_id))

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from ..findings import document
-from ..findings.files import FindingsRefused, finding_path, finding_text, refresh_findings_md, write_finding_file
+from ..findings.files import (FindingsRefused, examine, finding_path, finding_text, overwrite_finding_file,
+                              read_findings, refresh_findings_md, render_findings_md, text_sha, write_finding_file)
 from ..project.loader import Project
 from .conclude import Conclusion
 from .db import Store
@@ -45,12 +46,17 @@ def due(conclusion: Conclusion) -> bool:
 
 
 def record(store: Store, project: Project, series: dict, conclusion: Conclusion, tally: SeriesTally,
-           status: str, updates: dict) -> None:
-    """Mark the series finished and, when it has one, record its finding: one transaction. A finding
-    already recorded for the series (a rerun after a crash) is kept as it is: written exactly once."""
+           status: str, updates: dict) -> str:
+    """Mark the series finished and, when it has one, record its finding: one transaction, which reads the
+    series' status first. Cancel is final: a series cancelled meanwhile (`aqven series cancel` landing at the
+    decision) gets no finding and stays cancelled. A series another runner already decided keeps its verdict
+    and finding (written exactly once). Returns the status the series holds after the transaction."""
     text = finding_text(document.build(project, series, conclusion, tally), decided=True) if due(conclusion) else None
     with store.transaction() as db:
         ensure_tables(db)
+        held = db.execute("SELECT status FROM aqven_series WHERE series_id = ?", (conclusion.series_id,)).fetchone()[0]
+        if held in ("cancelled", "done", "failed"):
+            return held
         if text is not None and db.execute("SELECT 1 FROM aqven_findings WHERE series_id = ?",
                                            (conclusion.series_id,)).fetchone() is None:
             plan_key = db.execute("SELECT plan_key FROM aqven_series WHERE series_id = ?",
@@ -64,6 +70,7 @@ def record(store: Store, project: Project, series: dict, conclusion: Conclusion,
                                                   conclusion.series_id).relative_to(project.root).as_posix()
         db.execute("UPDATE aqven_series SET status = ?, finished_at = COALESCE(finished_at, ?), record = ? "
                    "WHERE series_id = ?", (status, time.time(), json.dumps(merged), conclusion.series_id))
+    return status
 
 
 def _generated(db: sqlite3.Connection) -> set[str]:
@@ -75,10 +82,13 @@ def _publish_rows(project: Project, store: Store, rows: list[tuple[str, str, str
     """Write the finding files of `rows` (series, experiment, text), then FINDINGS.md; remember the text
     written; mark the rows published when asked."""
     root = project.root
+    # FINDINGS.md is generated from the finding files alone: a text that is what the files standing now give
+    # was made by aqven, whoever made it (a fresh clone, a database set aside), and may be regenerated
+    before = text_sha(render_findings_md(root, read_findings(root, project.package)))
     paths = [write_finding_file(root, experiment, series_id, text) for series_id, experiment, text in rows]
     with store.transaction() as db:
         ensure_tables(db)
-        generated = _generated(db)
+        generated = _generated(db) | {before}
     sha = refresh_findings_md(root, project.package, generated, force=force_md)
     with store.transaction() as db:
         db.execute("INSERT OR IGNORE INTO aqven_findings_md (sha256, written_at) VALUES (?, ?)", (sha, time.time()))
@@ -145,6 +155,32 @@ def repair(project: Project) -> None:
         pass   # an edited file or a hand-made line: aqven check and collection report it
     finally:
         store.close()
+
+
+def edited(project: Project) -> tuple[list[tuple[Path, str, str]], list[tuple[Path, str]]]:
+    """Finding files that are not what aqven wrote: (file, what is wrong, the text the project database
+    recorded) for those it can restore, and (file, what is wrong) for those the database has no text of
+    (a fresh clone, a file moved to another experiment's folder)."""
+    texts = {(experiment, series): text for series, experiment, text in recorded(project.root)}
+    restorable, lost = [], []
+    for path, _, found in examine(project.root, project.package):
+        text = texts.get((path.parent.parent.name, path.stem))
+        try:
+            current = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if text is not None and current != text:
+            restorable.append((path, found[0][1] if found else "its text is not the finding the database recorded", text))
+        elif found:
+            lost.append((path, found[0][1]))
+    return restorable, lost
+
+
+def restore(project: Project, restorable: list[tuple[Path, str, str]]) -> list[Path]:
+    """Overwrite edited finding files with the text the project database recorded (a person confirmed it)."""
+    for path, _, text in restorable:
+        overwrite_finding_file(project.root, path, text)
+    return [path for path, _, _ in restorable]
 
 
 def rebuild(project: Project) -> tuple[list[Path], str]:

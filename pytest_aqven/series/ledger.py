@@ -21,6 +21,11 @@ is still running (`still_running`: a pause or a cancel holds for it too). So mos
 transaction of their own. A kill -9 loses the finishes not yet committed (the last batch): their claims die
 with the runner and they are rerun, never counted twice (the attempt id is the key); what their calls cost
 is not in the ledger, as for an attempt killed mid-call.
+
+Fencing: every claim gets a generation number (one counter for the database); a finish is accepted only
+while its runner still holds the claim of that generation, checked in the finish's own transaction. A
+runner suspended past the lease (Ctrl-Z, a paused CI runner) finds its claims taken: its results are
+discarded (no spend row, no record), so the ledger holds exactly one row per attempt.
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ class Decision:
     kind: str                        # start | reused | wait | paused | stopped
     limit_usd: float | None = None   # start: the attempt's hard spend limit
     why: str = ""                    # wait/paused/stopped: for a person
+    generation: int = 0              # start: the claim's generation, which its finish must still hold
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,7 @@ class Ledger:
     def __init__(self, store: Store, runner_id: str | None = None):
         self.store = store
         self.runner_id = runner_id or str(uuid.uuid4())
+        self.discarded: list[tuple[str, str, str, int]] = []    # finishes whose claim another runner took
         now = time.time()
         with store.transaction() as db:
             db.execute("INSERT OR REPLACE INTO aqven_runners VALUES (?, ?, ?, ?, ?)",
@@ -193,8 +200,8 @@ class Ledger:
                                                    "aqven_series WHERE series_id = ?", (series_id,)).fetchone()
         status, cap = seen["series", series_id]
         finished, holder = db.execute(
-            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ?1 AND state = 'finished'), "
-            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = ?1)", (aid,)).fetchone()
+            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'), "
+            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = ?)", (aid, aid)).fetchone()
         if finished:
             return Decision("reused")
         if status == "awaiting_approval":
@@ -217,25 +224,39 @@ class Ledger:
             pause = {"reason": "spend_near_cap", "spent_usd": round(s.spent_usd, 6)}
             db.execute("UPDATE aqven_series SET status = 'awaiting_approval', record = "
                        "json_set(record, '$.pause', json(?), '$.needs_approval', json('true')) "
-                       "WHERE series_id = ?", (json.dumps(pause), series_id))
+                       "WHERE series_id = ? AND status = 'running'", (json.dumps(pause), series_id))
             seen["series", series_id] = ("awaiting_approval", cap)
             return Decision("paused", why=pause_text(series_id, _record(db, series_id), s))
         limit = cap - committed
-        db.execute("INSERT INTO aqven_claims VALUES (?, ?, ?, 'running', ?, ?)",
-                   (aid, series_id, self.runner_id, now, limit))
+        db.execute("UPDATE aqven_counters SET value = value + 1 WHERE name = 'claim_generation'")
+        generation = db.execute("SELECT value FROM aqven_counters WHERE name = 'claim_generation'").fetchone()[0]
+        db.execute("INSERT INTO aqven_claims (attempt_id, series_id, runner_id, state, claimed_at, limit_usd, "
+                   "generation) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+                   (aid, series_id, self.runner_id, now, limit, generation))
         seen["spend", series_id] = dataclasses.replace(s, running=s.running + 1)
-        return Decision("start", limit_usd=limit)
+        return Decision("start", limit_usd=limit, generation=generation)
 
-    def finish_later(self, record: dict) -> None:
+    def finish_later(self, record: dict, generation: int) -> None:
         """The attempt ran: its spend, its claim marked finished and its record, together, by group commit:
         in the store's next transaction (the next claim's, usually) or its timer's, within
         GROUP_COMMIT_SECONDS. Until then its claim stays running, counting its reserve. The row is made
-        first: a record that cannot be written raises here, and the ledger is untouched."""
+        first: a record that cannot be written raises here, and the ledger is untouched.
+        Fencing: the finish counts only if this runner still holds the claim of `generation` when it commits;
+        else (a runner suspended past the lease, whose claim another runner took) it is discarded, no
+        spend row, no record, and kept in `discarded` so the run says so."""
         row = attempt_row(record)
-        self.store.defer(lambda db: self._finish(db, record, row))
+        self.store.defer(lambda db: self._finish(db, record, row, generation))
 
-    def _finish(self, db, record: dict, row: tuple) -> None:
+    def holds(self, db, attempt: str, generation: int) -> bool:
+        """This runner's claim of `generation` on the attempt still stands (in the caller's transaction)."""
+        return db.execute("SELECT 1 FROM aqven_claims WHERE attempt_id = ? AND runner_id = ? AND generation = ? "
+                          "AND state = 'running'", (attempt, self.runner_id, generation)).fetchone() is not None
+
+    def _finish(self, db, record: dict, row: tuple, generation: int) -> None:
         aid = row[0]
+        if not self.holds(db, aid, generation):
+            self.discarded.append((record["series_id"], record["variant"], record["case"], record["repeat"]))
+            return
         amount = (record.get("cost_usd") or 0.0) + (record.get("check_cost_usd") or 0.0)
         db.execute("INSERT INTO aqven_spend (series_id, attempt_id, runner_id, spend_usd, unpriced_calls, "
                    "outcome, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -245,10 +266,15 @@ class Ledger:
                    (aid, self.runner_id))
         db.execute(SAVE_ATTEMPT, row)
 
-    def still_running(self, series_id: str) -> bool:
+    def still_holds(self, series_id: str, variant: str, case: str, repeat: int, generation: int) -> bool:
         """A read, no transaction: whether a claim made earlier may still start (nobody paused or cancelled
-        the series since)."""
-        return self.store.status(series_id) == "running"
+        the series since, and no other runner took the claim while this one was suspended)."""
+        with self.store._lock:
+            row = self.store._conn.execute(
+                "SELECT s.status, c.generation FROM aqven_series s LEFT JOIN aqven_claims c ON c.attempt_id = ? "
+                "AND c.runner_id = ? AND c.state = 'running' WHERE s.series_id = ?",
+                (attempt_id(series_id, variant, case, repeat), self.runner_id, series_id)).fetchone()
+        return row is not None and row[0] == "running" and row[1] == generation
 
     def release(self, series_id: str, variant: str, case: str, repeat: int) -> None:
         """A claimed attempt that did not run to its end (stopped before any call was paid)."""
@@ -291,12 +317,18 @@ def apply_cap(store: Store, series_id: str, cap) -> None:
                     series_id))
 
 
-def approve(store: Store, series_id: str, cap_usd: Decimal, approved_by: str) -> None:
+def approve(store: Store, series_id: str, cap_usd: Decimal, approved_by: str) -> tuple[bool, dict]:
+    """(whether this approval changed the series, what the database holds after its transaction: status,
+    cap_usd, approved_by). Only a series still awaiting approval is approved: a cancel or another approval
+    that landed first wins, and the caller says so."""
     with store.transaction() as db:
-        db.execute("UPDATE aqven_series SET status = 'running', record = json_set(json_remove(record, '$.pause'), "
-                   "'$.cap_usd', ?, '$.approved_by', ?, '$.approved_at', ?, '$.needs_approval', json('false')) "
-                   "WHERE series_id = ? AND status = 'awaiting_approval'",
-                   (str(cap_usd), approved_by, time.time(), series_id))
+        won = db.execute("UPDATE aqven_series SET status = 'running', record = json_set(json_remove(record, '$.pause'), "
+                         "'$.cap_usd', ?, '$.approved_by', ?, '$.approved_at', ?, '$.needs_approval', json('false')) "
+                         "WHERE series_id = ? AND status = 'awaiting_approval'",
+                         (str(cap_usd), approved_by, time.time(), series_id)).rowcount > 0
+        status, cap, by = db.execute("SELECT status, json_extract(record, '$.cap_usd'), json_extract(record, "
+                                     "'$.approved_by') FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
+    return won, {"status": status, "cap_usd": cap, "approved_by": by}
 
 
 def series_spend(store: Store, series_id: str) -> Spend:

@@ -4,6 +4,8 @@ from __future__ import annotations
 from functools import cached_property
 
 from .. import stats
+from ..stats.model import experiment_salt
+from ..experiments import inputs
 from ..experiments import plan as planning
 from ..experiments.checks import CheckInvalid, CompiledCheck, compile_check
 from ..project.loader import Experiment, Project
@@ -16,6 +18,7 @@ from .db import Store
 from .findings import unpublished_series
 from .ledger import apply_cap
 from .plans import SearchCache
+from .spent import Standing, spent
 
 BIG_DATASET = 2000       # more selected cases than this without plan.cases: the launch plan warns
 
@@ -23,16 +26,41 @@ BIG_DATASET = 2000       # more selected cases than this without plan.cases: the
 class SeriesRun:
     def __init__(self, project: Project, experiment: Experiment, split: str, *,
                  cases: int | None = None, repeats: int | None = None, cap: SeriesCap | None = None,
-                 fresh_for: str | None = None, cassettes: str | None = None, run: str | None = None):
+                 fresh_for: str | None = None, cassettes: str | None = None, run: str | None = None,
+                 respend: bool = False):
         self.project = project
         self.experiment = experiment
         self.plan = planning.plan(project, experiment, split, cases, repeats)
+        self.standing: Standing | None = None     # held-out: the finding that stands instead of a new series
+        self.respent_from: list[str] = []           # held-out, --aqven-respend-holdout: the findings run again
+        if split == "holdout":
+            self._spend_once(cases, repeats, fresh=fresh_for is not None, respend=respend)
         self.cap = cap or series_cap(project.root, project.spec, experiment_cap=experiment.spec.cap_usd)
         self.fresh_for = fresh_for          # --aqven-new-series: the run token that may continue a series
         self.run = run                      # this run's token (the same on every xdist worker): joins its series
         self.created = False
         self._series_id: str | None = None
         self.cassettes = cassettes          # record | replay | record_missing | None (live)
+
+    def _spend_once(self, cases: int | None, repeats: int | None, *, fresh: bool, respend: bool) -> None:
+        """Held-out cases are spent once (series/spent.py): a rerun continues an open held-out series or
+        reports the finding that stands; --aqven-new-series runs only fresh held-out cases;
+        --aqven-respend-holdout runs the spent ones again, recorded in the new finding."""
+        used = spent(self.project, self.experiment)
+        if not used:
+            return
+        salt = experiment_salt(self.project.package, self.experiment.id)
+        if respend:
+            self.respent_from = used.overlapping([c.name for c in self.plan.cases], salt)
+            return
+        if not fresh and not used.open_series:
+            self.standing = Standing(self.experiment, used, self.plan.available)
+            return
+        names = planning.half(self.project, self.experiment, "holdout")
+        self.plan = planning.plan(self.project, self.experiment, "holdout", cases, repeats,
+                                  skip=used.among(names, salt))
+        if not self.plan.cases:
+            self.standing = Standing(self.experiment, used, len(names), fresh_wanted=True)
 
     @cached_property
     def store(self) -> Store:
@@ -67,6 +95,8 @@ class SeriesRun:
         """The series start in this process: import the code and build the providers and checks it runs
         (their YAML read, their modules imported), then read every input once. Attempts run from that."""
         from ..experiments.judges import JudgeCheck
+        from ..providers.secrets import register_environment
+        register_environment(self.project.root)     # keys user code may read itself: scrubbed like resolved ones
         planning.import_code(self.project, self.plan)
         self.providers          # noqa: B018 - built now: a function provider's module is imported at the start
         checks = self.checks    # compiled now: their modules imported, a judge's YAML read
@@ -103,6 +133,8 @@ class SeriesRun:
                       "cap_usd": str(cap.cap_usd), "project_cap_usd": str(cap.project_cap_usd),
                       "project_cap_source": cap.project_cap_source, "cap_from": cap.explicit,
                       "needs_approval": cap.needs_approval}
+            if self.respent_from:       # held-out cases that gave a finding, run again on purpose: the finding says so
+                record["respent_from"] = self.respent_from
             if cap.needs_approval:      # seeds: a cap above the project cap waits for approval before anything runs
                 record["pause"] = {"reason": "cap_above_project", "spent_usd": 0.0}
             self._series_id, self.created = self.store.open_series(
@@ -111,12 +143,16 @@ class SeriesRun:
                 record=record, status="awaiting_approval" if cap.needs_approval else "running",
                 fresh_for=self.fresh_for, scope_key=planning.canonical_hash(scope), run=self.run)
             if not self.created:
-                recorded = self.store.series(self._series_id)["snapshot"]
+                series = self.store.series(self._series_id)
+                recorded = series["snapshot"]
                 if recorded != snapshot:    # another process of this run started it on other inputs
                     differ = sorted(k for k in snapshot if snapshot[k] != recorded.get(k))
+                    files = inputs.differing(series.get("fingerprints") or {}, taken.fingerprints)
                     taken.sources.conflict = (
                         f"the inputs changed while the series ran: this process read other {', '.join(differ)} "
-                        f"than the series recorded at its start; rerun without editing the project")
+                        f"than the series recorded at its start"
+                        + (f" ({inputs.named(files, self.project.root)} changed)" if files else "")
+                        + "; rerun without editing the project")
             if not self.created and cap.explicit:
                 apply_cap(self.store, self._series_id, cap)
         return self._series_id

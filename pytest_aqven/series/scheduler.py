@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from .ledger import CLAIMED_ELSEWHERE, Decision, Ledger, cancel
 
 POLL_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
+AHEAD_SECONDS = 2 * HEARTBEAT_SECONDS    # a claim made ahead and not started by then is given back (see _heartbeat)
 
 
 @dataclass
@@ -43,13 +45,26 @@ class Budget:
             raise ProviderError("budget_exceeded", f"the attempt spent ${self.spent:.4f}, its hard limit is "
                                                    f"${self.limit:.4f} of the series cap")
 
+    async def before_input(self, request, input_cost) -> None:
+        """A call whose input alone would pass what is left of the limit, at the model's known price
+        (`input_cost`, the provider's lower bound), is refused before it is sent."""
+        if self.limit is None:
+            return
+        left = self.limit - self.spent
+        cost = await input_cost(request, left)
+        if cost is not None and cost > left:
+            raise ProviderError("budget_exceeded", f"the call's input alone would cost at least ${cost:.4f} at "
+                                                   f"{request.model}'s price, more than the ${left:.4f} left of the "
+                                                   f"attempt's hard limit: refused before it was sent")
+
     def add(self, response) -> Any:
         self.spent += getattr(response, "cost_usd", None) or 0.0
         return response
 
 
 class BudgetGuard:
-    """Wraps a provider for one attempt: refuses a call once the attempt spent its limit."""
+    """Wraps a provider for one attempt: refuses a call once the attempt spent its limit, or when its input
+    alone would pass it (providers that know their prices: input_cost)."""
 
     def __init__(self, inner, budget: Budget):
         self.inner = inner
@@ -57,6 +72,9 @@ class BudgetGuard:
 
     async def complete(self, request):
         self.budget.before()
+        input_cost = getattr(self.inner, "input_cost", None)
+        if input_cost is not None:
+            await self.budget.before_input(request, input_cost)
         return self.budget.add(await self.inner.complete(request))
 
     def __getattr__(self, name):
@@ -76,7 +94,9 @@ class Scheduler:
         self.jobs: dict[tuple, concurrent.futures.Future] = {}
         self.running: set[tuple] = set()
         self.held_elsewhere: set[tuple] = set()               # jobs waiting for an attempt another runner claimed
-        self.claimed: dict[tuple, Decision] = {}              # attempts run_here claimed ahead, not started yet
+        # attempts run_here claimed ahead, not started yet: key -> (decision, when claimed, root, series id)
+        self.claimed: dict[tuple, tuple[Decision, float, Path, str]] = {}
+        self._claimed_lock = threading.Lock()                 # the heartbeat gives back what _decide did not start
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
         self.runs: dict[int, object] = {}                     # the series runs of this process: their stores close with it
@@ -250,6 +270,23 @@ class Scheduler:
                     await self._on_db(ledger.heartbeat)
                 except Exception:       # a busy database delays a beat; the lease is much longer
                     pass
+            await self._give_back_stale_claims()
+
+    async def _give_back_stale_claims(self) -> None:
+        """A claim made ahead blocks every other runner while this one lives: one not started within
+        AHEAD_SECONDS (its item went to another xdist worker, or this process runs slower than it planned) is
+        released, so a runner waiting for it takes it within a heartbeat. Taken from `claimed` first, under its
+        lock: _decide can then no longer start it here."""
+        now = time.monotonic()
+        with self._claimed_lock:
+            stale = [(key, entry) for key, entry in self.claimed.items() if now - entry[1] > AHEAD_SECONDS]
+            for key, _ in stale:
+                del self.claimed[key]
+        for (_, variant, case, repeat), (_, _, root, series_id) in stale:
+            try:
+                await self._on_db(lambda: self._ledger(root).release(series_id, variant, case, repeat))
+            except Exception:       # the next beat's claims, or this runner's end, release it
+                pass
 
     async def _job(self, key, run, variant: str, case, repeat: int, ahead=None) -> Outcome:
         CALLS_IN_FLIGHT.set(max(self.concurrency, CALLS_IN_FLIGHT.get()))   # HTTP pools: at least one per attempt
@@ -279,7 +316,7 @@ class Scheduler:
             if decision.kind == "start":
                 # its finish (spend, claim and record together) is group-committed: it joins the next claim's
                 # transaction or a timer's, with no wait here; its claim counts its reserve until then
-                self.ledgers[root].finish_later(record)
+                self.ledgers[root].finish_later(record, decision.generation)
                 self._wake_waiters()
                 return Outcome("ran", record)
             if decision.why == CLAIMED_ELSEWHERE:
@@ -298,9 +335,12 @@ class Scheduler:
         """Whether the attempt starts: a claim made ahead while the series still runs, else the ledger's
         decision, with the claims of the attempts `ahead()` names in the same transaction."""
         root = run.project.root
-        claimed = self.claimed.pop(key, None)
-        if claimed is not None:
-            if await self._on_db(lambda: self._ledger(root).still_running(series_id)):
+        with self._claimed_lock:
+            entry = self.claimed.pop(key, None)
+        if entry is not None:
+            claimed = entry[0]
+            if await self._on_db(lambda: self._ledger(root).still_holds(series_id, variant, case, repeat,
+                                                                        claimed.generation)):
                 return claimed
             await self._ledger_op(root, "release", series_id, variant, case, repeat)
         if ahead is None:
@@ -308,9 +348,11 @@ class Scheduler:
         later = [a for a in ahead() if a != (variant, case, repeat) and (id(run), *a) not in self.claimed]
         ops = [("start", series_id, variant, case, repeat), *(("claim", series_id, *a) for a in later)]
         decision, *claims = await self._on_db(lambda: self._ledger(root).batch(ops))
-        for a, claim in zip(later, claims):
-            if isinstance(claim, Decision) and claim.kind == "start":
-                self.claimed[(id(run), *a)] = claim
+        now = time.monotonic()
+        with self._claimed_lock:
+            for a, claim in zip(later, claims):
+                if isinstance(claim, Decision) and claim.kind == "start":
+                    self.claimed[(id(run), *a)] = (claim, now, root, series_id)
         if isinstance(decision, Exception):
             raise decision
         return decision

@@ -63,6 +63,13 @@ CREATE TRIGGER IF NOT EXISTS aqven_spend_total AFTER INSERT ON aqven_spend BEGIN
     unpriced_attempts = unpriced_attempts + excluded.unpriced_attempts;
 END;
 """,
+    # fencing: each claim gets the next generation number; a finish counts only while its claim still holds
+    # (same runner, same generation), checked in the finish's own transaction
+    4: """
+ALTER TABLE aqven_claims ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS aqven_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO aqven_counters VALUES ('claim_generation', 0);
+""",
 }
 LATEST = max(MIGRATIONS)
 
@@ -209,6 +216,27 @@ def preflight(root: Path, *, again: bool = False) -> None:
                 f"(kept, nothing deleted). Rerun the same command to start a new database (its series start over); "
                 f"`aqven db check {aside}` shows what is wrong with the old file.")
     _CHECKED[root] = None
+
+
+def preflight_findings(root: Path) -> None:
+    """Before a held-out run: every place its findings are written is writable (each experiment's findings
+    folder, or the experiment's folder before it has one, and FINDINGS.md at the module root), so a full or
+    read-only tree is one message before anything is spent, not a failure after the attempts were paid."""
+    root = Path(root)
+    folders = [f for f in sorted((root / "experiments").glob("*")) if (f / "experiment.yaml").is_file()]
+    targets = [f / "findings" if (f / "findings").is_dir() else f for f in folders] + [root]
+    for target in targets:
+        why = _writable(target)
+        if why is None and target == root and (root / "FINDINGS.md").exists():
+            try:
+                with open(root / "FINDINGS.md", "r+b"):
+                    pass
+            except OSError as exc:
+                why, target = exc.strerror, root / "FINDINGS.md"
+        if why is not None:
+            raise StorageError(f"pytest-aqven: cannot write in {target} ({why}). A held-out run writes its findings "
+                               f"there (experiments/<id>/findings/ and FINDINGS.md): make it writable, or run from a "
+                               f"writable copy of the project; nothing was run.")
 
 
 def forget(root: Path) -> None:

@@ -16,8 +16,10 @@ from array import array
 from decimal import Decimal
 from itertools import compress
 
-COUNTED = frozenset({"ok", "model_fail", "schema_invalid", "refusal"})     # stats.samples.COUNTED_OUTCOMES
-INFRA = ("infra_error", "budget_cut", "cancelled")                          # report.data.INFRA
+from .. import codes
+
+COUNTED = frozenset(codes.COUNTED)
+INFRA = codes.UNCOUNTED
 
 
 def _known(x) -> bool:
@@ -90,6 +92,9 @@ class SeriesTally:
         self.started_at = math.inf
         self.finished_at = -math.inf
         self.models: dict[str, set[str]] = {}
+        # per variant: its attempts, and how many failed each way ((outcome, error code or None, node), counted)
+        self.per_variant: dict[str, int] = {}
+        self.failures: dict[str, dict[tuple[str, str | None, str | None], int]] = {}
         self.cases: dict[tuple[str, str], _Case] = {}   # (variant, case name) -> its attempts, first seen first
 
     @classmethod
@@ -136,6 +141,12 @@ class SeriesTally:
         self.started_at = min(self.started_at, record["started_at"])
         self.finished_at = max(self.finished_at, record["finished_at"])
         self.models.setdefault(variant, set()).update((record.get("models") or {}).values())
+        self.per_variant[variant] = self.per_variant.get(variant, 0) + 1
+        if outcome != "ok" and outcome != "cancelled":
+            # a model failure is one way whatever its code (every schema_invalid alike); an infra error, one per code
+            way = (outcome, None if outcome in COUNTED else record.get("error_code"), record.get("first_failed_node"))
+            ways = self.failures.setdefault(variant, {})
+            ways[way] = ways.get(way, 0) + 1
 
         if passed is not None:
             case.known += 1
@@ -182,6 +193,19 @@ class SeriesTally:
             if _known(check["value"]):
                 c.values.add(repeat, check["value"])
         return True
+
+    def uniform_failures(self) -> list[dict]:
+        """The variants whose every attempt failed the same way: all schema_invalid at one node, or all one
+        infrastructure code at one node. Their metric measures that failure, not the question."""
+        out = []
+        for variant in sorted(self.per_variant):
+            ways = self.failures.get(variant, {})
+            if len(ways) != 1:
+                continue
+            ((outcome, code, node), count), = ways.items()
+            if count == self.per_variant[variant] and outcome in ("schema_invalid", "infra_error"):
+                out.append({"variant": variant, "outcome": outcome, "code": code, "node": node, "attempts": count})
+        return out
 
     def case_names(self) -> set[str]:
         return {name for _, name in self.cases}

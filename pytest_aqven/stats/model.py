@@ -71,11 +71,14 @@ class SeriesFacts:
     split: str  # "dev" | "holdout"
     variants: tuple[str, ...]  # plan order
     check_kinds: Mapping[str, str] = field(default_factory=dict)  # check id -> binary|continuous|ordinal
-    unvalidated_judges: frozenset[str] = frozenset()
+    # judge check id -> why validated_by does not hold (words completing "judge <check> ..."); a set of ids: each
+    # has no validated_by
+    unvalidated_judges: Mapping[str, str] | frozenset[str] = frozenset()
     total_attempts: int = 0  # cases x repeats x variants planned
     cancelled: bool = False
     budget_cut: bool = False
     inputs_changed: bool = False
+    changed_inputs: str = ""  # the input files that changed, as the sentence names them ("" when unknown)
     family: str = "robust"  # "robust" (hull with the betting interval) | "model"
     # what orders the cases of the betting interval and seeds the bootstrap: the package and the
     # experiment, never the series id (the same data must give the same verdict in every series)
@@ -135,6 +138,21 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class ObservedPlan:
+    """The cases that give 80% power at the rates observed so far (the latest finished series), beside the
+    pre-registered figure (the truth one margin past the edge)."""
+    value: float  # the primary observed: a rate or mean, or a pair's difference on its good side (+ is better)
+    cases: int  # the cases it was observed on
+    edge: float  # on the same scale
+    recommended_cases: int | None  # None: not past the edge (no number of cases confirms), or search_pending
+    power: float | None = None  # simulated P(confirmed) at recommended_cases
+    closed_form_cases: int | None = None
+    capped: bool = False  # the simulated search reached MAX_SIMULATED_CASES below 80% power
+    search_pending: bool = False
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
     cases: int
     repeats: int
@@ -155,3 +173,5 @@ class LaunchPlan:
     power: float | None = None  # simulated P(confirmed) at recommended_cases
     search_pending: bool = False  # the simulated search was not run (nor cached): recommended_cases is the closed form
     family: str = "robust"
+    capped: bool = False  # the simulated search reached MAX_SIMULATED_CASES below 80% power: more cases are needed
+    observed: ObservedPlan | None = None  # at the rates observed so far, when a finished series has them

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import intervals
 from .estimates import clears, mean_interval
-from .model import Attempt, LaunchPlan, Look, Pair, Threshold
+from .model import Attempt, LaunchPlan, Look, ObservedPlan, Pair, Threshold
 from .samples import LOWER, SERIES_METRICS, build_sample, metric_info
 
 Z = 1.959963984540054
@@ -241,7 +241,7 @@ def launch_plan(
     info = metric_info(metric, check_kinds)
     history = list(history)
     if isinstance(question, Threshold):
-        tested = question.variant or next((a.variant for a in history), None)
+        tested = question.variant or _weakest(question, info, history, check_kinds)
     else:
         tested = question.candidate
 
@@ -293,20 +293,25 @@ def launch_plan(
     half_width, mde = Z * se, (Z + Z_POWER) * se
     closed = closed_form_cases(spread, margin, repeats, icc)
     truth = planning_truth(question, info, margin, spread, icc, repeats, history, check_kinds)
-    power = None
-    needed = closed
-    pending = False
-    if closed <= MAX_SIMULATED_CASES:
-        key = search_inputs(question, info, repeats, truth, family, seed, closed)
+
+    def searched(truth: Mapping, start: int) -> tuple[int | None, float | None]:
+        """(cases, power) of the simulated search from `start`, from the cache, or (None, None) when not run."""
+        if start > MAX_SIMULATED_CASES:
+            return None, None
+        key = search_inputs(question, info, repeats, truth, family, seed, start)
         found = cache.get(key) if cache is not None else None
         if found is None and simulate:
-            found = search_cases(lambda c: simulated_power(question, info, c, repeats, truth, family, seed), closed)
+            found = search_cases(lambda c: simulated_power(question, info, c, repeats, truth, family, seed), start)
             if cache is not None:
                 cache[key] = found
-        if found is not None:
-            needed, power = found
-        else:
-            pending = True
+        return (int(found[0]), float(found[1])) if found is not None else (None, None)
+
+    found, power = searched(truth, closed)
+    needed = closed if found is None else found
+    pending = found is None and closed <= MAX_SIMULATED_CASES
+    observed = None
+    if source == "history" and tested is not None:
+        observed = observed_plan(question, info, margin, spread, icc, repeats, history, check_kinds, truth, searched)
     m = f"{margin:g}"
     # the recommendation is power-based: cases for an 80% chance to confirm when the truth lies one
     # margin past the edge (simulated with the verdict's own intervals, else the closed form)
@@ -324,7 +329,83 @@ def launch_plan(
                 f"{power_words}")
     return plan(half_width=half_width, mde=mde, recommended_cases=needed, reason=reason, text=text,
                 below_recommended=cases < needed, closed_form_cases=closed, power=power,
-                search_pending=pending)
+                search_pending=pending, capped=power is not None and power < POWER, observed=observed)
+
+
+def _weakest(question: Threshold, info, history: Sequence[Attempt], kinds) -> str | None:
+    """The tested variant the plan is for, when every variant must clear: the one observed furthest on the
+    wrong side (ties by name), so the plan never depends on the order the history was read in."""
+    means = {}
+    for variant in sorted({a.variant for a in history}):
+        sample = build_sample(history, variant, info, kinds)
+        if sample.n_cases:
+            means[variant] = float(np.mean(sample.case_means()))
+    if not means:
+        return None
+    worse = (lambda v: means[v]) if question.above is not None else (lambda v: -means[v])
+    return min(sorted(means), key=worse)
+
+
+def observed_plan(question, info, margin, spread, icc, repeats, history, kinds, truth, searched) -> ObservedPlan | None:
+    """The cases that give 80% power at the rates observed so far (the history's own primary value, on the good
+    side of the edge), by the same closed form and simulated search as the pre-registered figure."""
+    found = _observed(question, info, history, kinds)
+    if found is None:
+        return None
+    value, seen, base = found
+    edge = truth["edge"]
+    if isinstance(question, Threshold):
+        good, gap = value, (value - edge if question.above is not None else edge - value)
+    else:
+        good, gap = value, value - edge
+    shown = f"{value:+.2f}" if isinstance(question, Pair) else f"{value:.2f}" if info.shape == "rate" else f"{value:.3g}"
+    where = f"at the rates observed so far ({_target(question)[0]} {shown} over {_cases_text(seen)}, the edge {edge:g})"
+    if gap <= 0:
+        return ObservedPlan(value, seen, edge, None, text=f"{where}, no number of cases confirms it: what was "
+                            "observed is not past the edge")
+    closed = max(2, math.ceil(((Z + Z_POWER) * spread / gap) ** 2 * design_effect(repeats, icc) / repeats))
+    at = dict(truth, value=min(max(good, 0.005), 0.995) if info.shape == "rate" and isinstance(question, Threshold)
+              else good)
+    if base is not None:
+        at["base"] = min(max(base, 0.02), 0.98)
+        if info.shape == "rate":     # room for the observed difference inside (0, 1)
+            sign = -1.0 if at["direction"] == LOWER else 1.0
+            room = (1 - at["base"]) if sign > 0 else at["base"]
+            at["value"] = min(at["value"], 0.98 * room)
+    cases, power = searched(at, closed)
+    if cases is None and closed > MAX_SIMULATED_CASES:
+        return ObservedPlan(value, seen, edge, closed, None, closed,
+                            text=f"{where}, about {closed} cases give an {POWER:.0%} chance to confirm (closed form: "
+                                 f"past the {MAX_SIMULATED_CASES} cases the search tries)")
+    if cases is None:       # the closed form alone can be many times too few for these intervals: no figure
+        return ObservedPlan(value, seen, edge, None, None, closed, search_pending=True,
+                            text=f"{where}, `aqven plan` gives the cases for an {POWER:.0%} chance to confirm (a "
+                                 "simulated search: the closed form is too optimistic for these intervals to say)")
+    if power < POWER:
+        return ObservedPlan(value, seen, edge, cases, power, closed, capped=True,
+                            text=f"{where}, the simulated search reached its cap, {cases} cases, with a {power:.0%} "
+                                 "chance to confirm: more cases are needed")
+    return ObservedPlan(value, seen, edge, cases, power, closed,
+                        text=f"{where}, about {cases} cases give an {POWER:.0%} chance to confirm (simulated)")
+
+
+def _observed(question, info, history, kinds) -> tuple[float, int, float | None] | None:
+    """(the primary's value, cases, the baseline's mean for a pair) from the history's samples."""
+    if isinstance(question, Threshold):
+        tested = question.variant or _weakest(question, info, history, kinds)
+        sample = build_sample(history, tested, info, kinds) if tested is not None else None
+        if sample is None or not sample.n_cases:
+            return None
+        return float(np.mean(sample.case_means())), sample.n_cases, None
+    b = build_sample(history, question.baseline, info, kinds)
+    c = build_sample(history, question.candidate, info, kinds)
+    shared = [name for name in b.cases if name in set(c.cases)]
+    if not shared:
+        return None
+    base = b.subset(shared).case_means()
+    diff = c.subset(shared).case_means() - base
+    sign = -1.0 if (question.direction or info.direction) == LOWER else 1.0
+    return sign * float(np.mean(diff)), len(shared), float(np.mean(base))
 
 
 def search_inputs(question, info, repeats: int, truth: Mapping, family: str, seed: int, closed: int) -> str:

@@ -15,9 +15,10 @@ from operator import attrgetter
 
 import numpy as np
 
+from .. import codes
 from .model import Attempt, CheckValue
 
-COUNTED_OUTCOMES = frozenset({"ok", "model_fail", "schema_invalid", "refusal"})
+COUNTED_OUTCOMES = frozenset(codes.COUNTED)
 SCORED_STATES = frozenset({"passed", "failed"})
 HIGHER = "higher_is_better"
 LOWER = "lower_is_better"
@@ -174,7 +175,7 @@ _ABSENT = CheckValue("absent", None)
 _STATE, _VALUE = attrgetter("state"), attrgetter("value")
 _STATE_CODES = {"passed": 1, "failed": 2}  # scored states; any other state: 0
 
-_OUTCOMES = ("ok", "model_fail", "schema_invalid", "refusal", "infra_error", "budget_cut", "cancelled")
+_OUTCOMES = codes.OUTCOMES
 _OUTCOME_CODES = {name: i for i, name in enumerate(_OUTCOMES)}
 _UNKNOWN = len(_OUTCOMES)  # the code of any other outcome
 _COUNTED_CODES = np.array([name in COUNTED_OUTCOMES for name in _OUTCOMES] + [False])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from . import wording
 from . import betting
@@ -86,7 +86,8 @@ def _below_mde(cell: Cell) -> bool:
 
 
 def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
-    for reason in ("uninformative", "no_discordance"):
+    # too few cases (or attempts) for an interval is said so, not "below_mde": no width was measured
+    for reason in ("uninformative", "no_discordance", "too_few_cases", "too_few_attempts"):
         if any(c.estimate.degenerate == reason for c in primaries):
             return reason
     if any(c.verdict == "unclear" and wording.zero_width(c.estimate) for c in primaries):
@@ -124,7 +125,7 @@ def decide_table(question: Threshold | Pair | Look, table, facts: SeriesFacts) -
     if facts.budget_cut:
         return invalid("budget_cut", wording.budget_cut_text(done, total))
     if facts.inputs_changed:
-        return invalid("inputs_changed", wording.INPUTS_CHANGED_TEXT)
+        return invalid("inputs_changed", wording.inputs_changed_text(facts.changed_inputs))
     if settled and errors / settled > INFRA_SHARE_LIMIT:
         return invalid("infra_errors", wording.infra_errors_text(errors, settled))
 
@@ -150,7 +151,9 @@ def decide_table(question: Threshold | Pair | Look, table, facts: SeriesFacts) -
         return Verdict("signal", "dev_split", wording.dev_signal(measurement), cells, metrics)
     for check in judged:
         if check in facts.unvalidated_judges:
-            return Verdict("signal", "judge_not_validated", wording.unvalidated_signal(check, measurement), cells, metrics)
+            why = facts.unvalidated_judges.get(check) if isinstance(facts.unvalidated_judges, Mapping) else None
+            return Verdict("signal", "judge_not_validated", wording.unvalidated_signal(check, measurement, why),
+                           cells, metrics)
     verdicts = [c.verdict for c in cells]
     if "fail" in verdicts:
         state, reason = "refuted", None

@@ -154,9 +154,13 @@ def dev_signal(measurement: str) -> str:
     return f"Signal on dev, not a finding: {measurement}."
 
 
-def unvalidated_signal(check: str, measurement: str) -> str:
-    return (f"Signal only, judge {check} has no validated_by (no experiment measured its errors on planted "
-            f"defects, so they go straight into the metric): {measurement}.")
+NO_VALIDATED_BY = ("has no validated_by (no experiment measured its errors on planted defects, so they go "
+                   "straight into the metric)")
+
+
+def unvalidated_signal(check: str, measurement: str, why: str | None = None) -> str:
+    """`why` completes "judge <check> ...": the condition validated_by did not meet (findings/judges.py)."""
+    return f"Signal only, judge {check} {why or NO_VALIDATED_BY}: {measurement}."
 
 
 def cancelled_text(done: int, total: int) -> str:
@@ -167,10 +171,10 @@ def budget_cut_text(done: int, total: int) -> str:
     return f"No finding: the spend cap stopped the series after {done} of {total} attempts."
 
 
-INPUTS_CHANGED_TEXT = (
-    "No finding: inputs changed during the series "
-    "(the working tree no longer matches the snapshot taken at the start)."
-)
+def inputs_changed_text(files: str = "") -> str:
+    """`files`: the changed input files as a message names them (experiments/inputs.py named), or ""."""
+    return (f"No finding: inputs changed during the series{f': {files}' if files else ''} "
+            "(the working tree no longer matches the snapshot taken at the start).")
 NO_DATA_TEXT = "No finding: the primary metric has no data."
 LOOK_TEXT = "A look gives no verdict."
 

@@ -67,6 +67,51 @@ def test_package_types_are_importable_with_aqvens_names_and_enforce_constraints(
         types.Nope
 
 
+def test_package_types_name_every_shape_as_aqvens_generator_does(spoke):
+    """`aqven generate` names: <Inference>In/Out of every inference, <Tool>In/Out of tools with run,
+    <Flow><Node>In/Out of a project flow's code nodes, <Experiment><Flow><Node>In/Out of a local flow's and
+    <Experiment><Node>In/Out of an experiment's own nodes; none for a flow.py's nodes or an MCP tool."""
+    project = load_project(spoke)
+    from pytest_aqven.project import coderefs
+    coderefs.mount_package("spoke", spoke)
+    types = importlib.import_module("spoke.types")
+    shapes = {n for n in types.__all__ if n.endswith(("In", "Out"))}
+    assert shapes == {"DecideIn", "DecideOut", "DraftIn", "DraftOut", "GradeIn", "GradeOut", "TriageIn", "TriageOut",
+                      "LookupPartIn", "LookupPartOut", "PrintLabelIn", "PrintLabelOut", "RepairPrepareIn", "RepairPrepareOut", "RepairFinishIn",
+                      "RepairFinishOut", "BrakePanelPanelSettleIn", "BrakePanelPanelSettleOut", "BrakePanelLenientIn",
+                      "BrakePanelLenientOut"}
+    from pytest_aqven.engine.runner import Runner
+    from pytest_aqven.project.typesmodule import code_stem
+    runner, panel = Runner(project, {}), project.experiments["brake_panel"].flows["panel"]
+    lenient = project.experiments["brake_panel"].alternatives["lenient"]
+    for stem, node in ((code_stem(project, panel, panel.nodes["settle"]), panel.nodes["settle"]),
+                       (code_stem(project, panel, lenient), lenient)):      # the runner validates with them
+        assert runner.record(f"{stem}Out", node.spec.out) is getattr(types, f"{stem}Out")
+    settle = types.BrakePanelPanelSettleIn(grades=[{"verdict": "send", "score": 0.5}])
+    assert type(settle.grades[0]) is types.Grade                           # typed inputs, as generated
+    with pytest.raises(ValidationError):
+        types.BrakePanelLenientOut(verdict="send", agreed=True, extra=1)   # closed, like every generated model
+    from aqven.spec import GENERATED_CONFIG, describe_annotation
+    # enums, value types and unions are named aliases (`type X = ...` in AQVEN's module), an id's Field its NewType
+    named = {n: str(describe_annotation(getattr(types, n))[0]) for n in ("RepairAction", "Score", "TicketForm",
+                                                                          "PartIdField", "Part")}
+    assert named == {"RepairAction": "RepairAction", "Score": "Score", "TicketForm": "TicketForm",
+                     "PartIdField": "PartId", "Part": "Part"}
+    assert types.Grade.model_config["frozen"] and GENERATED_CONFIG == {
+        "extra": "forbid", "frozen": True, "revalidate_instances": "always", "serialize_by_alias": True}
+    assert all(types.Grade.model_config[k] == v for k, v in GENERATED_CONFIG.items())
+
+
+def test_a_field_named_like_a_keyword_is_its_name_with_an_underscore(tmp_path):
+    """As AQVEN's generated models: `from` is the attribute `from_`, read and written as "from"."""
+    from tests.engine_projects import record, write
+    root = write(tmp_path / "kw", {"types/span.yaml": record("Span", **{"from": "Date", "json": "Text"})}, "kw")
+    project = load_project(root)
+    span = project.types.named("Span").model_validate({"from": "2026-10-02", "json": "{}"})
+    assert str(span.from_) == "2026-10-02" and span.json_ == "{}"
+    assert span.model_dump(mode="json") == {"from": "2026-10-02", "json": "{}"}
+
+
 def test_aqven_api_names_resolve_to_pytest_aqvens_classes(spoke):
     load_project(spoke)
     from pytest_aqven.project import coderefs
@@ -78,7 +123,7 @@ def test_aqven_api_names_resolve_to_pytest_aqvens_classes(spoke):
     from pytest_aqven.experiments import evaluators
     assert (EvalContext, NoParams, Verdict) == (evaluators.EvalContext, evaluators.NoParams, evaluators.Verdict)
     assert ToolContext(secrets={"k": "v"}).secret("k") == "v"
-    assert JobDone[int](value=3).value == 3 and JobHandle(job_id="j").job_id == "j"
+    assert JobDone[int](value=3).value == 3 and JobHandle(job_id="j", provider="p").job_id == "j"
     from aqven.runtime import JobPending, JobPoll
     from pydantic import TypeAdapter
     assert TypeAdapter(JobPoll[int]).validate_python({"value": 4}) == JobDone[int](value=4)
@@ -130,6 +175,8 @@ MUTATIONS = [
     ("flows/repair/nodes/triage/triage.inference.yaml", 'run: "summary_first"', 'run: "summary_last"',
      "E_CODE_REF_UNRESOLVED"),
     ("flows/repair/nodes/triage/triage.inference.yaml", 'use: "not_empty"', 'use: "not_blank"', "E_POLICY_UNKNOWN"),
+    ("flows/repair/nodes/draft/draft.inference.yaml", 'on: "action"', 'on: "actions"', "E_REF_INVALID"),
+    ("flows/repair/nodes/draft/draft.inference.yaml", 'run: "short_enough"', 'run: "short"', "E_CODE_REF_UNRESOLVED"),
     ("flows/repair/nodes/triage/triage.inference.yaml", "triage.output.display.liquid", "gone.display.liquid",
      "E_FILE_UNREADABLE"),
     ("flows/repair/nodes/to_form/to_form.node.yaml", 'to: "TicketForm"', 'to: "TicketShape"', "E_TYPE_UNKNOWN"),
@@ -153,7 +200,7 @@ def test_flow_py_whose_build_raises_is_a_diagnostic_at_its_line(spoke):
     edit(spoke, "experiments/draft_writers/flows/drafting/flow.py", "    write = llm(", "    1 / 0\n    write = llm(")
     found = check_root(spoke)
     assert [d.code for d in found] == ["E_FLOW_PY_INVALID"], render_text(found)
-    assert found[0].render().startswith("experiments/draft_writers/flows/drafting/flow.py:10: error E_FLOW_PY_INVALID: "
+    assert found[0].render().startswith("experiments/draft_writers/flows/drafting/flow.py:14: error E_FLOW_PY_INVALID: "
                                         "flow drafting: build() raised ZeroDivisionError: division by zero")
 
 

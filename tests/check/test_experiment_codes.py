@@ -359,8 +359,21 @@ def with_judge(showcase, judge: str = JUDGE, inference: str = CRITIQUE) -> None:
 
 
 def test_a_judge_whose_inputs_are_all_bound_is_clean(showcase):
-    with_judge(showcase)
+    with_judge(showcase, JUDGE.replace('  validated_by: "reply_noninferior_mistral"\n', ""))
     assert showcase.text() == "errors: 0, warnings: 0"
+
+
+def test_judge_unvalidated(showcase):
+    """validated_by names an experiment, but no held-out finding of it vouches for this judge (tests/
+    test_judge_identity.py runs the other conditions)."""
+    with_judge(showcase)
+    assert showcase.one("W_JUDGE_UNVALIDATED") == (
+        "experiments/reply_overpromise_risk/experiment.yaml:18:3: warning W_JUDGE_UNVALIDATED checks[0].validated_by: "
+        "experiment reply_overpromise_risk: check critique: judge critique (deepseek) is not validated: "
+        "reply_noninferior_mistral, its validated_by, has no held-out finding; a verdict resting on it is at most a "
+        "signal\n"
+        "  hint: run reply_noninferior_mistral on held-out cases with this judge (pytest --aqven-holdout -k "
+        "reply_noninferior_mistral) until it is confirmed")
 
 
 def test_experiment_unknown(showcase):
@@ -372,7 +385,8 @@ def test_experiment_unknown(showcase):
 
 
 def test_judge_input_unbound(showcase):
-    with_judge(showcase, inference=CRITIQUE.replace('name: "resolution"', 'name: "tone"'))
+    with_judge(showcase, JUDGE.replace('  validated_by: "reply_noninferior_mistral"\n', ""),
+               inference=CRITIQUE.replace('name: "resolution"', 'name: "tone"'))
     assert showcase.one("W_JUDGE_INPUT_UNBOUND") == (
         "experiments/reply_overpromise_risk/experiment.yaml:16:3: warning W_JUDGE_INPUT_UNBOUND checks[0].inference: "
         "experiment reply_overpromise_risk: judge critique of check critique needs input tone, which no document of "

@@ -64,9 +64,12 @@ def test_expected_output_that_the_subject_cannot_produce_is_an_error_at_its_posi
 
 
 def test_a_node_that_did_not_load_causes_nothing_else(spoke):
-    """The variant slot `write` exists but its spec is invalid: one diagnostic, no E_FACTOR_NODE_UNKNOWN."""
+    """The variant slot `write` exists but its spec is invalid: one diagnostic, no E_FACTOR_NODE_UNKNOWN.
+    aqven.spec's llm() validates the node as it builds it, as AQVEN's does: build() raises at that line."""
     edit(spoke, "experiments/draft_writers/flows/drafting/flow.py", 'agent="writer"', 'agent="Writer!"')
-    assert codes(spoke) == ["E_SPEC_INVALID"]
+    found = check_root(spoke)
+    assert [d.code for d in found] == ["E_FLOW_PY_INVALID"]
+    assert "build() raised BuilderError: write: spec does not pass model LlmNode" in found[0].message
 
 
 def test_collection_errors_are_the_experiments_own_and_those_it_depends_on(spoke):
@@ -83,7 +86,7 @@ def test_in_pytest_an_unrelated_error_does_not_stop_an_experiment(pytester):
     root = write_project(pytester.path / "spoke")
     edit(root, "flows/repair/nodes/approve/approve.node.yaml", '"$lookup.out.part"', '"$lookup.out.parts"')
     result = pytester.runpytest("spoke", "-p", "no:cacheprovider", "-p", "no:benchmark")
-    result.assert_outcomes(errors=1, passed=5)       # draft_writers: 2 cases x 2 variants and its verdict
+    result.assert_outcomes(errors=1, passed=10)  # draft_writers, brake_panel: 2 cases x 2 variants, a verdict each
     out = result.stdout.str()
     assert out.count("approve.node.yaml:20:3: error E_REF_FIELD_UNKNOWN") == 1
     assert "Traceback" not in out

@@ -29,4 +29,7 @@ BUILDERS = {
 def test_valid_project_has_no_diagnostic(tmp_path, name):
     root = BUILDERS[name](tmp_path / name)
     found = check_root(root)
-    assert found == [], render_text(found)
+    # a judge whose calibration experiment has no held-out finding yet is truly unvalidated (issue 20): the
+    # lumen-like project states it, and nothing else
+    expected = {"lumenlike": ["W_JUDGE_UNVALIDATED"]}.get(name, [])
+    assert [d.code for d in found] == expected, render_text(found)

@@ -176,8 +176,11 @@ def test_a_canary_key_reaches_no_output_of_the_run(pytester, server, monkeypatch
     assert {"junit.xml", "report.html", "aqven.sqlite", "FINDINGS.md"} <= names, names
     assert any(p.parent.name == "findings" for p in written)
     out = result.stdout.str() + result.stderr.str()
-    # held-out attempts report their outcome only (docs/reports.md); the scrubbed errors are in the database
-    assert "provider_error (held out: details stay in the database)" in out
+    # held-out attempts report their outcome only (docs/reports.md), and an infrastructure error's message without
+    # case data: the HTTP status (not the body), the user code's exception type and line (not its message)
+    assert "provider_error: node judge: local: HTTP 401\n" in out
+    assert "code_invalid: node clean: clean raised RuntimeError at clean.py:" in out
+    assert "could not reach the store" not in out
     stored = json.dumps(records(root))
     assert "node judge: local: HTTP 401" in stored and "[REDACTED]" in stored
     assert "could not reach the store with key [REDACTED]" in stored
@@ -203,7 +206,8 @@ def test_an_unpriced_call_is_unknown_cost_never_free(pytester, server, priced):
     text = path.read_text()
     text = text.replace('  use: "expected"\n', '  use: "expected"\n- id: "spend"\n  kind: "continuous"\n  use: "cost_usd"\n')
     path.write_text(text[:text.index("question:")] + COST_QUESTION + text[text.index("plan:"):])
-    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--junitxml=junit.xml")
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--junitxml=junit.xml", "-o",
+                                           "junit_family=xunit1")
     line = verdict_line(result)
     rows = records(root)
     if priced:

@@ -78,3 +78,71 @@ def test_history_gives_spread_and_icc():
     groups = [[1.0] * k + [0.0] * (5 - k) for k in [5, 5, 4, 0, 5, 5, 3, 5, 5, 1] * 3]
     assert p.icc == pytest.approx(icc_of([__import__("numpy").array(g) for g in groups]))
     assert 0 < p.icc < 1
+
+
+def _series_at(rate: float, cases: int, repeats: int = 2, variant: str = "a"):
+    """A finished series observed at `rate`: a fixed share of the cases fail every repeat."""
+    failing = round(cases * (1 - rate))
+    return binary_attempts(variant, [0] * failing + [repeats] * (cases - failing), repeats)
+
+
+def test_a_threshold_observed_far_past_its_edge_is_told_the_cases_it_needs_at_that_rate():
+    """Issue 20: 0.80 observed against the edge 0.62 is told its own figure (tens of cases), beside the
+    pre-registered one (one margin past the edge: thousands), each labelled."""
+    q = Threshold("promises", above=0.6, margin=0.02, variant="a")
+    p = plan(q, cases=30, repeats=2, variants=1, available=64, history=_series_at(0.8, 30), family="model")
+    assert p.recommended_cases > 1000 and "when the truth is one margin past the edge" in p.text
+    o = p.observed
+    assert (o.value, o.cases, o.edge) == (pytest.approx(0.8), 30, pytest.approx(0.62))
+    assert 20 <= o.recommended_cases <= 120 and o.power >= 0.8 and not o.capped
+    assert o.text == (f"at the rates observed so far (promises 0.80 over 30 cases, the edge 0.62), about "
+                      f"{o.recommended_cases} cases give an 80% chance to confirm (simulated)")
+    # not run, nor cached: the closed form, said so
+    quick = plan(q, cases=30, repeats=2, variants=1, available=64, history=_series_at(0.8, 30), simulate=False)
+    assert quick.observed.search_pending and quick.observed.recommended_cases is None
+    assert quick.observed.text == ("at the rates observed so far (promises 0.80 over 30 cases, the edge 0.62), `aqven "
+                                   "plan` gives the cases for an 80% chance to confirm (a simulated search: the closed "
+                                   "form is too optimistic for these intervals to say)")
+
+
+def test_an_observed_value_on_the_wrong_side_of_the_edge_confirms_at_no_number_of_cases():
+    p = plan(Threshold("promises", above=0.6, margin=0.02, variant="a"), cases=30, repeats=2, variants=1,
+             history=_series_at(0.5, 30), simulate=False)
+    assert p.observed.recommended_cases is None
+    assert p.observed.text == ("at the rates observed so far (promises 0.50 over 30 cases, the edge 0.62), no number "
+                               "of cases confirms it: what was observed is not past the edge")
+
+
+def test_a_noninferiority_observed_near_its_margin_needs_many_more_cases_than_one_margin_past_the_edge():
+    """Issue 20: an observed -0.13 against a 0.15 margin needs about a thousand cases, not the 80-odd the
+    pre-registered truth (a difference of 0) needs."""
+    base = binary_attempts("a", [2] * 60 + [0] * 40, 2)
+    cand = binary_attempts("b", [2] * 47 + [0] * 53, 2)
+    q = Pair("noninferior", "a", "b", "promises", 0.15)
+    p = plan(q, cases=100, repeats=2, variants=2, available=5000, history=base + cand, family="model")
+    assert p.observed.value == pytest.approx(-0.13) and p.observed.edge == pytest.approx(-0.15)
+    assert p.observed.recommended_cases > 5 * p.recommended_cases
+    assert p.observed.text.startswith("at the rates observed so far (promises -0.13 over 100 cases, the edge -0.15), ")
+
+
+def test_a_search_that_reaches_its_cap_says_so(monkeypatch):
+    import pytest_aqven.stats.plan as planning
+
+    monkeypatch.setattr(planning, "simulated_power", lambda *a, **k: 0.67)
+    p = plan(Threshold("promises", above=0.75, margin=0.05), family="model", available=5000)
+    assert p.capped and p.recommended_cases == planning.MAX_SIMULATED_CASES and p.power == 0.67
+    o = plan(Threshold("promises", above=0.6, margin=0.02, variant="a"), cases=30, repeats=2, variants=1,
+             history=_series_at(0.8, 30), family="model").observed
+    assert o.capped and o.text.endswith(f"the simulated search reached its cap, {planning.MAX_SIMULATED_CASES} "
+                                        "cases, with a 67% chance to confirm: more cases are needed")
+
+
+def test_the_same_data_gives_the_same_figure_whatever_order_it_was_read_in():
+    import random
+
+    history = _series_at(0.8, 30, variant="a") + _series_at(0.7, 30, variant="b")
+    shuffled = list(history)
+    random.Random(4).shuffle(shuffled)
+    q = Threshold("promises", above=0.6, margin=0.02)      # every variant must clear: planned for the weaker, b
+    first, second = (plan(q, cases=30, repeats=2, variants=2, history=h, simulate=False) for h in (history, shuffled))
+    assert first == second and first.observed.value == pytest.approx(0.7)

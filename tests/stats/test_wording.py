@@ -82,6 +82,7 @@ def test_the_launch_plan_line_says_1_variant():
     lines = []
     tr = SimpleNamespace(write_sep=lambda *a, **k: None, write_line=lambda text, **k: lines.append(text))
     plan = SimpleNamespace(attempts=40, cases=20, repeats=2, variants=1, available=26, below_recommended=False,
-                           recommended_cases=20, text="at 20 cases ...", search_pending=False, power=None)
+                           recommended_cases=20, text="at 20 cases ...", search_pending=False, power=None,
+                           capped=False, observed=None)
     terminal.launch_plans(tr, [("exp", "holdout", plan)])
     assert lines[0] == "exp (holdout): 40 attempts (20 cases × 2 repeats × 1 variant), 26 cases available"

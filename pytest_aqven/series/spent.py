@@ -1,0 +1,170 @@
+"""Held-out cases are spent once. A held-out case that gave a finding is never run again by a rerun
+(`--lf`, `--sw`, the same command again, crash recovery): an experiment whose held-out cases gave a
+finding starts no new held-out series unless a person asks for one, and then only on fresh cases.
+
+What is spent is known from the project database (the cases of every series with a recorded finding) or,
+without one (a fresh clone, a database set aside), from the committed finding files: each names its cases
+by salted keys (`scope.case_keys`, and the keys of its per-case data). Nothing here writes anything."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..findings.files import finding_files, parse
+from ..project.loader import Experiment, Project
+
+OPEN = ("running", "awaiting_approval")
+
+
+@dataclass
+class Spent:
+    """The held-out cases of one experiment that gave a finding, and those findings."""
+    names: set[str] = field(default_factory=set)        # case names (from the database)
+    keys: set[str] = field(default_factory=set)         # salted case keys (from finding files)
+    findings: list[dict] = field(default_factory=list)  # {series, state, statement, path, finished_at, cases, keys}
+    open_series: bool = False                            # a held-out series of the experiment is still open
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.keys)
+
+    def among(self, names: list[str], salt: str) -> set[str]:
+        """Which of these case names are spent."""
+        from ..stats.evidence import case_key
+        return {n for n in names if n in self.names or (self.keys and case_key(salt, n) in self.keys)}
+
+    def overlapping(self, names: list[str], salt: str) -> list[str]:
+        """The series of the findings that used any of these cases."""
+        from ..stats.evidence import case_key
+        keys = {case_key(salt, n) for n in names}
+        return sorted(f["series"] for f in self.findings if f["keys"] & keys)
+
+    @property
+    def latest(self) -> dict | None:
+        return max(self.findings, key=lambda f: (f["finished_at"] or "", f["series"]), default=None)
+
+
+def spent(project: Project, experiment: Experiment) -> Spent:
+    out = Spent()
+    root = project.root
+    seen: set[str] = set()
+    for path in finding_files(root):
+        if path.parent.parent.name != experiment.id:
+            continue
+        try:
+            document, _ = parse(path.read_text(encoding="utf-8"), path.name)
+        except (OSError, UnicodeDecodeError):
+            continue
+        if isinstance(document, dict):          # any finding file that reads, standing or not: its cases ran
+            out.keys |= _keys(document)
+            seen.add(str(document.get("series")))
+            out.findings.append(_summary(document, path.relative_to(root).as_posix()))
+    for series_id, record, text in _recorded(root, experiment.id):
+        out.names |= set(record.get("cases") or [])
+        if series_id not in seen:               # recorded, its file not written (yet)
+            document, _ = parse(text, "finding")
+            if isinstance(document, dict):
+                out.findings.append(_summary(document, record.get("finding_path")))
+    out.open_series = _open_held_out(root, experiment.id)
+    return out
+
+
+def _keys(document: dict) -> set[str]:
+    scope = document.get("scope") if isinstance(document.get("scope"), dict) else {}
+    keys = {k for k in scope.get("case_keys") or [] if isinstance(k, str)}
+    data = document.get("data") if isinstance(document.get("data"), dict) else {}
+    variants = data.get("variants") if isinstance(data.get("variants"), dict) else {}
+    for metrics in variants.values():
+        for per_case in (metrics.values() if isinstance(metrics, dict) else []):
+            if isinstance(per_case, dict):
+                keys |= {k for k in per_case if isinstance(k, str)}
+    return keys
+
+
+def _summary(document: dict, path: str | None) -> dict:
+    scope = document.get("scope") if isinstance(document.get("scope"), dict) else {}
+    return {"series": str(document.get("series")), "state": document.get("state"),
+            "statement": document.get("statement"), "path": path, "finished_at": scope.get("finished_at"),
+            "cases": scope.get("cases"), "keys": _keys(document)}
+
+
+def _connect(root: Path) -> sqlite3.Connection | None:
+    path = root / ".aqven" / "aqven.sqlite"
+    if not path.exists():
+        return None
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+
+
+def _recorded(root: Path, experiment_id: str) -> list[tuple[str, dict, str]]:
+    """(series id, series record, finding text) of every held-out series of the experiment with a finding."""
+    conn = _connect(root)
+    if conn is None:
+        return []
+    try:
+        rows = conn.execute("SELECT f.series_id, s.record, f.text FROM aqven_findings f JOIN aqven_series s "
+                            "USING (series_id) WHERE f.experiment_id = ?", (experiment_id,)).fetchall()
+    except sqlite3.Error:        # a database from before findings were recorded in it
+        return []
+    finally:
+        conn.close()
+    return [(sid, json.loads(record), text) for sid, record, text in rows]
+
+
+def _open_held_out(root: Path, experiment_id: str) -> bool:
+    conn = _connect(root)
+    if conn is None:
+        return False
+    try:
+        return conn.execute(f"SELECT 1 FROM aqven_series WHERE experiment_id = ? AND split = 'holdout' AND status "
+                            f"IN {OPEN} LIMIT 1", (experiment_id,)).fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+class Standing:
+    """A held-out run of an experiment whose held-out cases already gave a finding: nothing runs, the latest
+    finding's verdict is reported, and the reason says which finding and how to get fresh cases."""
+
+    def __init__(self, experiment: Experiment, used: Spent, held_out: int, *, fresh_wanted: bool = False):
+        self.experiment = experiment.id
+        self.finding = used.latest or {}
+        self.fresh_wanted = fresh_wanted
+        self.dataset = experiment.spec.cases.dataset
+        self.held_out = held_out                # the held-out cases the experiment selects
+
+    @property
+    def state(self) -> str | None:
+        return self.finding.get("state")
+
+    @property
+    def finding_words(self) -> str:
+        f = self.finding
+        return f"finding {f.get('path') or f.get('series')} ({f.get('state')})"
+
+    @property
+    def why(self) -> str:
+        fresh = (f"For fresh cases: add cases to datasets/{self.dataset}.yaml (about twice what the series needs: "
+                 f"half land on the held-out side) and run with --aqven-new-series, which takes only held-out cases "
+                 f"no finding used. --aqven-respend-holdout runs the spent cases again, recorded in the new finding.")
+        if self.fresh_wanted:
+            return (f"held-out cases are spent once: all {self.held_out} held-out cases of {self.experiment} already "
+                    f"gave a finding (the latest: {self.finding_words}), so --aqven-new-series has none to run. "
+                    + fresh)
+        return (f"held-out cases are spent once: the held-out cases of {self.experiment} already gave "
+                f"{self.finding_words}, which stands; nothing ran. " + fresh)
+
+    @property
+    def short(self) -> str:
+        """The collection report's reason (the terminal summary says the rest)."""
+        return (f"held-out cases spent: {self.finding_words} stands, nothing ran"
+                + ("; no fresh held-out case for --aqven-new-series" if self.fresh_wanted else ""))
+
+    def entry(self, file_nodeid: str) -> dict:
+        """What travels on the collection report (xdist too) to the verdict the controller reports."""
+        f = self.finding
+        return {"experiment": self.experiment, "file_nodeid": file_nodeid, "state": f.get("state"),
+                "statement": f.get("statement"), "finding": f.get("path"), "series": f.get("series"), "why": self.why,
+                "short": self.short}

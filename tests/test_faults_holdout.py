@@ -1,0 +1,191 @@
+"""Held-out cases are spent once, across every recovery path: the same command again, `--lf`, `--sw`, a kill
+between two experiments' decisions, an xdist worker killed mid-series, a fresh clone with committed findings
+and no database, a database set aside. A held-out case that gave a finding never runs again: the run reports
+the finding that stands and says how to get fresh cases; `--aqven-new-series` runs only fresh ones and
+`--aqven-respend-holdout` the spent ones again, recorded in the new finding."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pytest_aqven.experiments.split import split_of
+from pytest_aqven.project.loader import load_project
+from pytest_aqven.series.spent import spent
+from pytest_aqven.stats.model import experiment_salt
+
+from . import faults
+
+HOLDOUT = "--aqven-holdout"
+KILL_AT_VERDICT = faults.KILL_AT_VERDICT
+
+
+def two_experiments(tmp_path, **kw):
+    root = faults.make(tmp_path, cases=24, experiments=("rate_a", "rate_b"), **kw)
+    return root, faults.attempts_planned(root)
+
+
+def per_experiment(root) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in faults.series(root, "holdout"):
+        out[s["experiment"]] = out.get(s["experiment"], 0) + 1
+    return out
+
+
+def assert_spent_once(root, planned):
+    """Every held-out attempt paid and counted once, one series and one finding per experiment."""
+    assert faults.ledger_rows(root) == faults.finished(root) == planned
+    assert set(per_experiment(root).values()) == {1}
+    assert len(faults.finding_files(root)) == len(per_experiment(root))
+
+
+@pytest.mark.parametrize("n", ["0", "2"])
+def test_the_same_command_again_reports_the_finding_that_stands_and_runs_nothing(tmp_path, n):
+    root, planned = two_experiments(tmp_path)
+    first = faults.run(tmp_path, HOLDOUT, "-n", n)
+    findings_md = (root / "FINDINGS.md").read_text()
+    again = faults.run(tmp_path, HOLDOUT, "-n", n)
+    assert len(faults.calls(root)) == planned and again.returncode == first.returncode
+    assert_spent_once(root, planned)
+    assert (root / "FINDINGS.md").read_text() == findings_md
+    out = again.stdout
+    assert "aqven standing findings" in out and out.count("(holdout, nothing ran): confirmed") == 2
+    assert "held-out cases are spent once: the held-out cases of rate_a already gave finding " \
+           "experiments/rate_a/findings/" in out
+    assert "--aqven-new-series, which takes only held-out cases no finding used" in out
+
+
+def test_lf_after_an_inconclusive_verdict_runs_nothing_and_fails_again_saying_why(tmp_path):
+    root = faults.make(tmp_path, cases=16, experiments=("rate_a",))
+    exp = root / "experiments/rate_a/experiment.yaml"
+    exp.write_text(exp.read_text().replace("above: 0.5", "above: 0.99"))           # too few cases to decide
+    cmd = [sys.executable, "-m", "pytest", "proj", "-q", "-rs", HOLDOUT]           # with the cache: --lf needs it
+    first = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert first.returncode == 1 and "inconclusive" in first.stdout
+    paid = len(faults.calls(root))
+    for again in ("--lf", "--sw"):
+        run = subprocess.run([*cmd, again], cwd=tmp_path, capture_output=True, text=True)
+        # the standing verdict is a failed test like any: --sw stops there, which pytest reports as interrupted
+        assert run.returncode == (2 if again == "--sw" else 1) and len(faults.calls(root)) == paid, run.stdout
+        assert "verdict inconclusive (the finding that stands; nothing ran)" in run.stdout
+        assert "already gave finding experiments/rate_a/findings/" in run.stdout
+    assert len(faults.series(root, "holdout")) == 1 and len(faults.finding_files(root)) == 1
+
+
+@pytest.mark.parametrize("n", ["0", "2"])
+def test_a_kill_between_two_experiments_decisions_then_the_same_command(tmp_path, n):
+    root, planned = two_experiments(tmp_path, files={"conftest.py": KILL_AT_VERDICT})
+    killed = faults.run(tmp_path, HOLDOUT, "-n", n, env={"FAULT_KILL_AT_VERDICT": "1"})
+    assert killed.returncode == -9 and len(faults.finding_files(root)) == 1
+    again = faults.run(tmp_path, HOLDOUT, "-n", n)
+    assert again.returncode == 0, again.stdout
+    assert len(faults.calls(root)) == planned            # the undecided series reused every attempt
+    assert_spent_once(root, planned)
+    assert "(holdout, nothing ran): confirmed" in again.stdout and f"(holdout, {planned // 2}/{planned // 2} " \
+           f"attempts): confirmed" in again.stdout
+
+
+@pytest.mark.slow          # a worker killed mid-series and replaced: long (CI runs -m slow)
+def test_an_xdist_worker_killed_mid_series_then_the_same_command(tmp_path):
+    root, planned = two_experiments(tmp_path, gate=12, sleep=0.05)
+    args = (HOLDOUT, "-n", "2", "--aqven-concurrency", "2")
+    faults.kill_worker_mid_series(tmp_path, root, 12, *args)
+    again = faults.run(tmp_path, *args)
+    assert again.returncode == 0, again.stdout
+    assert_spent_once(root, planned)
+    assert len(faults.calls(root)) <= planned + 4         # only the calls the killed worker had in flight again
+
+
+def publish_elsewhere(tmp_path, root):
+    """A fresh clone: the project's files with its findings and FINDINGS.md, no .aqven/."""
+    other = tmp_path / "clone"
+    shutil.copytree(root, other / "proj", ignore=shutil.ignore_patterns(".aqven", "calls.log", "__pycache__"))
+    return other, other / "proj"
+
+
+@pytest.mark.parametrize("n", ["0", "2"])
+def test_a_fresh_clone_with_committed_findings_spends_nothing(tmp_path, n):
+    root, planned = two_experiments(tmp_path)
+    first = faults.run(tmp_path, HOLDOUT)
+    cwd, clone = publish_elsewhere(tmp_path, root)
+    check = faults.aqven(cwd, "check", "proj")
+    assert check.returncode == 0 and "errors: 0, warnings: 0" in check.stdout, check.stdout
+    run = faults.run(cwd, HOLDOUT, "-n", n)
+    assert run.returncode == first.returncode and faults.calls(clone) == [], run.stdout
+    assert "W_FINDINGS_STALE" not in run.stdout and run.stdout.count("(holdout, nothing ran)") == 2
+
+
+@pytest.mark.slow          # three runs, one under xdist (CI runs -m slow)
+def test_a_fresh_clone_runs_only_new_cases_and_regenerates_findings_md_from_the_files(tmp_path):
+    root, planned = two_experiments(tmp_path)
+    faults.run(tmp_path, HOLDOUT)
+    cwd, clone = publish_elsewhere(tmp_path, root)
+    names = [f"new_{i:02d}" for i in range(12)]
+    held = [name for name in names if split_of(faults.PACKAGE, "reviews", name) == "holdout"]
+    faults.add_cases(clone, names)
+    fresh = faults.run(cwd, HOLDOUT, "-n", "2", "--aqven-new-series")
+    assert fresh.returncode == 0 and "W_FINDINGS_STALE" not in fresh.stdout, fresh.stdout
+    assert {line.split("|")[2] for line in faults.calls(clone)} == set(held)     # new held-out cases only
+    assert len(faults.finding_files(clone)) == 4
+    check = faults.aqven(cwd, "check", "proj")
+    assert check.returncode == 0 and "errors: 0, warnings: 0" in check.stdout, check.stdout
+
+
+def test_a_database_set_aside_spends_nothing_again(tmp_path):
+    root, planned = two_experiments(tmp_path)
+    faults.run(tmp_path, HOLDOUT)
+    faults.database(root).write_bytes(b"not a database" * 100)
+    for side in ("-wal", "-shm"):
+        faults.database(root).with_name("aqven.sqlite" + side).unlink(missing_ok=True)
+    assert "moved aside" in faults.run(tmp_path, HOLDOUT).stderr
+    run = faults.run(tmp_path, HOLDOUT)
+    assert run.returncode == 0 and len(faults.calls(root)) == planned and "W_FINDINGS_STALE" not in run.stdout
+
+
+def test_new_series_takes_only_fresh_cases_and_says_when_there_are_none(tmp_path):
+    root = faults.make(tmp_path, cases=16, experiments=("rate_a",), plan_cases=6)
+    half = [n for n in (f"case_{i:02d}" for i in range(16)) if split_of(faults.PACKAGE, "reviews", n) == "holdout"]
+    assert 6 < len(half) <= 12                                # a first series of 6, then the rest are fresh
+    faults.run(tmp_path, HOLDOUT)
+    first = {line.split("|")[2] for line in faults.calls(root)}
+    faults.run(tmp_path, HOLDOUT, "--aqven-new-series")
+    second = {line.split("|")[2] for line in faults.calls(root)} - first
+    assert second == set(half) - first                        # every fresh case, none of the first series'
+    last = faults.run(tmp_path, HOLDOUT, "--aqven-new-series")
+    assert f"all {len(half)} held-out cases of rate_a already gave a finding" in last.stdout, last.stdout
+    assert "so --aqven-new-series has none to run" in last.stdout
+    assert len(faults.calls(root)) == len(half) and len(faults.series(root, "holdout")) == 2
+
+
+def test_respend_holdout_runs_the_spent_cases_again_and_the_finding_says_so(tmp_path):
+    root = faults.make(tmp_path, cases=16, experiments=("rate_a",))
+    faults.run(tmp_path, HOLDOUT)
+    (first,) = faults.finding_files(root)
+    again = faults.run(tmp_path, HOLDOUT, "--aqven-respend-holdout")
+    assert again.returncode == 0, again.stdout
+    (second,) = [p for p in faults.finding_files(root) if p != first]
+    assert f'  respent_from:\n  - "{first.stem}"\n' in second.read_text()
+    assert "Confirmed in 2 of 2 holdout looks." in (root / "FINDINGS.md").read_text()
+    assert faults.aqven(tmp_path, "check", "proj").returncode == 0
+
+
+@pytest.mark.parametrize("args,said", [(("--aqven-respend-holdout",), "goes with --aqven-holdout"),
+                                       ((HOLDOUT, "--aqven-respend-holdout", "--aqven-new-series"),
+                                        "exclude each other")])
+def test_respend_holdout_usage(pytester, args, said):
+    faults.make(pytester.path, cases=8)
+    result = pytester.runpytest("proj", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and said in result.stderr.str()
+
+
+def test_spent_cases_are_known_from_the_finding_files_alone(tmp_path):
+    root = faults.make(tmp_path, cases=16, experiments=("rate_a",), plan_cases=5)
+    faults.run(tmp_path, HOLDOUT)
+    ran = {line.split("|")[2] for line in faults.calls(root)}
+    shutil.rmtree(root / ".aqven")
+    project = load_project(root)
+    used = spent(project, project.experiments["rate_a"])
+    names = [c.name for c in project.datasets["reviews"].spec.cases]
+    assert used.names == set() and used.among(names, experiment_salt(faults.PACKAGE, "rate_a")) == ran
