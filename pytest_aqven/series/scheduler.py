@@ -127,12 +127,17 @@ class Scheduler:
         Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it).
         `ahead()`: (variant, case name, repeat) of the attempts of this run that come next, claimed with this
         one when it needs a claim; the finish is group-committed (Ledger.finish_later)."""
+        here = self.here_loop()
+        with self.ctrl_c.attempt():
+            return here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant, case,
+                                                     repeat, ahead))
+
+    def here_loop(self) -> asyncio.AbstractEventLoop:
+        """run_here's event loop, in the calling thread, made on first use."""
         if self.here is None:
             self.here = asyncio.new_event_loop()
             self.ctrl_c = HeldCtrlC()
-        with self.ctrl_c.attempt():
-            return self.here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant,
-                                                          case, repeat, ahead))
+        return self.here
 
     def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
         """This attempt waits because another runner (a second pytest on the same series) claimed it."""
@@ -181,6 +186,7 @@ class Scheduler:
             try:
                 if left:
                     self.here.run_until_complete(asyncio.wait(left))
+                self.here.run_until_complete(self.here.shutdown_asyncgens())   # the HTTP clients close
             finally:
                 self.here.close()
         if not self.thread.is_alive():
