@@ -4,11 +4,13 @@ measured side by side in one run (A B C D A B C D ...).
 
 Per configuration (medians over rounds):
 - attempts wall: the attempts' own phase, first attempt start to last attempt end (from the database). This
-  is the figure concurrency speeds up, and the one the target is about;
+  is the figure concurrency speeds up, and the one the target is about; against the ideal: that phase over
+  the time the server's answers alone take (waves of as many calls as are in flight, each `delay` long);
 - pytest wall and CPU: the whole command (process start, imports, collection, verdict, xdist workers);
 - CPU ms per attempt: the command's CPU minus that of `--collect-only` on the same project, per attempt.
 
     PYTHONPATH=. python bench/bench_concurrency.py [--attempts 400] [--delay 0.05] [--rounds 3] [--before DIR]
+    PYTHONPATH=. python bench/bench_concurrency.py --attempts 1000 --delay 0.5 --only "concurrency 100"   # ideal 5 s
 
 --before DIR adds each configuration run with another checkout's pytest_aqven (DIR first on PYTHONPATH, e.g.
 a `git worktree add DIR <commit>`), in the same rounds, so before and after are measured side by side.
@@ -18,6 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
+import os
 import sqlite3
 import statistics
 import sys
@@ -31,7 +35,7 @@ sys.path.insert(0, str(REPO))
 from bench.sidebyside import private_temproot, pytest_cmd, run_once  # noqa: E402
 from tests import projects  # noqa: E402  (the test suite's small project)
 
-CONFIGS = [("concurrency 1", ["--aqven-concurrency", "1"]),
+CONFIGS = [("concurrency 1", ["--aqven-concurrency", "1"]),     # (name, options); calls in flight: in_flight()
            ("concurrency 32", ["--aqven-concurrency", "32"]),
            ("concurrency 100", ["--aqven-concurrency", "100"]),
            ("-n 2, concurrency 16", ["-n", "2", "--aqven-concurrency", "16"])]
@@ -115,6 +119,48 @@ class SlowServer:
         self.thread.join(timeout=5)
 
 
+# --threads: the CPU each thread of the pytest process spent in its run loop (the attempts' phase and the items'
+# reports), from /proc, by thread name; written where BENCH_THREADS says. xdist workers are other processes.
+THREADS = '''
+import json, os, threading
+import pytest
+
+
+def _cpu():
+    tick, names, out = os.sysconf("SC_CLK_TCK"), {t.native_id: t.name for t in threading.enumerate()}, {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = names.get(int(tid), "other").split("_")[0].split("-user")[0]
+        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    before = _cpu()
+    try:
+        return (yield)
+    finally:
+        after = _cpu()
+        with open(os.environ["BENCH_THREADS"], "w") as f:
+            json.dump({k: v - before.get(k, 0) for k, v in after.items()}, f)
+'''
+
+
+def in_flight(config: list[str]) -> int:
+    """The most calls a configuration has in flight: its concurrency, times its xdist workers."""
+    options = dict(zip(config[::2], config[1::2]))
+    return int(options["--aqven-concurrency"]) * int(options.get("-n", 1))
+
+
+def ideal(attempts: int, delay: float, config: list[str]) -> float:
+    """The attempts' phase if nothing but the server's answers took time: waves of `in_flight` calls."""
+    return math.ceil(attempts / in_flight(config)) * delay
+
+
 def build(root: Path, url: str, attempts: int) -> list[str]:
     repeats = 4
     cases = attempts // repeats
@@ -144,6 +190,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="configuration names to run (default: all)")
     parser.add_argument("--before", help="another checkout of the repository, measured side by side")
+    parser.add_argument("--threads", action="store_true", help="also the CPU of each thread of the pytest process in "
+                        "its run loop (MainThread: pytest's items; aqven-attempts: the attempts' event loop; "
+                        "aqven-db: the database; aqven-user-code: the user's code)")
     args = parser.parse_args()
     versions = [("", None)] + ([(" (before)", args.before)] if args.before else [])
     configs = [(name + label, label, config, path) for name, config in CONFIGS if not args.only or name in args.only
@@ -157,18 +206,26 @@ def main() -> None:
             roots = {label: Path(tmp) / f"proj{i}" for i, (label, _) in enumerate(versions)}
             extra = [build(root, server.url, args.attempts) for root in roots.values()][0]
             env = private_temproot(tmp)
+            threads: dict[str, list[dict]] = {name: [] for name, *_ in configs}
+            if args.threads:
+                Path(tmp, "benchthreads.py").write_text(THREADS)
+                env = {**env, "BENCH_THREADS": str(Path(tmp, "threads.json"))}
             for r in range(args.rounds):                 # alternating: the machine's noise hits every config
                 collect_cpu.append(run_once(pytest_cmd(str(roots[""]), "--collect-only", *extra), cwd=tmp, env=env).cpu)
                 for name, label, config, path in configs:
                     root = roots[label]
-                    run = run_once(pytest_cmd(str(root), "--aqven-new-series", *extra, *config), cwd=tmp,
-                                   env={**env, "PYTHONPATH": path} if path else env)
+                    plugin = ["-p", "benchthreads"] if args.threads else []
+                    paths = os.pathsep.join(filter(None, [path, tmp if args.threads else None]))
+                    run = run_once(pytest_cmd(str(root), "--aqven-new-series", *plugin, *extra, *config), cwd=tmp,
+                                   env={**env, "PYTHONPATH": paths} if paths else env)
                     if run.returncode != 0:
                         sys.exit(f"{name}: pytest exited {run.returncode}")
                     phase, n = attempts_phase(root)
                     if n != args.attempts:
                         sys.exit(f"{name}: {n} attempts ran, not {args.attempts}")
                     rows[name].append((phase, run.wall, run.cpu))
+                    if args.threads:
+                        threads[name].append(json.loads(Path(tmp, "threads.json").read_text()))
                 print(f"  round {r + 1}/{args.rounds}", file=sys.stderr)
     finally:
         server.stop()
@@ -177,13 +234,25 @@ def main() -> None:
     print(f"{args.attempts} attempts, the server answers after {args.delay * 1000:.0f} ms; medians of {args.rounds} "
           f"round{'s' if args.rounds > 1 else ''}; the server saw at most {server.max_inflight} requests at once; "
           f"--collect-only CPU {cpu0:.2f} s")
-    print(f"| configuration | attempts wall | speed-up | pytest wall | speed-up | pytest CPU | CPU ms per attempt |")
-    print("|---|---|---|---|---|---|---|")
-    for name, label, _, _ in configs:
+    print("| configuration | attempts wall | against the ideal | speed-up | pytest wall | speed-up | pytest CPU "
+          "| CPU ms per attempt |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, label, config, _ in configs:
         phase, wall, cpu = med[name]
         base_phase, base_wall, _ = med.get(CONFIGS[0][0] + label, med[configs[0][0]])   # its own concurrency 1
-        print(f"| {name} | {phase:.2f} s | {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
+        print(f"| {name} | {phase:.2f} s | {phase / ideal(args.attempts, args.delay, config):.2f}x "
+              f"| {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
               f"| {cpu:.2f} s | {(cpu - cpu0) / args.attempts * 1000:.1f} |")
+    if args.threads:
+        names = ["MainThread", "aqven-attempts", "aqven-db", "aqven-user-code", "other"]
+        print("\nCPU ms per attempt of each thread of the pytest process in its run loop (medians; under -n 2 the "
+              "controller's, its workers' are not counted):")
+        print("| configuration | " + " | ".join(names) + " | all |")
+        print("|---|" + "---|" * (len(names) + 1))
+        for name, *_ in configs:
+            per = {n: statistics.median(t.get(n, 0.0) for t in threads[name]) / args.attempts * 1000 for n in names}
+            total = statistics.median(sum(t.values()) for t in threads[name]) / args.attempts * 1000
+            print(f"| {name} | " + " | ".join(f"{per[n]:.2f}" for n in names) + f" | {total:.2f} |")
 
 
 if __name__ == "__main__":

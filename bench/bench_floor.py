@@ -17,8 +17,8 @@ the checks, the ledger's claims and the reports.
 
 `--concurrency` measures the floor under the concurrency target instead: 400 attempts of bench_concurrency.py's
 flow (a code node, then a chat completion from a local server answering after 50 ms), each doing only the
-least: the worker-thread handoff, one HTTP/1.1 keep-alive POST over bare asyncio streams, its JSON parsed,
-the record kept as above. At concurrency 1 each item runs its attempt; above, a loop thread runs every attempt
+least: the worker-thread handoff, one keep-alive POST through the design's HTTP client (httpx over the
+httpx-aiohttp transport, one client on the attempts' loop), its JSON parsed, the record kept as above. At concurrency 1 each item runs its attempt; above, a loop thread runs every attempt
 from the start, at most N at once, and each item waits for its own. The attempts' phase (first start to last
 end) and its speed-up over concurrency 1 are the most any implementation of DESIGN.md can reach here:
 
@@ -48,8 +48,10 @@ N, CONCURRENCY, PORT = %d, %d, %r
 RECORD = json.loads(%r)
 BODY = json.dumps({"model": "m1", "messages": [{"role": "user", "content": "Rate the sentiment of the review."},
                                                  {"role": "user", "content": "fine"}]}).encode()
-REQUEST = (b"POST /v1/chat/completions HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Type: application/json\\r\\n"
-           b"Content-Length: " + str(len(BODY)).encode() + b"\\r\\n\\r\\n" + BODY)
+URL, HEADERS = f"http://127.0.0.1:{PORT}/v1/chat/completions", {"Content-Type": "application/json"}
+if PORT is not None:
+    import httpx
+    from httpx_aiohttp import HttpxAiohttpClient
 jobs = queue.SimpleQueue()
 
 
@@ -67,7 +69,7 @@ db.execute("PRAGMA journal_mode=WAL")
 db.execute("PRAGMA synchronous=NORMAL")
 db.execute("CREATE TABLE IF NOT EXISTS attempts (id TEXT PRIMARY KEY, record TEXT NOT NULL)")
 pending, spans = [], []
-idle = []       # keep-alive connections
+client = None   # the design's HTTP client (httpx over the httpx-aiohttp transport), made on the attempts' loop
 
 
 def user_code():
@@ -75,16 +77,11 @@ def user_code():
 
 
 async def post():
-    reader, writer = idle.pop() if idle else await asyncio.open_connection("127.0.0.1", PORT)
-    writer.write(REQUEST)
-    await reader.readline()
-    length = 0
-    while (line := await reader.readline()) not in (b"\\r\\n", b""):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line[15:])
-    answer = json.loads(await reader.readexactly(length))
-    idle.append((reader, writer))
-    return answer
+    global client
+    if client is None:
+        client = HttpxAiohttpClient(headers=HEADERS, limits=httpx.Limits(max_connections=max(CONCURRENCY, 1),
+                                                                         max_keepalive_connections=max(CONCURRENCY, 1)))
+    return (await client.post(URL, content=BODY)).json()
 
 
 async def attempt(i):
@@ -132,6 +129,9 @@ def test_floor(i):
 def teardown_module():
     if pending:
         flush()
+    if client is not None:
+        done = client.aclose()
+        loop.run_until_complete(done) if CONCURRENCY == 1 else asyncio.run_coroutine_threadsafe(done, loop).result()
     with open(".floor/phase", "w") as f:
         f.write(str(max(e for _, e in spans) - min(s for s, _ in spans)))
 '''

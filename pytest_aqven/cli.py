@@ -1,19 +1,31 @@
-"""The `aqven` command: one function per subcommand, so `series` and `findings` can join `check`."""
+"""The `aqven` command: one function per subcommand, so `series` and `findings` can join `check`.
+
+Every subcommand names its project with `--project PATH` (`check` and `findings rebuild` also as their
+positional PATH, AQVEN's spelling); output survives a closed pipe and a terminal that cannot show Unicode."""
 from __future__ import annotations
 
 import argparse
+import codecs
+import os
 import sys
 from pathlib import Path
 
-from .check.diagnostics import render_json, render_text
+from . import __version__
+from .check.diagnostics import render_github, render_json, render_text
 from .check.run import check_root
 from .project.loader import PROJECT_FILE, find_root
+from .series.commands import _project_path, project_argument
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aqven", description="AQVEN projects from the terminal.")
+    parser.add_argument("--version", action="version", version=f"aqven (pytest-aqven) {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_check(commands)
+    from .scaffold import add_new
+    add_new(commands)
+    from .findings.cases import add_cases
+    add_cases(commands)
     from .series.commands import add_db, add_series
     add_series(commands)
     add_db(commands)
@@ -26,12 +38,14 @@ def add_findings(commands) -> None:
     p = commands.add_parser("findings", help="the project's findings and FINDINGS.md",
                             description="Work on the findings of the project around PATH.")
     sub = p.add_subparsers(dest="findings_command", required=True, metavar="SUBCOMMAND")
-    r = sub.add_parser("rebuild", help="write back deleted findings from the project database and regenerate FINDINGS.md",
+    r = sub.add_parser("rebuild", help="write back deleted or edited findings from the project database and "
+                                       "regenerate FINDINGS.md",
                        description="Write back every finding file the project database recorded and that is missing, "
                                    "then regenerate FINDINGS.md from the finding files (hand-made lines are replaced). "
-                                   "An edited finding is never rewritten: it is reported and the command exits 1.")
-    r.add_argument("path", nargs="?", default=".", metavar="PATH",
-                   help="the module root or any file or folder inside it (default: .)")
+                                   "An edited finding gets back the text the database recorded only after a person "
+                                   "types yes at an interactive terminal (else exit 2); one the database has no text "
+                                   "of is reported and the command exits 1.")
+    project_argument(r, positional=True)
     r.set_defaults(handler=run_findings_rebuild)
 
 
@@ -51,12 +65,34 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     from .check.diagnostics import Diagnostic   # noqa: PLC0415
     from .findings.files import FindingsRefused   # noqa: PLC0415
     from .project.loader import load_project   # noqa: PLC0415
-    from .series.findings import rebuild   # noqa: PLC0415
+    from .series.findings import edited, rebuild, restore   # noqa: PLC0415
 
-    root = _root_of("findings rebuild", args.path)
+    root = _root_of("findings rebuild", _project_path(args))
     if root is None:
         return 2
     project = load_project(root)
+    restorable, lost = edited(project)
+    if lost:
+        print(render_text([Diagnostic("E_FINDING_TAMPERED", path.relative_to(root).as_posix(), (), why, hint=(
+            "the project database has no text of this finding: restore it with git checkout, or move it aside "
+            "and run a new series on holdout cases")) for path, why in lost]))
+        return 1
+    if restorable:
+        for path, why, _ in restorable:
+            print(f"{path.relative_to(root).as_posix()} was edited ({why}); the project database holds the text "
+                  "aqven wrote")
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            print("aqven findings rebuild: overwriting an edited finding needs a person at an interactive terminal "
+                  "and a typed confirmation; nothing was written", file=sys.stderr)
+            return 2
+        n = len(restorable)
+        answer = input(f"Type yes to overwrite {'this finding' if n == 1 else f'these {n} findings'} with the text "
+                       "the project database recorded: ").strip().lower()
+        if answer != "yes":
+            print("not restored (the confirmation was not yes): nothing was written", file=sys.stderr)
+            return 2
+        for path in restore(project, restorable):
+            print(f"restored {path.relative_to(root).as_posix()} from the project database (it was edited)")
     try:
         restored, _ = rebuild(project)
     except FindingsRefused as exc:
@@ -74,26 +110,21 @@ def add_check(commands) -> None:
         "check", help="validate a project and every experiment before a series may run it",
         description="Validate the project around PATH (the folder holding aqven.yaml, searched upward) "
                     "and print one diagnostic per problem. Exit 1 on errors, 0 otherwise.")
-    p.add_argument("path", nargs="?", default=".", metavar="PATH",
-                   help="the module root or any file or folder inside it (default: .)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    project_argument(p, positional=True)
+    p.add_argument("--format", choices=("text", "json", "github"), default="text",
+                   help="output format (default: text; github: workflow annotations, one per diagnostic, then the counts)")
     p.add_argument("--static", action="store_true",
                    help="accepted for AQVEN compatibility: this checker never runs a flow, so every check is static")
     p.set_defaults(handler=run_check)
 
 
 def run_check(args: argparse.Namespace) -> int:
-    start = Path(args.path)
-    if not start.exists():
-        print(f"aqven check: {args.path} does not exist", file=sys.stderr)
-        return 2
-    root = find_root(start)
+    root = _root_of("check", _project_path(args))
     if root is None:
-        print(f"aqven check: no {PROJECT_FILE} in {args.path} or any folder above it; "
-              f"run aqven check inside an AQVEN project", file=sys.stderr)
         return 2
     diagnostics = check_root(root)
-    print(render_json(diagnostics) if args.format == "json" else render_text(diagnostics))
+    render = {"json": render_json, "github": render_github}.get(args.format, render_text)
+    print(render(diagnostics))
     return 1 if any(d.severity == "error" for d in diagnostics) else 0
 
 
@@ -104,8 +135,7 @@ def add_plan(commands) -> None:
                     "simulated power search that --collect-only leaves out (it takes seconds per experiment). "
                     "The result is kept in .aqven/plans/ by its inputs, so the next --collect-only shows it.")
     p.add_argument("experiments", nargs="*", metavar="EXPERIMENT", help="experiment ids (default: every experiment)")
-    p.add_argument("--project", default=".", metavar="PATH",
-                   help="the module root or any file or folder inside it (default: .)")
+    project_argument(p)
     p.add_argument("--holdout", action="store_true", help="plan the held-out series (default: the working cases)")
     p.add_argument("--cases", type=int, default=None, metavar="N", help="cases per series, as --aqven-cases")
     p.add_argument("--repeats", type=int, default=None, metavar="N", help="repeats per case, as --aqven-repeats")
@@ -125,9 +155,8 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.cases is not None and args.cases < 1 or args.repeats is not None and not 1 <= args.repeats <= 20:
         print("aqven plan: --cases must be at least 1 and --repeats between 1 and 20", file=sys.stderr)
         return 2
-    root = find_root(Path(args.project))
+    root = _root_of("plan", _project_path(args))
     if root is None:
-        print(f"aqven plan: no {PROJECT_FILE} in {args.project} or any folder above it", file=sys.stderr)
         return 2
     project = load_project(root)
     unknown = [e for e in args.experiments if e not in project.experiments]
@@ -158,9 +187,33 @@ def run_plan(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+# what a terminal that cannot show them reads instead (the rest becomes "?")
+ASCII = {"×": "x", "≥": ">=", "≤": "<=", "±": "+/-", "–": "-", "—": "-", "…": "...", "→": "->", "’": "'",
+         "“": '"', "”": '"', "²": "^2", "µ": "u"}
+
+
+def _ascii(error: UnicodeError):
+    text = error.object[error.start:error.end]
+    return "".join(ASCII.get(c, "?") for c in text), error.end
+
+
+codecs.register_error("aqven-ascii", _ascii)
+SIGPIPE_EXIT = 128 + 13     # what a shell reports for a process a closed pipe ended
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)      # bad usage: argparse prints it and exits with 2
-    return args.handler(args)
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="aqven-ascii")
+    try:
+        args = build_parser().parse_args(argv)      # bad usage: argparse prints it and exits with 2
+        code = args.handler(args)
+        sys.stdout.flush()          # inside the try: a reader that left shows here, not at exit
+        return code
+    except BrokenPipeError:         # `aqven ... | head`: the reader has what it wanted; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return SIGPIPE_EXIT
 
 
 if __name__ == "__main__":

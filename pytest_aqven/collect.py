@@ -11,7 +11,7 @@ from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
-from .report import attempts
+from .report import attempts, junit
 from .series.cap import CapError, series_cap
 from .series.lifecycle import SeriesRun
 
@@ -21,6 +21,8 @@ CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aq
 SCHEDULER = pytest.StashKey["Scheduler"]()
 RUN_TOKEN = pytest.StashKey[str]()        # the same on every xdist worker of one run
 LAUNCH_NOTES = pytest.StashKey[dict]()    # experiment id -> lines the launch plan adds (cap, warnings)
+# xdist modes (and "no": one process) in which the items queued on a worker are all run by that worker
+KEEPS_ITS_QUEUE = frozenset({"no", "load", "loadscope", "loadfile", "loadgroup", "each"})
 
 
 class LoadedProject:
@@ -77,6 +79,10 @@ class ExperimentFile(pytest.File):
         self.standing: dict | None = None     # set when a held-out run finds the experiment's cases spent
         self.experiment_id = self.path.parent.name
         self.add_marker(pytest.mark.aqven)
+        if self.config.pluginmanager.hasplugin("timeout"):
+            # pytest-timeout would fail an attempt mid-call (its calls paid, its record lost): every call of an
+            # attempt has its own time limit instead (limits.seconds), which ends it as the infra error timeout
+            self.add_marker(pytest.mark.timeout(0))
         self.extra_keyword_matches.add(self.experiment_id)
 
     def collect(self):
@@ -111,10 +117,12 @@ class ExperimentFile(pytest.File):
             raise self.CollectError(f"error: {exc}") from None
         if self.series.standing is not None:        # held-out cases spent once: the finding stands, nothing runs
             self.standing = self.series.standing.entry(self.nodeid)
-            raise pytest.skip.Exception(self.standing["short"])
+            yield VerdictItem.from_parent(self, name="verdict")
+            return
         self.config.stash.setdefault(LAUNCH_NOTES, {})[self.experiment_id] = [cap.describe(), *self.series.warnings()]
         for variant in self.series.plan.variants:
             yield VariantNode.from_parent(self, name=variant)
+        yield VerdictItem.from_parent(self, name="verdict")
 
 
 HELD_OUT_LOOK = ("a look is skipped under --aqven-holdout: it shows every case one by one, and held-out cases are "
@@ -135,7 +143,7 @@ def launch_plans(session: pytest.Session) -> list:
     """(experiment, split, launch plan) of each experiment with a selected attempt, so -k and -m cost
     nothing: the closed form, or the simulated search when `aqven plan` cached it (docs/performance.md)."""
     config = session.config
-    family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
+    family = config.option.aqven_intervals
     files = {item.experiment_file.nodeid: item.experiment_file for item in session.items
              if isinstance(item, AttemptItem)}
     return [(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
@@ -201,10 +209,10 @@ class AttemptItem(pytest.Item):
 
     def next_attempts(self, count: int) -> list[tuple[str, str, int]]:
         """(variant, case name, repeat) of the next attempts of this series that this process runs; none
-        under xdist's worksteal, which may give a queued item to another worker (a claim made for it here
-        would hold that worker until this one ends)."""
-        from .plugin import upcoming
-        if self.config.getoption("dist", None) == "worksteal":
+        under a distribution mode that may give a queued item to another worker (worksteal: a claim made for
+        it here would hold that worker until given back, Scheduler.AHEAD_SECONDS later)."""
+        from .plugin import dist_mode, upcoming
+        if dist_mode(self.config) not in KEEPS_ITS_QUEUE:
             return []
         file = self.experiment_file
         return [(item.parent.parent.name, item.parent.case.name, item.repeat) for item in upcoming(self, count + 1)[1:]
@@ -228,7 +236,7 @@ class AttemptItem(pytest.Item):
         if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
             raise pytest.skip.Exception(outcome.why, _use_item_location=True)
         record, reused = outcome.record, outcome.kind == "reused"
-        if reused:
+        if reused and junit.per_testcase(self.config):
             self.user_properties.append(("aqven_reused", "true"))
         self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
         trace = self.record.pop("trace", None) or {}
@@ -255,6 +263,47 @@ class AttemptItem(pytest.Item):
                                              f"{self.parent.name} #{self.repeat}"
 
 
+class VerdictItem(pytest.Item):
+    """`<experiment file>::verdict`, after the experiment's attempts: collected like any test (so --collect-only,
+    node ids, -k, -m, --lf, --ff, --sw and test splitters see it), but never run where it is collected. The
+    process that sees every attempt's report (the only one, or the xdist controller, which collects nothing)
+    decides the series after the run loop and reports this node id then (plugin.VerdictReporter).
+
+    The one exception: a held-out experiment whose cases are spent runs nothing, and its verdict is the finding
+    that stands, known at collection: that item runs where it is collected and reports it (its report carries
+    the finding to the controller: `aqven_standing`), failing as that verdict fails."""
+
+    @property
+    def standing(self) -> dict | None:
+        return self.parent.standing
+
+    def runtest(self) -> None:      # only a standing verdict runs: plugin.pytest_runtest_protocol skips the others
+        standing = self.standing
+        if standing is None:
+            raise RuntimeError("a verdict is reported after the run loop, not run")
+        state = standing["state"]
+        text = f"verdict {state} (the finding that stands; nothing ran): {standing['statement']}\n{standing['why']}"
+        self.add_report_section("call", "aqven verdict", f"verdict {state} (the finding that stands): "
+                                                          f"{standing['finding']}")
+        from .report import junit
+        if junit.per_testcase(self.config):
+            self.user_properties += junit.standing_properties(standing)
+        if state in self.config.pluginmanager.get_plugin("aqven-verdicts").fail_on:
+            raise StandingVerdict(text)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, StandingVerdict):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+class StandingVerdict(Exception):
+    """The finding that stands fails the run, as the verdict that wrote it did."""
+
+    def reportinfo(self):
+        return self.path, 0, f"{self.parent.experiment_id} verdict"
+
+
 def run_token(config: pytest.Config) -> str:
     """The same on every xdist worker of one run (xdist's testrunuid), new for every run."""
     if RUN_TOKEN not in config.stash:
@@ -267,8 +316,7 @@ def scheduler(config: pytest.Config):
     """This process's attempt scheduler, started on first use."""
     if SCHEDULER not in config.stash:
         from .series.scheduler import Scheduler
-        config.stash[SCHEDULER] = Scheduler(config.getoption("aqven_concurrency")
-                                            or int(config.getini("aqven_concurrency") or 1))
+        config.stash[SCHEDULER] = Scheduler(config.option.aqven_concurrency)
     return config.stash[SCHEDULER]
 
 

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from .series.conclude import Conclusion
     from .series.tally import SeriesTally
 
-FAILING = ("refuted", "inconclusive", "invalid")
+FAILING = ("refuted", "inconclusive", "invalid", "open")
+STATES = ("confirmed", "refuted", "inconclusive", "signal", "invalid", "open")   # open: no verdict (yet)
 PROJECT_FILE = "aqven.yaml"     # project.loader.PROJECT_FILE, without importing the loader
 
 
@@ -40,7 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-repeats", type=int, default=None, metavar="N",
                     help="repeats per case, overriding plan.repeats (1 to 20)")
     group.addoption("--aqven-fail-on", default=None, metavar="STATES",
-                    help="comma-separated verdicts that fail a held-out run (default: refuted,inconclusive,invalid)")
+                    help="comma-separated verdicts that fail a held-out run; open: a series left without a verdict "
+                         "(paused, or attempts not run) (default: refuted,inconclusive,invalid,open)")
     group.addoption("--aqven-intervals", choices=("robust", "model"), default=None,
                     help="robust: model-based interval hulled with a distribution-free one (default); "
                          "model: the model-based interval alone")
@@ -54,20 +56,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--aqven-respend-holdout", action="store_true", default=False,
                     help="run held-out cases that already gave a finding again (a new look at the same cases, "
                          "recorded in its finding)")
-    parser.addini("aqven_concurrency", "attempts in flight per process", default="1")
     group.addoption("--aqven-json", default=None, metavar="PATH",
                     help="write every series of the session (verdict, cells, intervals, spend, finding) as JSON")
+    group.addoption("--aqven-summary", default=None, metavar="FILE",
+                    help="append the verdicts as a Markdown table to FILE (a CI step summary: $GITHUB_STEP_SUMMARY)")
     group.addoption("--aqven-progress", type=float, default=None, metavar="SECONDS",
                     help="a progress line (attempts, spend of cap, time left) every SECONDS of a run (default 30; 0: none)")
-    parser.addini("aqven_progress", "seconds between progress lines (0: none)", default="30")
     group.addoption("--aqven-record", action="store_true", default=False,
                     help="call the models and record every call in cassettes under <project>/cassettes")
     group.addoption("--aqven-record-missing", action="store_true", default=False,
                     help="replay recorded calls; call the models only for calls missing from the cassettes")
     group.addoption("--aqven-replay", action="store_true", default=False,
                     help="answer every model call from the cassettes, offline; a missing call is cassette_miss")
-    parser.addini("aqven_fail_on", "verdicts that fail a held-out run", default=",".join(FAILING))
+    # the options with a lasting meaning, typed (pytest >= 8.4): the command line wins over the ini file
+    parser.addini("aqven_fail_on", "verdicts that fail a held-out run (one per line, or comma-separated)",
+                  type="linelist", default=list(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
+    parser.addini("aqven_concurrency", "attempts in flight per process", type="int", default=1)
+    parser.addini("aqven_progress", "seconds between progress lines (0: none)", type="float", default=30.0)
+    parser.addini("aqven_json", "write every series of the session as JSON to this path", default="")
+    parser.addini("aqven_summary", "append the verdicts as a Markdown table to this file", default="")
+    parser.addini("aqven_cassettes", "record, record_missing or replay (as --aqven-record, ...)", default="")
+
+
+def dist_mode(config: pytest.Config) -> str:
+    """xdist's distribution mode of this run, on a worker too (xdist sets `dist` to "no" there: the controller
+    sends it in the worker's input); "no" without xdist."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return workerinput.get("aqven_dist", "unknown")     # a controller without this plugin: assume the worst
+    return config.getoption("dist", "no") or "no"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """On the xdist controller, for each worker it starts."""
+    node.workerinput["aqven_dist"] = dist_mode(node.config)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -83,12 +107,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--aqven-cases must be at least 1")
     if repeats is not None and not 1 <= repeats <= 20:
         raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
-    concurrency = config.getoption("aqven_concurrency")
-    try:
-        concurrency = int(config.getini("aqven_concurrency") or 1) if concurrency is None else concurrency
-    except ValueError:
-        raise pytest.UsageError("aqven_concurrency (ini) must be a whole number") from None
-    if not 1 <= concurrency <= 1024:
+    _from_ini(config)
+    if not 1 <= config.option.aqven_concurrency <= 1024:
         raise pytest.UsageError("--aqven-concurrency must be between 1 and 1024")
     if config.getoption("aqven_cap") is not None:
         from .series.cap import CapError, parse_usd
@@ -104,21 +124,45 @@ def pytest_configure(config: pytest.Config) -> None:
     if sum(map(bool, (config.getoption("aqven_record"), config.getoption("aqven_record_missing"),
                       config.getoption("aqven_replay")))) > 1:
         raise pytest.UsageError("--aqven-record, --aqven-record-missing and --aqven-replay exclude each other")
-    reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.getoption("aqven_intervals")
-                               or config.getini("aqven_intervals"))
+    reporter = VerdictReporter(config, fail_on=_fail_on(config), family=config.option.aqven_intervals)
     config.pluginmanager.register(reporter, "aqven-verdicts")
     config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
     config.pluginmanager.register(Release(), "aqven-release")
+    if getattr(config.option, "xmlpath", None) and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(JunitNames(config), "aqven-junit-names")
     if config.pluginmanager.hasplugin("html"):
         from .report.html import HtmlReport
 
         config.pluginmanager.register(HtmlReport(reporter), "aqven-html")
 
 
+def _from_ini(config: pytest.Config) -> None:
+    """Each option the command line left unset takes its ini value (typed, checked here once), so the rest of
+    the plugin reads `config.option` alone."""
+    opt = config.option
+    for name in ("aqven_concurrency", "aqven_progress", "aqven_intervals", "aqven_json", "aqven_summary"):
+        if getattr(opt, name) is None:
+            try:
+                setattr(opt, name, config.getini(name) or None)
+            except (TypeError, ValueError) as exc:
+                raise pytest.UsageError(f"{name} (ini): {exc}") from None
+    opt.aqven_concurrency = opt.aqven_concurrency or 1
+    opt.aqven_progress = 30.0 if opt.aqven_progress is None else opt.aqven_progress
+    if opt.aqven_intervals not in (None, "robust", "model"):
+        raise pytest.UsageError(f"aqven_intervals (ini): {opt.aqven_intervals!r} is neither robust nor model")
+    opt.aqven_intervals = opt.aqven_intervals or "robust"
+    mode = config.getini("aqven_cassettes")
+    if mode not in ("", "record", "record_missing", "replay"):
+        raise pytest.UsageError(f"aqven_cassettes (ini): {mode!r} is none of record, record_missing, replay")
+    if mode and not (opt.aqven_record or opt.aqven_record_missing or opt.aqven_replay):
+        setattr(opt, f"aqven_{mode}", True)
+
+
 def _fail_on(config: pytest.Config) -> frozenset[str]:
-    raw = config.getoption("aqven_fail_on") or config.getini("aqven_fail_on")
-    states = frozenset(s.strip() for s in raw.split(",") if s.strip())
-    unknown = states - {"confirmed", "refuted", "inconclusive", "signal", "invalid"}
+    raw = config.getoption("aqven_fail_on")
+    lines = [raw] if raw is not None else config.getini("aqven_fail_on")
+    states = frozenset(s.strip() for line in lines for s in str(line).split(",") if s.strip())
+    unknown = states - set(STATES)
     if unknown:
         raise pytest.UsageError(f"--aqven-fail-on: unknown verdict {', '.join(sorted(unknown))}")
     return states
@@ -134,18 +178,30 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     return ExperimentFile.from_parent(parent, path=file_path, root=root)
 
 
+@pytest.hookimpl(tryfirst=True)      # before the stepwise plugin's (lfplugin's is a wrapper: it filters after)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under --lf a failed verdict reruns its whole experiment: pytest's last-failed plugin selects
-    items by node id, and a verdict is not an item, so its attempts are marked as last failed."""
-    lf = config.pluginmanager.getplugin("lfplugin")
+    """A failed verdict reruns its whole experiment: under --lf and --ff its attempts count as last failed
+    too, and --sw continues from the experiment's first attempt (a verdict decides only with its attempts)."""
     collect = _collect_module()
-    if lf is None or not config.getoption("lf") or collect is None:
+    if collect is None:
         return
-    # keys are node id strings, or NodeId objects since pytest 9.2 (whose str() is the node id)
-    failed = {str(key).rsplit("::", 1)[0] for key in lf.lastfailed if str(key).endswith("::verdict")}
-    for item in items:
-        if isinstance(item, collect.AttemptItem) and item.experiment_file.nodeid in failed:
-            lf.lastfailed[getattr(item, "id", item.nodeid)] = True
+    lf = config.pluginmanager.getplugin("lfplugin")
+    if lf is not None and (config.getoption("lf") or config.getoption("failedfirst")):
+        # keys are node id strings, or NodeId objects since pytest 9.2 (whose str() is the node id)
+        failed = {str(key).rsplit("::", 1)[0] for key in lf.lastfailed if str(key).endswith("::verdict")}
+        for item in items:
+            if isinstance(item, collect.AttemptItem) and item.experiment_file.nodeid in failed:
+                lf.lastfailed[getattr(item, "id", item.nodeid)] = True
+    sw = config.pluginmanager.getplugin("stepwiseplugin")
+    info = getattr(sw, "cached_info", sw)               # pytest >= 8.4 keeps the last failure in cached_info
+    attr = "last_failed" if hasattr(info, "last_failed") else "lastfailed"
+    last = getattr(info, attr, None)
+    if last is not None and str(last).endswith("::verdict"):
+        file_nodeid = str(last).rsplit("::", 1)[0]
+        first = next((i for i in items if isinstance(i, collect.AttemptItem) and i.experiment_file.nodeid == file_nodeid),
+                     None)
+        if first is not None:
+            setattr(info, attr, getattr(first, "id", first.nodeid) if not isinstance(last, str) else first.nodeid)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -182,6 +238,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             raise pytest.UsageError(str(exc)) from None
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Before the first attempt: the models whose calls nothing can price, so their series' spend is a lower
+    bound the cap cannot hold (W_PRICE_UNKNOWN). Only a project that calls models over HTTP is loaded."""
+    if hasattr(config, "workerinput"):
+        return []
+    from .providers.prices import calls_over_http
+    roots = [root for root in _project_roots(config) if calls_over_http(root)]
+    if not roots:
+        return []
+    from .check.prices import before_the_run
+    return [f"aqven: {line}" for root in roots for line in before_the_run(root)]
+
+
 def _find_root(start: Path) -> Path | None:
     """project.loader.find_root, without importing the loader."""
     start = start.resolve()
@@ -210,6 +279,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
     """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
     items still report in order (each item's runtest waits only for its own attempt)."""
     collect = _collect_module()
+    if collect is not None and isinstance(item, collect.VerdictItem) and item.standing is None:
+        # decided and reported after the run loop (VerdictReporter): here only what pytest's runner does after
+        # an item, so the next item's setup finds its parents' stack as it expects
+        item.session._setupstate.teardown_exact(nextitem)
+        return True
     if collect is None or not isinstance(item, collect.AttemptItem) or item.session.shouldstop \
             or item.session.shouldfail:
         return None
@@ -302,6 +376,18 @@ def _not_ours(properties: list) -> list:
     return [p for p in properties if not (isinstance(p, tuple) and str(p[0]).startswith("aqven_"))]
 
 
+class JunitNames:
+    """Testcase names CI reporters can read (report/junit.py), set before junitxml opens each testcase."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from .report import junit
+        junit.name_testcase(self.config, report)
+
+
 class StopWatch:
     """-x / --maxfail decided to stop (pytest sets shouldfail in its own pytest_runtest_logreport, which runs
     before this trylast one): stop at once, so the verdicts decided after the loop see a cancelled series."""
@@ -318,7 +404,7 @@ class StopWatch:
         session = self.session
         if report.nodeid.endswith("::verdict"):     # decided after the attempts: a failed verdict stops nothing
             return
-        if session is not None and (session.shouldfail or session.shouldstop):
+        if session is not None and (session.shouldfail or session.shouldstop) and LOOP_ENDED not in session.stash:
             _stop(session, f"the run stopped early: {session.shouldstop or session.shouldfail}")
 
 
@@ -349,23 +435,13 @@ def _stop(session: pytest.Session, why: str | None) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     """Ctrl-C, -x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight."""
     why = None
-    if exitstatus == pytest.ExitCode.INTERRUPTED:
+    # a stop the verdicts set off (-x, --sw on a failed verdict) came after every attempt: no series is cut short
+    stopped = session.stash[LOOP_ENDED] if LOOP_ENDED in session.stash else (session.shouldstop or session.shouldfail)
+    if exitstatus == pytest.ExitCode.INTERRUPTED and LOOP_ENDED not in session.stash:
         why = "interrupted (Ctrl-C)"
-    elif session.shouldstop or session.shouldfail:
-        why = f"the run stopped early: {session.shouldstop or session.shouldfail}"
+    elif stopped:
+        why = f"the run stopped early: {stopped}"
     _stop(session, why)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector):
-    """A held-out experiment whose cases are spent is a skipped collection report carrying the finding that
-    stands (xdist sends skipped collection reports to the controller, which reports that verdict)."""
-    report = yield
-    standing = getattr(collector, "standing", None)
-    if standing is not None and report.skipped:
-        report.aqven_standing = standing
-        report.longrepr = (str(collector.path), None, f"Skipped: {standing['short']}")    # the file, not our code
-    return report
 
 
 @pytest.hookimpl(wrapper=True)
@@ -377,7 +453,10 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         if item.details is not None:
             report.aqven_details = item.details     # for pytest-html; never set for held-out attempts
         from .report import junit
-        item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
+        if junit.per_testcase(item.config):                  # xunit2 allows no properties on a testcase
+            item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
+    elif collect and isinstance(item, collect.VerdictItem) and report.when == "call" and item.standing is not None:
+        report.aqven_standing = item.standing       # the finding that stands, for the controller's summary
     return report
 
 
@@ -429,12 +508,13 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
         return []       # an xdist worker's lines are never shown (the controller writes them): no numpy there
     from .report import terminal
     files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, collect.AttemptItem)))
-    family = config.getoption("aqven_intervals") or config.getini("aqven_intervals")
+    family = config.option.aqven_intervals
     return [terminal.plan_line(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
             for f in files]
 
 
 VETOES = pytest.StashKey[dict]()
+LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normally: shouldstop or shouldfail then
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -483,12 +563,15 @@ class VerdictReporter:
         self.entries: list[dict] = []                             # each series as data (report/data.py)
         self.plans_shown = False
         every = config.getoption("aqven_progress")
-        self.progress = Progress(float(config.getini("aqven_progress")) if every is None else every)
+        self.progress = Progress(every)
         self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
         # series id -> finishes of this run refused because another runner took their claims (a runner
         # suspended past the lease): those series are decided from the database, whose rows are the ones counted
         self.discarded: dict[str, int] = {}
         self.standing: dict[str, dict] = {}      # experiment file node id -> the finding that stands (spent cases)
+        self.selected: list[str] | None = None      # the verdict items collected and selected, in order
+        self.unrecorded: dict[str, str] = {}        # experiment file -> why its first attempt without a record ran none
+        self.unrun: list[tuple[str, str, str]] = []  # (experiment, split, why): selected verdicts no attempt reached
 
     @property
     def is_worker(self) -> bool:
@@ -498,16 +581,13 @@ class VerdictReporter:
         collect = _collect_module()
         if collect is None:
             return
+        if not self.is_worker:
+            self.selected = [i.nodeid for i in session.items if isinstance(i, collect.VerdictItem)]
         if self.config.option.collectonly and not self.is_worker:
             self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
         items = [i for i in session.items if isinstance(i, collect.AttemptItem)]
         self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
                                            for f in {i.experiment_file for i in items}})
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        standing = getattr(report, "aqven_standing", None)
-        if standing is not None and not self.is_worker:
-            self.standing[standing["file_nodeid"]] = standing
 
     @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -521,6 +601,12 @@ class VerdictReporter:
             if tally.add(record):
                 self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
                 self.progress.attempt(record)
+        elif report.skipped and not self.is_worker and "aqven" in report.keywords and report.nodeid.count("::") == 3:
+            # paused, cancelled, vetoed: the open verdict of an experiment no record reached says why
+            self.unrecorded.setdefault(report.nodeid.split("::")[0], _skip_reason(report))
+        standing = getattr(report, "aqven_standing", None)
+        if standing is not None and not self.is_worker:
+            self._standing(standing)
         if report.when == "call" and not self.is_worker:
             tr = self.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
@@ -537,9 +623,8 @@ class VerdictReporter:
         self._count_discarded()
         if self.is_worker or self.config.option.collectonly or session.shouldstop:
             return result
-        for standing in sorted(self.standing.values(), key=lambda s: s["file_nodeid"]):
-            self._report_standing(session, standing)
-        if not self.tallies:
+        session.stash[LOOP_ENDED] = session.shouldstop or session.shouldfail
+        if not self.tallies and not self.selected:
             return result
         # every item and report of the session stays alive to its end: a full garbage collection set off while
         # deciding (the finding's data allocates thousands of lists) would scan them all for nothing, 0.1-0.2 s at
@@ -568,27 +653,73 @@ class VerdictReporter:
         # snapshot hashes the input files as they are now, so a file changed during the run still shows
         collected = self.config.stash.get(_collect_module().PROJECTS, {}) if _collect_module() else {}
         projects: dict[str, Project] = {}
-        for tally in self.tallies.values():
-            root = tally.root
-            if root not in projects:
-                lp = collected.get(Path(root))
-                projects[root] = lp.project if lp is not None and lp.project.spec is not None else load_project(Path(root))
+        by_file: dict[str, list[tuple[str, SeriesTally]]] = {}
+        for series_id, tally in sorted(self.tallies.items(), key=lambda kv: kv[1].file_nodeid):
+            by_file.setdefault(tally.file_nodeid, []).append((series_id, tally))
+        # in file order whatever order the items ran in (pytest-randomly, --ff): reports read the same every run
+        selected = sorted(self.selected) if self.selected is not None else [f"{f}::verdict" for f in by_file]
+        # a held-out experiment whose cases are spent reported its standing finding as its verdict item ran
+        selected = [v for v in selected if v.split("::")[0] not in self.standing]
+        # each selected verdict in collection order, then the series whose verdict was deselected (decided all
+        # the same: their data is final; no test reports them)
+        order = [(verdict_id, by_file.pop(verdict_id.split("::")[0], None)) for verdict_id in selected]
+        order += [(None, series) for series in by_file.values()]
         # an experiment a judge's validated_by names is decided first: its finding decides the judge's verdicts
+        for tally in self.tallies.values():
+            if tally.root not in projects:
+                lp = collected.get(Path(tally.root))
+                projects[tally.root] = lp.project if lp is not None and lp.project.spec is not None \
+                    else load_project(Path(tally.root))
         calibrations = {(root, c.validated_by) for root, p in projects.items() for e in p.experiments.values()
                         if e.spec is not None for c in e.spec.checks if c.validated_by}
-        for series_id, tally in sorted(self.tallies.items(), key=lambda kv: (
-                (kv[1].root, kv[1].experiment) not in calibrations, kv[1].file_nodeid)):
-            root = tally.root
-            experiment = projects[root].experiments.get(tally.experiment)
-            look = None
-            if experiment is not None and experiment.spec is not None and experiment.spec.question.kind == "look" \
-                    and tally.records is not None:
-                look = (experiment.id, tally.split, tally.records, {c.id: c.kind for c in experiment.spec.checks})
-                self.looks.append(look)
-            self._report(session, projects[root], series_id, tally, look)
+        order.sort(key=lambda entry: not any((tally.root, tally.experiment) in calibrations
+                                             for _, tally in entry[1] or ()))
+        errors = []
+        for verdict_id, series in order:
+            # --sw stops at the first failed verdict: the later ones are decided, not reported as tests
+            fire = verdict_id is not None and not (session.shouldstop and self.config.getoption("stepwise", False))
+            try:
+                if not series:
+                    if fire:
+                        self._report_unrun(session, verdict_id)
+                    continue
+                for series_id, tally in series:
+                    root = tally.root
+                    experiment = projects[root].experiments.get(tally.experiment)
+                    look = None
+                    if experiment is not None and experiment.spec is not None \
+                            and experiment.spec.question.kind == "look" and tally.records is not None:
+                        look = (experiment.id, tally.split, tally.records, {c.id: c.kind for c in experiment.spec.checks})
+                        self.looks.append(look)
+                    self._report(session, projects[root], series_id, tally, look, verdict_id if fire else None)
+            except Exception as exc:    # another plugin's reporter failed: the other verdicts are still reported
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def _report_unrun(self, session: pytest.Session, verdict_id: str) -> None:
+        """A selected verdict that no attempt record reached (its attempts deselected, paused, cancelled or
+        vetoed): open, which fails a held-out run when `open` is in --aqven-fail-on (the default)."""
+        file_nodeid = verdict_id.split("::")[0]
+        experiment = Path(file_nodeid).parent.name
+        split = "holdout" if self.config.getoption("aqven_holdout") else "dev"
+        why = self.unrecorded.get(file_nodeid) or (
+            f"no attempt of {experiment} ran in this session: select its attempts too (`pytest {file_nodeid}`) "
+            "to decide it")
+        self.unrun.append((experiment, split, why))
+        if split == "holdout" and "open" in self.fail_on:
+            outcome, longrepr = "failed", f"verdict open: {why}"
+        else:
+            outcome, longrepr = "skipped", (file_nodeid, None, f"Skipped: {why}")
+        props = [("aqven_verdict", "open"), ("aqven_experiment", experiment), ("aqven_split", split),
+                 ("aqven_sentence", why)]
+        from .report import junit
+        junit.add_suite_properties(self.config, props, experiment)
+        self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", f"verdict open: {why}")])
 
     def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally,
-                look: tuple | None = None) -> None:
+                look: tuple | None, verdict_id: str | None) -> None:
+        """Decide the series and write its finding; report it as the test `verdict_id` (None: deselected)."""
         import sqlite3
 
         from .findings.files import FindingsRefused
@@ -617,25 +748,30 @@ class VerdictReporter:
             message = (f"pytest-aqven could not record the decision of series {series_id}: {type(exc).__name__}: "
                        f"{exc}. Free space on the project's disk (or make .aqven/ writable), then run the same "
                        f"command: it decides the series again from its recorded attempts, none runs again.")
-            self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
+            if verdict_id is not None:
+                self._fire(session, verdict_id, "failed", message, [("aqven_verdict", "error"),
+                                                                    ("aqven_series", series_id)])
             return
         except Exception as exc:  # our bug: the verdict test fails with its message, the session goes on
             message = f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}"
-            self._fire(session, file_nodeid, "failed", message, [("aqven_verdict", "error"), ("aqven_series", series_id)])
+            if verdict_id is not None:
+                self._fire(session, verdict_id, "failed", message, [("aqven_verdict", "error"),
+                                                                    ("aqven_series", series_id)])
             return
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         from .report import data, junit
         entry = self._entry(project, conclusion, tally)
         self.entries.append(entry)
         self.config.hook.pytest_aqven_verdict(config=self.config, series=entry, verdict=entry["verdict"],
-                                              cells=entry["cells"], finding_path=entry["finding_path"])
-        state = conclusion.state
+                                              cells=entry["cells"],
+                                              finding_path=None if conclusion.finding is None else str(conclusion.finding))
+        state = "open" if conclusion.verdict is None else conclusion.state      # a look's state is None
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
         text = conclusion.verdict.text if conclusion.verdict else conclusion.note
         if refused is not None:
             outcome, longrepr = "failed", (f"verdict {state}: {conclusion.verdict.text}\nthe finding is recorded in "
                                            f"the project database but its files were not written:\n{refused}")
-        elif conclusion.verdict is None:
+        elif conclusion.verdict is None and not failing:
             outcome, longrepr = "skipped", (str(file_nodeid), None, f"Skipped: {conclusion.note}")
         elif failing:
             outcome, longrepr = "failed", f"verdict {state}: {text}"
@@ -645,18 +781,15 @@ class VerdictReporter:
                              *(f"warning: {w}" for w in entry["warnings"]),
                              *([f"next: {entry['next']}"] if entry["next"] else [])])
         props = junit.verdict_properties(entry) + (junit.look_properties(look[1], look[2], look[3]) if look else [])
-        self._fire(session, file_nodeid, outcome, longrepr, props, [("aqven verdict", section)])
+        junit.add_suite_properties(self.config, props, entry["experiment"])
+        if verdict_id is not None:
+            self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", section)])
 
-    def _report_standing(self, session: pytest.Session, standing: dict) -> None:
-        """The verdict of a held-out experiment whose cases are spent: the finding that stands, fails the run
-        as that verdict would (a rerun exits as the run that wrote it)."""
-        state = standing["state"]
-        text = f"verdict {state} (the finding that stands; nothing ran): {standing['statement']}\n{standing['why']}"
-        props = [("aqven_verdict", state or "unknown"), ("aqven_series", standing["series"] or ""),
-                 ("aqven_finding", standing["finding"] or ""), ("aqven_standing", "true")]
-        outcome = "failed" if state in self.fail_on else "passed"
-        self._fire(session, standing["file_nodeid"], outcome, text if outcome == "failed" else None, props,
-                   [("aqven verdict", f"verdict {state} (the finding that stands): {standing['finding']}")])
+    def _standing(self, standing: dict) -> None:
+        """A held-out experiment whose cases are spent reported the finding that stands: its junit figures."""
+        from .report import junit
+        self.standing[standing["file_nodeid"]] = standing
+        junit.add_suite_properties(self.config, junit.standing_properties(standing), standing["experiment"])
 
     def _entry(self, project: Project, conclusion: Conclusion, tally: SeriesTally) -> dict:
         from .report import data
@@ -673,15 +806,17 @@ class VerdictReporter:
         plan = None
         if experiment and conclusion.state in ("refuted", "inconclusive", "signal"):
             plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, self.family))
-        return data.series_entry(conclusion, tally, layout, float(project.spec.research.spend_cap_usd), plan)
+        return data.series_entry(conclusion, tally, layout, float(project.spec.research.spend_cap_usd), plan,
+                                 _relative(Path(tally.root), self.config.rootpath))
 
-    def _fire(self, session: pytest.Session, file_nodeid: str, outcome: str, longrepr, props: list,
+    def _fire(self, session: pytest.Session, nodeid: str, outcome: str, longrepr, props: list,
               sections: list | None = None) -> None:
-        """Report `<experiment file>::verdict` as every reporter expects a test: logstart, the three phases,
-        logfinish."""
-        nodeid = f"{file_nodeid}::verdict"
-        session.testscollected += 1       # keeps pytest's progress percentage right
-        location = (file_nodeid, None, "verdict")
+        """Report the collected verdict item `nodeid` as every reporter expects a test: logstart, the three
+        phases, logfinish (its item was counted at collection: pytest's progress stays right)."""
+        file_nodeid = nodeid.split("::")[0]
+        location = (file_nodeid, 0, f"{Path(file_nodeid).parent.name} verdict")
+        from .report import junit
+        props = props if junit.per_testcase(self.config) else []
         hook = self.config.hook
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         for when in ("setup", "call", "teardown"):
@@ -701,6 +836,12 @@ class VerdictReporter:
             from .report import json_report
 
             json_report.write(Path(path), self.entries)
+        summary = self.config.getoption("aqven_summary")
+        if summary and (self.entries or self.unrun or self.standing):
+            from .report import summary as markdown
+
+            markdown.append(Path(summary), self.entries, self.unrun, sorted(self.standing.values(),
+                                                                            key=lambda s: s["file_nodeid"]))
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -712,10 +853,12 @@ class VerdictReporter:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
-        """Under xdist the controller never collects: the launch plan lines come from the first worker's ids."""
+        """Under xdist the controller never collects: the selected verdicts and the launch plan lines come from
+        the first worker's ids (every worker collects the same)."""
         if self.plans_shown:
             return
         self.plans_shown = True
+        self.selected = [i for i in ids if i.split("@")[0].endswith("::verdict") and i.count("::") == 1]
         attempt_ids = [i for i in ids if i.split("::")[0].endswith("experiment.yaml") and i.count("::") == 3]
         if not attempt_ids:
             return
@@ -739,7 +882,11 @@ class VerdictReporter:
                     continue
                 run = SeriesRun(project, project.experiments[path.parent.name], split,
                                 cases=opt("aqven_cases"), repeats=opt("aqven_repeats"))
-                tr.write_line(terminal.plan_line(path.parent.name, split, run.launch_plan(self.family, simulate=False)))
+                try:
+                    tr.write_line(terminal.plan_line(path.parent.name, split,
+                                                     run.launch_plan(self.family, simulate=False)))
+                finally:
+                    run.close_store()       # Python 3.13 warns of a database left open
             except Exception:  # the workers collected it and report its errors; a plan line is not worth a crash
                 continue
 
@@ -759,7 +906,7 @@ class VerdictReporter:
             terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
                                   self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
             terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
-            terminal.summary(terminalreporter, self.entries)
+            terminal.summary(terminalreporter, self.entries, self.unrun)
             terminal.standing(terminalreporter, list(self.standing.values()))
             if self.looks:
                 from .report import look
@@ -770,6 +917,17 @@ class VerdictReporter:
 # what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
 # thread from the first attempt record on, while the attempts run, so the session end only decides
 DECIDING = ("series.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "series.findings")
+
+
+def _relative(path: Path, start: Path) -> str:
+    import os
+    return Path(os.path.relpath(path, start)).as_posix()
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
 
 
 def _tally_for(record: dict) -> SeriesTally:

@@ -194,13 +194,70 @@ def test_a_claim_made_ahead_does_not_start_once_the_series_is_cancelled(pytester
     assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
 
 
+SLOW_ON_GW1 = '''
+import os
+
+_complete = complete
+
+
+async def complete(request):
+    if os.environ.get("PYTEST_XDIST_WORKER") == "gw1":     # gw0 runs out of work first and steals gw1's queue
+        await asyncio.sleep(0.05)
+    return await _complete(request)
+'''
+
+
 @pytest.mark.parametrize("dist", ["load", "worksteal"])
 def test_under_xdist_each_worker_claims_ahead_only_what_it_runs(pytester, dist):
-    """worksteal may give a queued item to the other worker: there no worker claims ahead."""
+    """worksteal gives queued items to the other worker (here always: gw1 is slow): there no worker claims
+    ahead. xdist sets `dist` to "no" on its workers, so they learn the mode from the controller."""
     root = make(pytester.path, cases=60)
+    (root / "provider.py").write_text((root / "provider.py").read_text() + SLOW_ON_GW1)
+    pytester.makeconftest("""
+        from pytest_aqven.plugin import dist_mode
+
+        def pytest_sessionstart(session):
+            if hasattr(session.config, "workerinput"):
+                print("worker sees", dist_mode(session.config), file=open("dist.log", "a"))
+    """)
     result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2", "--dist", dist,
-                                           timeout=300)
+                                           timeout=120)
+    assert (pytester.path / "dist.log").read_text().splitlines() == [f"worker sees {dist}"] * 2
     attempts = len(finished(root))
     result.assert_outcomes(passed=attempts + 1)
     assert attempts >= 30 and sorted(calls(root)) == sorted(finished(root))     # each once
     assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
+
+
+def test_a_claim_made_ahead_and_not_started_is_given_back_so_another_runner_takes_it(tmp_path, monkeypatch):
+    """The bounded wait: a live runner's claim made ahead blocks another runner at most AHEAD_SECONDS and a
+    heartbeat (its item may have gone elsewhere); a started attempt's claim is held until it finishes."""
+    import asyncio
+
+    from pytest_aqven.series import ledger as ledgers, scheduler as schedulers
+    from pytest_aqven.series.db import Store
+
+    from .test_series import open_series, settle
+
+    monkeypatch.setattr(schedulers, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(schedulers, "AHEAD_SECONDS", 0.2)
+    store, sid = open_series(tmp_path, cap="1")
+    sched = schedulers.Scheduler(1)
+    try:
+        mine = sched._ledger(tmp_path)
+        assert mine.try_start(sid, "v", "a", 1).kind == "start"
+        settle(mine, sid, "a", 0.01)
+        started, ahead = mine.batch([("start", sid, "v", "b", 1), ("claim", sid, "v", "c", 1)])
+        assert started.kind == ahead.kind == "start"
+        sched.claimed[(0, "v", "c", 1)] = (ahead, schedulers.time.monotonic(), tmp_path, sid)
+        other = ledgers.Ledger(Store(tmp_path))
+        assert other.try_start(sid, "v", "c", 1).kind == "wait"     # claimed ahead by a live runner
+        assert other.try_start(sid, "v", "b", 1).kind == "wait"     # running there
+        deadline = time.monotonic() + 10
+        while other.try_start(sid, "v", "c", 1).kind != "start":
+            assert time.monotonic() < deadline, "the claim made ahead was never given back"
+            time.sleep(0.05)
+        assert not sched.claimed
+        assert other.try_start(sid, "v", "b", 1).kind == "wait"     # a started attempt's claim stays
+    finally:
+        sched.close()

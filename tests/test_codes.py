@@ -30,7 +30,8 @@ def used_codes() -> dict[str, str]:
     """Every string the package passes or assigns as a runtime error code -> where (file:line)."""
     found: dict[str, str] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        if "compat" in path.parts or "check" in path.parts or path.name == "codes.py":   # check/: diagnostics (docs/check.md)
+        parts = path.relative_to(PACKAGE).parts          # relative: the checkout itself may sit under a check/ folder
+        if "compat" in parts or "check" in parts or path.name == "codes.py":   # check/: diagnostics (docs/check.md)
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         where = path.relative_to(PACKAGE.parent).as_posix()

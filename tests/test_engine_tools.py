@@ -229,6 +229,20 @@ def test_an_mcp_tool_error_is_the_nodes_error(tmp_path):
     assert result.error.code == "code_invalid" and "MCP tool tiny.fail failed" in result.error.message
 
 
+def test_without_the_optional_mcp_package_an_mcp_tool_says_how_to_install_it(tmp_path, monkeypatch):
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)        # import mcp raises ImportError, as where it is missing
+    files = {**mcp_files(),
+             "flows/t/flow.yaml": flow(["look"], {"text": "$look.out.status"}),
+             "flows/t/nodes/look/look.node.yaml": node("tool", tool="remote_lookup",
+                                                       in_=[{"name": "order_id", "from": "$input.text"}])}
+    result = run(load(write(tmp_path, files, "nomcp")), "t", {"text": "A9"})
+    assert result.error.code == "MODEL_FEATURE_UNSUPPORTED"
+    assert "MCP server tiny: MCP tools need the optional mcp package: pip install 'pytest-aqven[mcp]'" \
+        in result.error.message
+
+
 @pytest.fixture
 def http_mcp(monkeypatch):
     """The tiny server over streamable HTTP on 127.0.0.1, answering only requests with its token."""

@@ -1,4 +1,5 @@
-"""The example project is part of the suite: its experiments give the verdicts their experiment.md predicts."""
+"""The example project and the one `aqven new` writes are part of the suite: their experiments give the
+verdicts their experiment.md files predict."""
 from __future__ import annotations
 
 import re
@@ -7,21 +8,26 @@ from pathlib import Path
 
 import pytest
 
+from pytest_aqven.scaffold import create, template
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+# the project folder as a user names it -> where its files come from (the scaffold's package is `demo`)
+PROJECTS = {"example_project": EXAMPLE, "demo": Path(str(template()))}
 
 
-def predictions() -> list[tuple[str, str, str]]:
+def predictions(root: Path = EXAMPLE) -> list[tuple[str, str, str]]:
     out = []
-    for md in sorted(EXAMPLE.glob("experiments/*/experiment.md")):
+    for md in sorted(root.glob("experiments/*/experiment.md")):
         for split, state in re.findall(r"- (working|held-out) cases .*: \*\*(\w+)\*\*", md.read_text()):
             out.append((md.parent.name, "holdout" if split == "held-out" else "dev", state))
     return out
 
 
-def test_every_experiment_states_its_verdicts():
-    experiments = {p.parent.name for p in EXAMPLE.glob("experiments/*/experiment.yaml")}
-    assert {e for e, _, _ in predictions()} == experiments
-    assert len(predictions()) == 2 * len(experiments)
+@pytest.mark.parametrize("name", PROJECTS)
+def test_every_experiment_states_its_verdicts(name):
+    experiments = {p.parent.name for p in PROJECTS[name].glob("experiments/*/experiment.yaml")}
+    assert {e for e, _, _ in predictions(PROJECTS[name])} == experiments
+    assert len(predictions(PROJECTS[name])) == 2 * len(experiments)
 
 
 def splits() -> list[str]:
@@ -30,21 +36,25 @@ def splits() -> list[str]:
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 @pytest.mark.parametrize("split", splits())
-def test_the_example_gives_the_predicted_verdicts(pytester, split, xdist):
-    """`pytest example_project [--aqven-holdout]` as a user types it: every experiment in one session."""
-    shutil.copytree(EXAMPLE, pytester.path / "example_project", ignore=shutil.ignore_patterns(".aqven", "findings",
-                                                                                               "FINDINGS.md"))
-    args = ["example_project", "-p", "no:cacheprovider", *xdist]
+@pytest.mark.parametrize("name", PROJECTS)
+def test_the_project_gives_the_predicted_verdicts(pytester, name, split, xdist):
+    """`pytest example_project [--aqven-holdout]` (or `pytest demo` after `aqven new demo`) as a user types
+    it: every experiment in one session."""
+    if name == "demo":
+        create(pytester.path / name, "demo")
+    else:
+        shutil.copytree(EXAMPLE, pytester.path / name, ignore=shutil.ignore_patterns(".aqven", "findings", "FINDINGS.md"))
+    args = [name, "-p", "no:cacheprovider", *xdist]
     result = pytester.runpytest(*args, *(["--aqven-holdout"] if split == "holdout" else []))
-    expected = {experiment: state for experiment, s, state in predictions() if s == split}
+    expected = {experiment: state for experiment, s, state in predictions(PROJECTS[name]) if s == split}
     for experiment, state in expected.items():
         lines = [l for l in result.outlines if l.startswith(f"{experiment} ({split}, ")]
         assert len(lines) == 1, result.outlines
         assert f": {state} - " in lines[0], experiment
-        findings = list((pytester.path / "example_project/experiments" / experiment / "findings").glob("*.yaml"))
+        findings = list((pytester.path / name / "experiments" / experiment / "findings").glob("*.yaml"))
         assert len(findings) == (1 if split == "holdout" else 0), experiment
     failing = [e for e, state in expected.items() if split == "holdout" and state in ("refuted", "inconclusive",
                                                                                         "invalid")]
-    failed = sorted(l.split()[1] for l in result.outlines if l.startswith("FAILED "))
-    assert failed == [f"example_project/experiments/{e}/experiment.yaml::verdict" for e in failing], result.outlines
+    failed = sorted(l.split()[1].removeprefix(f"{name}/") for l in result.outlines if l.startswith("FAILED "))
+    assert failed == [f"experiments/{e}/experiment.yaml::verdict" for e in failing], result.outlines
     assert result.ret == (pytest.ExitCode.TESTS_FAILED if failing else pytest.ExitCode.OK)

@@ -1,5 +1,5 @@
-"""Size bounds: an answer is limited after decompression (a gzip bomb stops at the limit, on both HTTP paths,
-and is never retried); a stored text beyond its limit is cut with a marker and its sha256; a call whose
+"""Size bounds (the answer's limit after decompression is tested with the HTTP client, in
+tests/providers/test_http_client.py): a stored text beyond its limit is cut with a marker and its sha256; a call whose
 input alone would pass the attempt's hard limit at the model's known price is refused before it is sent."""
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import asyncio
 import hashlib
 import json
 import threading
-import zlib
 from http.server import ThreadingHTTPServer
 
 import pytest
@@ -15,77 +14,12 @@ import pytest
 from pytest_aqven.experiments.split import split_of
 from pytest_aqven.providers import secrets
 from pytest_aqven.providers.base import Message, ModelRequest, ProviderError
-from pytest_aqven.providers.http11 import AnswerTooLarge, Origin, inflate
-from pytest_aqven.providers.openai_compat import OpenAICompatProvider, RetryPolicy, _HttpxClient
+from pytest_aqven.providers.openai_compat import OpenAICompatProvider
 from pytest_aqven.series.scheduler import Budget, BudgetGuard
 
 from . import faults, projects
 from .faults import Usage
-from .providers.test_http11 import RawServer, answer, run
 from .providers.test_openai_compat import request
-
-INFLATED = 64 << 20          # what the bomb inflates to; the client's limit in these tests is 1 MiB
-
-
-def bomb(wbits: int = 31) -> bytes:
-    compressor = zlib.compressobj(9, zlib.DEFLATED, wbits)
-    return b"".join([compressor.compress(b" " * (1 << 20)) for _ in range(INFLATED >> 20)] + [compressor.flush()])
-
-
-@pytest.mark.parametrize("encoding,wbits", [("gzip", 31), ("deflate", 15), ("deflate", -15)])
-def test_a_compression_bomb_stops_at_the_limit(encoding, wbits):
-    body = bomb(wbits)
-    assert len(body) < 200_000
-    with pytest.raises(AnswerTooLarge, match="inflates past 1,048,576 bytes"):
-        inflate(body, encoding, 1 << 20)
-    compressor = zlib.compressobj(9, zlib.DEFLATED, wbits)
-    assert inflate(compressor.compress(b'{"ok": 1}') + compressor.flush(), encoding, 10) == b'{"ok": 1}'
-    with pytest.raises(AnswerTooLarge, match="more than 10"):
-        inflate(b"x" * 11, "identity", 10)
-
-
-def test_a_bomb_on_the_lean_client_is_refused_at_the_limit():
-    body = bomb()
-
-    async def go():
-        async with RawServer(lambda n: answer(body, "Content-Encoding: gzip")) as srv:
-            origin = Origin(srv.url, {}, size=1, max_answer=1 << 20)
-            with pytest.raises(AnswerTooLarge):
-                await origin.post(None, b"{}", timeout=10, connect_timeout=5)
-            big = Origin(srv.url, {}, size=1, max_answer=INFLATED)       # under a larger limit it reads whole
-            return len((await big.post(None, b"{}", timeout=30, connect_timeout=5)).content)
-    assert run(go()) == INFLATED
-
-
-def test_a_bomb_through_httpx_is_refused_at_the_limit():
-    body = bomb()
-
-    async def go():
-        async with RawServer(lambda n: answer(body, "Content-Encoding: gzip")) as srv:
-            client = _HttpxClient(srv.url, {}, 10.0, 1, max_answer=1 << 20)
-            try:
-                with pytest.raises(AnswerTooLarge):
-                    await client.post(None, b"{}", timeout=10, connect_timeout=5)
-            finally:
-                await client.aclose()
-    run(go())
-
-
-def test_a_too_large_answer_is_an_infrastructure_error_never_retried():
-    body = bomb()
-
-    async def go():
-        async with RawServer(lambda n: answer(body, "Content-Encoding: gzip")) as srv:
-            provider = OpenAICompatProvider(provider_id="local", base_url=srv.url.removesuffix("/chat/completions"),
-                                            api_key=None, catalog=None, retry=RetryPolicy(base_s=0.01),
-                                            max_answer=1 << 20)
-            with pytest.raises(ProviderError) as err:
-                await provider.complete(request())
-            await provider.aclose()
-            return err.value, len(srv.requests)
-    error, requests = run(go())
-    assert error.code == "answer_too_large" and "max_answer_mb" in str(error) and requests == 1
-
 
 def test_a_long_text_is_stored_cut_with_its_length_and_sha256():
     text = "x" * 100_000 + "end"

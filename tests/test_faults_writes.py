@@ -72,9 +72,10 @@ def test_a_dataset_edit_between_a_killed_run_and_its_rerun_closes_the_old_series
     assert rerun.returncode == 0, rerun.stdout
     closed, new = faults.series(root)
     assert closed["series_id"] == old["series_id"] and closed["status"] == "cancelled"
-    assert closed["verdict"]["reason"] == "inputs_changed" and "dataset" in closed["verdict"]["text"]
-    assert new["status"] == "done" and new["closed"] == [{"series": old["series_id"], "changed": ["dataset"]}]
-    assert f"closed series {old['series_id']}: its inputs changed since it started (" in rerun.stdout
+    assert closed["verdict"]["reason"] == "inputs_changed"
+    assert "its inputs changed since it started (datasets/reviews.yaml)" in closed["verdict"]["text"]
+    assert new["status"] == "done" and new["closed"] == [{"series": old["series_id"], "changed": ["datasets/reviews.yaml"]}]
+    assert f"closed series {old['series_id']}: its inputs changed since it started (datasets/reviews.yaml)" in rerun.stdout
     assert "so it can never be continued; its verdict is invalid (inputs_changed)" in rerun.stdout
 
 

@@ -81,7 +81,7 @@ EDITS = {
     "the data, forged without the cells": (
         lambda d: d["data"]["variants"]["bot"]["label"].update({k: [0, 2] for k in list(d["data"]["variants"]["bot"]["label"])[:8]}),
         True, ("state",), "but its data give"),
-    "the salt, forged": (_set(("method", "salt"), "other/rate_ok"), True, ("method", "salt"), "keyed with testproj/rate_ok"),
+    "the salt, forged": (_set(("method", "salt"), "testproj/other"), True, ("method", "salt"), "keyed with testproj/rate_ok"),
     "the data removed": (lambda d: d.pop("data"), True, (), "it has no data"),
 }
 
@@ -164,7 +164,8 @@ def test_a_tampered_finding_stops_the_next_run_from_dropping_its_line(project, p
         fu.decide_and_publish(project, series_id, records)
     assert refused.value.code == "E_FINDING_TAMPERED"
     assert (project / "FINDINGS.md").read_text() == md_before
-    assert main(["findings", "rebuild", str(project)]) == 1     # rebuild never rewrites an edited finding
+    # rebuild restores an edited finding only after a person's typed confirmation (tests/test_findings_restore.py)
+    assert main(["findings", "rebuild", str(project)]) == 2
 
 
 def test_findings_md_layout(project):
@@ -223,3 +224,13 @@ def _without_series(text: str, series_id: str) -> str:
 def test_a_finding_method_reads_back_its_question(question):
     """A finding's method names its question; verifying the finding decides that same question again."""
     assert question_from(question_dict(question)) == question
+
+
+def test_a_salt_of_another_package_is_a_rename_not_a_forgery(project, published):
+    """The package was renamed since the finding (or its salt edited to another package's): the finding's
+    verdict still follows from its data, and W_HALVES_MOVED says its halves are not today's."""
+    _edit(published.finding, _set(("method", "salt"), "oldname/rate_ok"), True)
+    doc = yaml.safe_load(published.finding.read_text())
+    assert problems(doc, stem=published.finding.stem, folder="rate_ok", package="testproj") == []
+    [moved] = [d for d in check_root(project) if d.severity == "error" or d.code == "W_HALVES_MOVED"]
+    assert moved.code == "W_HALVES_MOVED" and "package oldname is now testproj, which draws other halves" in moved.message

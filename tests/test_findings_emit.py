@@ -142,3 +142,57 @@ def test_number_lists_take_the_fast_path_only_where_repr_is_yaml():
     looped.append(looped)
     with pytest.raises(emit.Unsupported):
         emit.dump({"x": looped})
+
+
+def _both(document: dict) -> tuple[str | None, str]:
+    """(libyaml's bytes, or None where files.pyyaml_dump leaves libyaml out; the pure dumper's bytes)."""
+    pure = files.pyyaml_dump(document, files._Dumper)
+    try:
+        return files._yaml(document, files._CDumper), pure
+    except (files._DifferentInC, UnicodeEncodeError):
+        return None, pure
+
+
+@pytest.mark.skipif(files._CDumper is None, reason="PyYAML without libyaml")
+def test_libyaml_writes_the_bytes_of_the_pure_dumper():
+    """Findings go through libyaml's emitter where PyYAML has it, and the bytes are those of the pure one: on
+    random documents of every shape, on every code point of the BMP (and every 16th beyond) in a string, and on
+    the keys the C path takes (every one of up to two characters, random longer ones)."""
+    through_c = 0
+    for seed in range(400):
+        rng = random.Random(seed)
+        document = _mapping(rng, 4) or {"k": 1}
+        document[rng.choice(KEYS)] = {rng.choice(KEYS): rng.choice(STRINGS)}       # the keys it leaves out too
+        if seed % 7 == 0:
+            shared = [1, 2]
+            document["twice"] = [shared, {"again": shared}]
+        if seed % 11 == 0:
+            document["tuple"] = (1, "two")
+        c, pure = _both(document)
+        assert files.pyyaml_dump(document) == pure, seed
+        if c is not None:
+            assert c == pure, seed
+            through_c += 1
+    assert through_c > 200
+    text = [chr(c) for c in [*range(0xD800), *range(0xE000, 0x10000), *range(0x10000, 0x110000, 16), 0x10FFFF]]
+    document = {"one": text[:0x3000] + random.Random(2).sample(text, 3000),        # each alone, and all in runs
+                "runs": ["".join(text[i:i + 64]) for i in range(0, len(text), 64)]}
+    assert _both(document) == (files.pyyaml_dump(document, files._Dumper),) * 2
+    printable = [chr(c) for c in range(0x20, 0x7F)]
+    rng = random.Random(1)
+    keys = printable + [a + b for a in printable for b in printable] + \
+        ["".join(rng.choice(printable) for _ in range(rng.randrange(1, 101))) for _ in range(3000)] + \
+        ["".join(rng.choice(" -:#?'\"[]{},&*!|>%@`a01") for _ in range(rng.randrange(1, 12))) for _ in range(3000)]
+    for i in range(0, len(keys), 500):
+        document = {k: {k: [1]} for k in keys[i:i + 500]}
+        c, pure = _both(document)
+        assert c == pure, keys[i:i + 500]
+    for refused in ({"": 1}, {"k" * 123: 1}, {"é" * 70: 1}, {"s": "\ud800"}, {"\U0010fffe": 1}):
+        assert _both(refused)[0] is None and files.pyyaml_dump(refused) == files.pyyaml_dump(refused, files._Dumper)
+
+
+def test_without_libyaml_the_pure_dumper_writes_findings(monkeypatch):
+    document = {"data": {"a": [1, 2.5]}, "s": "é \u2028", "t": (1,)}
+    with_c = files.pyyaml_dump(document)
+    monkeypatch.setattr(files, "_CDumper", None)
+    assert files.pyyaml_dump(document) == with_c == files.pyyaml_dump(document, files._Dumper)

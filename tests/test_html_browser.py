@@ -2,6 +2,7 @@
 sections and interval plots are where their numbers say, in light and dark, and the file stays small."""
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_aqven.report import svg
+from pytest_aqven.report.html import BADGE
 
 EXAMPLE = Path(__file__).parent.parent / "example_project"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -119,6 +121,20 @@ class Picture:
                 if sum(self.near(x, y, colour, 90) for y in range(y0, y1)) >= (y1 - y0) * 0.6]
 
 
+def svg_round_ratios() -> set[float]:
+    return {round(m * 10.0 ** k, 6) for k in range(-4, 5) for m in (1, 2, 5)}
+
+
+def contrast(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """WCAG 2 contrast ratio of two sRGB colours."""
+    def luminance(rgb):
+        c = [v / 255 for v in rgb]
+        c = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
 def hex_rgb(h: str) -> tuple[int, int, int]:
     return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
 
@@ -168,6 +184,29 @@ def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
                 assert abs(float(mark.get("x1")) - x(float(mark.get("data-value")))) < 0.01
             for dot in panel.iter(f"{SVG}circle"):
                 assert abs(float(dot.get("cx")) - x(float(dot.get("data-value")))) < 0.01
+            # ticks at round values (1, 2 or 5 times a power of ten; round ratios on a log-ratio axis), zero among
+            # them when it is in view; the bound and the edge labelled with their values; the unit in words
+            values = [float(t.get("data-value")) for t in panel.iter(f"{SVG}line") if "aqven-tick" in t.get("class")]
+            assert len(values) >= 2, panel.attrib
+            if panel.get("data-unit") == "log_ratio":
+                assert all(round(math.exp(v), 6) in svg_round_ratios() for v in values), values
+            else:
+                step = values[1] - values[0]
+                assert round(step / 10 ** math.floor(math.log10(step)), 6) in (1, 2, 5), values
+                assert all(abs(v / step - round(v / step)) < 1e-6 for v in values), values
+                assert (lo <= 0 <= hi) == (0.0 in values), (lo, hi, values)
+            texts = {t.get("class"): "".join(t.itertext()) for t in panel.iter(f"{SVG}text") if t.get("class")}
+            words = "".join(next(t for t in panel.iter(f"{SVG}tspan") if t.get("class") == "aqven-unit").itertext())
+            assert words.strip(" ()") == svg.UNITS[panel.get("data-unit")]
+            for mark, name in (("aqven-bound", "aqven-bound-label"), ("aqven-edge", "aqven-edge-label")):
+                if any(line.get("class") == mark for line in lines):
+                    assert texts[name].startswith(("bound ", "no difference ", "edge ")), texts
+    units = [panel.get("data-unit") for plot in plots for panel in plot.iter(f"{SVG}g")]
+    assert units == ["rate", "rate", "log_ratio"]       # the relative guardrail is in ratio words
+    log_labels = [t.text for t in plots[1].iter(f"{SVG}text") if t.get("class") == "aqven-tick-label"][-4:]
+    assert all(label.startswith("x") for label in log_labels), log_labels
+    badges = re.findall(r'<span class="aqven-badge aqven-badge-(\w+)" data-state="\w+">(\w+)</span>', dom)
+    assert badges == [("signal", "signal"), ("signal", "signal")], badges
     first = plots[0]
     ci = next(line for line in first.iter(f"{SVG}line") if "aqven-ci" in line.get("class"))
     edge = next(line for line in first.iter(f"{SVG}line") if line.get("class") == "aqven-edge")
@@ -192,3 +231,9 @@ def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
                   if any(picture.near(x, yy, (110, 119, 129), 90) for yy in range(y - 12, y + 12))]
         assert bounds, (scheme, "the dashed bound is not drawn")
         assert picture.near(int(origin) + 4, y, bg, 30), (scheme, picture.rgb(int(origin) + 4, y))
+        # the verdict badge: its colour, with white text inside it, at 4.5:1 or more (WCAG AA) against that text
+        badge = hex_rgb(BADGE["signal"])
+        by, bx0, bx1 = picture.first_run(badge, 30)
+        inside = [picture.rgb(x, yy) for yy in range(by, by + 14) for x in range(bx0, bx1)]
+        assert any(min(p) > 235 for p in inside), (scheme, "no white text in the badge")
+        assert contrast(badge, (255, 255, 255)) >= 4.5

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("numpy", "scipy", "httpx", "pydantic", "yaml", "liquid", "mcp", "genai_prices")
+HEAVY = ("numpy", "scipy", "httpx", "aiohttp", "pydantic", "yaml", "liquid", "mcp", "genai_prices")
 
 _LOADED = "import sys; print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))" % (HEAVY,)
 

@@ -75,7 +75,7 @@ def test_a_look_is_skipped_under_holdout_with_a_line_saying_why(pytester, xdist)
     assert not (pytester.path / "proj/experiments/replies/findings").exists()
     assert "aqven look" not in result.stdout.str()
     junit = (pytester.path / "j.xml").read_text()
-    assert 'name="look"' in junit and "never shown nor spent on a look" in junit
+    assert 'name="replies::look"' in junit and "never shown nor spent on a look" in junit
 
 
 def _look_rows_in_html(text: str) -> list[list[str]]:
@@ -116,7 +116,7 @@ def test_the_look_table_is_in_junit_and_in_the_html_report(pytester, xdist):
     import xml.etree.ElementTree as ET
 
     project(pytester.path, CASES, {"replies": LOOK})
-    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--junitxml=j.xml", "--html=r.html",
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--junitxml=j.xml", "-o", "junit_family=xunit1", "--html=r.html",
                                 "--self-contained-html", *xdist)
     assert result.ret == 0
     terminal = [row.split()[:2] for row in table(result)[2:]]
@@ -131,7 +131,7 @@ def test_the_look_table_is_in_junit_and_in_the_html_report(pytester, xdist):
     assert dict((r[0], r[2:]) for r in html[1:])[ok] == ["pass", "pass", "0.0002", "0.0002", "0.0010", "40"]
 
     testcases = list(ET.parse(pytester.path / "j.xml").getroot().iter("testcase"))
-    verdict = next(c for c in testcases if c.get("name") == "verdict")
+    verdict = next(c for c in testcases if c.get("name").endswith("::verdict"))
     props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
     assert sorted(k for k in props if k.startswith("aqven_look.")) == sorted(f"aqven_look.{c}.bot" for c in dev)
     assert props[f"aqven_look.{bad}.bot"] == ("ok; grade=FAIL: it says bad; short=pass; spend=0.0002; cost $=0.0002; "

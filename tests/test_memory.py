@@ -35,7 +35,8 @@ def test_nothing_of_an_attempt_stays_after_it_reported(pytester):
     root = pytester.path / "proj"
     projects.write(root, {**projects.dataset(projects.cases(10)), **projects.experiment(repeats=3)})
     watch = Watch()
-    reprec = pytester.inline_run("proj", "-p", "no:cacheprovider", plugins=[watch])
+    reprec = pytester.inline_run("proj", "-p", "no:cacheprovider", "--junitxml=j.xml", "-o", "junit_family=xunit1",
+                                 plugins=[watch])       # xunit1: the attempts carry junit properties
     items = [i for i in reprec.getcalls("pytest_collection_finish")[0].session.items
              if isinstance(i, collect.AttemptItem)]
     calls = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call" and "::verdict" not in r.nodeid]

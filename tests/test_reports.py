@@ -75,7 +75,7 @@ def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
     case_list = cases_in("holdout", ["wrong", "refuse", "crash"], 1) + cases_in("holdout", ["fine"], 30)
     make(pytester, case_list, repeats=1, above=0.5)
     junit, html, js = (pytester.path / n for n in ("junit.xml", "report.html", "report.json"))
-    result = pytester.runpytest("proj", "--aqven-holdout", "-rxs", "-v", "-p", "no:cacheprovider", f"--junitxml={junit}",
+    result = pytester.runpytest("proj", "--aqven-holdout", "-rxs", "-v", "-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit1",
                                 f"--html={html}", "--self-contained-html", f"--aqven-json={js}", *xdist)
     out = result.stdout.str()
     # a held-out case is named by its finding's salted key, never by its name
@@ -103,9 +103,9 @@ def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
 def test_junit_has_a_verdict_testcase_with_the_figures(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--junitxml={junit}", *xdist)
+    result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit1", *xdist)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == "verdict")
+    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name").endswith("::verdict"))
     props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
     failure = verdict.find("failure")
     assert failure.get("message").startswith("verdict refuted: bot: label is 0.00 (95% CI 0.00 to ")
@@ -120,9 +120,9 @@ def test_junit_has_a_verdict_testcase_with_the_figures(pytester, xdist):
 def test_a_look_is_state_none_in_junit(pytester):
     look(pytester, projects.cases(12))
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={junit}")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit1")
     assert result.ret == 0
-    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name") == "verdict")
+    verdict = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name").endswith("::verdict"))
     props = {p.get("name"): p.get("value") for p in verdict.iter("property")}
     assert props["aqven_verdict"] == "none"
     assert "None" not in ET.tostring(verdict, encoding="unicode")
@@ -144,26 +144,61 @@ def test_junit_is_the_same_with_and_without_xdist(pytester):
         pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={name}", *xdist)
         files.append(_normalised(pytester.path / name))
     dev = [n for n, _ in case_list if split_of(PACKAGE, "reviews", n) == "dev"]
-    assert files[0].count("<testcase") == len(dev) * 3 + 1 and 'name="verdict"' in files[0]
+    assert files[0].count("<testcase") == len(dev) * 3 + 1 and 'name="rate_ok::verdict"' in files[0]
     assert files[0] == files[1]
 
 
-def test_json_report_validates_against_the_documented_schema(pytester):
+def asking(question: str, name: str, two_variants: bool = False) -> str:
+    """The threshold experiment of tests/projects.py asking another question (with a second agent's variant)."""
+    text = projects.experiment(name=name)[f"experiments/{name}/experiment.yaml"]
+    text = text[:text.index("question:")] + question
+    if two_variants:
+        text = text.replace('variants:\n- id: "bot"\n', 'varies:\n  what: "agent"\n  nodes:\n  - "judge"\n'
+                            'variants:\n- id: "bot"\n- id: "bot2"\n  nodes:\n    judge: "bot2"\n')
+    return text
+
+
+def pair(kind: str) -> str:
+    return asking(f'question:\n  kind: "{kind}"\n  baseline: "bot"\n  candidate: "bot2"\n  primary: "label"\n'
+                  '  margin: 0.1\nplan:\n  repeats: 2\n', f"pair_{kind}", two_variants=True)
+
+
+@pytest.mark.parametrize("split", [[], ["--aqven-holdout"]], ids=["dev", "holdout"])
+def test_json_report_of_every_question_kind_validates_against_the_shipped_schema(pytester, split):
+    import os
+    import stat
+
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((Path(__file__).parent.parent / "docs/report-json.schema.json").read_text())
+    from pytest_aqven.report.json_report import SCHEMA
+    schema = json.loads(SCHEMA.read_text())
     make(pytester, projects.cases(16, "flaky"), repeats=3, above=0.5, margin=0.05)
-    projects.write(pytester.path / "proj", {**projects.experiment(name="second", repeats=1)}, package=PACKAGE)
+    projects.write(pytester.path / "proj", {
+        "agents/bot2.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Another"\nmodel: "fake:bot-2"\n',
+        "experiments/pair_compare/experiment.yaml": pair("compare"),
+        "experiments/pair_noninferior/experiment.yaml": pair("noninferior"),
+        "experiments/seen/experiment.yaml": asking('question:\n  kind: "look"\n', "seen")}, package=PACKAGE)
     js = pytester.path / "out/report.json"
-    pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--aqven-json={js}")
+    old = os.umask(0o022)
+    try:
+        pytester.runpytest("proj", *split, "-p", "no:cacheprovider", f"--aqven-json={js}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(js.stat().st_mode) == 0o644         # the user's umask, as any file they write
     doc = json.loads(js.read_text())
     jsonschema.validate(doc, schema)
-    assert [s["experiment"] for s in doc["series"]] == ["rate_ok", "second"]
-    first = doc["series"][0]
-    assert first["verdict"]["state"] in ("confirmed", "refuted", "inconclusive")
+    by_kind = {s["question"]: s for s in doc["series"]}
+    # a look never runs on held-out cases (it would show them one by one): no series of it there
+    assert sorted(by_kind) == (["compare", "noninferior", "threshold"] if split else
+                               ["compare", "look", "noninferior", "threshold"])
+    assert all(s["project"] == "proj" for s in doc["series"])
+    first = by_kind["threshold"]
     assert first["cells"][0]["estimate"]["low"] <= first["cells"][0]["estimate"]["value"] <= first["cells"][0]["estimate"]["high"]
     assert set(first["stability"]["bot"]) == {"always", "never", "flaky", "pass_hat_k", "k"}
-    assert first["finding_path"].endswith(".yaml") and Path(first["finding_path"]).is_file()
     assert first["spend"]["usd"] > 0 and first["spend"]["lower_bound"] is False
+    if split:
+        assert first["verdict"]["state"] in ("confirmed", "refuted", "inconclusive")
+        assert first["finding_path"].startswith("experiments/rate_ok/findings/")       # relative to the project
+        assert (pytester.path / first["project"] / first["finding_path"]).is_file()
 
 
 CONFTEST = '''
@@ -283,3 +318,42 @@ def test_what_to_do_next_labels_each_figure_and_trusts_no_optimistic_enough():
     assert next_step("signal", "dev_split", wide).endswith(
         "; launch plan: about 90 cases give an 80% chance to confirm when the truth is one margin past the edge")
     assert next_step("confirmed", None, wide) is None and next_step("none", None) is None
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_the_markdown_summary_has_one_row_per_experiment_and_is_appended(pytester, xdist):
+    make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
+    summary = pytester.path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    for _ in range(2):
+        result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", f"--aqven-summary={summary}",
+                                    *xdist)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+    text = summary.read_text()
+    assert text.startswith("earlier step\n### aqven verdicts\n") and text.count("### aqven verdicts") == 2
+    rows = [l for l in text.splitlines() if l.startswith("| rate_ok |")]
+    assert rows[0].split(" | ")[1:] == ["holdout", "**refuted**", "0.00", "[0.00, 0.18]", "above 0.5 with margin 0",
+                                        "20/20", "$0.004 of $1 |"]
+    # the same command again runs nothing (held-out cases are spent once): the finding that stands
+    assert rows[1].split(" | ")[1:] == ["holdout", "**refuted** (the finding that stands)", "-", "-", "-", "0", "- |"]
+    assert "- **rate_ok**: bot: label is 0.00 (95% CI 0.00 to 0.18)" in text
+
+
+def docs_conftest() -> str:
+    text = (Path(__file__).parent.parent / "docs/reports.md").read_text()
+    start = text.index("An example `conftest.py`")
+    return text[text.index("```python\n", start) + 10:text.index("```\n", text.index("```python\n", start) + 10)]
+
+
+@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
+def test_the_documented_conftest_works_with_the_plugin_and_without_it(pytester, xdist):
+    make(pytester, projects.cases(8), repeats=1)
+    pytester.makeconftest(docs_conftest())
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
+    assert result.ret == 0
+    logged = [json.loads(l) for l in (pytester.path / "verdicts.jsonl").read_text().splitlines()]
+    assert [(v["experiment"], v["state"]) for v in logged] == [("rate_ok", "signal")]
+    without = pytester.runpytest("test_plain.py", "-p", "no:aqven", "-p", "no:cacheprovider", *xdist)
+    assert without.ret == 0, without.outlines          # the optional hooks do not break pytest there
+    without.assert_outcomes(passed=1)

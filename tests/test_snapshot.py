@@ -102,7 +102,9 @@ def test_an_edit_mid_series_never_reaches_an_attempt_and_makes_the_verdict_inval
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
     calls = received(root)
     assert len(calls) >= 3 and ran_the_original(calls), calls    # -n 2: a worker starting after the edit calls none
-    assert "invalid - No finding: inputs changed during the series" in verdict_line(result)
+    # the sentence names the files that changed, relative to the module root
+    assert (f"invalid - No finding: inputs changed during the series: {', '.join(sorted(EDITED, key=lambda p: str(root / p)))} "
+            "(the working tree no longer matches the snapshot taken at the start)") in verdict_line(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # the next series runs the edited files, and says it ran them
     monkeypatch.delenv("EDITS")

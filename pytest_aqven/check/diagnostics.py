@@ -89,3 +89,27 @@ def render_json(diagnostics: list[Diagnostic]) -> str:
         {"ok": errors == 0, "errors": errors, "warnings": len(report.warnings), "diagnostics": items},
         indent=2,
     )
+
+
+def _github_escape(text: str, property_: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property_ else text
+
+
+def render_github(diagnostics: list[Diagnostic]) -> str:
+    """GitHub Actions workflow commands: one `::error` or `::warning` annotation per diagnostic, on its file,
+    line and column, titled by its code (the hint on a second line), then the counts as text prints them."""
+    report = Report(list(diagnostics))
+    lines = []
+    for d in report.sorted():
+        where = [f"file={_github_escape(d.file, True)}"]
+        if d.line is not None:
+            where.append(f"line={d.line}")
+            if d.column is not None:
+                where.append(f"col={d.column}")
+        where.append(f"title={_github_escape(d.code, True)}")
+        message = (f"{d.key_path}: " if d.path else "") + d.message + (f"\nhint: {d.hint}" if d.hint else "")
+        level = "error" if d.severity == "error" else "warning"
+        lines.append(f"::{level} {','.join(where)}::{_github_escape(message)}")
+    lines.append(f"errors: {len(report.errors)}, warnings: {len(report.warnings)}")
+    return "\n".join(lines)

@@ -8,6 +8,8 @@ from .context import CheckContext, internal_error, text_problem
 from .diagnostics import Diagnostic
 from .experiments import ExperimentRules, merge_case_findings
 from .flows import FlowView, compile_flow
+from .halves import halves_rules
+from .prices import price_rules
 from .secrets import secret_rules
 from .paths import path_rules
 
@@ -23,6 +25,7 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
     out += ctx.guarded("aqven.yaml", "checking for literal secrets", lambda: secret_rules(ctx))
     out += ctx.guarded("types", "checking types", lambda: _types(ctx))
     out += ctx.guarded("agents", "checking agents", lambda: _agents(ctx))
+    out += ctx.guarded("pyproject.toml", "checking prices", lambda: price_rules(ctx))
     out += ctx.guarded("tools", "checking tools", lambda: _tools(ctx))
     out += ctx.guarded("datasets", "checking datasets", lambda: _datasets(ctx))
     out += ctx.guarded("aqven.yaml", "checking paths", lambda: path_rules(ctx))
@@ -193,6 +196,8 @@ def check_project(project: Project) -> tuple[list[Diagnostic], dict[str, list[Di
     project_level += ctx.shared
     finding_diags, per_finding_experiment = _findings(project)
     for eid, diags in per_finding_experiment.items():
+        per_experiment.setdefault(eid, []).extend(diags)
+    for eid, diags in ctx.guarded("experiments", "checking the halves of findings", lambda: [halves_rules(project)])[0].items():
         per_experiment.setdefault(eid, []).extend(diags)
     return project_level + finding_diags, per_experiment
 

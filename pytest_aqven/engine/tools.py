@@ -347,7 +347,8 @@ class McpConnection:
             from mcp import ClientSession
             transport = self._transport()
         except ImportError:
-            self._ready.set_exception(RunError("MODEL_FEATURE_UNSUPPORTED", "MCP tools need the mcp package"))
+            self._ready.set_exception(RunError("MODEL_FEATURE_UNSUPPORTED", f"MCP server {self.server_id}: MCP tools "
+                                               "need the optional mcp package: pip install 'pytest-aqven[mcp]'"))
             return
         except RunError as exc:
             self._ready.set_exception(exc)

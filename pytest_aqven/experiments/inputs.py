@@ -160,6 +160,18 @@ def fingerprint(paths) -> dict[str, list[int]]:
     return out
 
 
+def differing(before: dict[str, list[int]], after: dict[str, list[int]]) -> list[str]:
+    """The files whose fingerprints differ between two snapshots: changed, touched, added or removed."""
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+def named(paths: list[str], root: Path, most: int = 5) -> str:
+    """Files as a message names them: relative to the module root when inside it, the first few."""
+    root = Path(root).resolve()
+    shown = [Path(p).relative_to(root).as_posix() if root in Path(p).parents else str(p) for p in paths[:most]]
+    return ", ".join(shown) + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+
 def changed(recorded: dict[str, list[int]]) -> list[str]:
     """The fingerprinted files that were touched, changed or removed since (a series recorded before
     fingerprints held the change time is compared on mtime and size)."""

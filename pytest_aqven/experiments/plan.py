@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
+from ..providers import prices
 from ..project.loader import Experiment, Flow, Project
 from ..project.paths import outside
 from ..project.specs import CallNode, CaseSpec, ExperimentSpec
@@ -181,6 +182,9 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
             files |= _inference_files(project, node)       # a shared inference may live in another flow
         flows[variant] = sorted(files | set(a.prompts.values()))
     shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
+    declared = prices.load(root)
+    if declared.declared:           # the prices of the calls, and so the spend and the cost metrics
+        shared.append(declared.file)
     shared += [p for p in _instruction_files(project) if p.is_file() and p not in shared]
     subagents = {p for entity in project.agents.values() for sub in entity.spec.subagents     # any agent may run
                  for p in _named_inference_files(project, sub.inference)}

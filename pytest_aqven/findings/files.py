@@ -21,11 +21,7 @@ SHELVES = (("On holdout cases", ("confirmed", "refuted")), ("Inconclusive", ("in
            ("Signals", ("signal",)))
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _mapping(dumper: _Dumper, data: dict) -> yaml.MappingNode:
+def _mapping(dumper, data: dict) -> yaml.MappingNode:
     """Plain keys, double-quoted string values."""
     pairs = [(yaml.ScalarNode("tag:yaml.org,2002:str", str(k)), dumper.represent_data(v)) for k, v in data.items()]
     return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=False)
@@ -35,28 +31,67 @@ def _numbers(items) -> bool:
     return all(isinstance(x, (int, float)) or (isinstance(x, list) and _numbers(x)) for x in items)
 
 
-def _sequence(dumper: _Dumper, data: list) -> yaml.SequenceNode:
+def _sequence(dumper, data: list) -> yaml.SequenceNode:
     """Lists of numbers (a finding's per-case data) on one line; other lists in block style."""
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=bool(data) and _numbers(data))
 
 
-_Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style='"'))
-_Dumper.add_representer(dict, _mapping)
-_Dumper.add_representer(list, _sequence)
+class _DifferentInC(Exception):
+    """A document libyaml's emitter writes otherwise than the pure one: a key it lays out differently."""
+
+
+def _c_mapping(dumper, data: dict) -> yaml.MappingNode:
+    """As _mapping. The two emitters agree on every key of 1 to 100 printable ASCII characters (tested on
+    all of them up to two characters and on random ones); an empty key, a longer one, or any other character
+    they may lay out differently (libyaml counts a simple key's length in bytes, PyYAML in characters)."""
+    for k in data:
+        text = str(k)
+        if not (0 < len(text) <= 100 and text.isascii() and text.isprintable()):
+            raise _DifferentInC(text)
+    return _mapping(dumper, data)
+
+
+def _with_representers(cls, mapping):
+    cls.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style='"'))
+    cls.add_representer(dict, mapping)
+    cls.add_representer(list, _sequence)
+    return cls
+
+
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's pure-Python dumper with the findings' representers: the reference bytes."""
+
+
+_with_representers(_Dumper, _mapping)
+# libyaml's emitter (in PyYAML's wheels) with the same representers: the same bytes, for the documents it accepts
+_CDumper = _with_representers(type("_CDumper", (yaml.CSafeDumper,), {}), _c_mapping) \
+    if hasattr(yaml, "CSafeDumper") else None
+WIDTH = 2 ** 31 - 1          # no line is folded (libyaml takes an int)
 
 
 def dump(document: dict) -> str:
     """Canonical YAML: block style, every string double-quoted, keys in model order. Written by emit.py
-    (the same bytes, many times faster); PyYAML writes the shapes emit.py does not know."""
+    (the same bytes, many times faster: docs/performance.md); PyYAML writes the shapes emit.py does not know."""
     try:
         return emit.dump(document)
     except emit.Unsupported:
         return pyyaml_dump(document)
 
 
-def pyyaml_dump(document: dict) -> str:
-    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                     allow_unicode=True, width=float("inf"))
+def pyyaml_dump(document: dict, dumper=None) -> str:
+    """PyYAML's canonical YAML: libyaml's emitter where PyYAML has it, else (or for a document libyaml would
+    write otherwise: a key it lays out differently, a lone surrogate it cannot encode) the pure one."""
+    if dumper is None and _CDumper is not None:
+        try:
+            return _yaml(document, _CDumper)
+        except (_DifferentInC, UnicodeEncodeError):
+            pass
+    return _yaml(document, dumper or _Dumper)
+
+
+def _yaml(document: dict, dumper) -> str:
+    return yaml.dump(document, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                     width=WIDTH)
 
 
 def self_hash(document: dict) -> str:
@@ -184,8 +219,9 @@ class FindingsRefused(Exception):
 
 
 REBUILD_HINT = "run aqven findings rebuild to regenerate FINDINGS.md from the finding files"
-TAMPERED_HINT = ("a finding is written once and proves its own verdict: restore the file "
-                 "(git checkout, or aqven findings rebuild from the project database) or run a new series on holdout cases")
+TAMPERED_HINT = ("a finding is written once and proves its own verdict: restore the file (git checkout, or aqven "
+                 "findings rebuild, which writes back the text the project database recorded after a typed "
+                 "confirmation) or run a new series on holdout cases")
 
 
 def _inside(root: Path, path: Path) -> None:
@@ -229,6 +265,13 @@ def write_finding_file(root: Path, experiment_id: str, series_id: str, text: str
         return path
     _atomic_write(path, text)
     return path
+
+
+def overwrite_finding_file(root: Path, path: Path, text: str) -> None:
+    """`aqven findings rebuild`, after a person typed the confirmation: an edited finding gets back the text
+    the project database recorded."""
+    _inside(root, path.parent)
+    _atomic_write(path, text)
 
 
 def refresh_findings_md(root: Path, package: str | None, generated: set[str] = frozenset(),

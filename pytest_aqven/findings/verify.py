@@ -43,7 +43,9 @@ def problems(document: Any, *, stem: str, folder: str, package: str | None, made
     if document["self_sha256"] != digest:
         out.append((("self_sha256",), f"self_sha256 is {document['self_sha256']}, but the body hashes to "
                                       f"{digest}: the file was edited"))
-    if package is not None and _get(document, ("method", "salt")) != expected_salt(package, folder):
+    salt = _get(document, ("method", "salt"))
+    renamed = isinstance(salt, str) and salt.rsplit("/", 1)[-1] == folder    # the package was renamed since:
+    if package is not None and salt != expected_salt(package, folder) and not renamed:   # W_HALVES_MOVED says so
         out.append((("method", "salt"), f"method.salt is {_get(document, ('method', 'salt'))}, but cases of this "
                                         f"experiment are keyed with {expected_salt(package, folder)}"))
     return out if made else out + _recomputed(document)

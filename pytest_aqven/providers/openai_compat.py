@@ -1,10 +1,11 @@
 """Chat completions over HTTP (httpx) for the catalog prefixes and `kind: openai_compatible`.
 
 One pool of keep-alive connections per provider, process and event loop, shared by every concurrent
-attempt and sized for the calls in flight (`base.CALLS_IN_FLIGHT`): the lean HTTP/1.1 client of http11.py,
-or httpx when the environment routes the URL through a proxy. Transport retries (429, 5xx, timeouts, dropped connections) honour Retry-After and otherwise back
-off exponentially with full jitter, within a bounded total wait; other 4xx are never retried. Every
-retry is returned on the response (`retries`) for the trace. Limits are shared across processes.
+attempt and sized for the calls in flight (`base.CALLS_IN_FLIGHT`): httpx over aiohttp's transport
+(http_client.py). Transport retries (429, 5xx, timeouts, dropped connections) honour Retry-After and
+otherwise back off exponentially with full jitter, within a bounded total wait; other 4xx are never
+retried, nor an answer past its size limit. Every retry is returned on the response (`retries`) for the
+trace. Limits are shared across processes.
 """
 from __future__ import annotations
 
@@ -14,14 +15,13 @@ import itertools
 import json
 import random
 import time
-import zlib
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
 from .base import CALLS_IN_FLIGHT, OUTPUT_TOOL, ModelRequest, ModelResponse, ProviderError, ToolCall
-from .http11 import MAX_ANSWER, AnswerTooLarge, HTTPTimeout, HTTPTransportError, Origin, Reply, inflate, needs_proxy
+from .http_client import MAX_ANSWER, AnswerTooLarge, Client, HTTPTimeout, HTTPTransportError, tls_setting
 from .limits import SharedLimiter
 from .pricing import PriceList, genai_cost
 from .secrets import scrub
@@ -49,7 +49,7 @@ class OpenAICompatProvider:
                  timeout_s: float = 60.0, retry: RetryPolicy = RetryPolicy(),
                  limiter: SharedLimiter | None = None, price_list: PriceList | None = None,
                  headers: dict[str, str] | None = None, extra_body: dict[str, Any] | None = None,
-                 max_answer: int = MAX_ANSWER):
+                 max_answer: int = MAX_ANSWER, verify=True, proxy: str | None = None):
         self.provider_id = provider_id
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.catalog = catalog
@@ -62,35 +62,45 @@ class OpenAICompatProvider:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self.extra_body = extra_body or {}
         self.max_answer = max_answer     # bytes of an answer after decompression
-        self._clients: dict = {}         # event loop -> its client
+        self.verify = verify             # httpx's verify: True, False or an SSLContext
+        self.proxy = proxy               # None: the environment's proxy settings
+        self._clients: dict = {}         # event loop -> (its client, the async generator that closes it)
 
     def __repr__(self) -> str:          # never shows the key
         return f"OpenAICompatProvider({self.provider_id!r}, {self.url!r})"
 
-    def client(self):
-        """The connection pool of the running event loop (connections cannot outlive their loop)."""
+    async def client(self) -> Client:
+        """The connection pool of the running event loop (connections cannot outlive their loop). It closes
+        with its loop: an async generator of the loop holds it, and a loop's shutdown (asyncio.run's, the
+        scheduler's) closes its async generators while it still runs."""
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
+        held = self._clients.get(loop)
+        if held is None:
             for closed in [lp for lp in self._clients if lp.is_closed()]:
-                del self._clients[closed]       # its connections died with their loop
-            size = max(CALLS_IN_FLIGHT.get(), 1)
-            if needs_proxy(self.url):
-                client = _HttpxClient(self.url, self._headers, self.timeout_s, size, self.max_answer)
-            else:
-                client = Origin(self.url, self._headers, size=size, max_answer=self.max_answer)
-            self._clients[loop] = client
-        return client
+                del self._clients[closed]       # a loop closed without its shutdown: nothing left to close
+            client = Client(self.url, self._headers, timeout_s=self.timeout_s, size=max(CALLS_IN_FLIGHT.get(), 1),
+                            max_answer=self.max_answer, verify=self.verify, proxy=self.proxy)
+            held = self._clients[loop] = (client, self._closes_with_loop(loop, client))
+            await anext(held[1])
+        return held[0]
+
+    async def _closes_with_loop(self, loop, client: Client):
+        try:
+            yield
+        finally:
+            self._clients.pop(loop, None)
+            await client.aclose()
 
     async def aclose(self) -> None:
-        for client in list(self._clients.values()):
-            await client.aclose()
-        self._clients.clear()
+        """Close the running event loop's connections now."""
+        held = self._clients.get(asyncio.get_running_loop())
+        if held is not None:
+            await held[1].aclose()
 
     # --- the call -------------------------------------------------------------------------
     async def complete(self, request: ModelRequest) -> ModelResponse:
         body = json.dumps(self.body(request)).encode()
-        client = self.client()
+        client = await self.client()
         retries: list[tuple[str, float]] = []
         waited = 0.0
         policy = self.retry
@@ -100,8 +110,7 @@ class OpenAICompatProvider:
             async with slot:
                 started = time.perf_counter()
                 try:
-                    response = await client.post(None, body, timeout=self.timeout_s,
-                                                 connect_timeout=min(10.0, self.timeout_s))
+                    response = await client.post(body)
                     cause = None
                 except HTTPTimeout:
                     cause, detail = "timeout", f"no answer within {self.timeout_s:g} s"
@@ -109,8 +118,8 @@ class OpenAICompatProvider:
                 except HTTPTransportError as exc:
                     cause, detail = "connection", str(exc)
                     brief = detail
-                except AnswerTooLarge as exc:       # it would be as large again: never retried
-                    message = f"{self.provider_id}: {exc} (the provider's max_answer_mb)"
+                except AnswerTooLarge as exc:       # it would be as long again: never retried
+                    message = f"{self.provider_id}: {exc} (params: max_answer_mb)"
                     raise ProviderError("answer_too_large", message, tuple(retries), public=message) from None
                 latency_ms = (time.perf_counter() - started) * 1000
             if cause is None:
@@ -241,42 +250,6 @@ class OpenAICompatProvider:
         return None, "unknown"
 
 
-class _HttpxClient:
-    """The httpx path (through the environment's proxy), behind the same post() as http11.Origin."""
-
-    def __init__(self, url: str, headers: dict[str, str], timeout_s: float, size: int, max_answer: int = MAX_ANSWER):
-        import httpx
-        self.url = url
-        self.max_answer = max_answer
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
-                                        headers=headers, limits=httpx.Limits(max_connections=size,
-                                                                             max_keepalive_connections=size))
-
-    async def post(self, path: str | None, body: bytes, *, timeout: float, connect_timeout: float) -> Reply:
-        """Streamed, so the body is counted as it arrives (raw, then decoded by http11.inflate)."""
-        import httpx
-        try:
-            async with self.client.stream("POST", self.url, content=body) as response:
-                parts, total = [], 0
-                async for chunk in response.aiter_raw():
-                    total += len(chunk)
-                    if total > self.max_answer:
-                        raise AnswerTooLarge(f"the answer is more than {self.max_answer:,} bytes")
-                    parts.append(chunk)
-                headers = {k.lower(): v for k, v in response.headers.items()}
-                content = inflate(b"".join(parts), headers.get("content-encoding", ""), self.max_answer)
-                return Reply(response.status_code, headers, content)
-        except zlib.error as exc:
-            raise HTTPTransportError(f"DecodingError: {exc}") from None
-        except httpx.TimeoutException as exc:
-            raise HTTPTimeout(str(exc)) from None
-        except httpx.TransportError as exc:
-            raise HTTPTransportError(f"{type(exc).__name__}: {exc}") from None
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
-
-
 class _nothing:
     async def __aenter__(self):
         return None
@@ -358,6 +331,10 @@ def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvid
     max_answer = int(float(params.pop("max_answer_mb", MAX_ANSWER / (1 << 20))) * (1 << 20))
     if max_answer <= 0:
         raise ValueError("max_answer_mb must be above 0")
+    verify = tls_setting(params.pop("verify", True), root)
+    proxy = params.pop("proxy", None)
+    if proxy is not None and not isinstance(proxy, str):
+        raise ValueError(f"proxy must be a URL, not {proxy!r}")
     headers = {str(k): str(v) for k, v in (params.pop("headers", None) or {}).items()}
     limits = spec.limits
     limiter = None
@@ -374,4 +351,4 @@ def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvid
     return OpenAICompatProvider(provider_id=spec.id, base_url=base_url, api_key=api_key,
                                 catalog=spec.id if entry is not None else None, timeout_s=timeout_s, retry=retry,
                                 limiter=limiter, price_list=price_list, headers=headers, extra_body={**extra, **params},
-                                max_answer=max_answer)
+                                max_answer=max_answer, verify=verify, proxy=proxy)

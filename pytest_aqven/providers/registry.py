@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ..project import coderefs
 from ..project.specs import ProviderSpec
-from . import secrets
+from . import prices, secrets
 from .base import Provider, ProviderError
 from .catalog import CATALOG
 from .function import FunctionProvider
@@ -20,13 +20,19 @@ def build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | None
     before any request: a bad code reference, an unknown prefix, a missing key.
 
     `cassettes` (record | replay | record_missing) puts an HTTP provider behind the module root's
-    cassettes; replaying needs no key. Every experiment of a process shares one HTTP provider object."""
+    cassettes; replaying needs no key. Every experiment of a process shares one HTTP provider object.
+    Calls nothing else priced take the project's declared price (providers/prices.py)."""
+    declared = prices.load(root)
     if spec.kind == "code":
-        return _live(spec, package=package, root=root)
-    key = (root, spec.model_dump_json(), cassettes)
-    if key not in _built:
-        _built[key] = _build(spec, package=package, root=root, cassettes=cassettes)
-    return _built[key]
+        provider = _live(spec, package=package, root=root)
+    else:
+        key = (root, spec.model_dump_json(), cassettes)
+        if key not in _built:
+            _built[key] = _build(spec, package=package, root=root, cassettes=cassettes)
+        provider = _built[key]
+    if any(model.startswith(f"{spec.id}:") for model in declared.prices):
+        return prices.PricedProvider(spec.id, provider, declared)
+    return provider
 
 
 def forget() -> None:

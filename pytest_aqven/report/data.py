@@ -3,6 +3,7 @@ the aqven_verdict hook all show. Only aggregates: no case of a held-out series i
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -119,9 +120,10 @@ def stability(tally, repeats: int) -> dict[str, dict]:
 
 
 def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
-                 plan: dict | None = None) -> dict[str, Any]:
+                 plan: dict | None = None, project: str = ".") -> dict[str, Any]:
     """`tally`: the series' attempts (series/tally.py); `layout`: its question kind, variants, cases and
-    repeats (from its database row)."""
+    repeats (from its database row); `project`: its root as the reports name it (relative to pytest's
+    rootdir). Paths are relative, so a report reads the same on every machine."""
     word = state_word(conclusion)
     verdict = conclusion.verdict
     spend = tally.cost_sum + tally.check_cost_sum
@@ -148,7 +150,9 @@ def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
         "launch_plan": plan,
         "warnings": failure_warnings(uniform),
         "next": fix_first(uniform) if uniform else next_step(word, reason, plan),
-        "finding_path": None if conclusion.finding is None else str(conclusion.finding),
+        "project": project,
+        "finding_path": None if conclusion.finding is None
+        else Path(conclusion.finding).relative_to(tally.root).as_posix(),
     }
 
 

@@ -12,13 +12,20 @@ from .attempts import HELD_OUT
 from .junit import cell_text
 from .text import usd
 
+# badge backgrounds: each has a contrast of at least 4.5 with white text (tests/test_html_browser.py measures it)
+BADGE = {"confirmed": "#1a7f37", "refuted": "#cf222e", "invalid": "#a40e26", "inconclusive": "#9a6700",
+         "signal": "#0969da", "open": "#57606a", "none": "#57606a"}
+
 CSS = ("<style>.aqven-verdict{margin:12px 0;padding:8px 12px;border-left:4px solid #888}"
        ".aqven-verdict table,.aqven-attempt{border-collapse:collapse;margin:6px 0}"
        ".aqven-verdict td,.aqven-verdict th,.aqven-attempt td,.aqven-attempt th{border:1px solid #bbb;"
        "padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap}"
        ".aqven-state-confirmed{border-color:#1a7f37}.aqven-state-refuted,.aqven-state-invalid{border-color:#cf222e}"
        ".aqven-state-inconclusive{border-color:#bf8700}.aqven-state-signal{border-color:#0969da}"
-       ".aqven-look-failed td{color:#cf222e}</style>")
+       ".aqven-look-failed td{color:#cf222e}.aqven-verdict h3{color:#1f2328}"
+       # the verdict word: white on a dark colour, at least 4.5:1 (WCAG AA) whatever the page's own colours
+       ".aqven-badge{display:inline-block;padding:1px 10px;border-radius:10px;color:#ffffff;font-weight:bold}"
+       + "".join(f".aqven-badge-{state}{{background:{colour}}}" for state, colour in BADGE.items()) + "</style>")
 
 
 def _t(x) -> str:
@@ -37,7 +44,8 @@ def verdict_section(entry: dict, look_table: str = "") -> str:
     table = ("<table><tr><th>role</th><th>variant</th><th>metric</th><th>estimate [95% CI], bound: cell verdict</th>"
              f"<th>decided by</th></tr>{rows}</table>") if rows else ""
     parts = [f'<section class="aqven-verdict aqven-state-{state}" data-experiment="{_t(entry["experiment"])}">',
-             f"<h3>{_t(entry['experiment'])} ({_t(entry['split'])}): {_t(state)}</h3>",
+             f"<h3>{_t(entry['experiment'])} ({_t(entry['split'])}): <span class=\"aqven-badge aqven-badge-{state}\" "
+             f"data-state=\"{state}\">{_t('look' if state == 'none' else state)}</span></h3>",
              f'<p class="aqven-sentence">{_t(v["sentence"] if v else entry["note"])}</p>', table,
              svg.plot(entry["cells"], entry["experiment"]), look_table,
              f"<p>{a['done']}/{a['total']} attempts ({entry['cases']} cases × {entry['repeats']} repeats), "

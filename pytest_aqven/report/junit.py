@@ -1,4 +1,9 @@
-"""junit (--junitxml): properties of attempt and verdict testcases, and one testcase order whatever xdist did."""
+"""junit (--junitxml): readable testcase names, the aqven data where each junit_family allows it, and one
+testcase order whatever xdist did.
+
+pytest's default family, xunit2, allows `<properties>` under a testsuite only (its schema, junit-10.xsd): there
+each verdict's figures are suite properties `aqven.<experiment>.<name>`. xunit1 (and legacy) also allow them per
+testcase: there attempts and verdicts carry theirs too (`aqven_<name>`)."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -6,6 +11,48 @@ from pathlib import Path
 
 from . import attempts, look
 from .text import figure, interval, pair_words
+
+
+def per_testcase(config) -> bool:
+    """Whether this run writes junit with properties on each testcase (xunit1, legacy)."""
+    return bool(getattr(config.option, "xmlpath", None)) and config.getini("junit_family") in ("xunit1", "legacy")
+
+
+def testcase_name(nodeid: str) -> str | None:
+    """What CI reporters list: `experiment::variant::case#repeat` for an attempt, `experiment::verdict` for a
+    verdict (pytest's own name would be the last part of the node id: `3`, `verdict`). None: not ours."""
+    path, _, rest = nodeid.partition("::")
+    parts = rest.split("::")
+    if not path.endswith("experiment.yaml") or len(parts) not in (1, 3):
+        return None
+    experiment = Path(path).parent.name
+    if len(parts) == 1:
+        return f"{experiment}::{parts[0]}"
+    return f"{experiment}::{parts[0]}::{parts[1]}#{parts[2]}"
+
+
+def name_testcase(config, report) -> None:
+    """Before junitxml opens the testcase: its name attribute (kept by junitxml over the one it derives)."""
+    try:
+        from _pytest.junitxml import xml_key
+        xml = config.stash.get(xml_key, None)
+        name = testcase_name(report.nodeid) if xml is not None and "aqven" in report.keywords else None
+        if name is not None:
+            xml.node_reporter(report).add_attribute("name", name)
+    except Exception:   # junitxml's internals changed: pytest's own names, nothing lost
+        pass
+
+
+def add_suite_properties(config, entry_props: list[tuple[str, str]], experiment: str) -> None:
+    """A verdict's properties under the testsuite (valid in both families): `aqven.<experiment>.<name>`."""
+    try:
+        from _pytest.junitxml import xml_key
+        xml = config.stash.get(xml_key, None)
+        if xml is not None:
+            for name, value in entry_props:
+                xml.add_global_property(f"aqven.{experiment}.{name.removeprefix('aqven_')}", value)
+    except Exception:   # junitxml's internals changed: the testcase still carries the verdict's outcome
+        pass
 
 
 def attempt_properties(record: dict) -> list[tuple[str, str]]:
@@ -48,6 +95,12 @@ def look_properties(split: str, records: list[dict], kinds: dict[str, str]) -> l
             for row, cells in zip(lines, body)]
 
 
+def standing_properties(standing: dict) -> list[tuple[str, str]]:
+    """A held-out experiment that ran nothing: the finding that stands is its verdict."""
+    return [("aqven_verdict", standing["state"] or "unknown"), ("aqven_series", standing["series"] or ""),
+            ("aqven_finding", standing["finding"] or ""), ("aqven_standing", "true")]
+
+
 def verdict_properties(entry: dict) -> list[tuple[str, str]]:
     """The verdict's figures: state ("none" for a look, "open" while the series is unfinished), reason,
     sentence, one property per cell, attempts, infrastructure errors, spend, finding."""
@@ -87,7 +140,7 @@ def against(cell: dict) -> str:
 
 def _key(testcase: ET.Element) -> tuple:
     classname, name = testcase.get("classname", ""), testcase.get("name", "")
-    return (classname + ".\uffff" if name == "verdict" else classname, name)
+    return (classname + ".\uffff" if name.endswith("verdict") else classname, name)
 
 
 def sort_testcases(path: Path) -> None:

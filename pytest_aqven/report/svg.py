@@ -1,14 +1,16 @@
 """The interval plot of a verdict as inline SVG: per metric (the primary, then each guardrail) one row per
 variant with its estimate and 95% interval, the bound (dashed) and the edge the interval was compared with
-(solid). Every mark carries its value as a data attribute, so a test can check where it was drawn.
-Its own background and colours, light or dark with the reader's colour scheme."""
+(solid), each labelled with its value, on an axis with ticks at round values (zero among them when it is in
+view) and its unit in words. Every mark carries its value as a data attribute, so a test can check where it
+was drawn. Its own background and colours, light or dark with the reader's colour scheme."""
 from __future__ import annotations
 
+import math
 from html import escape
 
 WIDTH = 640
 LEFT, RIGHT = 170, 610         # the plot area, in SVG units
-ROW, HEAD, AXIS = 26, 26, 30   # heights of a variant row, a panel title and its axis
+ROW, HEAD, AXIS = 26, 38, 30   # heights of a variant row, a panel title (and the marks' labels) and its axis
 
 STYLE = (
     "<style>"
@@ -26,8 +28,35 @@ STYLE = (
 )
 
 
+# what a panel's numbers are, in words (stats.model.Estimate.unit)
+UNITS = {"rate": "share of attempts", "score": "mean score", "ordinal": "mean grade", "usd": "US dollars",
+         "ms": "milliseconds",
+         "log_ratio": "times as good as the baseline, log scale: x1 the same, x2 twice as good"}
+
+
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
+
+
+def ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round values in [lo, hi]: multiples of 1, 2 or 5 times a power of ten, about `count` of them; zero is
+    one of them whenever it is in view."""
+    raw = (hi - lo) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(lo / step - 1e-9)
+    values = [round(k * step, 12) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+    return [0.0 if abs(v) < step * 1e-9 else v for v in values]
+
+
+def tick_label(value: float, step: float, unit: str) -> str:
+    """A tick as people read it: a log ratio as the ratio itself (x2, x0.5), else with the digits its step needs."""
+    if unit == "log_ratio":
+        ratio = math.exp(value)
+        return f"x{ratio:.2g}" if ratio < 10 else f"x{ratio:.0f}"
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 0
+    text = f"{value:.{decimals}f}"
+    return "0" if float(text) == 0 else text
 
 
 def _d(v: float | None) -> str:
@@ -80,18 +109,34 @@ def _panel(role: str, metric: str, cells: list[dict], top: float) -> str:
         return round(LEFT + (min(max(v, lo), hi) - lo) / (hi - lo) * (RIGHT - LEFT), 2)
 
     first = cells[0]
-    what = "difference " if first["baseline"] else ""
-    out = [f'<g class="aqven-panel" data-metric="{escape(metric)}" data-role="{role}" '
+    unit = first["estimate"]["unit"]
+    what = "difference in " if first["baseline"] and unit != "log_ratio" else ""
+    words = UNITS.get(unit, unit)
+    out = [f'<g class="aqven-panel" data-metric="{escape(metric)}" data-role="{role}" data-unit="{escape(unit)}" '
            f'data-domain-low="{lo!r}" data-domain-high="{hi!r}" data-x-low="{LEFT}" data-x-high="{RIGHT}">',
-           f'<text x="8" y="{top + 16}" font-weight="bold">{escape(role)}: {what}{escape(metric)}</text>']
+           f'<text x="8" y="{top + 14}" font-weight="bold">{escape(role)}: {what}{escape(metric)}'
+           f'<tspan class="aqven-unit" font-weight="normal"> ({escape(words)})</tspan></text>']
     rows_top, rows_bottom = top + HEAD, top + HEAD + ROW * len(cells)
     ref, edge = _reference(first), first["edge"]
+    show_edge = edge is not None and (ref is None or abs(edge - ref) > 1e-12)
+
+    def label(v: float) -> str:
+        return tick_label(v, 0, unit) if unit == "log_ratio" else _fmt(v)
+    # the labels sit above the rows, pulled apart when the marks are close: the bound's to the left, the edge's right
+    apart = show_edge and ref is not None and abs(x(edge) - x(ref)) < 90
     if ref is not None:
+        name = "bound" if first["bound"] else "no difference"
+        anchor = ("end" if x(ref) <= x(edge) else "start") if apart else "middle"
         out.append(f'<line class="aqven-bound" data-value="{ref!r}" x1="{x(ref)}" x2="{x(ref)}" '
-                   f'y1="{rows_top - 4}" y2="{rows_bottom + 4}"/>')
-    if edge is not None and (ref is None or abs(edge - ref) > 1e-12):
+                   f'y1="{rows_top - 4}" y2="{rows_bottom + 4}"/>'
+                   f'<text class="aqven-bound-label" x="{x(ref)}" y="{rows_top - 6}" text-anchor="{anchor}" '
+                   f'font-size="10">{name} {escape(label(ref))}</text>')
+    if show_edge:
+        anchor = ("start" if ref is None or x(edge) >= x(ref) else "end") if apart else "middle"
         out.append(f'<line class="aqven-edge" data-value="{edge!r}" x1="{x(edge)}" x2="{x(edge)}" '
-                   f'y1="{rows_top - 4}" y2="{rows_bottom + 4}"/>')
+                   f'y1="{rows_top - 4}" y2="{rows_bottom + 4}"/>'
+                   f'<text class="aqven-edge-label" x="{x(edge)}" y="{rows_top - 6}" text-anchor="{anchor}" '
+                   f'font-size="10">edge {escape(label(edge))}</text>')
     for i, cell in enumerate(cells):
         cy = rows_top + ROW * i + ROW / 2
         e, verdict = cell["estimate"], cell["verdict"]
@@ -110,9 +155,22 @@ def _panel(role: str, metric: str, cells: list[dict], top: float) -> str:
             out.append(f'<text x="{LEFT}" y="{cy + 4}">no estimate</text>')
     axis_y = rows_bottom + 8
     out.append(f'<line class="aqven-axis" x1="{LEFT}" x2="{RIGHT}" y1="{axis_y}" y2="{axis_y}"/>')
-    for v in (lo, (lo + hi) / 2, hi):
-        out.append(f'<line class="aqven-axis" x1="{x(v)}" x2="{x(v)}" y1="{axis_y}" y2="{axis_y + 4}"/>'
-                   f'<text x="{x(v)}" y="{axis_y + 16}" text-anchor="middle">{_fmt(v)}</text>')
-    legend = "bound (dashed), edge (blue)" if ref is not None else "edge (blue)"
-    out.append(f'<text x="{RIGHT}" y="{top + 16}" text-anchor="end" font-size="10">{legend}</text></g>')
+    marks = _log_ticks(lo, hi) if unit == "log_ratio" else None
+    values = marks or ticks(lo, hi)
+    step = values[1] - values[0] if len(values) > 1 else 1.0
+    for v in values:
+        text = tick_label(v, step, unit)
+        out.append(f'<line class="aqven-axis aqven-tick" data-value="{v!r}" x1="{x(v)}" x2="{x(v)}" y1="{axis_y}" '
+                   f'y2="{axis_y + 4}"/><text class="aqven-tick-label" x="{x(v)}" y="{axis_y + 16}" '
+                   f'text-anchor="middle">{escape(text)}</text>')
+    out.append("</g>")
     return "".join(out)
+
+
+def _log_ticks(lo: float, hi: float) -> list[float] | None:
+    """Ticks of a log-ratio axis at round ratios (x0.5, x1, x2, x5, x10, ...), or None when fewer than two fit."""
+    ratios = sorted({m * 10.0 ** k for k in range(-4, 5) for m in (1, 2, 5)})
+    inside = [math.log(r) for r in ratios if lo <= math.log(r) <= hi]
+    while len(inside) > 6:
+        inside = inside[::2]
+    return inside if len(inside) >= 2 else None

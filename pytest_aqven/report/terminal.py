@@ -107,10 +107,15 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def summary(tr, entries: list[dict]) -> None:
+def summary(tr, entries: list[dict], unrun: list[tuple[str, str, str]] = ()) -> None:
     """The table (one row per experiment), then each verdict's sentence and, unless confirmed, what to do
-    next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats."""
+    next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats. `unrun`:
+    (experiment, split, why) of the verdicts that no attempt reached: why each is open."""
     if not entries:
+        if unrun:
+            tr.write_sep("=", "aqven verdicts")
+        for experiment, split, why in unrun:
+            tr.write_line(f"{experiment} ({split}, no attempt): no verdict: {why}", yellow=True)
         return
     verbosity = tr.config.get_verbosity()
     tr.write_sep("=", "aqven verdicts")
@@ -124,6 +129,8 @@ def summary(tr, entries: list[dict]) -> None:
             tr.write_line("≥: some calls had no known price, so the spend is a lower bound")
     for entry in entries:
         _verdict(tr, entry, verbosity)
+    for experiment, split, why in unrun:
+        tr.write_line(f"{experiment} ({split}, no attempt): no verdict: {why}", yellow=True)
 
 
 def _verdict(tr, entry: dict, verbosity: int) -> None:
@@ -160,7 +167,7 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
     if entry["next"] and verbosity >= 0:
         tr.write_line(f"  next: {entry['next']}")
     if entry["finding_path"]:
-        tr.write_line(f"  finding: {_shown(tr, Path(entry['finding_path']))}")
+        tr.write_line(f"  finding: {_shown(tr, tr.config.rootpath / entry['project'] / entry['finding_path'])}")
 
 
 def _shown(tr, path) -> str:

@@ -76,7 +76,19 @@ def add_db(commands) -> None:
 
 
 def _path(p) -> None:
-    p.add_argument("--path", default=".", metavar="PATH", help="the project folder or any folder inside it")
+    project_argument(p)
+
+
+def project_argument(p, positional: bool = False) -> None:
+    """`--project PATH` on every subcommand (`--path`, its old spelling on series and db, still works)."""
+    help_ = "the module root (the folder of aqven.yaml) or any file or folder inside it (default: .)"
+    if positional:
+        p.add_argument("path", nargs="?", default=None, metavar="PATH", help=help_ + "; the same as --project")
+    p.add_argument("--project", "--path", dest="project", default=None, metavar="PATH", help=help_)
+    
+
+def _project_path(args: argparse.Namespace) -> str:
+    return getattr(args, "path", None) or args.project or "."
 
 
 class Refused(Exception):
@@ -85,17 +97,19 @@ class Refused(Exception):
 
 def _store(args) -> Store:
     from ..project.loader import PROJECT_FILE, find_root
-    start = Path(args.path)
+    start = Path(args.project or ".")
     root = find_root(start) if start.exists() else None
     if root is None:
-        raise Refused(f"no {PROJECT_FILE} in {args.path} or any folder above it")
+        raise Refused(f"no {PROJECT_FILE} in {args.project or '.'} or any folder above it")
     if not storage.database_path(root).exists():
         raise Refused(f"{root} has no series yet ({storage.database_path(root)} does not exist)")
     try:
         storage.preflight(root)
     except storage.StorageError as exc:
         raise Refused(str(exc)) from None
-    return Store(root)
+    store = Store(root)
+    args.__dict__.setdefault("opened_stores", []).append(store)
+    return store
 
 
 def _series(store: Store, prefix: str) -> dict:
@@ -108,15 +122,15 @@ def _series(store: Store, prefix: str) -> dict:
 
 
 def _run(fn, args) -> int:
+    """A closed pipe (`| head`) goes up to cli.main, which ends quietly; the stores the command opened close."""
     try:
         return fn(args)
     except Refused as exc:
         print(f"aqven series: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:          # `| head`: the reader has enough
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    finally:
+        for store in args.__dict__.pop("opened_stores", []):
+            store.close()
 
 
 def _counts(store: Store, series: dict) -> tuple[int, int]:
@@ -331,9 +345,10 @@ def run_db_check(args) -> int:
         path = Path(args.file)
     else:
         from ..project.loader import PROJECT_FILE, find_root
-        root = find_root(Path(args.path)) if Path(args.path).exists() else None
+        path = args.project or "."
+        root = find_root(Path(path)) if Path(path).exists() else None
         if root is None:
-            print(f"aqven db check: no {PROJECT_FILE} in {args.path} or any folder above it", file=sys.stderr)
+            print(f"aqven db check: no {PROJECT_FILE} in {path} or any folder above it", file=sys.stderr)
             return 2
         path = storage.database_path(root)
     if not path.exists():

@@ -96,6 +96,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
                                                            series["repeats"], names=series["cases"]))
         except (planning.PlanError, OSError, AttributeError, KeyError):
             now = None
+        touched = inputs.changed(series.get("fingerprints", {}))
         facts = stats.SeriesFacts(
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
             check_kinds={c.id: c.kind for c in spec.checks},
@@ -103,8 +104,9 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict
             total_attempts=total, family=family, cancelled=_stopped(series) == "cancelled",
             # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
             # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
-            inputs_changed=now != series["snapshot"] or bool(inputs.changed(series.get("fingerprints", {})))
+            inputs_changed=now != series["snapshot"] or bool(touched)
             or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
+            changed_inputs=inputs.named(touched, project.root),
             salt=stats.experiment_salt(project.package, experiment.id))
         table = tally.table(facts.salt, facts.check_kinds)
         conclusion.question = question_of(spec)

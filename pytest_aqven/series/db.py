@@ -161,7 +161,7 @@ class Store:
                     return joined[0], False
             sid = self._open_series(db, plan_key, experiment_id, flow_id, dataset_id, split, question, record,
                                     status, fresh_for, scope_key)
-            closed = self._close_invalidated(db, sid[0], experiment_id, split, record.get("snapshot") or {})
+            closed = self._close_invalidated(db, sid[0], experiment_id, split, record)
             if closed:      # the run says so: `aqven series` lines of the terminal summary read it here
                 db.execute("UPDATE aqven_series SET record = json_set(record, '$.closed', json(?)) WHERE series_id = ?",
                            (json.dumps(closed), sid[0]))
@@ -171,23 +171,28 @@ class Store:
                            (json.dumps([*self._runs(db, sid[0]), run]), sid[0], run))
             return sid
 
-    @staticmethod
-    def _close_invalidated(db, keep: str, experiment_id: str, split: str, snapshot: dict) -> list[dict]:
-        """Open series of the experiment and half whose input files differ from `snapshot` (a dataset, a prompt
-        edited since they started): they can never be continued, so they are closed, cancelled with the verdict
-        invalid (inputs_changed), in the transaction that opens the new one. Returns what was closed and why."""
+    def _close_invalidated(self, db, keep: str, experiment_id: str, split: str, record: dict) -> list[dict]:
+        """Open series of the experiment and half whose input files differ from those of `record` (a dataset, a
+        prompt edited since they started): they can never be continued, so they are closed, cancelled with the
+        verdict invalid (inputs_changed), in the transaction that opens the new one. Returns what was closed and
+        why: the files whose fingerprints differ (else the kinds of input whose hashes do)."""
+        from ..experiments.inputs import differing, named   # noqa: PLC0415
         closed = []
+        snapshot = record.get("snapshot") or {}
         files = {k: v for k, v in snapshot.items() if k != "cases_sha256"}     # the files, not the case selection
-        for series_id, recorded in db.execute(
-                "SELECT series_id, json_extract(record, '$.snapshot') FROM aqven_series WHERE experiment_id = ? "
-                "AND split = ? AND status IN ('running', 'awaiting_approval') AND series_id != ?",
-                (experiment_id, split, keep)).fetchall():
+        for series_id, recorded, marks in db.execute(
+                "SELECT series_id, json_extract(record, '$.snapshot'), json_extract(record, '$.fingerprints') "
+                "FROM aqven_series WHERE experiment_id = ? AND split = ? AND status IN ('running', 'awaiting_approval') "
+                "AND series_id != ?", (experiment_id, split, keep)).fetchall():
             before = {k: v for k, v in json.loads(recorded or "{}").items() if k != "cases_sha256"}
             if before == files or not files:
                 continue
-            changed = sorted(k.removesuffix("_sha256") for k in files.keys() | before.keys()
-                             if files.get(k) != before.get(k) and k.endswith("_sha256"))
-            text = (f"No finding: its inputs changed since it started ({', '.join(changed)}); a later run started a "
+            touched = differing(json.loads(marks or "{}"), record.get("fingerprints") or {})
+            changed = [named([p], self.path.parent.parent) for p in touched] or sorted(
+                k.removesuffix("_sha256") for k in files.keys() | before.keys()
+                if files.get(k) != before.get(k) and k.endswith("_sha256"))
+            text = (f"No finding: its inputs changed since it started ({', '.join(changed[:5])}"
+                    f"{f' and {len(changed) - 5} more' if len(changed) > 5 else ''}); a later run started a "
                     f"new series on the new inputs.")
             db.execute("UPDATE aqven_series SET status = 'cancelled', finished_at = ?, record = json_set(record, "
                        "'$.verdict', json(?)) WHERE series_id = ?",

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from ..findings import document
-from ..findings.files import (FindingsRefused, finding_path, finding_text, read_findings, refresh_findings_md,
-                              render_findings_md, text_sha, write_finding_file)
+from ..findings.files import (FindingsRefused, examine, finding_path, finding_text, overwrite_finding_file,
+                              read_findings, refresh_findings_md, render_findings_md, text_sha, write_finding_file)
 from ..project.loader import Project
 from .conclude import Conclusion
 from .db import Store
@@ -155,6 +155,32 @@ def repair(project: Project) -> None:
         pass   # an edited file or a hand-made line: aqven check and collection report it
     finally:
         store.close()
+
+
+def edited(project: Project) -> tuple[list[tuple[Path, str, str]], list[tuple[Path, str]]]:
+    """Finding files that are not what aqven wrote: (file, what is wrong, the text the project database
+    recorded) for those it can restore, and (file, what is wrong) for those the database has no text of
+    (a fresh clone, a file moved to another experiment's folder)."""
+    texts = {(experiment, series): text for series, experiment, text in recorded(project.root)}
+    restorable, lost = [], []
+    for path, _, found in examine(project.root, project.package):
+        text = texts.get((path.parent.parent.name, path.stem))
+        try:
+            current = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if text is not None and current != text:
+            restorable.append((path, found[0][1] if found else "its text is not the finding the database recorded", text))
+        elif found:
+            lost.append((path, found[0][1]))
+    return restorable, lost
+
+
+def restore(project: Project, restorable: list[tuple[Path, str, str]]) -> list[Path]:
+    """Overwrite edited finding files with the text the project database recorded (a person confirmed it)."""
+    for path, _, text in restorable:
+        overwrite_finding_file(project.root, path, text)
+    return [path for path, _, _ in restorable]
 
 
 def rebuild(project: Project) -> tuple[list[Path], str]:

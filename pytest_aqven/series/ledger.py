@@ -200,8 +200,8 @@ class Ledger:
                                                    "aqven_series WHERE series_id = ?", (series_id,)).fetchone()
         status, cap = seen["series", series_id]
         finished, holder = db.execute(
-            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ?1 AND state = 'finished'), "
-            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = ?1)", (aid,)).fetchone()
+            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'), "
+            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = ?)", (aid, aid)).fetchone()
         if finished:
             return Decision("reused")
         if status == "awaiting_approval":

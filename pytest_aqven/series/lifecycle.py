@@ -5,6 +5,7 @@ from functools import cached_property
 
 from .. import stats
 from ..stats.model import experiment_salt
+from ..experiments import inputs
 from ..experiments import plan as planning
 from ..experiments.checks import CheckInvalid, CompiledCheck, compile_check
 from ..project.loader import Experiment, Project
@@ -142,12 +143,16 @@ class SeriesRun:
                 record=record, status="awaiting_approval" if cap.needs_approval else "running",
                 fresh_for=self.fresh_for, scope_key=planning.canonical_hash(scope), run=self.run)
             if not self.created:
-                recorded = self.store.series(self._series_id)["snapshot"]
+                series = self.store.series(self._series_id)
+                recorded = series["snapshot"]
                 if recorded != snapshot:    # another process of this run started it on other inputs
                     differ = sorted(k for k in snapshot if snapshot[k] != recorded.get(k))
+                    files = inputs.differing(series.get("fingerprints") or {}, taken.fingerprints)
                     taken.sources.conflict = (
                         f"the inputs changed while the series ran: this process read other {', '.join(differ)} "
-                        f"than the series recorded at its start; rerun without editing the project")
+                        f"than the series recorded at its start"
+                        + (f" ({inputs.named(files, self.project.root)} changed)" if files else "")
+                        + "; rerun without editing the project")
             if not self.created and cap.explicit:
                 apply_cap(self.store, self._series_id, cap)
         return self._series_id

@@ -56,4 +56,7 @@ def _plan_one(root: str, experiment_id: str, split: str, cases, repeats, family)
         run = SeriesRun(project, project.experiments[experiment_id], split, cases=cases, repeats=repeats)
     except PlanError as exc:
         return f"{project.rel(project.experiments[experiment_id].file)}: error: {exc}"
-    return run.launch_plan(family, simulate=True)
+    try:
+        return run.launch_plan(family, simulate=True)
+    finally:
+        run.close_store()

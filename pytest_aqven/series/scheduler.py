@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from .ledger import CLAIMED_ELSEWHERE, Decision, Ledger, cancel
 
 POLL_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
+AHEAD_SECONDS = 2 * HEARTBEAT_SECONDS    # a claim made ahead and not started by then is given back (see _heartbeat)
 
 
 @dataclass
@@ -92,7 +94,9 @@ class Scheduler:
         self.jobs: dict[tuple, concurrent.futures.Future] = {}
         self.running: set[tuple] = set()
         self.held_elsewhere: set[tuple] = set()               # jobs waiting for an attempt another runner claimed
-        self.claimed: dict[tuple, Decision] = {}              # attempts run_here claimed ahead, not started yet
+        # attempts run_here claimed ahead, not started yet: key -> (decision, when claimed, root, series id)
+        self.claimed: dict[tuple, tuple[Decision, float, Path, str]] = {}
+        self._claimed_lock = threading.Lock()                 # the heartbeat gives back what _decide did not start
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
         self.runs: dict[int, object] = {}                     # the series runs of this process: their stores close with it
@@ -123,12 +127,17 @@ class Scheduler:
         Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it).
         `ahead()`: (variant, case name, repeat) of the attempts of this run that come next, claimed with this
         one when it needs a claim; the finish is group-committed (Ledger.finish_later)."""
+        here = self.here_loop()
+        with self.ctrl_c.attempt():
+            return here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant, case,
+                                                     repeat, ahead))
+
+    def here_loop(self) -> asyncio.AbstractEventLoop:
+        """run_here's event loop, in the calling thread, made on first use."""
         if self.here is None:
             self.here = asyncio.new_event_loop()
             self.ctrl_c = HeldCtrlC()
-        with self.ctrl_c.attempt():
-            return self.here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant,
-                                                          case, repeat, ahead))
+        return self.here
 
     def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
         """This attempt waits because another runner (a second pytest on the same series) claimed it."""
@@ -177,6 +186,7 @@ class Scheduler:
             try:
                 if left:
                     self.here.run_until_complete(asyncio.wait(left))
+                self.here.run_until_complete(self.here.shutdown_asyncgens())   # the HTTP clients close
             finally:
                 self.here.close()
         if not self.thread.is_alive():
@@ -260,6 +270,23 @@ class Scheduler:
                     await self._on_db(ledger.heartbeat)
                 except Exception:       # a busy database delays a beat; the lease is much longer
                     pass
+            await self._give_back_stale_claims()
+
+    async def _give_back_stale_claims(self) -> None:
+        """A claim made ahead blocks every other runner while this one lives: one not started within
+        AHEAD_SECONDS (its item went to another xdist worker, or this process runs slower than it planned) is
+        released, so a runner waiting for it takes it within a heartbeat. Taken from `claimed` first, under its
+        lock: _decide can then no longer start it here."""
+        now = time.monotonic()
+        with self._claimed_lock:
+            stale = [(key, entry) for key, entry in self.claimed.items() if now - entry[1] > AHEAD_SECONDS]
+            for key, _ in stale:
+                del self.claimed[key]
+        for (_, variant, case, repeat), (_, _, root, series_id) in stale:
+            try:
+                await self._on_db(lambda: self._ledger(root).release(series_id, variant, case, repeat))
+            except Exception:       # the next beat's claims, or this runner's end, release it
+                pass
 
     async def _job(self, key, run, variant: str, case, repeat: int, ahead=None) -> Outcome:
         CALLS_IN_FLIGHT.set(max(self.concurrency, CALLS_IN_FLIGHT.get()))   # HTTP pools: at least one per attempt
@@ -308,8 +335,10 @@ class Scheduler:
         """Whether the attempt starts: a claim made ahead while the series still runs, else the ledger's
         decision, with the claims of the attempts `ahead()` names in the same transaction."""
         root = run.project.root
-        claimed = self.claimed.pop(key, None)
-        if claimed is not None:
+        with self._claimed_lock:
+            entry = self.claimed.pop(key, None)
+        if entry is not None:
+            claimed = entry[0]
             if await self._on_db(lambda: self._ledger(root).still_holds(series_id, variant, case, repeat,
                                                                         claimed.generation)):
                 return claimed
@@ -319,9 +348,11 @@ class Scheduler:
         later = [a for a in ahead() if a != (variant, case, repeat) and (id(run), *a) not in self.claimed]
         ops = [("start", series_id, variant, case, repeat), *(("claim", series_id, *a) for a in later)]
         decision, *claims = await self._on_db(lambda: self._ledger(root).batch(ops))
-        for a, claim in zip(later, claims):
-            if isinstance(claim, Decision) and claim.kind == "start":
-                self.claimed[(id(run), *a)] = claim
+        now = time.monotonic()
+        with self._claimed_lock:
+            for a, claim in zip(later, claims):
+                if isinstance(claim, Decision) and claim.kind == "start":
+                    self.claimed[(id(run), *a)] = (claim, now, root, series_id)
         if isinstance(decision, Exception):
             raise decision
         return decision

@@ -78,6 +78,7 @@ class SeriesFacts:
     cancelled: bool = False
     budget_cut: bool = False
     inputs_changed: bool = False
+    changed_inputs: str = ""  # the input files that changed, as the sentence names them ("" when unknown)
     family: str = "robust"  # "robust" (hull with the betting interval) | "model"
     # what orders the cases of the betting interval and seeds the bootstrap: the package and the
     # experiment, never the series id (the same data must give the same verdict in every series)

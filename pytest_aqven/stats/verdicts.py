@@ -140,7 +140,7 @@ def decide_table(question: Threshold | Pair | Look, table, facts: SeriesFacts) -
     if facts.budget_cut:
         return invalid("budget_cut", wording.budget_cut_text(done, total))
     if facts.inputs_changed:
-        return invalid("inputs_changed", wording.INPUTS_CHANGED_TEXT)
+        return invalid("inputs_changed", wording.inputs_changed_text(facts.changed_inputs))
     if settled and errors / settled > INFRA_SHARE_LIMIT:
         return invalid("infra_errors", wording.infra_errors_text(errors, settled))
 

@@ -171,10 +171,10 @@ def budget_cut_text(done: int, total: int) -> str:
     return f"No finding: the spend cap stopped the series after {done} of {total} attempts."
 
 
-INPUTS_CHANGED_TEXT = (
-    "No finding: inputs changed during the series "
-    "(the working tree no longer matches the snapshot taken at the start)."
-)
+def inputs_changed_text(files: str = "") -> str:
+    """`files`: the changed input files as a message names them (experiments/inputs.py named), or ""."""
+    return (f"No finding: inputs changed during the series{f': {files}' if files else ''} "
+            "(the working tree no longer matches the snapshot taken at the start).")
 NO_DATA_TEXT = "No finding: the primary metric has no data."
 LOOK_TEXT = "A look gives no verdict."
 

@@ -206,7 +206,8 @@ def test_an_unpriced_call_is_unknown_cost_never_free(pytester, server, priced):
     text = path.read_text()
     text = text.replace('  use: "expected"\n', '  use: "expected"\n- id: "spend"\n  kind: "continuous"\n  use: "cost_usd"\n')
     path.write_text(text[:text.index("question:")] + COST_QUESTION + text[text.index("plan:"):])
-    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--junitxml=junit.xml")
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--junitxml=junit.xml", "-o",
+                                           "junit_family=xunit1")
     line = verdict_line(result)
     rows = records(root)
     if priced:

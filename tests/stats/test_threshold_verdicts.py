@@ -99,6 +99,9 @@ def test_rule_order_sentences():
     assert v.reason == "inputs_changed"
     assert v.text == ("No finding: inputs changed during the series "
                       "(the working tree no longer matches the snapshot taken at the start).")
+    named = decide(q, data, facts(inputs_changed=True, changed_inputs="datasets/reviews.yaml"))
+    assert named.text == ("No finding: inputs changed during the series: datasets/reviews.yaml "
+                          "(the working tree no longer matches the snapshot taken at the start).")
     errors = [Attempt("gpt", f"case{i:03d}", 99, "infra_error", None, {}) for i in range(13)]
     v = decide(q, data + errors, facts(split="dev"))
     assert (v.state, v.reason, v.text) == ("invalid", "infra_errors", "No finding: 13 of 253 attempts hit infrastructure errors.")

@@ -1,0 +1,58 @@
+"""`aqven cases <experiment>`: the working cases by name and the per-tag counts of both halves (held-out
+cases are never named), and a warning when a rename moved the halves of an experiment with findings."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..series.commands import _project_path, project_argument
+
+
+def add_cases(commands) -> None:
+    p = commands.add_parser(
+        "cases", help="which cases of an experiment are in the working half, and per-tag counts of both halves",
+        description="Print the working cases of EXPERIMENT by name, in file order, and per tag how many cases each "
+                    "half has. Held-out cases are counted, never named. Warns when a renamed package, dataset or "
+                    "case moved the halves of an experiment that already has findings.")
+    p.add_argument("experiment", metavar="EXPERIMENT", help="the experiment id")
+    project_argument(p)
+    p.set_defaults(handler=run_cases)
+
+
+def run_cases(args: argparse.Namespace) -> int:
+    from ..project.loader import PROJECT_FILE, find_root, load_project
+    from .halves import halves, reshuffles
+    where = _project_path(args)
+    root = find_root(Path(where)) if Path(where).exists() else None
+    if root is None:
+        print(f"aqven cases: no {PROJECT_FILE} in {where} or any folder above it", file=sys.stderr)
+        return 2
+    project = load_project(root)
+    experiment = project.experiments.get(args.experiment)
+    if experiment is None:
+        print(f"aqven cases: no experiment {args.experiment}; the project has: "
+              f"{', '.join(sorted(project.experiments)) or 'none'}", file=sys.stderr)
+        return 2
+    if project.spec is None or experiment.spec is None or experiment.spec.cases.dataset not in project.datasets:
+        print(f"aqven cases: experiment {args.experiment} or its dataset does not load; aqven check says why",
+              file=sys.stderr)
+        return 1
+    h = halves(project, args.experiment)
+    selected = f"selected by tags {', '.join(f'{k}={v}' for k, v in h.tags.items())}" if h.tags else "every case"
+    print(f"{h.experiment}: dataset {h.dataset}, {selected}: {len(h.working)} working, {h.held_out} held out "
+          f"(the split of package {project.package})")
+    takes = f"a working series takes the first {h.plan_cases}" if h.plan_cases and h.plan_cases < len(h.working) \
+        else "a working series takes them all"
+    print(f"working cases, in file order ({takes}):")
+    for name in h.working:
+        print(f"  {name}")
+    print(f"held-out cases: {h.held_out}, never named (whoever reads them starts tuning to them)")
+    if h.tag_counts:
+        width = max(len("tag"), *map(len, h.tag_counts))
+        print(f"{'tag':<{width}}  working  held out")
+        for tag, (working, held_out) in h.tag_counts.items():
+            print(f"{tag:<{width}}  {working:>7}  {held_out:>8}")
+    for moved in reshuffles(project, args.experiment):
+        print(f"warning: {moved.text(args.experiment)}")
+    return 0

@@ -1,0 +1,273 @@
+"""Every example of README.md and docs/ is executed, so no doc can drift from the code (docs/examples.md
+says how to write one):
+
+- a `yaml`, `toml` or `python` block whose first line is `# <path>` is that file of the project
+  `aqven new demo` writes; `# excerpt of <path>` merges a YAML mapping into it (lists are appended, other
+  values replaced). A section (the text under one heading) whose blocks are files and that runs no command
+  must pass `aqven check` with no error and no warning;
+- a `console` block runs each `$ <command>` with bash in a fresh folder holding a copy of example_project/
+  (and demo/, when the section writes files), and compares what it prints with the lines under it: a line
+  `...` stands for any lines, `...` inside a line for any text, blank lines are left out, and series ids,
+  pytest's duration and timestamps are compared as placeholders; a `sh` block's commands must exit 0;
+- a `text` block is illustrative and never run; `<!-- docs: not run: <reason> -->` on the line before a
+  fence keeps it from running, with the reason said; a block without a language is an error, and a
+  `python` block without a path must compile.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_aqven.check.run import check_root
+from pytest_aqven.scaffold import create
+
+REPO = Path(__file__).resolve().parent.parent
+# the README of the project `aqven new` writes: its commands run inside that project
+NEW_README = REPO / "pytest_aqven" / "scaffold" / "template" / "README.md"
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "CHANGELOG.md", NEW_README]
+LANGUAGES = {"yaml", "toml", "python", "console", "sh", "text", "json"}
+FENCE = re.compile(r"^( *)(`{3,})\s*([\w-]*)\s*$")
+NOT_RUN = re.compile(r"^<!-- docs: not run: (.+\S) -->$")
+FILE = re.compile(r"^<!-- docs: file ([\w./-]+) -->$")        # a file that has no comment syntax (a prompt)
+HEADING = re.compile(r"^#{1,6} ")
+PATH_LINE = re.compile(r"^# (excerpt of )?([\w./-]+)\s*$")
+VOLATILE = [                           # (pattern, placeholder), on both sides
+    (re.compile(r"\b[0-9a-f]{8}-(?:[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\.\.\.)"), "<series>"),
+    (re.compile(r"\bin \d+\.\d+s( \(\d+:\d\d:\d\d\))?"), "in <duration>"),
+    (re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\b"), "<time>"),
+]
+
+
+@dataclass
+class Block:
+    doc: Path
+    line: int                      # of the opening fence, 1-based
+    language: str
+    text: str
+    not_run: str | None = None     # the reason, when marked
+    file: str | None = None        # the project file it is, named by the first line or the marker before it
+    excerpt: bool = False          # a YAML mapping merged into `file`
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc.relative_to(REPO)}:{self.line}"
+
+
+@dataclass
+class Section:
+    doc: Path
+    title: str
+    line: int
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return f"{self.doc.relative_to(REPO)}:{self.line}"
+
+
+def sections(doc: Path) -> list[Section]:
+    lines = doc.read_text(encoding="utf-8").splitlines()
+    out = [Section(doc, doc.name, 1)]
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = FENCE.match(line)
+        if HEADING.match(line):
+            out.append(Section(doc, line.lstrip("# "), i + 1))
+        elif fence:
+            indent, ticks, language = fence.groups()
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == ticks), None)
+            assert end is not None, f"{doc.relative_to(REPO)}:{i + 1}: a fence that never closes"
+            text = "\n".join(line[len(indent):] for line in lines[i + 1:end]) + "\n"
+            before = lines[i - 1].strip() if i else ""
+            not_run, named = NOT_RUN.match(before), FILE.match(before)
+            head = PATH_LINE.match(text.splitlines()[0]) if text.strip() and language != "text" else None
+            block = Block(doc, i + 1, language, text, not_run[1] if not_run else None)
+            if named:
+                block.file = named[1]
+            elif head:
+                block.file, block.excerpt = head[2], bool(head[1])
+            out[-1].blocks.append(block)
+            i = end
+        i += 1
+    return [s for s in out if s.blocks]
+
+
+ALL = [s for doc in DOCS for s in sections(doc)]
+BLOCKS = [b for s in ALL for b in s.blocks]
+
+
+def test_every_block_says_what_it_is():
+    untagged = [b.where for b in BLOCKS if b.language not in LANGUAGES]
+    assert not untagged, f"give these fences a language ({', '.join(sorted(LANGUAGES))}): {untagged}"
+
+
+def test_every_file_block_names_its_file():
+    for b in BLOCKS:
+        if b.language in ("yaml", "toml") and not b.not_run:
+            assert b.file, f"{b.where}: a {b.language} block starts with '# <path>' or '# excerpt of <path>' (a file of demo/)"
+
+
+def test_python_blocks_compile():
+    for b in BLOCKS:
+        if b.language == "python":
+            compile(b.text, b.where, "exec")
+
+
+def _merge(into: dict, excerpt: dict) -> None:
+    for key, value in excerpt.items():
+        if isinstance(value, list) and isinstance(into.get(key), list):
+            into[key] = into[key] + value
+        else:
+            into[key] = value
+
+
+def _write(project: Path, block: Block) -> None:
+    path = project / block.file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if block.excerpt:
+        assert block.language == "yaml", f"{block.where}: only YAML excerpts merge"
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
+        _merge(doc, yaml.safe_load(block.text))
+        path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    else:
+        path.write_text(block.text, encoding="utf-8")
+
+
+def _normal(text: str) -> list[str]:
+    for pattern, placeholder in VOLATILE:
+        text = pattern.sub(placeholder, text)
+    return [line.rstrip() for line in text.splitlines() if line.strip()]      # blank lines say nothing
+
+
+def _line_pattern(expected: str) -> re.Pattern:
+    return re.compile(".*".join(map(re.escape, expected.split("..."))))
+
+
+def matches(expected: list[str], actual: list[str]) -> bool:
+    """`...` alone matches any lines (none too), `...` inside a line any text of that line."""
+    patterns = [None if e.strip() == "..." else _line_pattern(e) for e in expected]
+
+    @functools.lru_cache(maxsize=None)
+    def at(i: int, j: int) -> bool:
+        if i == len(patterns):
+            return j == len(actual)
+        if patterns[i] is None:
+            return any(at(i + 1, k) for k in range(j, len(actual) + 1))
+        return j < len(actual) and patterns[i].fullmatch(actual[j]) is not None and at(i + 1, j + 1)
+
+    return at(0, 0)
+
+
+def mismatch(expected: list[str], actual: list[str]) -> str:
+    """The first line of the doc that the output cannot match there, and the output near it."""
+    first = next((i for i in range(len(expected)) if not matches(expected[:i + 1] + ["..."], actual)), len(expected))
+    if first == len(expected):
+        return "the output goes on past the doc's last line:\n" + "\n".join(actual[-10:])
+    pattern = _line_pattern(expected[first]) if expected[first].strip() != "..." else None
+    near = difflib.get_close_matches(expected[first], actual, n=3, cutoff=0.5) if pattern else []
+    return (f"doc line {first + 1} matches nothing at its place: {expected[first]!r}\n"
+            + "".join(f"  the output has: {line!r}\n" for line in near))
+
+
+def commands(block: Block) -> list[tuple[str, list[str] | None]]:
+    """(command, the output shown under it or None for none) of a console block; a sh block's lines."""
+    if block.language == "sh":
+        return [(line, None) for line in block.text.splitlines() if line.strip() and not line.startswith("#")]
+    out: list[tuple[str, list[str]]] = []
+    for line in block.text.splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        else:
+            assert out, f"{block.where}: a console block starts with '$ <command>'"
+            out[-1][1].append(line)
+    return [(cmd, shown if any(s.strip() for s in shown) else None) for cmd, shown in out]
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_")) and k != "PYTHONPATH"}
+    env.update(PATH=f"{sysconfig.get_path('scripts')}{os.pathsep}{env['PATH']}", COLUMNS="80", NO_COLOR="1",
+               PY_COLORS="0", TERM="dumb")
+    return env
+
+
+def runs(block: Block) -> bool:
+    return not block.not_run and (block.language in ("console", "sh") or block.file is not None)
+
+
+RUNNABLE = [s for s in ALL if any(runs(b) for b in s.blocks)]
+
+
+@pytest.mark.parametrize("section", RUNNABLE, ids=[s.id for s in RUNNABLE])
+def test_the_examples_of_a_section_run_as_shown(section, tmp_path):
+    work = tmp_path / "work"
+    shutil.copytree(REPO / "example_project", work / "example_project",
+                    ignore=shutil.ignore_patterns(".aqven", "findings", "FINDINGS.md", "__pycache__", "cassettes"))
+    files = [b for b in section.blocks if runs(b) and b.file is not None]
+    if files or section.doc == NEW_README:
+        create(work / "demo", "demo")
+        for block in files:
+            _write(work / "demo", block)
+    shells = [b for b in section.blocks if runs(b) and b.language in ("console", "sh")]
+    if files and not shells:
+        found = [d.render() for d in check_root(work / "demo")]
+        assert not found, f"{section.id} ({section.title}): aqven check of demo/ with its files:\n" + "\n".join(found)
+    for block in shells:
+        for command, shown in commands(block):
+            done = subprocess.run(["bash", "-c", command], cwd=work / "demo" if section.doc == NEW_README else work,
+                                  env=environment(), capture_output=True, text=True, timeout=300)
+            printed = done.stdout + done.stderr
+            if shown is None:
+                assert done.returncode == 0, f"{block.where}: `{command}` exited {done.returncode}:\n{printed}"
+                continue
+            expected, actual = _normal("\n".join(shown)), _normal(printed)
+            assert matches(expected, actual), f"{block.where}: `{command}` printed other lines:\n" + mismatch(
+                expected, actual)
+
+
+def test_the_count_of_executed_examples(capsys):
+    """How many examples the sections above execute (the report of issue 28 quotes it)."""
+    executed = [b for b in BLOCKS if runs(b)]
+    commands_run = sum(len(commands(b)) for b in executed if b.language in ("console", "sh"))
+    with capsys.disabled():
+        print(f"\ndocs: {len(executed)} examples executed ({commands_run} commands) in {len(RUNNABLE)} sections; "
+              f"{sum(b.language == 'text' for b in BLOCKS)} text blocks illustrative, "
+              f"{sum(bool(b.not_run) for b in BLOCKS)} marked not run")
+    assert executed
+
+
+def test_the_comparison_elides_only_what_the_doc_elides():
+    actual = ["platform linux", "collected 3 items", "small series 8c5f198c-4cd5-45d8-8e8a-a1dfc0a70215: done",
+              "======== 3 passed in 1.23s ========"]
+    assert matches(_normal("...\nsmall series 1e16d5d4-...: done\n=== 3 passed in 9.99s ===".replace("===", "========")),
+                   _normal("\n".join(actual)))
+    assert matches(["...", "collected ... items", "..."], actual)
+    assert not matches(["collected 3 items", "..."], actual)              # anchored at the first line
+    assert not matches(["...", "collected 3 items"], actual)              # and at the last
+    assert not matches(["...", "collected 4 items", "..."], actual)
+    assert "doc line 2 matches nothing at its place: 'collected 4 items'" in mismatch(
+        ["...", "collected 4 items", "..."], actual)
+
+
+def test_blocks_are_read_with_their_file_and_marks(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text('# T\n\n- item:\n\n  ```yaml\n  # excerpt of agents/small.yaml\n  settings:\n    seed: 1\n  ```\n\n'
+                   '<!-- docs: file flows/a/a.prompt.md -->\n```text\nHello\n```\n\n'
+                   '<!-- docs: not run: it installs -->\n```sh\npip install x\n```\n\n## U\n\n```\nbare\n```\n')
+    first, second = sections(doc)
+    excerpt, prompt, install = first.blocks
+    assert (excerpt.file, excerpt.excerpt, excerpt.text) == ("agents/small.yaml", True,
+                                                              "# excerpt of agents/small.yaml\nsettings:\n  seed: 1\n")
+    assert (prompt.file, runs(prompt)) == ("flows/a/a.prompt.md", True)
+    assert (install.not_run, runs(install)) == ("it installs", False)
+    assert second.blocks[0].language == "" and second.title == "U"
