@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -79,28 +80,63 @@ def hull(model_low, model_high, bet_low, bet_high):
     return np.minimum(model_low, bet_low), np.maximum(model_high, bet_high)
 
 
-def rate_interval(k: np.ndarray, n: np.ndarray, family: str):
-    """Single rate, vectorised over rows: M1, hulled with the betting interval under "robust".
+@dataclass(frozen=True)
+class Interval:
+    """One interval the verdicts use, over leading axes (one series, or many simulated ones at once).
 
-    Cases must already be in keyed-hash order (M1 ignores the order; the betting interval does not).
-    Returns (p, low, high, n_eff, low_reliability).
+    The model-based bounds, and under the robust family where it applies the betting interval `bet`;
+    `low`/`high` are what a verdict compares with its edge: their hull, or the model bounds alone.
     """
+
+    value: np.ndarray
+    model_low: np.ndarray
+    model_high: np.ndarray
+    bet: tuple[np.ndarray, np.ndarray] | None = None
+    n_eff: np.ndarray | None = None
+    flag: np.ndarray | bool = False  # M1 / M2: low reliability
+
+    @property
+    def low(self) -> np.ndarray:
+        return self.model_low if self.bet is None else hull(self.model_low, self.model_high, *self.bet)[0]
+
+    @property
+    def high(self) -> np.ndarray:
+        return self.model_high if self.bet is None else hull(self.model_low, self.model_high, *self.bet)[1]
+
+
+def in_order(x: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    """The cases (last axis) in the betting interval's order; None: as given (simulated i.i.d. cases)."""
+    return x if order is None else x[..., order]
+
+
+def rate_interval(k, n, family: str, order: np.ndarray | None = None, bet=None) -> Interval:
+    """Single rate (threshold questions, the metrics table): M1, hulled under "robust" with the betting
+    interval over the case rates taken in `order` (`bet`: that interval, when computed already)."""
     p, low, high, n_eff, flag = intervals.m1(k, n)
-    if family == "robust":
-        low, high = hull(low, high, *betting.interval(np.asarray(k, float) / np.asarray(n, float)))
-    return p, low, high, n_eff, flag
+    if family != "robust":
+        return Interval(p, low, high, None, n_eff, flag)
+    if bet is None:
+        bet = betting.interval(in_order(np.asarray(k, float) / np.asarray(n, float), order))
+    return Interval(p, low, high, bet, n_eff, flag)
 
 
-def mean_interval(x: np.ndarray, family: str, bounded: bool, skewed: bool = False):
-    """Mean of case means, vectorised: t(C-1), or the skewness-corrected t for positive unbounded
-    metrics (`skewed`), hulled with the betting interval when bounded in [0, 1]."""
+def mean_interval(x, family: str, bounded: bool, skewed: bool = False, order: np.ndarray | None = None,
+                  bet=None) -> Interval:
+    """Mean of case means: t(C-1), or the skewness-corrected t for positive unbounded metrics (`skewed`),
+    hulled under "robust" with the betting interval when the values are bounded in [0, 1]."""
     if skewed:
         mean, low, high = intervals.skew_t_mean(x, right_skewed=True)
     else:
         mean, low, high, _ = intervals.t_mean(x)
-    if family == "robust" and bounded:
-        low, high = hull(low, high, *betting.interval(x))
-    return mean, low, high
+    if family != "robust" or not bounded:
+        return Interval(mean, low, high)
+    return Interval(mean, low, high, betting.interval(in_order(np.asarray(x, float), order)) if bet is None else bet)
+
+
+def ratio_interval(y, x) -> Interval:
+    """cost_of_pass, a ratio of case totals: M7 (no distribution-free interval for an unbounded ratio)."""
+    ratio, low, high = intervals.m7(y, x)
+    return Interval(ratio, low, high)
 
 
 def clears(model_low, model_high, values, span, family: str, bounded: bool, edge: float, above: bool):
@@ -147,17 +183,13 @@ def single(sample: Sample, salt: str, family: str = "robust", bet=None) -> Estim
     (the metrics table computes them all in one vectorised call); otherwise computed here.
     """
     info = sample.info
-    if bet is None:
-        values = betting_input(sample, salt, family)
-        bet = None if values is None else betting.interval(values)
     cases, attempts, unit = sample.n_cases, sample.n_attempts, info.unit
     if info.shape == "rate":
         if cases == 0:
             return degenerate("no_data", "M1", 0, 0, unit)
-        k, n = sample.sums(), sample.counts()
-        p, low, high, n_eff, flag = intervals.m1(k, n)
-        return with_hull(p, low, high, method="M1", cases=cases, attempts=attempts, n_eff=n_eff,
-                         reliability="low" if flag else "ok", unit=unit, family=family, bet=bet)
+        iv = rate_interval(sample.sums(), sample.counts(), family, ordered(sample, salt), bet)
+        return with_hull(iv.value, iv.model_low, iv.model_high, method="M1", cases=cases, attempts=attempts,
+                         n_eff=iv.n_eff, reliability="low" if iv.flag else "ok", unit=unit, family=family, bet=iv.bet)
     if info.shape == "mean":
         method = "t-case-means"
         if cases == 0:
@@ -169,19 +201,20 @@ def single(sample: Sample, salt: str, family: str = "robust", bet=None) -> Estim
         skewed = positive_unbounded(sample)
         if skewed:
             method = "skew-t-case-means"
-        _, low, high = mean_interval(means, "model", False, skewed)
+        iv = mean_interval(means, family, bounded_unit(sample), skewed, ordered(sample, salt), bet)
         reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < FEW_CASES else "ok")
-        return with_hull(value, low, high, method=method, cases=cases, attempts=attempts, n_eff=float(cases),
-                         reliability=reliability, unit=unit, family=family, bet=bet)
+        return with_hull(value, iv.model_low, iv.model_high, method=method, cases=cases, attempts=attempts,
+                         n_eff=float(cases), reliability=reliability, unit=unit, family=family, bet=iv.bet)
     if info.shape == "ratio":
         y, x = sample.sums(), sample.pass_counts()
         if cases == 0 or x.sum() <= 0:
             return degenerate("no_data", "M7", cases, attempts, unit)
         if cases < 2:
             return degenerate("too_few_cases", "M7", cases, attempts, unit, value=float(y.sum() / x.sum()))
-        ratio, low, high = intervals.m7(y, x)
-        return with_hull(ratio, low, high, method="M7", cases=cases, attempts=attempts, n_eff=float(cases),
-                         reliability="low" if cases < FEW_CASES else "ok", unit=unit, family=family, bet=None)
+        iv = ratio_interval(y, x)
+        return with_hull(iv.value, iv.model_low, iv.model_high, method="M7", cases=cases, attempts=attempts,
+                         n_eff=float(cases), reliability="low" if cases < FEW_CASES else "ok", unit=unit,
+                         family=family, bet=None)
     # quantile
     if cases == 0:
         return degenerate("no_data", "M5", 0, 0, unit)

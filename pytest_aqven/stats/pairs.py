@@ -13,39 +13,79 @@ import math
 import numpy as np
 
 from . import betting, intervals
-from .estimates import RESAMPLES, degenerate, hull, stat_seed, with_hull
-from .model import Cell, Estimate, Pair, SeriesFacts
+from .estimates import RESAMPLES, Interval, degenerate, in_order, stat_seed, with_hull
+from .model import Cell, Estimate, Guardrail, Pair, SeriesFacts
 from .samples import LOWER, AttemptTable, Sample, bounded_unit, metric_info
 from .verdicts import _decided_by, _no_point_pass, interval_verdict
 
 MIN_PAIR_CASES = 2
 
 
-def pair_rate_interval(kc, nc, kb, nb, sign: float, scale_b: float, family: str):
-    """Paired rates, vectorised: M2 on the good-direction contrast, hulled with betting under "robust".
+def orientation(direction: str) -> float:
+    """+1 when higher is better, -1 when lower is: every pair estimate is on the good-direction scale."""
+    return -1.0 if direction == LOWER else 1.0
 
-    Contrast per case: m_c - scale_b * m_b (higher is better) or scale_b * m_b - m_c (lower).
-    Cases must already be in keyed-hash order. Returns (value, low, high, low_reliability).
-    """
-    mb = np.asarray(kb, float) / np.asarray(nb, float)
-    mc = np.asarray(kc, float) / np.asarray(nc, float)
+
+def contrast_scale(sign: float, relative_margin: float | None) -> float:
+    """The baseline's factor in the good-direction contrast: 1, or for a relative margin m the claim's
+    (1 - m) when higher is better (p_c - (1 - m) p_b) and (1 + m) when lower is ((1 + m) p_b - p_c)."""
+    if relative_margin is None:
+        return 1.0
+    return (1 - relative_margin) if sign > 0 else (1 + relative_margin)
+
+
+def contrast(mc, mb, sign: float, scale_b: float):
+    """Per-case good-direction contrast of case means and the range it lies in when they lie in [0, 1]:
+    mc - scale_b * mb in [-scale_b, 1] (higher is better), scale_b * mb - mc in [-1, scale_b] (lower)."""
+    if sign > 0:
+        return mc - scale_b * mb, (-scale_b, 1.0)
+    return scale_b * mb - mc, (-1.0, scale_b)
+
+
+def pair_rate_interval(kc, nc, kb, nb, sign: float, scale_b: float, family: str,
+                       order: np.ndarray | None = None) -> Interval:
+    """Paired rates: M2 on the good-direction contrast, hulled under "robust" with the betting interval
+    over the per-case contrast taken in `order` (None: as given)."""
     if sign > 0:
         value, low, high, flag = intervals.m2(kc, nc, kb, nb, 1.0, scale_b)
-        per_case, span = mc - scale_b * mb, (-scale_b, 1.0)
     else:
         value, low, high, flag = intervals.m2(kb, nb, kc, nc, scale_b, 1.0)
-        per_case, span = scale_b * mb - mc, (-1.0, scale_b)
-    if family == "robust":
-        low, high = hull(low, high, *betting.interval_on(per_case, *span))
-    return value, low, high, flag
+    if family != "robust":
+        return Interval(value, low, high, flag=flag)
+    per_case, span = contrast(np.asarray(kc, float) / np.asarray(nc, float),
+                              np.asarray(kb, float) / np.asarray(nb, float), sign, scale_b)
+    return Interval(value, low, high, betting.interval_on(in_order(per_case, order), *span), flag=flag)
 
 
-def paired_mean_interval(per_case, span: tuple[float, float], family: str, bounded: bool):
-    """Paired t on per-case contrasts, vectorised; hulled with betting when the contrast is bounded."""
+def paired_mean_interval(mc, mb, sign: float, scale_b: float, family: str, bounded: bool,
+                         order: np.ndarray | None = None) -> Interval:
+    """Paired means: t on the per-case good-direction contrast, hulled under "robust" with the betting
+    interval when the case means are bounded in [0, 1]."""
+    per_case, span = contrast(mc, mb, sign, scale_b)
     value, low, high, _ = intervals.t_mean(per_case)
-    if family == "robust" and bounded:
-        low, high = hull(low, high, *betting.interval_on(per_case, *span))
-    return value, low, high
+    if family != "robust" or not bounded:
+        return Interval(value, low, high)
+    return Interval(value, low, high, betting.interval_on(in_order(per_case, order), *span))
+
+
+def paired_ratio_interval(yc, xc, yb, xb, sign: float, log: bool) -> Interval:
+    """cost_of_pass of two variants: the paired linearised R_c - R_b, or log(R_c / R_b) for a relative
+    margin, on the good-direction scale."""
+    est, low, high = intervals.paired_ratio(yc, xc, yb, xb, log=log)
+    return Interval(sign * est, np.minimum(sign * low, sign * high), np.maximum(sign * low, sign * high))
+
+
+def no_interval(mb, mc, shape: str) -> np.ndarray:
+    """The §4.4 guards of paired case means (cases on the last axis): "uninformative" when every case of
+    a rate passes, or every case fails, for both variants; "no_discordance" when the variants agree on
+    every case; "" when an interval is computed."""
+    mb, mc = np.asarray(mb, dtype=float), np.asarray(mc, dtype=float)
+    agree = np.all(mb == mc, axis=-1)
+    if shape != "rate":
+        return np.where(agree, "no_discordance", "")
+    every = np.concatenate([mb, mc], axis=-1)
+    uninformative = np.all(every == 0, axis=-1) | np.all(every == 1, axis=-1)
+    return np.where(uninformative, "uninformative", np.where(agree, "no_discordance", ""))
 
 
 def aligned(base: Sample, cand: Sample) -> tuple[Sample, Sample]:
@@ -92,7 +132,7 @@ def pair_estimate(
     base, cand = aligned(base, cand)
     cases = base.n_cases
     attempts = base.n_attempts + cand.n_attempts
-    sign = -1.0 if direction == LOWER else 1.0
+    sign = orientation(direction)
 
     if cases == 0 or (info.shape == "ratio" and (base.pass_counts().sum() <= 0 or cand.pass_counts().sum() <= 0)):
         return degenerate("no_data", method, cases, attempts, unit)
@@ -102,12 +142,9 @@ def pair_estimate(
         return degenerate("too_few_cases", method, cases, attempts, unit)
     if info.shape in ("rate", "mean"):
         mb, mc = base.case_means(), cand.case_means()
-        if info.shape == "rate":
-            every = np.concatenate([mb, mc])
-            if np.all(every == 0) or np.all(every == 1):
-                return degenerate("uninformative", method, cases, attempts, unit, value=0.0)
-        if np.array_equal(mb, mc):
-            return degenerate("no_discordance", method, cases, attempts, unit, value=0.0)
+        reason = str(no_interval(mb, mc, info.shape))
+        if reason:
+            return degenerate(reason, method, cases, attempts, unit, value=0.0)
         return _mean_like(base, cand, mb, mc, sign, relative_margin, method, unit, salt, family, info.shape)
     if info.shape == "ratio":
         return _ratio(base, cand, sign, relative, method, unit, cases, attempts)
@@ -118,47 +155,28 @@ def pair_estimate(
 def _mean_like(base, cand, mb, mc, sign, margin, method, unit, salt, family, shape) -> Estimate:
     cases = len(mb)
     attempts = base.n_attempts + cand.n_attempts
-    # good-direction contrast per case: cand - scale * base (higher) or scale * base - cand (lower)
-    if margin is None:
-        scale_b = 1.0
-    else:
-        scale_b = (1 - margin) if sign > 0 else (1 + margin)
-    if sign > 0:
-        per_case = mc - scale_b * mb
-        lo_span, hi_span = -scale_b, 1.0
-    else:
-        per_case = scale_b * mb - mc
-        lo_span, hi_span = -1.0, scale_b
+    scale_b = contrast_scale(sign, margin)
+    order = np.array(betting.case_order(salt, base.cases), dtype=int)
     if shape == "rate":
-        kb, nb, kc, nc = base.sums(), base.counts(), cand.sums(), cand.counts()
-        if sign > 0:
-            value, low, high, flag = intervals.m2(kc, nc, kb, nb, 1.0, scale_b)
-        else:
-            value, low, high, flag = intervals.m2(kb, nb, kc, nc, scale_b, 1.0)
-        reliability = "low" if flag else "ok"
-        n_eff = float(cases)
-        bounded = True
+        iv = pair_rate_interval(cand.sums(), cand.counts(), base.sums(), base.counts(), sign, scale_b, family, order)
+        reliability = "low" if iv.flag else "ok"
     else:
-        value, low, high, _ = intervals.t_mean(per_case)
-        reliability = "degenerate" if float(np.ptp(per_case)) == 0.0 else ("low" if cases < 30 else "ok")
-        n_eff = float(cases)
         bounded = bounded_unit(base) and bounded_unit(cand)
-    bet = None
-    if family == "robust" and bounded:
-        order = np.array(betting.case_order(salt, base.cases), dtype=int)
-        bet = betting.interval_on(per_case[order], lo_span, hi_span)
-    return with_hull(value, low, high, method=method, cases=cases, attempts=attempts, n_eff=n_eff,
-                     reliability=reliability, unit=unit, family=family, bet=bet)
+        iv = paired_mean_interval(mc, mb, sign, scale_b, family, bounded, order)
+        per_case, _ = contrast(mc, mb, sign, scale_b)
+        reliability = "degenerate" if float(np.ptp(per_case)) == 0.0 else ("low" if cases < 30 else "ok")
+    return with_hull(iv.value, iv.model_low, iv.model_high, method=method, cases=cases, attempts=attempts,
+                     n_eff=float(cases), reliability=reliability, unit=unit, family=family, bet=iv.bet)
 
 
 def _ratio(base, cand, sign, relative, method, unit, cases, attempts) -> Estimate:
     yb, xb, yc, xc = base.sums(), base.pass_counts(), cand.sums(), cand.pass_counts()
     if relative and (yb.sum() <= 0 or yc.sum() <= 0):
         return degenerate("no_data", method, cases, attempts, unit)
-    est, low, high = intervals.paired_ratio(yc, xc, yb, xb, log=relative)
-    value, low, high = sign * est, min(sign * low, sign * high), max(sign * low, sign * high)
-    return with_hull(value, low, high, method=method, cases=cases, attempts=attempts, n_eff=float(cases),
-                     reliability="low" if cases < 30 else "ok", unit=unit, family="model", bet=None)
+    iv = paired_ratio_interval(yc, xc, yb, xb, sign, relative)
+    return with_hull(iv.value, iv.model_low, iv.model_high, method=method, cases=cases, attempts=attempts,
+                     n_eff=float(cases), reliability="low" if cases < 30 else "ok", unit=unit, family="model",
+                     bet=None)
 
 
 def m6(base: Sample, cand: Sample, q: float, seed: int, resamples: int, log: bool):
@@ -191,6 +209,19 @@ def _quantile(base, cand, sign, relative, method, unit, cases, attempts, seed, r
                      seed=seed, resamples=resamples)
 
 
+def primary_edge(question: Pair) -> float:
+    """The edge of a pair's primary on the good-direction scale: +margin (compare), -margin (noninferior)."""
+    return question.margin if question.kind == "compare" else -question.margin
+
+
+def guardrail_edge(guard: Guardrail, direction: str, unit: str) -> float:
+    """A guardrail is a noninferiority claim: -margin; relative, 0 on the linear contrast, or the relative
+    edge on the log ratio (ratios and quantiles, whose estimate's unit is log_ratio)."""
+    if not guard.relative:
+        return -guard.margin
+    return relative_edge(direction, guard.margin) if unit == "log_ratio" else 0.0
+
+
 def _cell(metric, role, question: Pair, direction, margin, relative, estimate, edge) -> Cell:
     verdict = _no_point_pass(estimate, interval_verdict(estimate.low, estimate.high, edge))
     return Cell(
@@ -211,18 +242,14 @@ def pair_cells(question: Pair, table: AttemptTable, facts: SeriesFacts) -> tuple
     base, cand, info = samples(question.primary)
     direction = question.direction or info.direction
     estimate = pair_estimate(base, cand, direction, facts.salt, facts.family, None, names)
-    edge = question.margin if question.kind == "compare" else -question.margin
-    primary = _cell(question.primary, "primary", question, direction, question.margin, False, estimate, edge)
+    primary = _cell(question.primary, "primary", question, direction, question.margin, False, estimate,
+                    primary_edge(question))
     guards = []
     for guard in question.guardrails:
         base, cand, info = samples(guard.metric)
         g_direction = guard.direction or info.direction
-        if guard.relative:
-            estimate = pair_estimate(base, cand, g_direction, facts.salt, facts.family, guard.margin, names)
-            edge = relative_edge(g_direction, guard.margin) if estimate.unit == "log_ratio" else 0.0
-        else:
-            estimate = pair_estimate(base, cand, g_direction, facts.salt, facts.family, None, names)
-            edge = -guard.margin
+        relative_margin = guard.margin if guard.relative else None
+        estimate = pair_estimate(base, cand, g_direction, facts.salt, facts.family, relative_margin, names)
         guards.append(_cell(guard.metric, "guardrail", question, g_direction, guard.margin, guard.relative,
-                            estimate, edge))
+                            estimate, guardrail_edge(guard, g_direction, estimate.unit)))
     return [primary], guards

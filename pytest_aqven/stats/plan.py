@@ -20,10 +20,10 @@ from collections.abc import Mapping, MutableMapping, Sequence
 
 import numpy as np
 
-from . import intervals
-from .estimates import clears, mean_interval
+from .estimates import clears, mean_interval, rate_interval
 from .model import Attempt, LaunchPlan, Look, ObservedPlan, Pair, Threshold
-from .samples import LOWER, SERIES_METRICS, build_sample, metric_info
+from .pairs import contrast, orientation, pair_rate_interval, paired_mean_interval
+from .samples import SERIES_METRICS, build_sample, metric_info
 
 Z = 1.959963984540054
 Z_POWER = 0.8416212335729143
@@ -129,33 +129,29 @@ def simulated_power(question, info, cases: int, repeats: int, truth: Mapping, fa
         if info.shape == "rate":
             rates = beta_binomial_rates(rng, truth["value"], truth["icc"], shape)
             k = rng.binomial(repeats, rates).astype(float)
-            _, low, high, _, _ = intervals.m1(k, n)
-            passed = clears(low, high, k / n, (0.0, 1.0), family, True, edge, above)
+            iv = rate_interval(k, n, "model")
+            passed = clears(iv.low, iv.high, k / n, (0.0, 1.0), family, True, edge, above)
         else:
             x = rng.normal(truth["value"], truth["case_sd"], shape)
             if truth["bounded"]:
                 x = np.clip(x, 0.0, 1.0)
-            _, low, high = mean_interval(x, "model", False, truth.get("skewed", False))
-            passed = clears(low, high, x, (0.0, 1.0), family, truth["bounded"], edge, above)
+            iv = mean_interval(x, "model", False, truth.get("skewed", False))
+            passed = clears(iv.low, iv.high, x, (0.0, 1.0), family, truth["bounded"], edge, above)
         return float(np.mean(passed))
+    sign = orientation(truth["direction"])
     if info.shape == "rate":
-        sign = -1.0 if truth["direction"] == LOWER else 1.0
         p_b, p_c = logit_pair_rates(rng, truth["base"], sign * truth["value"], truth["icc"], LOGIT_EFFECT_SD, shape)
         kb = rng.binomial(repeats, p_b).astype(float)
         kc = rng.binomial(repeats, p_c).astype(float)
-        if sign > 0:
-            _, low, high, _ = intervals.m2(kc, n, kb, n)
-            per_case = (kc - kb) / n
-        else:
-            _, low, high, _ = intervals.m2(kb, n, kc, n)
-            per_case = (kb - kc) / n
-        passed = clears(low, high, per_case, (-1.0, 1.0), family, True, edge, True)
+        iv = pair_rate_interval(kc, n, kb, n, sign, 1.0, "model")
+        per_case, span = contrast(kc / n, kb / n, sign, 1.0)
+        passed = clears(iv.low, iv.high, per_case, span, family, True, edge, True)
     else:
         d = rng.normal(truth["value"], truth["case_sd"], shape)
         if truth["bounded"]:
             d = np.clip(d, -1.0, 1.0)
-        _, low, high, _ = intervals.t_mean(d)
-        passed = clears(low, high, d, (-1.0, 1.0), family, truth["bounded"], edge, True)
+        iv = paired_mean_interval(d, np.zeros_like(d), 1.0, 1.0, "model", False)
+        passed = clears(iv.low, iv.high, d, (-1.0, 1.0), family, truth["bounded"], edge, True)
     return float(np.mean(passed))
 
 
@@ -369,7 +365,7 @@ def observed_plan(question, info, margin, spread, icc, repeats, history, kinds, 
     if base is not None:
         at["base"] = min(max(base, 0.02), 0.98)
         if info.shape == "rate":     # room for the observed difference inside (0, 1)
-            sign = -1.0 if at["direction"] == LOWER else 1.0
+            sign = orientation(at["direction"])
             room = (1 - at["base"]) if sign > 0 else at["base"]
             at["value"] = min(at["value"], 0.98 * room)
     cases, power = searched(at, closed)
@@ -404,7 +400,7 @@ def _observed(question, info, history, kinds) -> tuple[float, int, float | None]
         return None
     base = b.subset(shared).case_means()
     diff = c.subset(shared).case_means() - base
-    sign = -1.0 if (question.direction or info.direction) == LOWER else 1.0
+    sign = orientation(question.direction or info.direction)
     return sign * float(np.mean(diff)), len(shared), float(np.mean(base))
 
 
@@ -439,7 +435,7 @@ def planning_truth(question, info, margin, spread, icc, repeats, history, kinds)
         if sample.n_cases and info.shape == "rate":
             base = float(np.clip(sample.case_means().mean(), 0.02, 0.98))
     if info.shape == "rate":  # room for the planned difference inside (0, 1)
-        sign = -1.0 if direction == LOWER else 1.0
+        sign = orientation(direction)
         room = (1 - base) if sign > 0 else base
         value = min(value, 0.9 * room) if value > 0 else value
     bounded = info.shape == "rate" or _bounded_history(history, info, kinds)

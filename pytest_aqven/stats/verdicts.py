@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from . import wording
-from . import betting
+import numpy as np
+
+from . import betting, wording
 from .estimates import betting_input, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
 from .samples import SERIES_METRICS, AttemptTable, metric_info
@@ -13,13 +14,31 @@ from .samples import SERIES_METRICS, AttemptTable, metric_info
 INFRA_SHARE_LIMIT = 0.05
 
 
+def interval_verdicts(low, high, edge) -> np.ndarray:
+    """Strict edges (§4.5), over arrays (simulated series): pass when low > edge, fail when high < edge,
+    else unclear; a tie is never decided, and NaN (no bound) decides nothing."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    return np.where(low > edge, "pass", np.where(high < edge, "fail", "unclear"))
+
+
 def interval_verdict(low: float | None, high: float | None, edge: float) -> str:
-    """Strict edges (§4.5): a tie is never decided."""
-    if low is not None and low > edge:
-        return "pass"
-    if high is not None and high < edge:
-        return "fail"
-    return "unclear"
+    """One cell's verdict; None: unbounded on that side."""
+    return str(interval_verdicts(_bound(low), _bound(high), edge))
+
+
+def threshold_edge(question: Threshold) -> float:
+    """bound + margin above, bound - margin below: the value the interval must clear."""
+    if question.above is not None:
+        return question.above + question.margin
+    return question.below - question.margin
+
+
+def threshold_verdicts(question: Threshold, low, high) -> np.ndarray:
+    """`interval_verdicts` against the threshold's edge, mirrored for a bound below (pass: high < edge)."""
+    edge = threshold_edge(question)
+    if question.above is not None:
+        return interval_verdicts(low, high, edge)
+    return interval_verdicts(-np.asarray(high, dtype=float), -np.asarray(low, dtype=float), -edge)
 
 
 def _decided_by(estimate: Estimate, verdict: str, good_side_low: bool) -> str | None:
@@ -37,23 +56,19 @@ def _no_point_pass(estimate: Estimate, verdict: str) -> str:
     return verdict
 
 
+def _bound(x: float | None) -> float:
+    return np.nan if x is None else x
+
+
 def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str) -> Cell:
-    if question.above is not None:
-        bound, declared = "above", question.above
-        edge = declared + question.margin
-        verdict = interval_verdict(estimate.low, estimate.high, edge)
-        good_low = True
-    else:
-        bound, declared = "below", question.below
-        edge = declared - question.margin
-        neg = lambda v: None if v is None else -v  # noqa: E731
-        verdict = interval_verdict(neg(estimate.high), neg(estimate.low), -edge)
-        good_low = False
+    above = question.above is not None
+    verdict = str(threshold_verdicts(question, _bound(estimate.low), _bound(estimate.high)))
     verdict = _no_point_pass(estimate, verdict)
     return Cell(
         metric=question.metric, role="primary", variant=variant, baseline=None, direction=direction,
-        bound=bound, threshold=declared, margin=question.margin, relative=False, estimate=estimate,
-        verdict=verdict, edge=edge, decided_by=_decided_by(estimate, verdict, good_low),
+        bound="above" if above else "below", threshold=question.above if above else question.below,
+        margin=question.margin, relative=False, estimate=estimate, verdict=verdict,
+        edge=threshold_edge(question), decided_by=_decided_by(estimate, verdict, above),
     )
 
 

@@ -1,5 +1,14 @@
 """The validation grids of statistics.md §12 (V1-V9), as functions returning measured rows.
 
+Every grid runs the verdict path: the interval functions `decide` calls (estimates.rate_interval,
+mean_interval, ratio_interval and single; pairs.pair_rate_interval, paired_mean_interval,
+paired_ratio_interval and pair_estimate) and the edges and strict rule of a real question
+(verdicts.threshold_verdicts, pairs.primary_edge, guardrail_edge, interval_verdicts), with non-zero
+margins and in both directions. A cell puts the truth exactly on the question's edge, so that
+P(confirmed) and P(refuted) are the two one-sided miss rates of the interval: 2.5% each (§11.1), and
+1 - both is the coverage. `tests/stats/test_validation.py` checks that these verdicts are `decide`'s
+own on the same data (`threshold_data` / `pair_data` give it the series in `decide`'s case order).
+
 The tests assert each row against its band; `bench/validation_table.py` prints the same rows for
 docs/statistics.md. Every grid is seeded, so a run is deterministic. Sizes are stated per grid.
 """
@@ -12,15 +21,27 @@ import numpy as np
 from scipy import special, stats
 
 from pytest_aqven.stats import betting, intervals
-from pytest_aqven.stats.estimates import mean_interval, rate_interval
-from pytest_aqven.stats.pairs import m6, pair_rate_interval, paired_mean_interval
-from pytest_aqven.stats.samples import Sample, metric_info
-
+from pytest_aqven.stats.estimates import mean_interval, rate_interval, ratio_interval, single
+from pytest_aqven.stats.model import Guardrail, Pair, Threshold
+from pytest_aqven.stats.pairs import (
+    contrast_scale,
+    guardrail_edge,
+    no_interval,
+    orientation,
+    pair_estimate,
+    pair_rate_interval,
+    paired_mean_interval,
+    paired_ratio_interval,
+    primary_edge,
+)
 from pytest_aqven.stats.plan import logit_location
+from pytest_aqven.stats.samples import HIGHER, LOWER, Sample, metric_info
+from pytest_aqven.stats.verdicts import interval_verdict, interval_verdicts, threshold_verdicts
 
 from .sim import GH_NODES, GH_WEIGHTS, beta_binomial, hard_case_mixture, logit_pair, tails
 
 S = 2000  # series per cell for the closed-form methods: MC error of a 2.5% tail is 0.0035
+MARGIN = 0.05  # the margin of every grid question with an absolute margin
 
 
 def row(test, cell, low, high, truth, **extra):
@@ -28,8 +49,83 @@ def row(test, cell, low, high, truth, **extra):
     return dict(test=test, cell=cell, coverage=cov, over=over, under=under, **extra)
 
 
+def bounds(interval):
+    return interval.low, interval.high
+
+
+def verdict_row(test, cell, verdicts, good_low: bool = True, **extra):
+    """P(confirmed) and P(refuted) of one question over the series, truth on its edge; `over` and `under`
+    are the same rates as miss rates of the interval (P(low > truth), P(high < truth)): confirmed is
+    `over` when the good side is up (threshold above, pair on the good-direction scale), `under` when
+    it is down (threshold below)."""
+    confirmed, refuted = float(np.mean(verdicts == "pass")), float(np.mean(verdicts == "fail"))
+    over, under = (confirmed, refuted) if good_low else (refuted, confirmed)
+    return dict(test=test, cell=cell, confirmed=confirmed, refuted=refuted, coverage=1 - confirmed - refuted,
+                over=over, under=under, **extra)
+
+
+# ---- the questions of a grid cell: each with its edge exactly at the truth
+
+
+def thresholds(truth: float, margin: float = MARGIN, metric: str = "x") -> tuple[Threshold, Threshold]:
+    """Above truth - margin and below truth + margin: both edges are the truth."""
+    return (Threshold(metric, above=truth - margin, margin=margin),
+            Threshold(metric, below=truth + margin, margin=margin))
+
+
+def threshold_rows(test, cell, low_high, truth, margin=MARGIN, **extra):
+    """One row per direction of `thresholds(truth)`: the verdicts of the interval (low, high) at each edge."""
+    rows = []
+    for question in thresholds(truth, margin):
+        above = question.above is not None
+        verdicts = threshold_verdicts(question, *low_high)
+        rows.append(verdict_row(test, f"{cell} {'above' if above else 'below'}", verdicts, above,
+                                bound="above" if above else "below", **extra))
+    return rows
+
+
+def pair_question(good_truth: float, direction: str, metric: str = "x") -> Pair:
+    """The pair whose edge is the truth on the good-direction scale: compare at a margin of the truth
+    when the candidate is better, noninferior at its size when worse, compare at 0 on an A/A."""
+    if good_truth < 0:
+        return Pair("noninferior", "base", "cand", metric, -good_truth, direction)
+    return Pair("compare", "base", "cand", metric, good_truth, direction)
+
+
+def pair_verdicts(question: Pair | Guardrail, interval, mb, mc, shape, direction=None):
+    """A pair cell's verdicts: its interval against the primary's (or the guardrail's) edge, no decision
+    where the §4.4 guards leave no interval."""
+    if isinstance(question, Pair):
+        edge = primary_edge(question)
+    else:
+        edge = guardrail_edge(question, direction, "rate" if shape == "rate" else "score")
+    verdicts = interval_verdicts(interval.low, interval.high, edge)
+    return np.where(no_interval(mb, mc, shape) != "", "unclear", verdicts)
+
+
+def rate_pair_verdicts(question, kb, kc, n, family, order=None, direction=None):
+    """Paired rates through the verdict path: M2 (+ betting) on the question's contrast."""
+    direction = direction or question.direction
+    sign = orientation(direction)
+    margin = question.margin if isinstance(question, Guardrail) and question.relative else None
+    interval = pair_rate_interval(kc, n, kb, n, sign, contrast_scale(sign, margin), family, order)
+    return pair_verdicts(question, interval, kb / n, kc / n, "rate", direction)
+
+
+def mean_pair_verdicts(question, mb, mc, family, bounded, order=None, direction=None):
+    """Paired means through the verdict path: paired t (+ betting when bounded) on the contrast."""
+    direction = direction or question.direction
+    sign = orientation(direction)
+    margin = question.margin if isinstance(question, Guardrail) and question.relative else None
+    interval = paired_mean_interval(mc, mb, sign, contrast_scale(sign, margin), family, bounded, order)
+    return pair_verdicts(question, interval, mb, mc, "mean", direction)
+
+
+# ---- V1 / V2: M1 (single rate), thresholds above and below
+
+
 def v1_rows(series=S):
-    """M1, regular regime: 2 x 2 x 2 x 4 = 32 cells."""
+    """M1, regular regime: 2 x 2 x 2 x 4 = 32 cells, each as a threshold above and one below."""
     rows = []
     for cases in (30, 100):
         for repeats in (5, 20):
@@ -37,8 +133,8 @@ def v1_rows(series=S):
                 for rho in (0.02, 0.1, 0.3, 0.6):
                     rng = np.random.default_rng([1, cases, repeats, int(mu * 100), int(rho * 100)])
                     k, n = beta_binomial(rng, mu, rho, series, cases, repeats)
-                    _, low, high, _, _ = intervals.m1(k, n)
-                    rows.append(row("V1", f"C={cases} R={repeats} mu={mu} rho={rho}", low, high, mu))
+                    rows += threshold_rows("V1", f"C={cases} R={repeats} mu={mu} rho={rho}",
+                                           bounds(rate_interval(k, n, "model")), mu)
     return rows
 
 
@@ -50,15 +146,15 @@ def v2_rows(series=S):
             for rho in (0.02, 0.1, 0.3, 0.6):
                 rng = np.random.default_rng([2, cases, repeats, int(rho * 100)])
                 k, n = beta_binomial(rng, 0.97, rho, series, cases, repeats)
-                _, low, high, _, _ = intervals.m1(k, n)
-                rows.append(row("V2", f"C={cases} R={repeats} rho={rho}", low, high, 0.97,
-                                width=float(np.mean(high - low))))
+                interval = rate_interval(k, n, "model")
+                rows += threshold_rows("V2", f"C={cases} R={repeats} rho={rho}", bounds(interval), 0.97,
+                                       width=float(np.mean(interval.high - interval.low)))
             rng = np.random.default_rng([22, cases, repeats])
             p_good = (0.97 - 0.03 * 0.1) / 0.97
             k, n, mu = hard_case_mixture(rng, 0.03, 0.1, p_good, series, cases, repeats)
-            _, low, high, _, _ = intervals.m1(k, n)
-            rows.append(row("V2", f"C={cases} R={repeats} mixture 3% at 0.1", low, high, mu,
-                            width=float(np.mean(high - low))))
+            interval = rate_interval(k, n, "model")
+            rows += threshold_rows("V2", f"C={cases} R={repeats} mixture 3% at 0.1", bounds(interval), mu,
+                                   width=float(np.mean(interval.high - interval.low)))
     return rows
 
 
@@ -66,19 +162,18 @@ MIXTURES = ((0.03, 0.1, 0.99), (0.05, 0.0, 0.98), (0.10, 0.2, 0.95))
 
 
 def robust_mixture_rows(series=S):
-    """Hard-case mixtures (a few % of cases at a low rate): M1 vs the robust hull. 5 x 2 x 3 cells."""
+    """Hard-case mixtures (a few % of cases at a low rate): M1 vs the robust hull. 5 x 2 x 3 cells, each
+    as a threshold above (the false confirmation hard cases cause) and below."""
     rows = []
     for cases in (12, 20, 40, 60, 100):
         for repeats in (5, 20):
             for share, p_hard, p_good in MIXTURES:
                 rng = np.random.default_rng([3, cases, repeats, int(share * 100)])
                 k, n, mu = hard_case_mixture(rng, share, p_hard, p_good, series, cases, repeats)
-                _, low, high, _, _ = rate_interval(k, n, "model")
-                _, r_low, r_high, _, _ = rate_interval(k, n, "robust")
                 cell = f"C={cases} R={repeats} {share:.0%} at {p_hard}, rest {p_good}"
-                model = row("V2-mix", cell, low, high, mu)
-                robust = row("V2-mix", cell, r_low, r_high, mu)
-                rows.append(dict(robust, m1_over=model["over"], m1_under=model["under"]))
+                model = threshold_rows("V2-mix", cell, bounds(rate_interval(k, n, "model")), mu, margin=0.02)
+                robust = threshold_rows("V2-mix", cell, bounds(rate_interval(k, n, "robust")), mu, margin=0.02)
+                rows += [dict(r, m1_confirmed=m["confirmed"]) for r, m in zip(robust, model)]
     return rows
 
 
@@ -94,22 +189,31 @@ def pooled_wilson_coverage(series=S):
     return row("V3", "C=12 R=20 mu=0.97 rho=0.3 pooled Wilson", centre - half, centre + half, 0.97)
 
 
+# ---- V4 / V5: M2 (paired rates), compare and noninferior in both directions
+
 V4_RATES = ((0.70, 0.75), (0.95, 0.97), (0.90, 0.85), (0.97, 0.95), (0.60, 0.60))
 
 
 def v4_rows(series=S, repeats=10):
-    """M2 paired binary, logit-normal DGP: 4 x 5 x 2 x 3 = 120 cells, R = 10."""
+    """M2 paired binary, logit-normal DGP: 4 x 5 x 2 x 3 = 120 cells, R = 10.
+
+    Each cell is the pair whose edge is the truth: higher is better at sd_case 1 (p_c - p_b), lower is
+    better at sd_case 2.5 (the same rates read as error rates: p_b - p_c), so every rate pair and number
+    of cases is decided in both directions, as compare (candidate better) or noninferior (worse).
+    """
     rows = []
     for cases in (12, 30, 50, 100):
         for p_b, p_c in V4_RATES:
             for sd_case in (1.0, 2.5):
+                direction = HIGHER if sd_case == 1.0 else LOWER
                 for sd_effect in (0.0, 0.5, 0.8):
                     rng = np.random.default_rng([5, cases, int(p_b * 100), int(p_c * 100), int(sd_case * 10),
                                                  int(sd_effect * 10)])
                     kb, kc, n = logit_pair(rng, p_b, p_c, sd_case, sd_effect, series, cases, repeats)
-                    _, low, high, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "model")
-                    rows.append(row("V4", f"C={cases} {p_b}->{p_c} sd_case={sd_case} sd_eff={sd_effect}",
-                                    low, high, p_c - p_b, cases=cases, rates=(p_b, p_c)))
+                    question = pair_question(orientation(direction) * (p_c - p_b), direction)
+                    verdicts = rate_pair_verdicts(question, kb, kc, n, "model")
+                    rows.append(verdict_row("V4", f"C={cases} {p_b}->{p_c} sd_case={sd_case} sd_eff={sd_effect} "
+                                            f"{question.kind} {direction}", verdicts, cases=cases, rates=(p_b, p_c)))
     return rows
 
 
@@ -118,6 +222,7 @@ def concentrated_harm_rows(series=S, repeats=10):
 
     Baseline rate p on every case; the candidate fails a hidden share of cases completely and
     matches the baseline elsewhere, so Delta = -share * p. Robust must hold its tails; M2 need not.
+    The 3% cells read the same data as failure rates, lower is better (the candidate fails more).
     """
     rows = []
     for cases in (20, 40, 60, 100):
@@ -127,44 +232,138 @@ def concentrated_harm_rows(series=S, repeats=10):
             n = np.full((series, cases), float(repeats))
             kb = rng.binomial(repeats, np.full((series, cases), p)).astype(float)
             kc = rng.binomial(repeats, np.where(broken, 0.0, p)).astype(float)
-            truth = -share * p
-            _, low, high, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "model")
-            _, r_low, r_high, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, "robust")
-            model = row("V4-harm", "", low, high, truth)
-            rows.append(dict(row("V4-harm", f"C={cases} {share:.0%} of cases broken, p={p}", r_low, r_high, truth),
-                             m2_over=model["over"], m2_under=model["under"]))
+            direction = LOWER if share == 0.03 else HIGHER
+            if direction == LOWER:
+                kb, kc = n - kb, n - kc
+            question = Pair("noninferior", "base", "cand", "x", share * p, direction)
+            model = verdict_row("V4-harm", "", rate_pair_verdicts(question, kb, kc, n, "model"))
+            robust = rate_pair_verdicts(question, kb, kc, n, "robust")
+            rows.append(verdict_row("V4-harm", f"C={cases} {share:.0%} of cases broken, p={p} {direction}", robust,
+                                    m2_confirmed=model["confirmed"]))
     return rows
 
 
 def v5_rows(series=S, repeats=10):
     """A/A and boundary truths through the verdict rule, both families, C in {12, 30, 100}.
 
-    Returns P(confirmed) for: A/A compare margin 0 (each direction), NI with truth at -m, compare
-    with truth at +m (m = 0.05), and an A/A paired t on bounded scores.
+    P(confirmed) and P(refuted) of: an A/A compare at margin 0 (higher and lower is better), NI with truth
+    at -m, compare with truth at +m (m = 0.05), and an A/A paired t on bounded scores (both directions).
     """
     rows = []
-    margin = 0.05
+    margin = MARGIN
     for cases in (12, 30, 100):
         for family in ("robust", "model"):
             rng = np.random.default_rng([7, cases])
             kb, kc, n = logit_pair(rng, 0.8, 0.8, 1.5, 0.0, series, cases, repeats)
-            _, low, high, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family)
-            rows.append(dict(test="V5", cell=f"A/A rate C={cases} {family}", better=float(np.mean(low > 0)),
-                             worse=float(np.mean(high < 0))))
+            for direction in (HIGHER, LOWER):
+                verdicts = rate_pair_verdicts(pair_question(0.0, direction), kb, kc, n, family)
+                rows.append(verdict_row("V5", f"A/A rate C={cases} {family} {direction}", verdicts))
             kb, kc, n = logit_pair(rng, 0.85, 0.85 - margin, 1.5, 0.5, series, cases, repeats)
-            _, low, _, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family)
-            rows.append(dict(test="V5", cell=f"NI truth -m C={cases} {family}", confirmed=float(np.mean(low > -margin))))
+            verdicts = rate_pair_verdicts(pair_question(-margin, HIGHER), kb, kc, n, family)
+            rows.append(verdict_row("V5", f"NI truth -m C={cases} {family}", verdicts))
             kb, kc, n = logit_pair(rng, 0.75, 0.75 + margin, 1.5, 0.5, series, cases, repeats)
-            _, low, _, _ = pair_rate_interval(kc, n, kb, n, 1.0, 1.0, family)
-            rows.append(dict(test="V5", cell=f"compare truth +m C={cases} {family}",
-                             confirmed=float(np.mean(low > margin))))
+            verdicts = rate_pair_verdicts(pair_question(margin, HIGHER), kb, kc, n, family)
+            rows.append(verdict_row("V5", f"compare truth +m C={cases} {family}", verdicts))
             level = special.expit(rng.normal(0.5, 1.0, (series, cases)))
             sb = np.clip(level + rng.normal(0, 0.1, (series, cases)) / np.sqrt(repeats), 0, 1)
             sc = np.clip(level + rng.normal(0, 0.1, (series, cases)) / np.sqrt(repeats), 0, 1)
-            _, low, high = paired_mean_interval(sc - sb, (-1.0, 1.0), family, True)
-            rows.append(dict(test="V5", cell=f"A/A score C={cases} {family}", better=float(np.mean(low > 0)),
-                             worse=float(np.mean(high < 0))))
+            for direction in (HIGHER, LOWER):
+                verdicts = mean_pair_verdicts(pair_question(0.0, direction), sb, sc, family, True)
+                rows.append(verdict_row("V5", f"A/A score C={cases} {family} {direction}", verdicts))
     return rows
+
+
+# ---- V5-edge: every question kind with a non-zero margin, truth on the edge, both directions
+
+def score_attempts(rng, levels, repeats, concentration=20.0):
+    """Judge scores in [0, 1]: each attempt Beta around its case's level (mean exactly the level)."""
+    lv = np.clip(levels, 1e-6, 1 - 1e-6)[..., None] * np.ones(repeats)
+    return rng.beta(lv * concentration, (1 - lv) * concentration)
+
+
+EDGE_CASES = (12, 30, 100)
+
+
+def threshold_data(kind: str, rng, series: int, cases: int):
+    """(data, truth) of a V5-edge threshold cell: rates (k, n) or score case means, truth = the mean."""
+    if kind == "rate":
+        k, n = beta_binomial(rng, 0.85, 0.1, series, cases, 10)
+        return (k, n), 0.85
+    levels = rng.beta(0.7 * 8, 0.3 * 8, (series, cases))
+    return score_attempts(rng, levels, 5), 0.7
+
+
+def threshold_interval(kind: str, data, family: str, order=None):
+    if kind == "rate":
+        return rate_interval(*data, family, order)
+    return mean_interval(data.mean(axis=-1), family, True, False, order)
+
+
+# (kind, metric shape, question, p_b, p_c): rates are logit-normal case rates; scores Beta attempts around them
+EDGE_PAIRS = (
+    ("compare", "rate", HIGHER, 0.70, 0.75),
+    ("compare", "rate", LOWER, 0.30, 0.25),
+    ("noninferior", "rate", HIGHER, 0.85, 0.80),
+    ("noninferior", "rate", LOWER, 0.15, 0.20),
+    ("relative", "rate", HIGHER, 0.80, 0.72),  # p_c = (1 - 0.1) p_b: the contrast's truth is 0
+    ("relative", "rate", LOWER, 0.20, 0.22),  # p_c = (1 + 0.1) p_b
+    ("noninferior", "score", HIGHER, 0.75, 0.70),
+    ("compare", "score", LOWER, 0.40, 0.35),
+    ("relative", "score", HIGHER, 0.60, 0.54),
+    ("relative", "score", LOWER, 0.40, 0.44),
+)
+RELATIVE = 0.1
+
+
+def edge_question(kind: str, direction: str, p_b: float, p_c: float) -> Pair | Guardrail:
+    if kind == "relative":
+        return Guardrail("x", RELATIVE, direction, relative=True)
+    return pair_question(orientation(direction) * (p_c - p_b), direction)
+
+
+def pair_data(shape: str, p_b: float, p_c: float, rng, series: int, cases: int):
+    """(base, cand) per-case data of a V5-edge pair cell: (kb, kc, n) of rates, attempt scores of scores."""
+    if shape == "rate":
+        return logit_pair(rng, p_b, p_c, 1.0, 0.5, series, cases, 10)
+    a_b = logit_location(p_b, 1.0)
+    a_c = logit_location(p_c, math.hypot(1.0, 0.3))
+    theta = rng.normal(0, 1.0, (series, cases))
+    base = score_attempts(rng, special.expit(a_b + theta), 5)
+    cand = score_attempts(rng, special.expit(a_c + theta + rng.normal(0, 0.3, (series, cases))), 5)
+    return base, cand
+
+
+def edge_pair_verdicts(shape, question, data, family, order=None):
+    if shape == "rate":
+        kb, kc, n = data
+        return rate_pair_verdicts(question, kb, kc, n, family, order)
+    base, cand = data
+    return mean_pair_verdicts(question, base.mean(axis=-1), cand.mean(axis=-1), family, True, order)
+
+
+def edge_rows(series=S):
+    """§11.1's guarantee for every question kind at a non-zero margin: thresholds above and below on a
+    rate and on a judge score; compare, noninferior and relative guardrails on paired rates and scores,
+    higher and lower is better; both families; C in {12, 30, 100}. 12 x 3 x 2 = 72 cells."""
+    rows = []
+    for cases in EDGE_CASES:
+        for family in ("robust", "model"):
+            for kind in ("rate", "score"):
+                rng = np.random.default_rng([13, cases, len(kind)])
+                data, truth = threshold_data(kind, rng, series, cases)
+                rows += threshold_rows("V5-edge", f"threshold {kind} C={cases} {family}",
+                                       bounds(threshold_interval(kind, data, family)), truth, cases=cases,
+                                       family=family)
+            for i, (kind, shape, direction, p_b, p_c) in enumerate(EDGE_PAIRS):
+                rng = np.random.default_rng([14, cases, i])
+                question = edge_question(kind, direction, p_b, p_c)
+                verdicts = edge_pair_verdicts(shape, question, pair_data(shape, p_b, p_c, rng, series, cases), family)
+                rows.append(verdict_row("V5-edge", f"{kind} {shape} {direction} {p_b}->{p_c} C={cases} {family}",
+                                        verdicts, cases=cases, family=family))
+    return rows
+
+
+# ---- V6: means of case means (skewness-corrected t) and paired t
 
 
 def _lognormal_attempts(rng, sigma_c, sigma_w, series, cases, repeats, shift=0.0):
@@ -177,8 +376,10 @@ def _lognormal_attempts(rng, sigma_c, sigma_w, series, cases, repeats, shift=0.0
 def v6_rows(series=S, repeats=5):
     """Means of case means, lognormal case means (sigma_c 0.5 and 1.0), C in {12, 30, 100}.
 
-    Rows: the plain t on case means (the baseline that undercovers), the skewness-corrected t the
-    verdict uses for positive unbounded metrics (`skew-t`), and the paired t on per-case differences.
+    Rows: the plain t on case means (the baseline that undercovers, an interval alone), the
+    skewness-corrected t the verdict uses for cost_usd (`skew-t`: thresholds below and above, margin
+    a tenth of the truth), and the paired t on per-case differences (a noninferiority on cost, lower is
+    better, and the compare of the same data read higher is better: margin the truth).
     """
     rows = []
     for cases in (12, 30, 100):
@@ -189,16 +390,19 @@ def v6_rows(series=S, repeats=5):
             means = y.mean(axis=2)
             _, low, high, _ = intervals.t_mean(means)
             rows.append(row("V6", f"t C={cases} sigma_c={sigma_c}", low, high, truth, cases=cases))
-            _, low, high = mean_interval(means, "model", False, skewed=True)
-            rows.append(row("V6", f"skew-t C={cases} sigma_c={sigma_c}", low, high, truth, cases=cases))
+            rows += threshold_rows("V6", f"skew-t C={cases} sigma_c={sigma_c}",
+                                   bounds(mean_interval(means, "robust", False, skewed=True)), truth, truth / 10,
+                                   cases=cases)
             tau, delta = 0.2, 0.1
             v = rng.normal(0, tau, (series, cases, 1))
             e = rng.normal(-0.125, 0.5, (series, cases, repeats))
-            yc = np.exp(a + delta + v + e)
-            d = yc.mean(axis=2) - means
-            truth_d = truth * (math.exp(delta + tau**2 / 2) - 1)
-            _, low, high, _ = intervals.t_mean(d)
-            rows.append(row("V6", f"paired t C={cases} sigma_c={sigma_c}", low, high, truth_d, cases=cases))
+            yc = np.exp(a + delta + v + e).mean(axis=2)
+            truth_d = truth * (math.exp(delta + tau**2 / 2) - 1)  # the candidate costs more
+            for direction in (LOWER, HIGHER):
+                question = pair_question(orientation(direction) * truth_d, direction, "cost_usd")
+                verdicts = mean_pair_verdicts(question, means, yc, "robust", False)
+                rows.append(verdict_row("V6", f"paired t C={cases} sigma_c={sigma_c} {question.kind} {direction}",
+                                        verdicts, cases=cases))
     return rows
 
 
@@ -213,7 +417,8 @@ V6_SHAPES = (  # positive case-mean distributions other than the lognormal, with
 
 
 def v6_shape_rows(series=S):
-    """The skewness-corrected t on other positive shapes (symmetric to strongly skewed), next to t."""
+    """The skewness-corrected t on other positive shapes (symmetric to strongly skewed), next to t:
+    thresholds above and below at a margin of a tenth of the truth."""
     rows = []
     for name, draw, truth in V6_SHAPES:
         for cases in (12, 30, 100):
@@ -221,10 +426,14 @@ def v6_shape_rows(series=S):
             x = draw(rng, (series, cases))
             _, low, high, _ = intervals.t_mean(x)
             t_row = row("V6-shape", "", low, high, truth)
-            _, low, high = mean_interval(x, "model", False, skewed=True)
-            rows.append(dict(row("V6-shape", f"skew-t {name} C={cases}", low, high, truth, cases=cases),
-                             t_coverage=t_row["coverage"], t_over=t_row["over"], t_under=t_row["under"]))
+            for r in threshold_rows("V6-shape", f"skew-t {name} C={cases}",
+                                    bounds(mean_interval(x, "robust", False, skewed=True)), truth, truth / 10,
+                                    cases=cases):
+                rows.append(dict(r, t_over=t_row["over"], t_under=t_row["under"]))
     return rows
+
+
+# ---- V7: cost_of_pass (M7) and the paired log ratio of a relative cost guardrail
 
 
 def _cost_pass(rng, p_mean, series, cases, repeats, cost_factor=1.0, logit_shift=0.0):
@@ -240,7 +449,9 @@ def _cost_pass(rng, p_mean, series, cases, repeats, cost_factor=1.0, logit_shift
 
 
 def v7_rows(series=S, repeats=5):
-    """M7 (cost_of_pass) and the paired log ratio, pass rates 0.3-0.9, C in {12, 30, 100}."""
+    """M7 (cost_of_pass: thresholds below and above, margin a tenth of the truth) and the paired log ratio
+    of a relative cost_of_pass guardrail (the candidate dearer: lower is better, edge -log(1 + m); the
+    same data with the roles swapped: higher is better, edge log(1 - m)), pass rates 0.3-0.9, C 12-100."""
     rows = []
     mean_level = 0.01 * math.exp(0.125)  # E[exp(0.5 * N(0, 1))]
     for cases in (12, 30, 100):
@@ -248,8 +459,9 @@ def v7_rows(series=S, repeats=5):
             rng = np.random.default_rng([9, cases, int(p * 10)])
             y, x, z, w = _cost_pass(rng, p, series, cases, repeats)
             ok = x.sum(axis=1) > 0
-            ratio, low, high = intervals.m7(y[ok], x[ok])
-            rows.append(row("V7", f"M7 C={cases} p={p}", low, high, mean_level / p, cases=cases))
+            truth = mean_level / p
+            rows += threshold_rows("V7", f"M7 C={cases} p={p}", bounds(ratio_interval(y[ok], x[ok])), truth, truth / 10,
+                                   cases=cases)
             # candidate: 30% dearer, +0.3 on the logit of every case
             a = logit_location(p, 1.0)
             rate_c = special.expit(a + 0.3 + z)
@@ -257,20 +469,33 @@ def v7_rows(series=S, repeats=5):
             yc = (level_c[..., None] * np.exp(rng.normal(-0.045, 0.3, (series, cases, repeats)))).sum(axis=2)
             xc = rng.binomial(repeats, rate_c).astype(float)
             p_c = float(np.sum(GH_WEIGHTS * special.expit(a + 0.3 + GH_NODES)))
-            truth = math.log(1.3 * mean_level / p_c) - math.log(mean_level / p)
+            log_ratio = math.log(1.3 * mean_level / p_c) - math.log(mean_level / p)  # log(R_c / R_b) > 0
             ok = (x.sum(axis=1) > 0) & (xc.sum(axis=1) > 0)
-            _, low, high = intervals.paired_ratio(yc[ok], xc[ok], y[ok], x[ok], log=True)
-            rows.append(row("V7", f"paired log ratio C={cases} p={p}", low, high, truth, cases=cases))
+            for direction in (LOWER, HIGHER):
+                # lower is better: R_c <= (1 + m) R_b; swapped, higher is better: R_b >= (1 - m) R_c
+                if direction == LOWER:
+                    arms, margin = (yc[ok], xc[ok], y[ok], x[ok]), math.expm1(log_ratio)
+                else:
+                    arms, margin = (y[ok], x[ok], yc[ok], xc[ok]), -math.expm1(-log_ratio)
+                guard = Guardrail("cost_of_pass", margin, direction, relative=True)
+                interval = paired_ratio_interval(*arms, orientation(direction), log=True)
+                verdicts = interval_verdicts(interval.low, interval.high, guardrail_edge(guard, direction, "log_ratio"))
+                rows.append(verdict_row("V7", f"paired log ratio C={cases} p={p} {direction}", verdicts, cases=cases))
     return rows
+
+
+# ---- V8: quantiles, through `single` (M5) and `pair_estimate` (M6), one series at a time
 
 
 def _latency_sample(values: np.ndarray, q: float) -> Sample:
     info = metric_info("latency_p95_ms" if q > 0.5 else "latency_p50_ms", {})
-    return Sample.from_groups(info, [f"c{i}" for i in range(len(values))], list(values))
+    cases = values.shape[0]
+    return Sample(info, tuple(f"c{i:03d}" for i in range(cases)), values.ravel(), np.full(cases, values.shape[1]))
 
 
 def v8_m5_rows(series=1000, repeats=10):
-    """M5 Woodruff, p50 and p95, lognormal latency exp(7 + a + e), 1000 series per cell."""
+    """M5 Woodruff, p50 and p95, lognormal latency exp(7 + a + e), 1000 series per cell: `single`'s
+    estimate against thresholds below and above the truth (margin 5%), and its reliability flag."""
     rows = []
     for q in (0.5, 0.95):
         for cases in (12, 30, 100):
@@ -278,26 +503,25 @@ def v8_m5_rows(series=1000, repeats=10):
                 rng = np.random.default_rng([10, int(q * 100), cases, int(sigma_c * 10)])
                 lat = np.exp(7 + rng.normal(0, sigma_c, (series, cases, 1)) + rng.normal(0, sigma_w, (series, cases, repeats)))
                 truth = math.exp(7 + math.hypot(sigma_c, sigma_w) * stats.norm.ppf(q))
-                lows, highs, flagged = [], [], []
-                case_index = np.repeat(np.arange(cases), repeats)
-                for s in range(series):
-                    low, high, n_above = intervals.woodruff(lat[s].ravel(), case_index, cases, q)
-                    lows.append(-np.inf if low is None else low)
-                    highs.append(np.inf if high is None else high)
-                    flagged.append(n_above < 5 or (q >= 0.9 and cases < 30) or low is None or high is None)
-                low, high, flagged = np.array(lows), np.array(highs), np.array(flagged)
+                estimates = [single(_latency_sample(lat[s], q), "v8", "robust") for s in range(series)]
+                low = np.array([-np.inf if e.low is None else e.low for e in estimates])
+                high = np.array([np.inf if e.high is None else e.high for e in estimates])
+                flagged = np.array([e.reliability != "ok" for e in estimates])
                 missed = (low > truth) | (high < truth)
                 flagged_share = float(flagged[missed].mean()) if missed.any() else 1.0
-                rows.append(row("V8", f"M5 p{int(q * 100)} C={cases} sigma_c={sigma_c} sigma_w={sigma_w}",
-                                low, high, truth, cases=cases, q=q, sigma_c=sigma_c, flagged_misses=flagged_share))
+                rows += threshold_rows("V8", f"M5 p{int(q * 100)} C={cases} sigma_c={sigma_c} sigma_w={sigma_w}",
+                                       (low, high), truth, truth / 20, cases=cases, q=q, sigma_c=sigma_c,
+                                       flagged_misses=flagged_share)
     return rows
 
 
 def v8_m6_rows(series=400, repeats=10, resamples=1000):
-    """M6 paired cluster bootstrap of log(p95_c / p95_b): 400 series x 1000 resamples per cell.
+    """M6 paired cluster bootstrap of log(p95_c / p95_b) through `pair_estimate` (1000 resamples, where a
+    verdict draws 10,000) and a relative latency_p95_ms guardrail at the truth: 400 series per cell.
 
     Pure scale shift (shared case effects, factor 1.2) and a heterogeneous shift (case-specific
-    slowdowns, sd 0.3 on the log scale).
+    slowdowns, sd 0.3 on the log scale). The candidate is slower: lower is better, edge -log(1 + m);
+    in the C=30 cells the roles are swapped and higher is better, edge log(1 - m).
     """
     rows = []
     q, sigma_c, sigma_w, factor = 0.95, 0.5, 0.5, 1.2
@@ -308,15 +532,21 @@ def v8_m6_rows(series=400, repeats=10, resamples=1000):
         base = np.round(np.exp(7 + a + rng.normal(0, sigma_w, (series, cases, repeats))))
         cand = np.round(np.exp(7 + a + s + rng.normal(0, sigma_w, (series, cases, repeats))))
         z = stats.norm.ppf(q)
-        truth = math.log(factor) + z * (math.sqrt(sigma_c**2 + tau**2 + sigma_w**2) - math.hypot(sigma_c, sigma_w))
-        lows, highs = [], []
+        log_ratio = math.log(factor) + z * (math.sqrt(sigma_c**2 + tau**2 + sigma_w**2) - math.hypot(sigma_c, sigma_w))
+        direction = HIGHER if cases == 30 else LOWER
+        if direction == LOWER:
+            guard = Guardrail("latency_p95_ms", math.expm1(log_ratio), direction, relative=True)
+        else:
+            base, cand = cand, base
+            guard = Guardrail("latency_p95_ms", -math.expm1(-log_ratio), direction, relative=True)
+        verdicts = []
         for i in range(series):
-            reps = m6(_latency_sample(base[i], q), _latency_sample(cand[i], q), q, seed=i, resamples=resamples, log=True)
-            lo, hi = np.quantile(reps, [0.025, 0.975])
-            lows.append(lo)
-            highs.append(hi)
-        rows.append(row("V8", f"M6 log p95 ratio C={cases} shift sd={tau}", np.array(lows), np.array(highs), truth,
-                        cases=cases))
+            estimate = pair_estimate(_latency_sample(base[i], q), _latency_sample(cand[i], q), direction, "v8",
+                                     "robust", guard.margin, ("base", "cand"), resamples)
+            verdicts.append(interval_verdict(estimate.low, estimate.high,
+                                             guardrail_edge(guard, direction, estimate.unit)))
+        rows.append(verdict_row("V8", f"M6 log p95 ratio C={cases} shift sd={tau} {direction}", np.array(verdicts),
+                                cases=cases))
     return rows
 
 
@@ -344,7 +574,7 @@ V9_ROWS = (  # statistics.md §8 table: (above, margin, rho, repeats, family); t
 
 def v9_rows(series=S):
     """Planner vs brute force: power at the planned C (independent seed) and at C / 1.1."""
-    from pytest_aqven.stats import Threshold, launch_plan  # noqa: PLC0415
+    from pytest_aqven.stats import launch_plan  # noqa: PLC0415
     from pytest_aqven.stats.plan import planning_truth, simulated_power  # noqa: PLC0415
 
     rows = []
