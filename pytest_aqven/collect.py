@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from . import internals
 from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
 from .series.findings import repair as repair_findings
@@ -200,7 +201,6 @@ class AttemptItem(pytest.Item):
         if not (scheduler.held_by_another_runner(series, variant, self.parent.case, self.repeat)
                 and scheduler.has_free_slots()):
             return reach
-        from .plugin import upcoming
         reach += scheduler.concurrency
         for item in upcoming(self, 2 * scheduler.concurrency + 2 + reach):
             if isinstance(item, AttemptItem):
@@ -211,8 +211,7 @@ class AttemptItem(pytest.Item):
         """(variant, case name, repeat) of the next attempts of this series that this process runs; none
         under a distribution mode that may give a queued item to another worker (worksteal: a claim made for
         it here would hold that worker until given back, Scheduler.AHEAD_SECONDS later)."""
-        from .plugin import dist_mode, upcoming
-        if dist_mode(self.config) not in KEEPS_ITS_QUEUE:
+        if internals.dist_mode(self.config) not in KEEPS_ITS_QUEUE:
             return []
         file = self.experiment_file
         return [(item.parent.parent.name, item.parent.case.name, item.repeat) for item in upcoming(self, count + 1)[1:]
@@ -307,8 +306,7 @@ class StandingVerdict(Exception):
 def run_token(config: pytest.Config) -> str:
     """The same on every xdist worker of one run (xdist's testrunuid), new for every run."""
     if RUN_TOKEN not in config.stash:
-        workerinput = getattr(config, "workerinput", None)
-        config.stash[RUN_TOKEN] = workerinput["testrunuid"] if workerinput else __import__("uuid").uuid4().hex
+        config.stash[RUN_TOKEN] = internals.run_uid(config) or __import__("uuid").uuid4().hex
     return config.stash[RUN_TOKEN]
 
 
@@ -318,6 +316,38 @@ def scheduler(config: pytest.Config):
         from .series.scheduler import Scheduler
         config.stash[SCHEDULER] = Scheduler(config.option.aqven_concurrency)
     return config.stash[SCHEDULER]
+
+
+def new_in_window(session: pytest.Session, window: list[pytest.Item]) -> list[pytest.Item]:
+    """The items of the look-ahead window after the previous window's last one: the window moves an item at
+    a time, so each item schedules one attempt instead of 2N + 2 (a cost per attempt that grew with N)."""
+    last = session.stash.get(_WINDOW_END, None)
+    session.stash[_WINDOW_END] = window[-1] if window else None
+    for i in range(len(window) - 1, -1, -1):
+        if window[i] is last:
+            return window[i + 1:]
+    return window       # the first window, or one that moved otherwise: all of it (scheduling is idempotent)
+
+
+def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
+    """This item and the next ones this process runs: under xdist only those the worker was given."""
+    session = item.session
+    worker = session.stash.get(_WORKER, False)
+    if worker is False:
+        worker = session.stash[_WORKER] = internals.worker_interactor(item.config)
+    if worker is not None:
+        indices = internals.queued_indices(worker)
+        return [item, *(session.items[i] for i in indices[:count] if isinstance(i, int))]
+    positions = session.stash.get(_POSITIONS, None)
+    if positions is None:
+        positions = session.stash[_POSITIONS] = {id(it): i for i, it in enumerate(session.items)}
+    start = positions.get(id(item))
+    return [item] if start is None else session.items[start:start + count]
+
+
+_WORKER = pytest.StashKey[object]()     # xdist's WorkerInteractor, or None: looked up once
+_POSITIONS = pytest.StashKey[dict]()
+_WINDOW_END = pytest.StashKey[pytest.Item | None]()
 
 
 def wait(future, on_wait=None):
@@ -337,9 +367,8 @@ def _deselected(file: ExperimentFile) -> bool:
     """True only when -m or -k surely deselects every attempt of this file. Its items carry the file's markers
     and keywords plus their variant, case and repeat names, unknown before planning: -k is evaluated for every
     truth value of the names the file does not decide, and the file is skipped only if all of them deselect."""
+    KeywordMatcher, Expression = internals.mark_expressions()
     try:
-        from _pytest.mark import KeywordMatcher
-        from _pytest.mark.expression import Expression
         marks = {m.name for m in file.iter_markers()}
         mexpr = file.config.option.markexpr
         if mexpr:
@@ -377,5 +406,5 @@ def _deselected(file: ExperimentFile) -> bool:
             if len(unknown) > 8:
                 return False
         return False
-    except Exception:       # pytest internals changed or an expression we do not model: collect as usual
+    except Exception:       # an expression we do not model: collect as usual
         return False

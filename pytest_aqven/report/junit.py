@@ -9,6 +9,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from .. import internals
 from . import attempts, look
 from .text import figure, interval, pair_words
 
@@ -33,26 +34,18 @@ def testcase_name(nodeid: str) -> str | None:
 
 def name_testcase(config, report) -> None:
     """Before junitxml opens the testcase: its name attribute (kept by junitxml over the one it derives)."""
-    try:
-        from _pytest.junitxml import xml_key
-        xml = config.stash.get(xml_key, None)
-        name = testcase_name(report.nodeid) if xml is not None and "aqven" in report.keywords else None
-        if name is not None:
-            xml.node_reporter(report).add_attribute("name", name)
-    except Exception:   # junitxml's internals changed: pytest's own names, nothing lost
-        pass
+    xml = internals.junit_xml(config)
+    name = testcase_name(report.nodeid) if xml is not None and "aqven" in report.keywords else None
+    if name is not None:
+        xml.node_reporter(report).add_attribute("name", name)
 
 
 def add_suite_properties(config, entry_props: list[tuple[str, str]], experiment: str) -> None:
     """A verdict's properties under the testsuite (valid in both families): `aqven.<experiment>.<name>`."""
-    try:
-        from _pytest.junitxml import xml_key
-        xml = config.stash.get(xml_key, None)
-        if xml is not None:
-            for name, value in entry_props:
-                xml.add_global_property(f"aqven.{experiment}.{name.removeprefix('aqven_')}", value)
-    except Exception:   # junitxml's internals changed: the testcase still carries the verdict's outcome
-        pass
+    xml = internals.junit_xml(config)
+    if xml is not None:
+        for name, value in entry_props:
+            xml.add_global_property(f"aqven.{experiment}.{name.removeprefix('aqven_')}", value)
 
 
 def attempt_properties(record: dict) -> list[tuple[str, str]]:

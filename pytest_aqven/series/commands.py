@@ -18,7 +18,7 @@ EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "err
                  "finished_at"]
 
 
-def add_series(commands) -> None:
+def add_series(commands):
     p = commands.add_parser("series", help="list, read, approve, cancel and export the series of a project",
                             description="The series of the project around --path (the folder holding aqven.yaml).")
     sub = p.add_subparsers(dest="series_command", required=True, metavar="SUBCOMMAND")
@@ -63,6 +63,7 @@ def add_series(commands) -> None:
                     help="export a held-out series anyway (for a person who asks)")
     _path(ex)
     ex.set_defaults(handler=run_export)
+    return sub
 
 
 def add_db(commands) -> None:
