@@ -1,6 +1,7 @@
 """The node tree: experiment file -> variant -> case -> one item per repeat."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -8,12 +9,13 @@ import pytest
 from . import internals
 from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
-from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
+from .record import AttemptRecord
 from .report import attempts, junit
 from .series.cap import CapError, series_cap
+from .series.findings import repair as repair_findings
 from .series.lifecycle import SeriesRun
 
 PROJECTS = pytest.StashKey[dict]()
@@ -183,7 +185,7 @@ class AttemptItem(pytest.Item):
     def __init__(self, *, repeat: int, **kwargs):
         super().__init__(**kwargs)
         self.repeat = repeat
-        self.record: dict | None = None
+        self.record: AttemptRecord | None = None
         self.details: dict | None = None      # what pytest-html shows; None when held out
 
     @property
@@ -237,16 +239,17 @@ class AttemptItem(pytest.Item):
         record, reused = outcome.record, outcome.kind == "reused"
         if reused and junit.per_testcase(self.config):
             self.user_properties.append(("aqven_reused", "true"))
-        self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
-        trace = self.record.pop("trace", None) or {}
-        if file.series.plan.spec.question.kind == "look" and record["split"] == "dev":
-            self.record["output"] = trace.get("output")     # a look shows each working case's output (-v)
+        trace = record.trace or {}
+        shown = {"output": trace.get("output")} if file.series.plan.spec.question.kind == "look" \
+            and record.split == "dev" else {}          # a look shows each working case's output (-v)
+        self.record = record = dataclasses.replace(record, trace=None, reused=reused, root=str(file.root),
+                                                   file_nodeid=file.nodeid, **shown)
         if getattr(self.config.option, "htmlpath", None):      # only pytest-html shows them (and xdist ships them)
-            self.details = attempts.details(self.record, trace, self.parent.case.inputs)
-        if record["outcome"] in attempts.INFRA:
-            raise pytest.skip.Exception(attempts.reason(self.record), _use_item_location=True)
-        if not record["passed"]:
-            pytest.xfail(attempts.reason(self.record))
+            self.details = attempts.details(record, trace, self.parent.case.inputs)
+        if record.outcome in attempts.INFRA:
+            raise pytest.skip.Exception(attempts.reason(record), _use_item_location=True)
+        if not record.passed:
+            pytest.xfail(attempts.reason(record))
 
     def repr_failure(self, excinfo, style=None):
         """The attempt's own story (failed checks with reasons, or its error), not pytest's traceback: a

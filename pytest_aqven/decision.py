@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .findings.files import FindingsRefused
 from .project.loader import Project, load_project
+from .record import AttemptRecord
 from .report import data, terminal
 from .series.conclude import Conclusion, conclude
 from .series.db import Store
@@ -77,15 +78,15 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
     return Decided(series_id, conclusion, entry, refused)
 
 
-def _stored(root: Path, series_id: str) -> list[dict]:
+def _stored(root: Path, series_id: str) -> list[AttemptRecord]:
     store = Store(root)
     try:
-        return store.attempts(series_id)
+        return [AttemptRecord.from_wire(wire) for wire in store.attempts(series_id)]
     finally:
         store.close()
 
 
-def _tally_of(root: Path, series_id: str, records: list[dict]) -> SeriesTally:
+def _tally_of(root: Path, series_id: str, records: list[AttemptRecord]) -> SeriesTally:
     """The tally of a series' stored records (a look's keeps them, for its table)."""
     kind = question_kind(str(root), series_id)
     series = _row(root, series_id)
@@ -245,12 +246,12 @@ def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int |
         yield root, cap, line
 
 
-def tally_for(record: dict) -> SeriesTally:
+def tally_for(record: AttemptRecord) -> SeriesTally:
     """A new series' tally; a look's keeps its records (the question kind is in the series' database row;
     unknown: kept too)."""
-    kind = question_kind(record["root"], record["series_id"])
-    return SeriesTally(record["series_id"], record["root"], record["file_nodeid"], record["experiment"],
-                       record["split"], keep_records=kind in ("look", None))
+    kind = question_kind(record.root, record.series_id)
+    return SeriesTally(record.series_id, record.root, record.file_nodeid, record.experiment, record.split,
+                       keep_records=kind in ("look", None))
 
 
 def question_kind(root: str, series_id: str) -> str | None:

@@ -15,17 +15,17 @@ from typing import Any
 import pluggy
 import pytest
 
+from .record import AttemptRecord
+
 hookspec = pluggy.HookspecMarker("pytest")
 
 
 @hookspec
-def pytest_aqven_attempt_scored(config: pytest.Config, record: dict[str, Any]) -> None:
+def pytest_aqven_attempt_scored(config: pytest.Config, record: AttemptRecord) -> None:
     """An attempt of the session was scored (or reused from an earlier session of its series:
-    `record["reused"]`). `record` is the attempt record: series_id, experiment, variant, case, repeat,
-    split, outcome, passed, checks ({id: {state, value, reason}}), cost_usd, unpriced_calls,
-    latency_ms, tokens_in, tokens_out, error_code, error_message, error_public (the message without case
-    data, or None; error_code's outcome: pytest_aqven.codes). Held-out records are complete here:
-    redaction applies to reports people read, not to code. Do not modify it."""
+    `record.reused`). `record` is the attempt record (pytest_aqven.record.AttemptRecord, frozen; its fields
+    are listed in docs/reports.md; `record.to_wire()` is the dict the database stores). Held-out records are
+    complete here: redaction applies to reports people read, not to code."""
 
 
 @hookspec

@@ -1,4 +1,6 @@
-"""pytest hooks only: options, collection, attempt data on reports, verdict reports, summaries.
+"""pytest hooks only, and how a decision becomes a test report (VerdictTests). The hooks delegate: options
+(options.py), the node tree (collect.py), the objects that follow attempts (running.py), the controller
+that folds records and decides (verdict_reporter.py over decision.py), pytest/xdist internals (internals.py).
 
 pytest imports this module in every run of an environment where the plugin is installed, so it imports
 nothing heavy: the node tree (and with it pydantic, numpy, scipy) is imported when the first experiment
@@ -17,7 +19,6 @@ from .verdict_reporter import VerdictReporter
 
 if TYPE_CHECKING:
     from .decision import Decided
-
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -165,7 +166,7 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
     collect = collect_module()
     if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:
-        report.aqven_attempt = item.record          # plain data: travels through xdist unchanged
+        report.aqven_attempt = item.record.to_wire()     # plain data: travels through xdist unchanged
         if item.details is not None:
             report.aqven_details = item.details     # for pytest-html; never set for held-out attempts
         from .report import junit

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import internals
+from .record import AttemptRecord
 from .report.progress import Progress
 from .running import LOOP_ENDED, collect_module
 
@@ -66,13 +67,14 @@ class VerdictReporter:
 
     @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, "aqven_attempt", None)
-        if record is not None and not self.is_worker:
+        wire = getattr(report, "aqven_attempt", None)
+        if wire is not None and not self.is_worker:
             if not self.tallies:
                 _import_in_background(DECIDING)
-            tally = self.tallies.get(record["series_id"])
+            record = AttemptRecord.from_wire(wire)
+            tally = self.tallies.get(record.series_id)
             if tally is None:
-                tally = self.tallies[record["series_id"]] = _decision().tally_for(record)
+                tally = self.tallies[record.series_id] = _decision().tally_for(record)
             if tally.add(record):
                 self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
                 self.progress.attempt(record)

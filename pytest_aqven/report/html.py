@@ -94,7 +94,7 @@ class HtmlReport:
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
         if self.reporter.entries:
-            looks = {records[0]["series_id"]: look_html(split, records, kinds)
+            looks = {records[0].series_id: look_html(split, records, kinds)
                      for _, split, records, kinds in self.reporter.looks if records}
             sections = [verdict_section(e, looks.get(e["series_id"], "")) for e in self.reporter.entries]
             prefix.extend([CSS, "<h2>AQVEN verdicts</h2>"] + sections)

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from .. import internals
+from ..record import AttemptRecord
 from . import attempts, look
 from .text import figure, interval, pair_words
 
@@ -48,26 +49,25 @@ def add_suite_properties(config, entry_props: list[tuple[str, str]], experiment:
             xml.add_global_property(f"aqven.{experiment}.{name.removeprefix('aqven_')}", value)
 
 
-def attempt_properties(record: dict) -> list[tuple[str, str]]:
+def attempt_properties(record: AttemptRecord) -> list[tuple[str, str]]:
     """The outcome always; which attempt, each check's state, value and reason, cost (judges apart), latency
     and the error only for working cases: held-out cases are never shown one by one (an infrastructure
     error's message without case data is, as on the terminal)."""
-    props = [("aqven_outcome", record["outcome"]), ("aqven_passed", str(record["passed"]).lower())]
+    props = [("aqven_outcome", record.outcome), ("aqven_passed", str(record.passed).lower())]
     if attempts.held_out(record):       # an infrastructure error's message without case data, if it has one
-        if record.get("error_public"):
-            props.append(("aqven_error", f"{record['error_code']}: {record['error_public']}"))
+        if record.error_public:
+            props.append(("aqven_error", f"{record.error_code}: {record.error_public}"))
         return props
-    props += [("aqven_case", record["case"]), ("aqven_variant", record["variant"]),
-              ("aqven_repeat", str(record["repeat"]))]
-    for cid, c in record["checks"].items():
-        props.append((f"aqven_check.{cid}", c["state"] + (f": {c['reason']}" if c.get("reason") else "")))
-        props.append((f"aqven_check.{cid}.value", _number(c.get("value"))))
-    props += [("aqven_cost_usd", f"{record.get('cost_usd') or 0:g}"),
-              ("aqven_latency_ms", f"{record.get('latency_ms') or 0:.0f}")]
-    if record.get("check_cost_usd"):
-        props.append(("aqven_judges_cost_usd", f"{record['check_cost_usd']:g}"))
-    if record.get("error_code"):
-        props.append(("aqven_error", f"{record['error_code']}: {record.get('error_message') or ''}"))
+    props += [("aqven_case", record.case), ("aqven_variant", record.variant), ("aqven_repeat", str(record.repeat))]
+    for cid, c in record.checks.items():
+        props.append((f"aqven_check.{cid}", c.state + (f": {c.reason}" if c.reason else "")))
+        props.append((f"aqven_check.{cid}.value", _number(c.value)))
+    props += [("aqven_cost_usd", f"{record.cost_usd or 0:g}"),
+              ("aqven_latency_ms", f"{record.latency_ms or 0:.0f}")]
+    if record.check_cost_usd:
+        props.append(("aqven_judges_cost_usd", f"{record.check_cost_usd:g}"))
+    if record.error_code:
+        props.append(("aqven_error", f"{record.error_code}: {record.error_message or ''}"))
     return props
 
 
