@@ -15,6 +15,7 @@ from ..findings.judges import unvalidated
 from ..record import AttemptRecord
 from .db import Store
 from .tally import SeriesTally, TallyTable
+from ..stats.model import case_key
 
 
 @dataclass
@@ -55,7 +56,6 @@ def to_attempt(record: AttemptRecord, salt: str | None = None) -> stats.Attempt:
     if salt is None:
         case = record.case
     else:
-        from ..stats.evidence import case_key   # numpy: not at collection
         case = case_key(salt, record.case)
     return stats.Attempt(
         variant=record.variant, case=case, repeat=record.repeat, outcome=record.outcome, passed=record.passed,

@@ -18,6 +18,7 @@ from itertools import compress
 
 from .. import codes
 from ..record import AttemptRecord
+from ..stats.model import case_key
 
 COUNTED = frozenset(codes.COUNTED)
 INFRA = codes.UNCOUNTED
@@ -229,7 +230,6 @@ class TallyTable:
     from a tally; cases named by their salted key, as conclude names them."""
 
     def __init__(self, tally: SeriesTally, salt: str, check_kinds):
-        from ..stats.evidence import case_key   # noqa: PLC0415  (stats imports numpy)
 
         self.tally, self.check_kinds = tally, check_kinds
         keys = {name: case_key(salt, name) for name in tally.case_names()}
