@@ -19,6 +19,7 @@ from .report import data, terminal
 from .series.conclude import Conclusion, conclude
 from .series.db import Store
 from .series.findings import write_finding_for
+from .series.ledger import LEASE_SECONDS, cancel, series_spend
 from .series.lifecycle import SeriesRun
 from .series.tally import SeriesTally
 
@@ -186,7 +187,6 @@ def look_of(project: Project, tally: SeriesTally) -> tuple | None:
 def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int]) -> list[str]:
     """Per series a run reported: what ran, what was reused, the spend against the cap, and the results
     discarded because another runner took their claims."""
-    from .series.ledger import LEASE_SECONDS, series_spend
     lines = []
     for series_id, tally in tallies.items():
         reused = tally.reused
@@ -212,7 +212,6 @@ def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int]) -> l
 
 def cancel_all(tallies: dict[str, SeriesTally], why: str) -> None:
     """Every series a run touched is cancelled (its verdict invalid): the run stopped early."""
-    from .series.ledger import cancel
     for series_id, tally in tallies.items():
         store = Store(Path(tally.root))
         try:
