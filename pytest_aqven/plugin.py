@@ -15,7 +15,7 @@ import pytest
 
 from . import internals, options
 from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, stop
-from .verdict_reporter import VerdictReporter
+from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:
     from .decision import Decided
@@ -40,13 +40,16 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "aqven: an attempt of an AQVEN experiment (deselect with -m 'not aqven')")
     fail_on = options.check(config)
-    reporter = VerdictTests(config, fail_on=fail_on, family=config.option.aqven_intervals)
+    if internals.is_worker(config):     # one object per role: a worker runs attempts, the controller decides
+        reporter = WorkerReporter(config, fail_on)
+    else:
+        reporter = VerdictTests(config, fail_on=fail_on, family=config.option.aqven_intervals)
     config.pluginmanager.register(reporter, "aqven-verdicts")
     config.pluginmanager.register(StopWatch(config), "aqven-stopwatch")
     config.pluginmanager.register(Release(), "aqven-release")
-    if getattr(config.option, "xmlpath", None) and not internals.is_worker(config):
+    if getattr(config.option, "xmlpath", None) and not reporter.is_worker:
         config.pluginmanager.register(JunitNames(config), "aqven-junit-names")
-    if config.pluginmanager.hasplugin("html"):
+    if config.pluginmanager.hasplugin("html") and not reporter.is_worker:   # pytest-html writes on the controller
         from .report.html import HtmlReport
 
         config.pluginmanager.register(HtmlReport(reporter), "aqven-html")

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import internals
 from .record import AttemptRecord
 from .report.progress import Progress
 from .running import LOOP_ENDED, collect_module
@@ -23,13 +22,55 @@ if TYPE_CHECKING:
     from .series.tally import SeriesTally
 
 
-class VerdictReporter:
-    """Collects attempt records from reports (local or from xdist workers) and, after the run loop,
-    reports each experiment's verdict as a test result `<experiment file>::verdict`."""
+class Reporter:
+    """What both roles do after the run loop: the last group-committed records written, and the results this
+    process's ledgers discarded counted."""
+    is_worker = False
 
-    def __init__(self, config: pytest.Config, fail_on: frozenset[str], family: str):
+    def __init__(self, config: pytest.Config, fail_on: frozenset[str]):
         self.config = config
         self.fail_on = fail_on
+        # series id -> finishes of this run refused because another runner took their claims (a runner
+        # suspended past the lease): those series are decided from the database, whose rows are the ones counted
+        self.discarded: dict[str, int] = {}
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        result = yield
+        # attempt records are group-committed: the last batch, before anyone reads them (the module may be
+        # half imported by the background import thread: then this process opened no store)
+        flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
+        if flush_all is not None:
+            flush_all()
+        collect = collect_module()
+        sched = self.config.stash.get(collect.SCHEDULER, None) if collect else None
+        for ledger in list(sched.ledgers.values()) if sched is not None else []:
+            for series_id, *_ in ledger.discarded:
+                self.discarded[series_id] = self.discarded.get(series_id, 0) + 1
+        self.loop_ended(session)
+        return result
+
+    def loop_ended(self, session: pytest.Session) -> None:
+        pass
+
+
+class WorkerReporter(Reporter):
+    """On an xdist worker: attempts run here and their records travel to the controller on their reports;
+    at the end it sends what the controller must know besides (collection happens on workers)."""
+    is_worker = True
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
+        self.config.workeroutput["aqven_discarded"] = self.discarded
+
+
+class VerdictReporter(Reporter):
+    """In the process that sees every attempt's report (the only one, or the xdist controller): folds the
+    attempt records and, after the run loop, reports each experiment's verdict as a test result
+    `<experiment file>::verdict`."""
+
+    def __init__(self, config: pytest.Config, fail_on: frozenset[str], family: str):
+        super().__init__(config, fail_on)
         self.family = family
         # series id -> its attempts folded as they were reported (one per attempt, however reported); the
         # records themselves are dropped, but for a look's (its table shows them)
@@ -40,26 +81,18 @@ class VerdictReporter:
         self.plans_shown = False
         every = config.getoption("aqven_progress")
         self.progress = Progress(every)
-        self.looks: list[tuple[str, str, list[dict], dict[str, str]]] = []   # what each look shows, case by case
-        # series id -> finishes of this run refused because another runner took their claims (a runner
-        # suspended past the lease): those series are decided from the database, whose rows are the ones counted
-        self.discarded: dict[str, int] = {}
+        self.looks: list[tuple[str, str, list[AttemptRecord], dict[str, str]]] = []   # each look's, case by case
         self.standing: dict[str, dict] = {}      # experiment file node id -> the finding that stands (spent cases)
         self.selected: list[str] | None = None      # the verdict items collected and selected, in order
         self.unrecorded: dict[str, str] = {}        # experiment file -> why its first attempt without a record ran none
         self.unrun: list[tuple[str, str, str]] = []  # (experiment, split, why): selected verdicts no attempt reached
 
-    @property
-    def is_worker(self) -> bool:
-        return internals.is_worker(self.config)
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         collect = collect_module()
         if collect is None:
             return
-        if not self.is_worker:
-            self.selected = [i.nodeid for i in session.items if isinstance(i, collect.VerdictItem)]
-        if self.config.option.collectonly and not self.is_worker:
+        self.selected = [i.nodeid for i in session.items if isinstance(i, collect.VerdictItem)]
+        if self.config.option.collectonly:
             self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
         items = [i for i in session.items if isinstance(i, collect.AttemptItem)]
         self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
@@ -68,7 +101,7 @@ class VerdictReporter:
     @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         wire = getattr(report, "aqven_attempt", None)
-        if wire is not None and not self.is_worker:
+        if wire is not None:
             if not self.tallies:
                 _import_in_background(DECIDING)
             record = AttemptRecord.from_wire(wire)
@@ -78,31 +111,23 @@ class VerdictReporter:
             if tally.add(record):
                 self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
                 self.progress.attempt(record)
-        elif report.skipped and not self.is_worker and "aqven" in report.keywords and report.nodeid.count("::") == 3:
+        elif report.skipped and "aqven" in report.keywords and report.nodeid.count("::") == 3:
             # paused, cancelled, vetoed: the open verdict of an experiment no record reached says why
             self.unrecorded.setdefault(report.nodeid.split("::")[0], _skip_reason(report))
         standing = getattr(report, "aqven_standing", None)
-        if standing is not None and not self.is_worker:
+        if standing is not None:
             self._standing(standing)
-        if report.when == "call" and not self.is_worker:
+        if report.when == "call":
             tr = self.config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
                 self.progress.write(tr)
 
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtestloop(self, session: pytest.Session):
-        result = yield
-        # attempt records are group-committed: the last batch, before anyone reads them (the module may be
-        # half imported by the background import thread: then this process opened no store)
-        flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
-        if flush_all is not None:
-            flush_all()
-        self._count_discarded()
-        if self.is_worker or self.config.option.collectonly or session.shouldstop:
-            return result
+    def loop_ended(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly or session.shouldstop:
+            return
         session.stash[LOOP_ENDED] = session.shouldstop or session.shouldfail
         if not self.tallies and not self.selected:
-            return result
+            return
         # every item and report of the session stays alive to its end: a full garbage collection set off while
         # deciding (the finding's data allocates thousands of lists) would scan them all for nothing, 0.1-0.2 s at
         # 12,000 attempts. They wait in the permanent generation meanwhile, collected as before afterwards (not
@@ -115,14 +140,6 @@ class VerdictReporter:
         finally:
             if freeze:
                 gc.unfreeze()
-        return result
-
-    def _count_discarded(self) -> None:
-        collect = collect_module()
-        sched = self.config.stash.get(collect.SCHEDULER, None) if collect else None
-        for ledger in list(sched.ledgers.values()) if sched is not None else []:
-            for series_id, *_ in ledger.discarded:
-                self.discarded[series_id] = self.discarded.get(series_id, 0) + 1
 
     def _decide_all(self, session: pytest.Session) -> None:
         decision = _decision()
@@ -159,10 +176,6 @@ class VerdictReporter:
         junit.add_suite_properties(self.config, junit.standing_properties(standing), standing["experiment"])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.is_worker:      # collection happens on workers: send the check warnings to the controller
-            self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
-            self.config.workeroutput["aqven_discarded"] = self.discarded
-            return
         path = self.config.getoption("aqven_json")
         if path:
             from .report import json_report
@@ -178,7 +191,7 @@ class VerdictReporter:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         xml = getattr(config.option, "xmlpath", None)
-        if xml and not self.is_worker and self.entries:
+        if xml and self.entries:
             from .report import junit
 
             junit.sort_testcases(Path(xml))
@@ -214,23 +227,22 @@ class VerdictReporter:
             self.discarded[series_id] = self.discarded.get(series_id, 0) + n
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.is_worker:
-            from .report import terminal
-            lines = _decision().spend_lines(self.tallies, self.discarded) if self.tallies else []
-            if lines:
-                terminalreporter.write_sep("=", "aqven series")
-                for line in lines:
-                    terminalreporter.write_line(line)
-            collect = collect_module()
-            terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
-                                  self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
-            terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
-            terminal.summary(terminalreporter, self.entries, self.unrun)
-            terminal.standing(terminalreporter, list(self.standing.values()))
-            if self.looks:
-                from .report import look
-                for experiment, split, records, kinds in self.looks:
-                    look.table(terminalreporter, experiment, split, records, kinds)
+        from .report import terminal
+        lines = _decision().spend_lines(self.tallies, self.discarded) if self.tallies else []
+        if lines:
+            terminalreporter.write_sep("=", "aqven series")
+            for line in lines:
+                terminalreporter.write_line(line)
+        collect = collect_module()
+        terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
+                              self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
+        terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
+        terminal.summary(terminalreporter, self.entries, self.unrun)
+        terminal.standing(terminalreporter, list(self.standing.values()))
+        if self.looks:
+            from .report import look
+            for experiment, split, records, kinds in self.looks:
+                look.table(terminalreporter, experiment, split, records, kinds)
 
     def report(self, session: pytest.Session, file_nodeid: str, decided, look: tuple | None,
                verdict_id: str | None) -> None:
