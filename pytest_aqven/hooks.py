@@ -10,7 +10,7 @@ pytest-aqven is not active (`-p no:aqven`, or not installed), as it does for any
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import pluggy
 import pytest
@@ -18,6 +18,18 @@ import pytest
 from .record import AttemptRecord
 
 hookspec = pluggy.HookspecMarker("pytest")
+
+
+class SeriesStart(TypedDict):
+    """What pytest_aqven_series_start is told of the series about to start."""
+    experiment: str
+    split: str               # dev or holdout
+    root: str                # the module root
+    cases: int
+    repeats: int
+    variants: list[str]
+    attempts: int            # planned: cases x repeats x variants
+    spend_cap_usd: float     # the project's cap
 
 
 @hookspec
@@ -38,7 +50,7 @@ def pytest_aqven_verdict(config: pytest.Config, series: dict[str, Any], verdict:
 
 
 @hookspec(firstresult=True)
-def pytest_aqven_series_start(config: pytest.Config, series: dict[str, Any]) -> str | None:
+def pytest_aqven_series_start(config: pytest.Config, series: SeriesStart) -> str | None:
     """Called once per experiment in each process that runs its attempts (each xdist worker), before the
     first of them; return a reason (a
     non-empty str) to veto the start: the experiment's attempts are then skipped with

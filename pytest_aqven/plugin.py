@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import internals, options
+from .hooks import SeriesStart
 from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, stop
 from .verdict_reporter import VerdictReporter, WorkerReporter
 
@@ -205,11 +206,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     vetoes = item.config.stash.setdefault(VETOES, {})
     if file.nodeid not in vetoes:
         plan = file.series.plan
-        vetoes[file.nodeid] = item.config.hook.pytest_aqven_series_start(config=item.config, series={
-            "experiment": file.experiment_id, "split": plan.split, "root": str(file.root),
-            "cases": len(plan.cases), "repeats": plan.repeats, "variants": list(plan.variants),
-            "attempts": len(plan.cases) * plan.repeats * len(plan.variants),
-            "spend_cap_usd": float(file.series.project.spec.research.spend_cap_usd)})
+        vetoes[file.nodeid] = item.config.hook.pytest_aqven_series_start(config=item.config, series=SeriesStart(
+            experiment=file.experiment_id, split=plan.split, root=str(file.root), cases=len(plan.cases),
+            repeats=plan.repeats, variants=list(plan.variants),
+            attempts=len(plan.cases) * plan.repeats * len(plan.variants),
+            spend_cap_usd=float(file.series.project.spec.research.spend_cap_usd)))
     if vetoes[file.nodeid]:
         pytest.skip(f"series not started: {vetoes[file.nodeid]}")
 
