@@ -10,6 +10,7 @@ from ..project.loader import Project
 from . import judges
 from .files import read_findings
 from ..series.conclude import Conclusion, cell_dict, estimate_dict, question_of
+from ..stats.model import KEY_HEX, case_key
 
 
 def _iso(ts: float) -> str:
@@ -19,7 +20,6 @@ def _iso(ts: float) -> str:
 def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
     from ..stats import evidence    # numpy: imported when a finding is built, not when a worker collects
-    from ..stats.evidence import case_key
     experiment = project.experiments[conclusion.experiment]
     spec = experiment.spec
     verdict = conclusion.verdict
@@ -93,7 +93,7 @@ def method(conclusion: Conclusion) -> dict:
         "family": facts.family,
         "alpha": ALPHA,
         "salt": facts.salt,
-        "case_key": f"sha256(salt, case name)[:{evidence.KEY_HEX}]",
+        "case_key": f"sha256(salt, case name)[:{KEY_HEX}]",
         "betting": {"truncation": betting.TRUNCATION, "orders": betting.ORDERS},
         "bootstrap_resamples": RESAMPLES,
         "check_kinds": dict(sorted(facts.check_kinds.items())),

@@ -14,6 +14,7 @@ from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, Thres
 from ..findings.judges import unvalidated
 from .db import Store
 from .tally import SeriesTally, TallyTable
+from ..stats.model import case_key
 
 
 @dataclass
@@ -54,7 +55,6 @@ def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
     if salt is None:
         case = record["case"]
     else:
-        from ..stats.evidence import case_key   # numpy: not at collection
         case = case_key(salt, record["case"])
     return stats.Attempt(
         variant=record["variant"], case=case, repeat=record["repeat"], outcome=record["outcome"],
