@@ -116,7 +116,7 @@ def _series(store: Store, prefix: str) -> dict:
     with store.read() as db:
         rows = db.series_ids(prefix)
     if not rows:
-        raise Refused(f"no series {prefix} in {store.path}")
+        raise Refused(f"no series {prefix} in {store.db.location}")
     if len(rows) > 1:
         raise Refused(f"{prefix} names {len(rows)} series: give more of the id")
     return store.series(rows[0])

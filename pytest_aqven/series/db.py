@@ -51,7 +51,6 @@ class Store:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.path = storage.database_path(root)
         self.db = storage.open_database(root)
         self._lock = threading.RLock()         # one transaction at a time on this store (the flush timer)
         self._batch = threading.Lock()         # the deferred writes and their timer: never held while writing
