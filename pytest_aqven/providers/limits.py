@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import asynccontextmanager
+from typing import AsyncIterator
 
 from ..storage import Limits
 
@@ -34,17 +35,19 @@ class SharedLimiter:
     # --- rpm ------------------------------------------------------------------------------
     def reserve(self) -> float:
         """The wall-clock time this request may start at; the slot after it is taken for the next one."""
+        assert self.rpm, "only a provider with limits.rpm is paced"
         return self.shared.reserve(self.provider, 60.0 / self.rpm)
 
     # --- concurrency ----------------------------------------------------------------------
     def try_lease(self, scope: str) -> str | None:
+        assert self.concurrency, "only a provider with limits.concurrency holds leases"
         return self.shared.try_lease(scope, self.concurrency, self.lease_s)
 
     def release(self, lease: str) -> None:
         self.shared.release(lease)
 
     @asynccontextmanager
-    async def slot(self, model: str):
+    async def slot(self, model: str) -> AsyncIterator[None]:
         """Hold a concurrency lease (if limited) and start at the rpm slot (if paced)."""
         lease = None
         if self.concurrency:

@@ -32,6 +32,14 @@ def attempt_row(record: dict) -> tuple:
             record["finished_at"], json.dumps(record))
 
 
+def known_series(db: Transaction, series_id: str) -> tuple[str, dict, float, float | None]:
+    """(status, record, created_at, finished_at) of a series that must exist (its id came from this database)."""
+    row = db.series(series_id)
+    if row is None:
+        raise LookupError(f"series {series_id} is not in the project database")
+    return row
+
+
 @functools.lru_cache(maxsize=64)
 def _namespace(series_id: str) -> uuid.UUID:
     return uuid.UUID(series_id)

@@ -17,8 +17,9 @@ from ..findings.files import (FindingsRefused, examine, finding_path, finding_te
                               read_findings, refresh_findings_md, render_findings_md, text_sha, write_finding_file)
 from ..project.loader import Project
 from .conclude import Conclusion
-from .db import Store
+from .db import Store, known_series
 from .tally import SeriesTally
+
 
 def due(conclusion: Conclusion) -> bool:
     """Held-out series write a finding unless the verdict is invalid (a look has none)."""
@@ -35,7 +36,7 @@ def record(store: Store, project: Project, series: dict, conclusion: Conclusion,
     text = finding_text(document.build(project, series, conclusion, tally), decided=True) if due(conclusion) else None
     with store.transaction() as db:
         db.ensure_findings()
-        held, stored, _, _ = db.series(conclusion.series_id)
+        held, stored, _, _ = known_series(db, conclusion.series_id)
         if held in ("cancelled", "done", "failed"):
             return held
         if text is not None and db.finding(conclusion.series_id) is None:

@@ -39,7 +39,7 @@ from decimal import Decimal
 
 from .cap import NEAR
 from ..storage import Transaction
-from .db import Store, attempt_id, attempt_row
+from .db import Store, attempt_id, attempt_row, known_series
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
 CLAIMED_ELSEWHERE = "claimed by another runner"
@@ -113,7 +113,7 @@ def spend(db: Transaction, series_id: str, me: str = "", now: float | None = Non
 
 
 def _record(db: Transaction, series_id: str) -> dict:
-    return db.series(series_id)[1]
+    return known_series(db, series_id)[1]
 
 
 def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
@@ -277,7 +277,7 @@ def cancel(store: Store, series_id: str, why: str) -> bool:
 def apply_cap(store: Store, series_id: str, cap) -> None:
     """An explicit cap on a series that continues: it runs under it; above the project cap it waits for approval."""
     with store.transaction() as db:
-        status, record, _, _ = db.series(series_id)
+        status, record, _, _ = known_series(db, series_id)
         if status != "running" or Decimal(record.get("cap_usd", "0")) == cap.cap_usd:
             return
         pause = {"reason": "cap_above_project", "spent_usd": round(spend(db, series_id).spent_usd, 6)}

@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 from .disk import StorageError, check_file, database_path, forget, preflight, preflight_findings
 
+Record = dict[str, Any]      # a series' or an attempt's record, stored as JSON
+
 ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
 
@@ -31,8 +33,8 @@ class Transaction(Protocol):
     # --- series ---------------------------------------------------------------------------------------
     def insert_series(self, series_id: str, experiment_id: str, flow_id: str | None, dataset_id: str,
                       split: str, question: str, status: str, plan_key: str, created_at: float,
-                      record: dict) -> None: ...
-    def series(self, series_id: str) -> tuple[str, dict, float, float | None] | None:
+                      record: Record) -> None: ...
+    def series(self, series_id: str) -> tuple[str, Record, float, float | None] | None:
         """(status, record, created_at, finished_at)"""
     def series_status(self, series_id: str) -> str | None: ...
     def series_cap(self, series_id: str) -> tuple[str, Any] | None:
@@ -44,34 +46,34 @@ class Transaction(Protocol):
         """(series_id, run_token) of the running or waiting series with this plan key, newest first"""
     def open_series_joined(self, scope_key: str, plan_key: str, run: str) -> str | None:
         """the newest open series of this scope and another plan key that the run `run` continues"""
-    def open_series_of(self, experiment_id: str, split: str, keep: str) -> list[tuple[str, dict, dict]]:
+    def open_series_of(self, experiment_id: str, split: str, keep: str) -> list[tuple[str, Record, Record]]:
         """(series_id, snapshot, fingerprints) of the other open series of the experiment and half"""
     def series_runs(self, series_id: str) -> list[str]: ...
     def add_run(self, series_id: str, run: str) -> None: ...
-    def set_closed(self, series_id: str, closed: list) -> None: ...
-    def cancel_series(self, series_id: str, verdict: dict, at: float) -> bool:
+    def set_closed(self, series_id: str, closed: list[Record]) -> None: ...
+    def cancel_series(self, series_id: str, verdict: Record, at: float) -> bool:
         """a running or waiting series cancelled with this verdict; False when it was neither"""
-    def pause_series(self, series_id: str, pause: dict) -> None:
+    def pause_series(self, series_id: str, pause: Record) -> None:
         """a running series now awaits approval"""
     def set_cap(self, series_id: str, status: str, cap_usd: str, cap_from: Any, needs_approval: bool,
-                pause: dict | None) -> None: ...
+                pause: Record | None) -> None: ...
     def approve_series(self, series_id: str, cap_usd: str, approved_by: str, at: float) -> bool:
         """a waiting series runs again under the cap; False when it was not waiting"""
     def approval(self, series_id: str) -> tuple[str, Any, Any]:
         """(status, cap_usd, approved_by)"""
-    def finish_series(self, series_id: str, status: str, record: dict, at: float) -> None: ...
+    def finish_series(self, series_id: str, status: str, record: Record, at: float) -> None: ...
 
     # --- attempts -------------------------------------------------------------------------------------
-    def save_attempts(self, rows: list[tuple]) -> None:
+    def save_attempts(self, rows: list[tuple[Any, ...]]) -> None:
         """finished attempts: (attempt_id, series_id, variant, case, repeat, outcome, cost_usd text,
         check_cost_usd text, started_at, finished_at, record JSON), replacing a row of the same id"""
-    def finished_attempt(self, attempt_id: str) -> dict | None: ...
+    def finished_attempt(self, attempt_id: str) -> Record | None: ...
     def finished_attempts(self, series_id: str, *, case: str | None = None, variant: str | None = None,
-                          repeat: int | None = None, by_finish: bool = False) -> list[dict]: ...
+                          repeat: int | None = None, by_finish: bool = False) -> list[Record]: ...
     def count_finished(self, series_id: str) -> int: ...
     def outcome_counts(self, series_id: str) -> list[tuple[str, int]]:
         """most frequent first"""
-    def history(self, experiment_id: str, limit: int) -> list[dict]:
+    def history(self, experiment_id: str, limit: int) -> list[Record]:
         """the latest decided series' records: at most `limit` per variant, by case name and repeat"""
 
     # --- ledger: runners, claims, spend ---------------------------------------------------------------
@@ -96,7 +98,7 @@ class Transaction(Protocol):
     def claim_standing(self, series_id: str, attempt_id: str, runner_id: str) -> tuple[str, int | None] | None:
         """(series status, generation of the runner's running claim or None); None without the series"""
     def record_finish(self, series_id: str, attempt_id: str, runner_id: str, spend_usd: float,
-                      unpriced_calls: int, outcome: str, at: float, row: tuple) -> None:
+                      unpriced_calls: int, outcome: str, at: float, row: tuple[Any, ...]) -> None:
         """the spend row, the claim marked finished and the attempt saved (`row` as in save_attempts)"""
 
     # --- findings ---------------------------------------------------------------------------------------
@@ -105,7 +107,7 @@ class Transaction(Protocol):
     def insert_finding(self, series_id: str, experiment_id: str, text: str, at: float) -> None: ...
     def findings(self) -> list[tuple[str, str, str]]:
         """(series_id, experiment_id, text) by the time they were recorded"""
-    def held_out_findings(self, experiment_id: str) -> list[tuple[str, dict, str]]:
+    def held_out_findings(self, experiment_id: str) -> list[tuple[str, Record, str]]:
         """(series_id, series record, text) of the experiment's series with a finding"""
     def has_open_held_out(self, experiment_id: str) -> bool: ...
     def unpublished_finding(self, plan_key: str) -> str | None: ...
