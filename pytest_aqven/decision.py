@@ -8,10 +8,10 @@ the order in which a session decides its series, the spend lines, cancelling, th
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import storage
 from .findings.files import FindingsRefused
 from .project.loader import Project, load_project
 from .record import AttemptRecord
@@ -68,7 +68,7 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
                 refused = str(exc)
             except OSError as exc:           # a full disk, an unwritable folder: the database has the finding
                 refused = unwritten(project, conclusion, exc)
-    except (OSError, sqlite3.Error) as exc:     # the decision could not be recorded: nothing is lost
+    except (OSError, *storage.ERRORS) as exc:   # the decision could not be recorded: nothing is lost
         return Decided(series_id, error=(
             f"pytest-aqven could not record the decision of series {series_id}: {type(exc).__name__}: {exc}. Free "
             f"space on the project's disk (or make .aqven/ writable), then run the same command: it decides the "
@@ -254,13 +254,8 @@ def tally_for(record: AttemptRecord) -> SeriesTally:
 
 
 def question_kind(root: str, series_id: str) -> str | None:
-    path = Path(root, ".aqven", "aqven.sqlite")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
-        try:
-            row = conn.execute("SELECT question FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
+        with storage.peek(Path(root)) as db:
+            return None if db is None else db.series_question(series_id)
+    except storage.ERRORS:
         return None
-    return row[0] if row else None

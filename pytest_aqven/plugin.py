@@ -107,7 +107,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     roots = options.project_roots(session.config)
     if not roots:
         return
-    from .series.storage import StorageError, preflight, preflight_findings
+    from .storage import StorageError, preflight, preflight_findings
     for root in roots:
         try:
             preflight(root, again=True)

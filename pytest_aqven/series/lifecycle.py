@@ -11,7 +11,7 @@ from ..experiments.checks import CheckInvalid, CompiledCheck, compile_check
 from ..project.loader import Experiment, Project
 from ..providers import registry
 from ..providers.base import ProviderError
-from . import storage
+from .. import storage
 from .cap import SeriesCap, series_cap
 from ..record import AttemptRecord
 from .conclude import question_of, to_attempt
@@ -171,7 +171,7 @@ class SeriesRun:
         """Attempts and the recommended cases; history only from a database that already exists.
         The simulated search is read from .aqven/plans/, else run when `simulate` and cached there."""
         history = []
-        if (self.project.root / ".aqven" / "aqven.sqlite").exists():
+        if storage.database_path(self.project.root).exists():
             history = [to_attempt(AttemptRecord.from_wire(r)) for r in self.store.history(self.experiment.id)]
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,
