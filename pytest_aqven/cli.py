@@ -27,11 +27,53 @@ def build_parser() -> argparse.ArgumentParser:
     from .findings.cases import add_cases
     add_cases(commands)
     from .series.commands import add_db, add_series
-    add_series(commands)
+    add_series_decide(add_series(commands))
     add_db(commands)
     add_findings(commands)
     add_plan(commands)
     return parser
+
+
+def add_series_decide(series_commands) -> None:
+    p = series_commands.add_parser(
+        "decide", help="decide a series from its recorded attempts, as the pytest run does",
+        description="Decide a series from the attempts the project database holds, as the pytest run that ran "
+                    "them does at its end (the same verdict, with the intervals the series was decided with), "
+                    "record it, publish its finding, and print the verdict. Nothing runs; a series already decided "
+                    "keeps its verdict and finding.")
+    p.add_argument("series_id", help="the series id (or a unique prefix)")
+    project_argument(p)
+    p.set_defaults(handler=run_series_decide)
+
+
+def run_series_decide(args: argparse.Namespace) -> int:
+    from .decision import decide
+    from .project.loader import load_project
+    from .series.commands import _run, _series, _store
+
+    def body(args) -> int:
+        series = _series(_store(args), args.series_id)
+        root = find_root(Path(args.project or "."))
+        decided = decide(load_project(root), series["series_id"], family=series.get("family") or "robust")
+        if decided.error is not None:
+            print(f"aqven series decide: {decided.error}", file=sys.stderr)
+            return 1
+        conclusion = decided.conclusion
+        print(f"{conclusion.experiment} series {conclusion.series_id} ({conclusion.split}, "
+              f"{conclusion.done}/{conclusion.total} attempts)")
+        if conclusion.verdict is None and series["status"] not in ("awaiting_approval", "cancelled"):
+            print(f"verdict open: {conclusion.done} of {conclusion.total} attempts finished; the pytest command that "
+                  "started the series continues it")
+            return 1
+        print(decided.section())
+        if conclusion.finding is not None:
+            print(f"finding: {Path(conclusion.finding).relative_to(root).as_posix()}")
+        if decided.refused is not None:
+            print(f"aqven series decide: the finding is recorded in the project database but its files were not "
+                  f"written:\n{decided.refused}", file=sys.stderr)
+            return 1
+        return 0 if conclusion.verdict is not None else 1
+    return _run(body, args)
 
 
 def add_findings(commands) -> None:

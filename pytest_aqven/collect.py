@@ -1,18 +1,21 @@
 """The node tree: experiment file -> variant -> case -> one item per repeat."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from . import internals
 from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
-from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
+from .record import AttemptRecord
 from .report import attempts, junit
 from .series.cap import CapError, series_cap
+from .series.findings import repair as repair_findings
 from .series.lifecycle import SeriesRun
 from .stats.model import case_key
 
@@ -182,7 +185,7 @@ class AttemptItem(pytest.Item):
     def __init__(self, *, repeat: int, **kwargs):
         super().__init__(**kwargs)
         self.repeat = repeat
-        self.record: dict | None = None
+        self.record: AttemptRecord | None = None
         self.details: dict | None = None      # what pytest-html shows; None when held out
 
     @property
@@ -200,7 +203,6 @@ class AttemptItem(pytest.Item):
         if not (scheduler.held_by_another_runner(series, variant, self.parent.case, self.repeat)
                 and scheduler.has_free_slots()):
             return reach
-        from .plugin import upcoming
         reach += scheduler.concurrency
         for item in upcoming(self, 2 * scheduler.concurrency + 2 + reach):
             if isinstance(item, AttemptItem):
@@ -211,8 +213,7 @@ class AttemptItem(pytest.Item):
         """(variant, case name, repeat) of the next attempts of this series that this process runs; none
         under a distribution mode that may give a queued item to another worker (worksteal: a claim made for
         it here would hold that worker until given back, Scheduler.AHEAD_SECONDS later)."""
-        from .plugin import dist_mode, upcoming
-        if dist_mode(self.config) not in KEEPS_ITS_QUEUE:
+        if internals.dist_mode(self.config) not in KEEPS_ITS_QUEUE:
             return []
         file = self.experiment_file
         return [(item.parent.parent.name, item.parent.case.name, item.repeat) for item in upcoming(self, count + 1)[1:]
@@ -238,16 +239,17 @@ class AttemptItem(pytest.Item):
         record, reused = outcome.record, outcome.kind == "reused"
         if reused and junit.per_testcase(self.config):
             self.user_properties.append(("aqven_reused", "true"))
-        self.record = {**record, "reused": reused, "root": str(file.root), "file_nodeid": file.nodeid}
-        trace = self.record.pop("trace", None) or {}
-        if file.series.plan.spec.question.kind == "look" and record["split"] == "dev":
-            self.record["output"] = trace.get("output")     # a look shows each working case's output (-v)
+        trace = record.trace or {}
+        shown = {"output": trace.get("output")} if file.series.plan.spec.question.kind == "look" \
+            and record.split == "dev" else {}          # a look shows each working case's output (-v)
+        self.record = record = dataclasses.replace(record, trace=None, reused=reused, root=str(file.root),
+                                                   file_nodeid=file.nodeid, **shown)
         if getattr(self.config.option, "htmlpath", None):      # only pytest-html shows them (and xdist ships them)
-            self.details = attempts.details(self.record, trace, self.parent.case.inputs)
-        if record["outcome"] in attempts.INFRA:
-            raise pytest.skip.Exception(attempts.reason(self.record), _use_item_location=True)
-        if not record["passed"]:
-            pytest.xfail(attempts.reason(self.record))
+            self.details = attempts.details(record, trace, self.parent.case.inputs)
+        if record.outcome in attempts.INFRA:
+            raise pytest.skip.Exception(attempts.reason(record), _use_item_location=True)
+        if not record.passed:
+            pytest.xfail(attempts.reason(record))
 
     def repr_failure(self, excinfo, style=None):
         """The attempt's own story (failed checks with reasons, or its error), not pytest's traceback: a
@@ -307,8 +309,7 @@ class StandingVerdict(Exception):
 def run_token(config: pytest.Config) -> str:
     """The same on every xdist worker of one run (xdist's testrunuid), new for every run."""
     if RUN_TOKEN not in config.stash:
-        workerinput = getattr(config, "workerinput", None)
-        config.stash[RUN_TOKEN] = workerinput["testrunuid"] if workerinput else __import__("uuid").uuid4().hex
+        config.stash[RUN_TOKEN] = internals.run_uid(config) or __import__("uuid").uuid4().hex
     return config.stash[RUN_TOKEN]
 
 
@@ -318,6 +319,38 @@ def scheduler(config: pytest.Config):
         from .series.scheduler import Scheduler
         config.stash[SCHEDULER] = Scheduler(config.option.aqven_concurrency)
     return config.stash[SCHEDULER]
+
+
+def new_in_window(session: pytest.Session, window: list[pytest.Item]) -> list[pytest.Item]:
+    """The items of the look-ahead window after the previous window's last one: the window moves an item at
+    a time, so each item schedules one attempt instead of 2N + 2 (a cost per attempt that grew with N)."""
+    last = session.stash.get(_WINDOW_END, None)
+    session.stash[_WINDOW_END] = window[-1] if window else None
+    for i in range(len(window) - 1, -1, -1):
+        if window[i] is last:
+            return window[i + 1:]
+    return window       # the first window, or one that moved otherwise: all of it (scheduling is idempotent)
+
+
+def upcoming(item: pytest.Item, count: int) -> list[pytest.Item]:
+    """This item and the next ones this process runs: under xdist only those the worker was given."""
+    session = item.session
+    worker = session.stash.get(_WORKER, False)
+    if worker is False:
+        worker = session.stash[_WORKER] = internals.worker_interactor(item.config)
+    if worker is not None:
+        indices = internals.queued_indices(worker)
+        return [item, *(session.items[i] for i in indices[:count] if isinstance(i, int))]
+    positions = session.stash.get(_POSITIONS, None)
+    if positions is None:
+        positions = session.stash[_POSITIONS] = {id(it): i for i, it in enumerate(session.items)}
+    start = positions.get(id(item))
+    return [item] if start is None else session.items[start:start + count]
+
+
+_WORKER = pytest.StashKey[object]()     # xdist's WorkerInteractor, or None: looked up once
+_POSITIONS = pytest.StashKey[dict]()
+_WINDOW_END = pytest.StashKey[pytest.Item | None]()
 
 
 def wait(future, on_wait=None):
@@ -337,9 +370,8 @@ def _deselected(file: ExperimentFile) -> bool:
     """True only when -m or -k surely deselects every attempt of this file. Its items carry the file's markers
     and keywords plus their variant, case and repeat names, unknown before planning: -k is evaluated for every
     truth value of the names the file does not decide, and the file is skipped only if all of them deselect."""
+    KeywordMatcher, Expression = internals.mark_expressions()
     try:
-        from _pytest.mark import KeywordMatcher
-        from _pytest.mark.expression import Expression
         marks = {m.name for m in file.iter_markers()}
         mexpr = file.config.option.markexpr
         if mexpr:
@@ -377,5 +409,5 @@ def _deselected(file: ExperimentFile) -> bool:
             if len(unknown) > 8:
                 return False
         return False
-    except Exception:       # pytest internals changed or an expression we do not model: collect as usual
+    except Exception:       # an expression we do not model: collect as usual
         return False

@@ -10,22 +10,34 @@ pytest-aqven is not active (`-p no:aqven`, or not installed), as it does for any
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import pluggy
 import pytest
 
+from .record import AttemptRecord
+
 hookspec = pluggy.HookspecMarker("pytest")
 
 
+class SeriesStart(TypedDict):
+    """What pytest_aqven_series_start is told of the series about to start."""
+    experiment: str
+    split: str               # dev or holdout
+    root: str                # the module root
+    cases: int
+    repeats: int
+    variants: list[str]
+    attempts: int            # planned: cases x repeats x variants
+    spend_cap_usd: float     # the project's cap
+
+
 @hookspec
-def pytest_aqven_attempt_scored(config: pytest.Config, record: dict[str, Any]) -> None:
+def pytest_aqven_attempt_scored(config: pytest.Config, record: AttemptRecord) -> None:
     """An attempt of the session was scored (or reused from an earlier session of its series:
-    `record["reused"]`). `record` is the attempt record: series_id, experiment, variant, case, repeat,
-    split, outcome, passed, checks ({id: {state, value, reason}}), cost_usd, unpriced_calls,
-    latency_ms, tokens_in, tokens_out, error_code, error_message, error_public (the message without case
-    data, or None; error_code's outcome: pytest_aqven.codes). Held-out records are complete here:
-    redaction applies to reports people read, not to code. Do not modify it."""
+    `record.reused`). `record` is the attempt record (pytest_aqven.record.AttemptRecord, frozen; its fields
+    are listed in docs/reports.md; `record.to_wire()` is the dict the database stores). Held-out records are
+    complete here: redaction applies to reports people read, not to code."""
 
 
 @hookspec
@@ -38,7 +50,7 @@ def pytest_aqven_verdict(config: pytest.Config, series: dict[str, Any], verdict:
 
 
 @hookspec(firstresult=True)
-def pytest_aqven_series_start(config: pytest.Config, series: dict[str, Any]) -> str | None:
+def pytest_aqven_series_start(config: pytest.Config, series: SeriesStart) -> str | None:
     """Called once per experiment in each process that runs its attempts (each xdist worker), before the
     first of them; return a reason (a
     non-empty str) to veto the start: the experiment's attempts are then skipped with

@@ -97,6 +97,6 @@ def test_through_run_attempt_the_record_has_the_trace(project):
 
     plan.experiment = Experiment()
     record = asyncio.run(run_attempt(project, plan, [], providers, "v", case, 1, "s1"))
-    assert record["outcome"] == "ok" and record["trace"]["output"]["approved"] is False
-    assert record["schema_valid_first_try"] is True and record["unpriced_calls"] == 0
-    assert record["tokens_in"] == 100 * len([n for n in record["trace"]["nodes"] if n["calls"]])
+    assert record.outcome == "ok" and record.trace["output"]["approved"] is False
+    assert record.schema_valid_first_try is True and record.unpriced_calls == 0
+    assert record.tokens_in == 100 * len([n for n in record.trace["nodes"] if n["calls"]])

@@ -237,11 +237,11 @@ def test_subagents_and_judge_checks_of_an_inference_run_in_a_series(pytester):
 
 def test_a_failure_while_deciding_fails_the_verdict_test_not_the_session(pytester, monkeypatch):
     make(pytester, projects.cases(8), repeats=1)
-    from pytest_aqven.series import conclude
+    from pytest_aqven import decision
 
     def broken(*args, **kwargs):
         raise RuntimeError("database went away")
-    monkeypatch.setattr(conclude, "conclude", broken)     # the plugin imports it when it decides
+    monkeypatch.setattr(decision, "conclude", broken)     # what the session end decides with
     result = pytester.runpytest("proj", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*pytest-aqven could not decide series *: RuntimeError: database went away*"])
     assert "INTERNALERROR" not in result.stdout.str()

@@ -213,7 +213,7 @@ def pytest_aqven_verdict(config, series, verdict, cells, finding_path):
 
 def pytest_aqven_attempt_scored(config, record):
     with (pathlib.Path(__file__).parent / "attempts.txt").open("a") as f:
-        f.write(f"{record['case']} {record['outcome']}\\n")
+        f.write(f"{record.case} {record.outcome}\\n")
 
 def pytest_aqven_series_start(config, series):
     if series["experiment"] == "too_big":

@@ -188,7 +188,7 @@ def test_a_module_outside_the_project_changed_mid_series_runs_as_imported_and_in
     assert "label is 0.00" in verdict_line(again)      # the edited helper answered the later series
 
 
-def _attempts(run: SeriesRun, series_id: str) -> list[dict]:
+def _attempts(run: SeriesRun, series_id: str) -> list:
     async def all_of_them():
         return [await run_attempt(run.project, run.plan, run.checks, run.providers, variant, case, 1, series_id)
                 for variant in run.plan.variants for case in run.plan.cases]
@@ -210,9 +210,9 @@ def test_a_process_whose_inputs_differ_from_the_series_joins_it_and_its_attempts
     other_run = SeriesRun(q, q.experiments["rate_ok"], "dev", run="run-2")
     assert other_run.series_id != series_id                 # a later run on other inputs: another series
     records = _attempts(first, series_id)[:3] + _attempts(second, series_id)[3:]
-    assert all(r["outcome"] == "ok" for r in records[:3]) and ran_the_original(received(root))
-    assert {(r["outcome"], r["error_code"]) for r in records[3:]} == {("infra_error", "inputs_changed")}
-    assert "inputs changed while the series ran" in records[3]["error_message"]
+    assert all(r.outcome == "ok" for r in records[:3]) and ran_the_original(received(root))
+    assert {(r.outcome, r.error_code) for r in records[3:]} == {("infra_error", "inputs_changed")}
+    assert "inputs changed while the series ran" in records[3].error_message
     for store in (first.store, second.store, other_run.store):
         store.close()
     (root / PROMPT).write_text(LIQUID_PROMPT)                # even with the file back as it was
@@ -232,5 +232,5 @@ def test_a_yaml_file_edited_after_loading_and_before_the_series_start_is_caught(
     assert "datasets/reviews.yaml" in run.plan.sources.conflict
     records = _attempts(run, series_id)
     run.store.close()
-    assert {r["error_code"] for r in records} == {"inputs_changed"} and received(root) == []
+    assert {r.error_code for r in records} == {"inputs_changed"} and received(root) == []
     assert conclude(load_project(root), series_id, records).verdict.reason == "inputs_changed"

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_aqven import stats
 from pytest_aqven.report import data
+from pytest_aqven.record import AttemptRecord
 from pytest_aqven.series.conclude import to_attempt
 from pytest_aqven.series.tally import SeriesTally
 from pytest_aqven.stats import evidence
@@ -114,7 +115,7 @@ def test_the_tally_decides_what_the_records_decide(seed):
     recs = records(seed)
     unique = one_per_attempt(recs)
     f = facts()
-    by_records = AttemptTable([to_attempt(r, f.salt) for r in unique], KINDS)
+    by_records = AttemptTable([to_attempt(AttemptRecord.from_wire(r), f.salt) for r in unique], KINDS)
     tally = SeriesTally.of(recs)
     by_tally = tally.table(f.salt, KINDS)
     assert by_tally.tallies() == by_records.tallies()
@@ -184,7 +185,7 @@ def test_the_tally_reports_what_the_records_report(seed):
     assert tally.case_names() == {r["case"] for r in unique}
     assert {v: sorted(m) for v, m in tally.models.items()} == \
         {v: sorted({m for r in unique if r["variant"] == v for m in r["models"].values()}) for v in "abc"}
-    assert tally.records is None and SeriesTally.of(recs, keep_records=True).records == unique
+    assert tally.records is None and SeriesTally.of(recs, keep_records=True).records == [AttemptRecord.from_wire(r) for r in unique]
 
 
 def test_a_tally_keeps_no_record():
@@ -216,7 +217,7 @@ def test_repeat_numbers_beyond_int64_masks_are_read_case_by_case():
     for r in recs:
         r["repeat"] += 62 if r["case"] < "case_003" else 0
     f = facts()
-    by_records = AttemptTable([to_attempt(r, f.salt) for r in one_per_attempt(recs)], KINDS)
+    by_records = AttemptTable([to_attempt(AttemptRecord.from_wire(r), f.salt) for r in one_per_attempt(recs)], KINDS)
     table = SeriesTally.of(recs).table(f.salt, KINDS)
     assert table._wide
     for name in [*SERIES_METRICS, *KINDS]:

@@ -14,6 +14,7 @@ from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Provider
 from ..providers.secrets import scrub_data
+from ..record import VERSION, AttemptRecord
 from .checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
 from .evaluators import EvalContext
 from .judges import JudgeCheck, judge_scope
@@ -64,7 +65,7 @@ def output_model(project: Project, assembly: Assembly) -> type[BaseModel] | None
 
 async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledCheck] | CheckInvalid,
                       providers: dict[str, Provider], variant: str, case: CaseSpec, repeat: int,
-                      series_id: str) -> dict:
+                      series_id: str) -> AttemptRecord:
     assembly = plan.variants[variant]
     identity = AttemptIdentity(plan.experiment.id, variant, case.name, repeat)
     started = time.time()
@@ -117,7 +118,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         trace["judges"] = {cid: r.to_dict() for cid, r in judge_runs.items()}
     # provider and user-code text may carry a key: scrubbed before the record is stored or shown; a 20 MB
     # answer is kept as its first STORED_TEXT characters and its sha256 (the checks scored the whole of it)
-    return scrub_data({
+    return AttemptRecord.from_wire(scrub_data({
+        "version": VERSION,
         "series_id": series_id,
         "experiment": plan.experiment.id,
         "variant": variant,
@@ -143,4 +145,4 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "started_at": started,
         "finished_at": time.time(),
         "trace": trace,
-    }, STORED_TEXT)
+    }, STORED_TEXT))

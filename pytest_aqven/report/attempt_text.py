@@ -7,6 +7,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from ..record import AttemptRecord
 from .text import usd
 
 
@@ -23,30 +24,28 @@ def _when(ts: float | None) -> str:
     return "-" if ts is None else datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def attempt_lines(record: dict) -> list[str]:
-    r = record
-    verdict = "passed" if r.get("passed") else "not passed"
-    lines = [f"{r['experiment']} {r['variant']} {r['case']} #{r['repeat']} ({r['split']}): {r['outcome']}, {verdict}"]
-    cost = usd(r.get("cost_usd")) + (f" (at least: {r['unpriced_calls']} unpriced calls)" if r.get("unpriced_calls") else "")
-    if r.get("check_cost_usd"):
-        cost += f", judges {usd(r['check_cost_usd'])}"
-    lines.append(f"  cost {cost}; latency {_ms(r.get('latency_ms'))}; tokens {r.get('tokens_in') or 0} in, "
-                 f"{r.get('tokens_out') or 0} out")
-    if r.get("started_at") is not None:
-        lines.append(f"  ran {_when(r.get('started_at'))}, {((r.get('finished_at') or r['started_at']) - r['started_at']) * 1000:.0f} ms wall")
-    trace = r.get("trace") or {}
-    if r.get("error_code"):
-        where = f" (node {r['first_failed_node']})" if r.get("first_failed_node") else ""
-        lines.append(f"  error{where}: {r['error_code']}: {r['error_message']}")
+def attempt_lines(r: AttemptRecord) -> list[str]:
+    verdict = "passed" if r.passed else "not passed"
+    lines = [f"{r.experiment} {r.variant} {r.case} #{r.repeat} ({r.split}): {r.outcome}, {verdict}"]
+    cost = usd(r.cost_usd) + (f" (at least: {r.unpriced_calls} unpriced calls)" if r.unpriced_calls else "")
+    if r.check_cost_usd:
+        cost += f", judges {usd(r.check_cost_usd)}"
+    lines.append(f"  cost {cost}; latency {_ms(r.latency_ms)}; tokens {r.tokens_in or 0} in, {r.tokens_out or 0} out")
+    if r.started_at is not None:
+        lines.append(f"  ran {_when(r.started_at)}, {((r.finished_at or r.started_at) - r.started_at) * 1000:.0f} ms wall")
+    trace = r.trace or {}
+    if r.error_code:
+        where = f" (node {r.first_failed_node})" if r.first_failed_node else ""
+        lines.append(f"  error{where}: {r.error_code}: {r.error_message}")
         error = trace.get("error") or {}
         lines += [f"    {line}" for line in (error.get("traceback") or "").rstrip().splitlines()]
     lines.append(f"  output: {value(trace.get('output'))}")
-    if r.get("checks"):
+    if r.checks:
         lines.append("  checks:")
-        width = max(len(c) for c in r["checks"])
-        for cid, c in r["checks"].items():
-            shown = "-" if c.get("value") is None else f"{c['value']:g}" if isinstance(c["value"], float) else str(c["value"])
-            lines.append(f"    {cid.ljust(width)}  {c['state']}  value {shown}" + (f"  {c['reason']}" if c.get("reason") else ""))
+        width = max(len(c) for c in r.checks)
+        for cid, c in r.checks.items():
+            shown = "-" if c.value is None else f"{c.value:g}" if isinstance(c.value, float) else str(c.value)
+            lines.append(f"    {cid.ljust(width)}  {c.state}  value {shown}" + (f"  {c.reason}" if c.reason else ""))
     lines.append(f"  trace ({len(trace.get('nodes') or [])} node executions, {_ms(trace.get('latency_ms'))}):")
     lines += nodes_lines(trace.get("nodes") or [], "    ")
     for check, judge in (trace.get("judges") or {}).items():

@@ -6,48 +6,48 @@ import json
 from typing import Any
 
 from .. import codes
+from ..record import AttemptRecord
 
 INFRA = codes.UNCOUNTED
 HELD_OUT = "held out: details stay in the database"
 MAX_TEXT = 2000          # characters of one input, output or node output shown in the html report
 
 
-def held_out(record: dict) -> bool:
-    return record.get("split") == "holdout"
+def held_out(record: AttemptRecord) -> bool:
+    return record.split == "holdout"
 
 
-def failed_checks(record: dict) -> list[tuple[str, str]]:
-    return [(cid, c.get("reason") or c["state"]) for cid, c in record["checks"].items()
-            if c["state"] in ("failed", "error")]
+def failed_checks(record: AttemptRecord) -> list[tuple[str, str]]:
+    return [(cid, c.reason or c.state) for cid, c in record.checks.items() if c.state in ("failed", "error")]
 
 
-def reason(record: dict) -> str:
+def reason(record: AttemptRecord) -> str:
     """One line: the xfail / skip reason (terminal -rx / -rs, junit's message)."""
-    if record["outcome"] in INFRA:
+    if record.outcome in INFRA:
         if held_out(record):      # the message without case data (where the error was, never a value), if any
-            public = record.get("error_public")
-            return f"{record['error_code']}: {public}" if public else f"{record['error_code']} ({HELD_OUT})"
-        return f"{record['error_code']}: {record['error_message']}"
+            public = record.error_public
+            return f"{record.error_code}: {public}" if public else f"{record.error_code} ({HELD_OUT})"
+        return f"{record.error_code}: {record.error_message}"
     if held_out(record):
         failed = [cid for cid, _ in failed_checks(record)]
-        return f"failed {', '.join(failed) or record['outcome']} ({HELD_OUT})"
+        return f"failed {', '.join(failed) or record.outcome} ({HELD_OUT})"
     failed = [f"{cid}: {why}" for cid, why in failed_checks(record)]
-    return "; ".join(failed) or f"{record['outcome']}: {record['error_message']}"
+    return "; ".join(failed) or f"{record.outcome}: {record.error_message}"
 
 
-def longrepr(record: dict) -> str:
+def longrepr(record: AttemptRecord) -> str:
     """Several lines: each failed check with its reason, or the error; the outcome only when held out."""
-    head = f"{record['experiment']} {record['variant']} {record['case']} #{record['repeat']}: {record['outcome']}"
+    head = f"{record.experiment} {record.variant} {record.case} #{record.repeat}: {record.outcome}"
     if held_out(record):
-        public = record.get("error_public") if record["outcome"] in INFRA else None
+        public = record.error_public if record.outcome in INFRA else None
         if public:
-            return f"{head}\n  {record['error_code']}: {public}"
+            return f"{head}\n  {record.error_code}: {public}"
         return f"{head} ({HELD_OUT}; `aqven series show --reveal` shows them)"
-    if record["outcome"] in INFRA:
-        return f"{head}\n  {record['error_code']}: {record['error_message']}"
-    lines = [head] + [f"  {cid}: {record['checks'][cid]['state']} - {why}" for cid, why in failed_checks(record)]
-    if len(lines) == 1 and record.get("error_message"):
-        lines.append(f"  {record['error_code']}: {record['error_message']}")
+    if record.outcome in INFRA:
+        return f"{head}\n  {record.error_code}: {record.error_message}"
+    lines = [head] + [f"  {cid}: {record.checks[cid].state} - {why}" for cid, why in failed_checks(record)]
+    if len(lines) == 1 and record.error_message:
+        lines.append(f"  {record.error_code}: {record.error_message}")
     return "\n".join(lines)
 
 
@@ -57,7 +57,7 @@ def _short(value: Any) -> Any:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT} more characters)"
 
 
-def details(record: dict, trace: dict | None, inputs: Any) -> dict | None:
+def details(record: AttemptRecord, trace: dict | None, inputs: Any) -> dict | None:
     """What the html report shows of a working-case attempt: inputs, output, checks with reasons, cost,
     latency and the trace per node. None for held-out attempts: they are never shown one by one."""
     if held_out(record):
@@ -70,8 +70,7 @@ def details(record: dict, trace: dict | None, inputs: Any) -> dict | None:
               "error": f"{n['error_code']}: {n['error_message']}" if n.get("error_code") else None,
               "output": _short(n.get("output"))} for n in trace.get("nodes", [])]
     return {"inputs": _short(inputs), "output": _short(trace.get("output")),
-            "checks": {cid: {"state": c["state"], "value": c["value"], "reason": c.get("reason")}
-                       for cid, c in record["checks"].items()},
-            "cost_usd": record.get("cost_usd"), "unpriced_calls": record.get("unpriced_calls", 0),
-            "latency_ms": record.get("latency_ms"), "error": reason(record) if record["outcome"] in INFRA else None,
+            "checks": {cid: {"state": c.state, "value": c.value, "reason": c.reason} for cid, c in record.checks.items()},
+            "cost_usd": record.cost_usd, "unpriced_calls": record.unpriced_calls,
+            "latency_ms": record.latency_ms, "error": reason(record) if record.outcome in INFRA else None,
             "trace": nodes}

@@ -7,6 +7,7 @@ from html import escape
 
 import pytest
 
+from ..record import AttemptRecord
 from . import look, svg
 from .attempts import HELD_OUT
 from .junit import cell_text
@@ -94,18 +95,19 @@ class HtmlReport:
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
         if self.reporter.entries:
-            looks = {records[0]["series_id"]: look_html(split, records, kinds)
+            looks = {records[0].series_id: look_html(split, records, kinds)
                      for _, split, records, kinds in self.reporter.looks if records}
             sections = [verdict_section(e, looks.get(e["series_id"], "")) for e in self.reporter.entries]
             prefix.extend([CSS, "<h2>AQVEN verdicts</h2>"] + sections)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_html(self, report, data) -> None:
-        record = getattr(report, "aqven_attempt", None)
-        if record is None or report.when != "call":
+        wire = getattr(report, "aqven_attempt", None)
+        if wire is None or report.when != "call":
             return
         details = getattr(report, "aqven_details", None)
+        record = AttemptRecord.from_wire(wire)
         if details is not None:
             data[:] = [attempt_html(details)]
-        elif record.get("split") == "holdout":
-            data[:] = [_t(f"{record['outcome']}, passed: {record['passed']} ({HELD_OUT})")]
+        elif record.split == "holdout":
+            data[:] = [_t(f"{record.outcome}, passed: {record.passed} ({HELD_OUT})")]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from .. import internals
+from ..record import AttemptRecord
 from . import attempts, look
 from .text import figure, interval, pair_words
 
@@ -33,48 +35,39 @@ def testcase_name(nodeid: str) -> str | None:
 
 def name_testcase(config, report) -> None:
     """Before junitxml opens the testcase: its name attribute (kept by junitxml over the one it derives)."""
-    try:
-        from _pytest.junitxml import xml_key
-        xml = config.stash.get(xml_key, None)
-        name = testcase_name(report.nodeid) if xml is not None and "aqven" in report.keywords else None
-        if name is not None:
-            xml.node_reporter(report).add_attribute("name", name)
-    except Exception:   # junitxml's internals changed: pytest's own names, nothing lost
-        pass
+    xml = internals.junit_xml(config)
+    name = testcase_name(report.nodeid) if xml is not None and "aqven" in report.keywords else None
+    if name is not None:
+        xml.node_reporter(report).add_attribute("name", name)
 
 
 def add_suite_properties(config, entry_props: list[tuple[str, str]], experiment: str) -> None:
     """A verdict's properties under the testsuite (valid in both families): `aqven.<experiment>.<name>`."""
-    try:
-        from _pytest.junitxml import xml_key
-        xml = config.stash.get(xml_key, None)
-        if xml is not None:
-            for name, value in entry_props:
-                xml.add_global_property(f"aqven.{experiment}.{name.removeprefix('aqven_')}", value)
-    except Exception:   # junitxml's internals changed: the testcase still carries the verdict's outcome
-        pass
+    xml = internals.junit_xml(config)
+    if xml is not None:
+        for name, value in entry_props:
+            xml.add_global_property(f"aqven.{experiment}.{name.removeprefix('aqven_')}", value)
 
 
-def attempt_properties(record: dict) -> list[tuple[str, str]]:
+def attempt_properties(record: AttemptRecord) -> list[tuple[str, str]]:
     """The outcome always; which attempt, each check's state, value and reason, cost (judges apart), latency
     and the error only for working cases: held-out cases are never shown one by one (an infrastructure
     error's message without case data is, as on the terminal)."""
-    props = [("aqven_outcome", record["outcome"]), ("aqven_passed", str(record["passed"]).lower())]
+    props = [("aqven_outcome", record.outcome), ("aqven_passed", str(record.passed).lower())]
     if attempts.held_out(record):       # an infrastructure error's message without case data, if it has one
-        if record.get("error_public"):
-            props.append(("aqven_error", f"{record['error_code']}: {record['error_public']}"))
+        if record.error_public:
+            props.append(("aqven_error", f"{record.error_code}: {record.error_public}"))
         return props
-    props += [("aqven_case", record["case"]), ("aqven_variant", record["variant"]),
-              ("aqven_repeat", str(record["repeat"]))]
-    for cid, c in record["checks"].items():
-        props.append((f"aqven_check.{cid}", c["state"] + (f": {c['reason']}" if c.get("reason") else "")))
-        props.append((f"aqven_check.{cid}.value", _number(c.get("value"))))
-    props += [("aqven_cost_usd", f"{record.get('cost_usd') or 0:g}"),
-              ("aqven_latency_ms", f"{record.get('latency_ms') or 0:.0f}")]
-    if record.get("check_cost_usd"):
-        props.append(("aqven_judges_cost_usd", f"{record['check_cost_usd']:g}"))
-    if record.get("error_code"):
-        props.append(("aqven_error", f"{record['error_code']}: {record.get('error_message') or ''}"))
+    props += [("aqven_case", record.case), ("aqven_variant", record.variant), ("aqven_repeat", str(record.repeat))]
+    for cid, c in record.checks.items():
+        props.append((f"aqven_check.{cid}", c.state + (f": {c.reason}" if c.reason else "")))
+        props.append((f"aqven_check.{cid}.value", _number(c.value)))
+    props += [("aqven_cost_usd", f"{record.cost_usd or 0:g}"),
+              ("aqven_latency_ms", f"{record.latency_ms or 0:.0f}")]
+    if record.check_cost_usd:
+        props.append(("aqven_judges_cost_usd", f"{record.check_cost_usd:g}"))
+    if record.error_code:
+        props.append(("aqven_error", f"{record.error_code}: {record.error_message or ''}"))
     return props
 
 

@@ -6,26 +6,28 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from ..record import NO_OUTPUT, AttemptRecord, CheckScore
+
 MAX_CELL = 48        # a reason longer than this is cut in the table; -v prints it whole below the row
 
 
-def rows(records: list[dict], kinds: dict[str, str]) -> list[dict]:
+def rows(records: list[AttemptRecord], kinds: dict[str, str]) -> list[dict]:
     """One row per (case, variant) in the order attempts came, repeats folded into the row."""
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for r in sorted(records, key=lambda r: (r["case"], r["variant"], r["repeat"])):
-        groups[(r["case"], r["variant"])].append(r)
+    groups: dict[tuple[str, str], list[AttemptRecord]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (r.case, r.variant, r.repeat)):
+        groups[(r.case, r.variant)].append(r)
     out = []
     for (case, variant), attempts in groups.items():
-        checks = {cid: _check_cell([r["checks"][cid] for r in attempts if cid in r["checks"]], kinds.get(cid, "binary"))
-                  for cid in dict.fromkeys(c for r in attempts for c in r["checks"])}
-        counted = [r for r in attempts if r["outcome"] not in ("infra_error", "budget_cut", "cancelled")]
+        checks = {cid: _check_cell([r.checks[cid] for r in attempts if cid in r.checks], kinds.get(cid, "binary"))
+                  for cid in dict.fromkeys(c for r in attempts for c in r.checks)}
+        counted = [r for r in attempts if r.outcome not in ("infra_error", "budget_cut", "cancelled")]
         out.append({
             "case": case, "variant": variant, "attempts": attempts, "checks": checks,
             "outcome": _outcome(attempts),
-            "failed": any(r["passed"] is not True for r in attempts) or any(c[2] for c in checks.values()),
-            "cost_usd": _mean([r["cost_usd"] for r in counted]),
-            "check_cost_usd": _mean([r.get("check_cost_usd") or 0.0 for r in counted]),
-            "latency_ms": _mean([r["latency_ms"] for r in counted]),
+            "failed": any(r.passed is not True for r in attempts) or any(c[2] for c in checks.values()),
+            "cost_usd": _mean([r.cost_usd for r in counted]),
+            "check_cost_usd": _mean([r.check_cost_usd or 0.0 for r in counted]),
+            "latency_ms": _mean([r.latency_ms for r in counted]),
         })
     return out
 
@@ -35,28 +37,28 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _outcome(attempts: list[dict]) -> str:
-    kinds = [r["outcome"] for r in attempts]
+def _outcome(attempts: list[AttemptRecord]) -> str:
+    kinds = [r.outcome for r in attempts]
     if len(set(kinds)) == 1:
         return kinds[0]
     return ", ".join(f"{k} {kinds.count(k)}" for k in dict.fromkeys(kinds))
 
 
-def _check_cell(results: list[dict], kind: str) -> tuple[str, str | None, bool]:
+def _check_cell(results: list[CheckScore], kind: str) -> tuple[str, str | None, bool]:
     """(the result, the first reason, whether it failed): pass / FAIL, k/n pass over repeats, the mean
     score of an ordinal or continuous check, or error / skipped."""
-    failing = [c for c in results if c["state"] in ("failed", "error")]
-    reason = next((c["reason"] for c in failing if c.get("reason")), None)
-    scored = [c for c in results if c["state"] in ("passed", "failed")]
-    errors = len(results) - len(scored) - sum(1 for c in results if c["state"] == "skipped")
+    failing = [c for c in results if c.state in ("failed", "error")]
+    reason = next((c.reason for c in failing if c.reason), None)
+    scored = [c for c in results if c.state in ("passed", "failed")]
+    errors = len(results) - len(scored) - sum(1 for c in results if c.state == "skipped")
     if not scored:
         return ("error" if errors else "skipped"), reason, bool(errors)
     if kind == "binary":
-        passed = sum(1 for c in scored if c["state"] == "passed")
+        passed = sum(1 for c in scored if c.state == "passed")
         text = ("pass" if passed else "FAIL") if len(scored) == 1 else f"{passed}/{len(scored)} pass"
     else:
-        text = f"{sum(c['value'] for c in scored) / len(scored):.3g}"
-        reason = reason or next((c.get("reason") for c in scored if c.get("reason")), None)
+        text = f"{sum(c.value for c in scored) / len(scored):.3g}"
+        reason = reason or next((c.reason for c in scored if c.reason), None)
     if errors:
         text += f" ({errors} error{'s' if errors > 1 else ''})"
     return text, reason, bool(failing)
@@ -65,7 +67,7 @@ def _check_cell(results: list[dict], kind: str) -> tuple[str, str | None, bool]:
 HELD_OUT_LOOK = "held-out cases are never shown one by one: the attempts are in the database"
 
 
-def grid(records: list[dict], kinds: dict[str, str], cut: bool = True) -> tuple[list[str], list[dict], list[list[str]]]:
+def grid(records: list[AttemptRecord], kinds: dict[str, str], cut: bool = True) -> tuple[list[str], list[dict], list[list[str]]]:
     """The table every reporter shows (terminal, html, junit): its head, its rows (as rows() gives them) and
     each row's cells as text; with cut, a reason longer than MAX_CELL is cut."""
     lines = rows(records, kinds)
@@ -89,7 +91,7 @@ def grid(records: list[dict], kinds: dict[str, str], cut: bool = True) -> tuple[
     return head, lines, body
 
 
-def table(tr, experiment: str, split: str, records: list[dict], kinds: dict[str, str]) -> None:
+def table(tr, experiment: str, split: str, records: list[AttemptRecord], kinds: dict[str, str]) -> None:
     tr.write_sep("-", f"aqven look: {experiment} ({split}, {len(records)} attempts)")
     if split == "holdout":
         tr.write_line(HELD_OUT_LOOK)
@@ -106,16 +108,16 @@ def table(tr, experiment: str, split: str, records: list[dict], kinds: dict[str,
 
 def _details(tr, row: dict) -> None:
     for r in row["attempts"]:
-        tag = f"  #{r['repeat']} " if len(row["attempts"]) > 1 else "  "
-        if "output" in r:
-            tr.write_line(f"{tag}output: {json.dumps(r['output'], ensure_ascii=False, default=str)}")
-        if r.get("first_failed_node"):
-            tr.write_line(f"{tag}failing node: {r['first_failed_node']}: {r['error_code']}: {r['error_message']}")
-        elif r.get("error_code"):
-            tr.write_line(f"{tag}error: {r['error_code']}: {r['error_message']}")
-        for cid, c in r["checks"].items():
-            if c.get("reason") and len(c["reason"]) > MAX_CELL:
-                tr.write_line(f"{tag}{cid}: {c['reason']}")
+        tag = f"  #{r.repeat} " if len(row["attempts"]) > 1 else "  "
+        if r.output is not NO_OUTPUT:
+            tr.write_line(f"{tag}output: {json.dumps(r.output, ensure_ascii=False, default=str)}")
+        if r.first_failed_node:
+            tr.write_line(f"{tag}failing node: {r.first_failed_node}: {r.error_code}: {r.error_message}")
+        elif r.error_code:
+            tr.write_line(f"{tag}error: {r.error_code}: {r.error_message}")
+        for cid, c in r.checks.items():
+            if c.reason and len(c.reason) > MAX_CELL:
+                tr.write_line(f"{tag}{cid}: {c.reason}")
 
 
 def _cut(text: str) -> str:

@@ -24,14 +24,15 @@ class Progress:
         self.total = max(self.total, attempts)
         self.caps.update(caps)
 
-    def attempt(self, record: dict) -> None:
+    def attempt(self, record) -> None:
+        """`record`: a pytest_aqven.record.AttemptRecord."""
         now = self.clock()
         if self.started is None:
             self.started = self.last = now
         self.done += 1
-        if not record.get("reused"):
-            self.spent += (record.get("cost_usd") or 0.0) + (record.get("check_cost_usd") or 0.0)
-            self.unpriced += record.get("unpriced_calls") or 0
+        if not record.reused:
+            self.spent += (record.cost_usd or 0.0) + (record.check_cost_usd or 0.0)
+            self.unpriced += record.unpriced_calls or 0
 
     def due(self) -> bool:
         return (self.every > 0 and self.last is not None and 0 < self.done < self.total

@@ -18,7 +18,7 @@ EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "err
                  "finished_at"]
 
 
-def add_series(commands) -> None:
+def add_series(commands):
     p = commands.add_parser("series", help="list, read, approve, cancel and export the series of a project",
                             description="The series of the project around --path (the folder holding aqven.yaml).")
     sub = p.add_subparsers(dest="series_command", required=True, metavar="SUBCOMMAND")
@@ -63,6 +63,7 @@ def add_series(commands) -> None:
                     help="export a held-out series anyway (for a person who asks)")
     _path(ex)
     ex.set_defaults(handler=run_export)
+    return sub
 
 
 def add_db(commands) -> None:
@@ -200,11 +201,12 @@ def _show_case(store: Store, s: dict, args) -> int:
     if args.format == "json":
         print(json.dumps(records, ensure_ascii=False, indent=1, default=str))
         return 0
+    from ..record import AttemptRecord
     from ..report.attempt_text import attempt_lines
     print(f"series {sid}: case {args.case}, {len(records)} attempt{'s' if len(records) != 1 else ''}")
     for record in records:
         print()
-        print("\n".join(attempt_lines(record)))
+        print("\n".join(attempt_lines(AttemptRecord.from_wire(record))))
     return 0
 
 

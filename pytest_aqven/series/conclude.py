@@ -12,6 +12,7 @@ from ..experiments import plan as planning
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
 from ..findings.judges import unvalidated
+from ..record import AttemptRecord
 from .db import Store
 from .tally import SeriesTally, TallyTable
 from ..stats.model import case_key
@@ -49,24 +50,23 @@ def question_of(spec: ExperimentSpec):
                       tuple(stats.Guardrail(g.metric, g.margin, g.direction, g.relative) for g in q.guardrails))
 
 
-def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
+def to_attempt(record: AttemptRecord, salt: str | None = None) -> stats.Attempt:
     """The record as statistics reads it; with a salt, the case is named by its salted key (what a finding
     records), so that deciding again from the finding's data gives the same verdict."""
     if salt is None:
-        case = record["case"]
+        case = record.case
     else:
-        case = case_key(salt, record["case"])
+        case = case_key(salt, record.case)
     return stats.Attempt(
-        variant=record["variant"], case=case, repeat=record["repeat"], outcome=record["outcome"],
-        passed=record["passed"],
-        checks={k: stats.CheckValue(v["state"], v["value"]) for k, v in record["checks"].items()},
+        variant=record.variant, case=case, repeat=record.repeat, outcome=record.outcome, passed=record.passed,
+        checks={k: stats.CheckValue(v.state, v.value) for k, v in record.checks.items()},
         # a call nothing priced makes the attempt's cost unknown: cost metrics leave it out, never count it free
-        cost_usd=record["cost_usd"] if record.get("cost_known", not record.get("unpriced_calls")) else None,
-        latency_ms=record["latency_ms"],
-        schema_valid_first_try=record["schema_valid_first_try"])
+        cost_usd=record.cost_usd if record.cost_known else None,
+        latency_ms=record.latency_ms,
+        schema_valid_first_try=record.schema_valid_first_try)
 
 
-def conclude(project: Project, series_id: str, attempts: SeriesTally | list[dict], *,
+def conclude(project: Project, series_id: str, attempts: SeriesTally | list[AttemptRecord], *,
              family: str = "robust") -> Conclusion:
     """Decide a series whose attempts all finished; leave it running (no verdict) when some did not.
     `attempts`: its SeriesTally, or its records (one per attempt). `project` is loaded after the attempts

@@ -13,6 +13,7 @@ from ..providers import registry
 from ..providers.base import ProviderError
 from .. import storage
 from .cap import SeriesCap, series_cap
+from ..record import AttemptRecord
 from .conclude import question_of, to_attempt
 from .db import Store
 from .findings import unpublished_series
@@ -171,7 +172,7 @@ class SeriesRun:
         The simulated search is read from .aqven/plans/, else run when `simulate` and cached there."""
         history = []
         if storage.database_path(self.project.root).exists():
-            history = [to_attempt(r) for r in self.store.history(self.experiment.id)]
+            history = [to_attempt(AttemptRecord.from_wire(r)) for r in self.store.history(self.experiment.id)]
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,
                                  variants=len(self.plan.variants), available=self.plan.available,

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..engine import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
+from ..record import AttemptRecord
 from .db import Store
 from .ledger import CLAIMED_ELSEWHERE, Decision, Ledger, cancel
 
@@ -29,7 +30,7 @@ AHEAD_SECONDS = 2 * HEARTBEAT_SECONDS    # a claim made ahead and not started by
 @dataclass
 class Outcome:
     kind: str                        # ran | reused | paused | stopped | cancelled
-    record: dict | None = None
+    record: AttemptRecord | None = None
     why: str = ""
 
 
@@ -316,7 +317,7 @@ class Scheduler:
             if decision.kind == "start":
                 # its finish (spend, claim and record together) is group-committed: it joins the next claim's
                 # transaction or a timer's, with no wait here; its claim counts its reserve until then
-                self.ledgers[root].finish_later(record, decision.generation)
+                self.ledgers[root].finish_later(record.to_wire(), decision.generation)
                 self._wake_waiters()
                 return Outcome("ran", record)
             if decision.why == CLAIMED_ELSEWHERE:
@@ -324,9 +325,9 @@ class Scheduler:
                     return Outcome("held", why=decision.why)    # the caller looks further ahead on the loop thread
                 self.held_elsewhere.add(key)
             if decision.kind == "reused":
-                record = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
-                if record is not None:
-                    return Outcome("reused", record)
+                wire = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
+                if wire is not None:
+                    return Outcome("reused", AttemptRecord.from_wire(wire))
             elif decision.kind in ("paused", "stopped"):
                 return Outcome(decision.kind, why=decision.why)
             await self._until_finished(finished)
@@ -357,7 +358,7 @@ class Scheduler:
             raise decision
         return decision
 
-    async def _attempt(self, run, variant, case, repeat, series_id, limit) -> dict:
+    async def _attempt(self, run, variant, case, repeat, series_id, limit) -> AttemptRecord:
         from ..experiments import attempt as attempts     # the engine: imported when an attempt runs
         budget = Budget(limit)
         providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}

@@ -17,6 +17,7 @@ from decimal import Decimal
 from itertools import compress
 
 from .. import codes
+from ..record import AttemptRecord
 from ..stats.model import case_key
 
 COUNTED = frozenset(codes.COUNTED)
@@ -82,7 +83,7 @@ class SeriesTally:
                  keep_records: bool = False):
         self.series_id, self.root, self.file_nodeid = series_id, root, file_nodeid
         self.experiment, self.split = experiment, split
-        self.records: list[dict] | None = [] if keep_records else None
+        self.records: list[AttemptRecord] | None = [] if keep_records else None
         self.done = self.reused = self.passed = self.failed_checks = self.infra = self.infra_errors = 0
         self.unpriced_calls = self.unpriced_attempts = 0
         self.inputs_changed = 0          # attempts a process refused: it read other inputs than the series recorded
@@ -100,19 +101,19 @@ class SeriesTally:
 
     @classmethod
     def of(cls, records, keep_records: bool = False) -> SeriesTally:
-        """The tally of a list of records (one per attempt)."""
-        records = list(records)
+        """The tally of a list of records (one per attempt; wire dicts are read as records)."""
+        records = [AttemptRecord.from_wire(r) if isinstance(r, dict) else r for r in records]
         first = records[0]
-        tally = cls(first["series_id"], first.get("root", ""), first.get("file_nodeid", ""), first["experiment"],
-                    first["split"], keep_records)
+        tally = cls(first.series_id, first.root or "", first.file_nodeid or "", first.experiment, first.split,
+                    keep_records)
         for record in records:
             tally.add(record)
         return tally
 
-    def add(self, record: dict) -> bool:
+    def add(self, record: AttemptRecord) -> bool:
         """Fold one attempt's record; False (and nothing folded) when that attempt was already."""
-        variant, repeat = record["variant"], record["repeat"]
-        key = (variant, record["case"])
+        variant, repeat = record.variant, record.repeat
+        key = (variant, record.case)
         case = self.cases.get(key)
         if case is None:
             case = self.cases[key] = _Case()
@@ -123,29 +124,29 @@ class SeriesTally:
         if self.records is not None:
             self.records.append(record)
 
-        outcome, passed = record["outcome"], record["passed"]
-        cost, check_cost = record["cost_usd"], record.get("check_cost_usd")
+        outcome, passed = record.outcome, record.passed
+        cost, check_cost = record.cost_usd, record.check_cost_usd
         self.done += 1
-        self.reused += bool(record.get("reused"))
+        self.reused += record.reused
         self.passed += bool(passed)
         self.failed_checks += passed is False
         self.infra += outcome in INFRA
         self.infra_errors += outcome == "infra_error"
-        self.inputs_changed += record.get("error_code") == "inputs_changed"
+        self.inputs_changed += record.error_code == "inputs_changed"
         self.spend += (cost or 0.0) + (check_cost or 0.0)
         self.cost_sum += cost or 0.0
         self.check_cost_sum += check_cost or 0.0
         self.spend_exact += Decimal(repr(cost or 0.0)) + Decimal(repr(check_cost or 0.0))
-        unpriced = record.get("unpriced_calls") or 0
+        unpriced = record.unpriced_calls or 0
         self.unpriced_calls += unpriced
         self.unpriced_attempts += bool(unpriced)
-        self.started_at = min(self.started_at, record["started_at"])
-        self.finished_at = max(self.finished_at, record["finished_at"])
-        self.models.setdefault(variant, set()).update((record.get("models") or {}).values())
+        self.started_at = min(self.started_at, record.started_at)
+        self.finished_at = max(self.finished_at, record.finished_at)
+        self.models.setdefault(variant, set()).update(record.models.values())
         self.per_variant[variant] = self.per_variant.get(variant, 0) + 1
         if outcome != "ok" and outcome != "cancelled":
             # a model failure is one way whatever its code (every schema_invalid alike); an infra error, one per code
-            way = (outcome, None if outcome in COUNTED else record.get("error_code"), record.get("first_failed_node"))
+            way = (outcome, None if outcome in COUNTED else record.error_code, record.first_failed_node)
             ways = self.failures.setdefault(variant, {})
             ways[way] = ways.get(way, 0) + 1
 
@@ -163,26 +164,26 @@ class SeriesTally:
         case.counted |= bit
         if passed is None:
             case.derive = (case.derive or []) + [(repeat, outcome == "ok",
-                                                  {k: v["state"] for k, v in record["checks"].items()})]
+                                                  {k: v.state for k, v in record.checks.items()})]
         elif passed:
             case.ones |= bit
-        schema = record["schema_valid_first_try"]
+        schema = record.schema_valid_first_try
         if _known(schema):
             case.schema |= bit
             if schema:
                 case.schema_ones |= bit
         # stats reads an attempt's cost only when every call of it was priced (conclude.to_attempt)
-        if record.get("cost_known", not record.get("unpriced_calls")) and _known(cost):
+        if record.cost_known and _known(cost):
             if case.cost is None:
                 case.cost = _Values()
             case.cost.add(repeat, cost)
-        latency = record["latency_ms"]
+        latency = record.latency_ms
         if _known(latency):
             if case.latency is None:
                 case.latency = _Values()
             case.latency.add(repeat, latency)
-        for name, check in record["checks"].items():
-            state = check["state"]
+        for name, check in record.checks.items():
+            state = check.state
             if state != "passed" and state != "failed":
                 continue
             c = case.checks.get(name)
@@ -191,8 +192,8 @@ class SeriesTally:
             c.scored |= bit
             if state == "passed":
                 c.passed |= bit
-            if _known(check["value"]):
-                c.values.add(repeat, check["value"])
+            if _known(check.value):
+                c.values.add(repeat, check.value)
         return True
 
     def uniform_failures(self) -> list[dict]:

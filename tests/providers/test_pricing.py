@@ -80,10 +80,12 @@ def test_dynamic_routers_have_no_price():
 
 
 def test_only_the_subjects_unpriced_calls_make_an_attempts_cost_unknown():
+    from pytest_aqven.record import AttemptRecord
     from pytest_aqven.series.conclude import to_attempt
-    base = {"variant": "v", "case": "c", "repeat": 1, "outcome": "ok", "passed": True, "checks": {},
+    base = {"series_id": "s", "experiment": "e", "split": "dev", "started_at": 1.0, "finished_at": 2.0,
+            "variant": "v", "case": "c", "repeat": 1, "outcome": "ok", "passed": True, "checks": {},
             "latency_ms": 5.0, "schema_valid_first_try": True, "cost_usd": 0.01}
-    assert to_attempt({**base, "unpriced_calls": 1, "cost_known": True}).cost_usd == 0.01   # a judge's call
-    assert to_attempt({**base, "unpriced_calls": 1, "cost_known": False}).cost_usd is None
-    assert to_attempt({**base, "unpriced_calls": 2}).cost_usd is None                       # an older record
-    assert to_attempt({**base, "unpriced_calls": 0}).cost_usd == 0.01
+    assert to_attempt(AttemptRecord.from_wire({**base, "unpriced_calls": 1, "cost_known": True})).cost_usd == 0.01   # a judge's call
+    assert to_attempt(AttemptRecord.from_wire({**base, "unpriced_calls": 1, "cost_known": False})).cost_usd is None
+    assert to_attempt(AttemptRecord.from_wire({**base, "unpriced_calls": 2})).cost_usd is None                       # an older record
+    assert to_attempt(AttemptRecord.from_wire({**base, "unpriced_calls": 0})).cost_usd == 0.01

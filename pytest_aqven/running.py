@@ -1,0 +1,106 @@
+"""The plugin objects that follow attempts as they run: memory released once an attempt reported, a stop
+(-x, --maxfail) acted on at once, junit testcase names. Imports nothing heavy (registered at configure)."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normally: shouldstop or shouldfail then
+
+
+def collect_module():
+    """pytest_aqven.collect once this process collected an experiment file, else None."""
+    return sys.modules.get(f"{__package__}.collect")
+
+
+class Release:
+    """Memory flat in the number of attempts: pytest keeps every item and every report to the end of the
+    session, so once an attempt reported, its record, details and trace leave them (the VerdictReporter
+    folded the record into its tallies)."""
+
+    def __init__(self):
+        self.unread: dict[str, pytest.TestReport] = {}     # call reports whose teardown report is still to come
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+        """Once an attempt reported, nothing of it stays on the item or in the scheduler (pytest keeps both)."""
+        try:
+            return (yield)
+        finally:
+            collect = collect_module()
+            if collect is not None and isinstance(item, collect.AttemptItem):
+                sched = item.config.stash.get(collect.SCHEDULER, None)
+                if sched is not None:
+                    item.forget(sched)
+                item.user_properties[:] = _not_ours(item.user_properties)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport):
+        """An attempt's record and details leave its call report, and its junit properties its teardown
+        report, once its teardown report was seen by every reporter (pytest-html and junitxml read them
+        then): pytest keeps every report to the end of the session."""
+        try:
+            return (yield)
+        finally:
+            if report.when == "call" and hasattr(report, "aqven_attempt"):
+                self.unread[report.nodeid] = report
+            elif report.when == "teardown":
+                done = self.unread.pop(report.nodeid, None)
+                if done is not None:
+                    done.__dict__.pop("aqven_attempt", None)
+                    done.__dict__.pop("aqven_details", None)
+                    report.user_properties[:] = _not_ours(report.user_properties)
+
+
+def _not_ours(properties: list) -> list:
+    return [p for p in properties if not (isinstance(p, tuple) and str(p[0]).startswith("aqven_"))]
+
+
+class JunitNames:
+    """Testcase names CI reporters can read (report/junit.py), set before junitxml opens each testcase."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from .report import junit
+        junit.name_testcase(self.config, report)
+
+
+class StopWatch:
+    """-x / --maxfail decided to stop (pytest sets shouldfail in its own pytest_runtest_logreport, which runs
+    before this trylast one): stop at once, so the verdicts decided after the loop see a cancelled series."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        session = self.session
+        if report.nodeid.endswith("::verdict"):     # decided after the attempts: a failed verdict stops nothing
+            return
+        if session is not None and (session.shouldfail or session.shouldstop) and LOOP_ENDED not in session.stash:
+            stop(session, f"the run stopped early: {session.shouldstop or session.shouldfail}")
+
+
+def stop(session: pytest.Session, why: str | None) -> None:
+    """No new attempt starts; running ones finish, are paid and recorded. With `why`, every series this run
+    touched is cancelled (its verdict invalid). Idempotent."""
+    collect = collect_module()
+    sched = session.config.stash.get(collect.SCHEDULER, None) if collect else None
+    if sched is not None:
+        try:
+            sched.stop(why)
+        finally:
+            sched.close()
+            del session.config.stash[collect.SCHEDULER]
+    reporter = session.config.pluginmanager.getplugin("aqven-verdicts")
+    if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
+        from .decision import cancel_all
+        cancel_all(reporter.tallies, why)
