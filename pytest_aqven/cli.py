@@ -62,10 +62,10 @@ def _root_of(command: str, path: str) -> Path | None:
 
 
 def run_findings_rebuild(args: argparse.Namespace) -> int:
-    from .check.diagnostics import Diagnostic   # noqa: PLC0415
-    from .findings.files import FindingsRefused   # noqa: PLC0415
-    from .project.loader import load_project   # noqa: PLC0415
-    from .series.findings import edited, rebuild, restore   # noqa: PLC0415
+    from .check.diagnostics import Diagnostic  # noqa: PLC0415
+    from .findings.files import FindingsRefused  # noqa: PLC0415
+    from .project.loader import load_project  # noqa: PLC0415
+    from .series.findings import edited, rebuild, restore  # noqa: PLC0415
 
     root = _root_of("findings rebuild", _project_path(args))
     if root is None:

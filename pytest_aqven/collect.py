@@ -7,12 +7,12 @@ import pytest
 
 from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
-from .series.findings import repair as repair_findings
 from .check.scope import collection_errors
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
 from .report import attempts, junit
 from .series.cap import CapError, series_cap
+from .series.findings import repair as repair_findings
 from .series.lifecycle import SeriesRun
 
 PROJECTS = pytest.StashKey[dict]()

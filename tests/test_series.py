@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.series import ledger as ledgers
-from pytest_aqven.series import storage
+from pytest_aqven.series import ledger as ledgers, storage
 from pytest_aqven.series.cap import SeriesCap
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.scheduler import Budget

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic import ValidationError
+
 from ..engine import policies, refs
 from ..project import shapes, specs
 from ..project.loader import Flow, Node
 from ..project.shapes import Seq, Shape, describe
 from ..project.typesmodule import code_stem
-from pydantic import ValidationError
-
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, text_problem
 from .diagnostics import Diagnostic
@@ -607,7 +607,7 @@ class FlowCompiler:
                 where = ("cases", value, "bind")
                 self._bindings_refs(doc, case.bind, bind_scope, f"{who}: case {value}", where)
                 self._case_covers(doc, value, case, spec.out, who)
-                self._typed_bindings(doc, case.bind, bind_scope, out, f"the switch", f"{who}: case {value}", where,
+                self._typed_bindings(doc, case.bind, bind_scope, out, "the switch", f"{who}: case {value}", where,
                                      "out")
                 if case.node:
                     self._child(case.node, inner)
@@ -697,7 +697,7 @@ class FlowCompiler:
                 self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with", "path"),
                                          f"{who}: {role} policy use: {policy.use}: path {value} is {describe(read)}, "
                                          "not a number",
-                                         f"point path at a number the policy can compare, such as a score field"))
+                                         "point path at a number the policy can compare, such as a score field"))
         minimum = policy.with_.get("min_ok")
         if policy.use == "quorum" and branches is not None and isinstance(minimum, int) and minimum > branches:
             self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with", "min_ok"),

@@ -4,7 +4,6 @@ the spend of its series is then a lower bound that the spend cap cannot hold."""
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 
 from ..providers import prices

@@ -9,9 +9,9 @@ from .diagnostics import Diagnostic
 from .experiments import ExperimentRules, merge_case_findings
 from .flows import FlowView, compile_flow
 from .halves import halves_rules
+from .paths import path_rules
 from .prices import price_rules
 from .secrets import secret_rules
-from .paths import path_rules
 
 __all__ = ["check_project", "experiment_rules", "internal_error", "project_rules"]
 

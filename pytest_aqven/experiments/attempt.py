@@ -19,6 +19,7 @@ from .evaluators import EvalContext
 from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
 
+
 def root_cause(error: RunError | None) -> RunError | None:
     """A join unmet because its branches failed is what those failures are: a failure of the models when
     every branch failed on its answer (each draft failed its check), else the first infrastructure error

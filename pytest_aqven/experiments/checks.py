@@ -160,7 +160,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
         models = user_models(fn)
         inline = False
     else:
-        from .judges import compile_judge   # judges import this module
+        from .judges import compile_judge  # judges import this module
 
         return compile_judge(spec, project, experiment)
     try:

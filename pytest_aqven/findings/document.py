@@ -7,9 +7,9 @@ from decimal import Decimal
 from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
+from ..series.conclude import Conclusion, cell_dict, estimate_dict
 from . import judges
 from .files import read_findings
-from ..series.conclude import Conclusion, cell_dict, estimate_dict, question_of
 
 
 def _iso(ts: float) -> str:
@@ -18,7 +18,7 @@ def _iso(ts: float) -> str:
 
 def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
-    from ..stats import evidence    # numpy: imported when a finding is built, not when a worker collects
+    from ..stats import evidence  # numpy: imported when a finding is built, not when a worker collects
     from ..stats.evidence import case_key
     experiment = project.experiments[conclusion.experiment]
     spec = experiment.spec

@@ -128,7 +128,7 @@ def examine(root: Path, package: str | None = None) -> list[tuple[Path, Any, lis
             continue
         key = (str(path), stat.st_mtime_ns, stat.st_size, package)
         if key not in _EXAMINED:
-            from .verify import problems   # noqa: PLC0415  (verify decides again: numpy and scipy, only when a file is there)
+            from .verify import problems  # noqa: PLC0415  (verify decides again: numpy and scipy, only when a file is there)
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:

@@ -26,7 +26,7 @@ def problems(document: Any, *, stem: str, folder: str, package: str | None, made
     """Why the finding `<folder>/findings/<stem>.yaml` does not stand, or [] when it does. `made`: the
     document is one this process built, hashed and wrote from a verdict it decided (files.finding_text with
     decided), so its hash and cells hold by construction; only its place and salt are checked."""
-    from .files import self_hash   # noqa: PLC0415  (files renders what this module accepts)
+    from .files import self_hash  # noqa: PLC0415  (files renders what this module accepts)
 
     if not isinstance(document, Mapping):
         return [((), "it is not a mapping of finding keys")]
@@ -79,7 +79,7 @@ def recompute(document: Mapping) -> stats.Verdict:
 
 
 def _recomputed(document: Mapping) -> list[Problem]:
-    from ..series.conclude import cell_dict, estimate_dict   # noqa: PLC0415  (series imports findings)
+    from ..series.conclude import cell_dict, estimate_dict  # noqa: PLC0415  (series imports findings)
 
     try:
         verdict = _cached_recompute(repr(document), document)

@@ -21,7 +21,7 @@ from . import specs
 from .types import pascal
 
 try:
-    from typing import TypeAliasType       # type: ignore[attr-defined]
+    from typing import TypeAliasType  # type: ignore[attr-defined]
 except ImportError:                        # Python 3.11
     from typing_extensions import TypeAliasType
 
@@ -124,7 +124,7 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
             add(type_id, lambda t=type_id: _alias(t, registry.named(t)))
         if isinstance(spec, specs.UnionTypeSpec):
             for v in spec.variants:
-                add(f"{type_id}{pascal(v.name)}", lambda t=type_id, n=f"{type_id}{pascal(v.name)}":
+                add(f"{type_id}{pascal(v.name)}", lambda t=type_id, n=f"{type_id}{pascal(v.name)}":  # noqa: B008  (binds the loop's values)
                     registry.union_variants(t)[n])
     for inference_id, inference in sorted(inferences(project).items()):
         shape(pascal(inference_id), inference.in_, inference.out)

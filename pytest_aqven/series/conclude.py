@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import stats
-from ..experiments import inputs
-from ..experiments import plan as planning
+from ..experiments import inputs, plan as planning
+from ..findings.judges import unvalidated
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
-from ..findings.judges import unvalidated
 from .db import Store
 from .tally import SeriesTally, TallyTable
 
@@ -54,7 +53,7 @@ def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
     if salt is None:
         case = record["case"]
     else:
-        from ..stats.evidence import case_key   # numpy: not at collection
+        from ..stats.evidence import case_key  # numpy: not at collection
         case = case_key(salt, record["case"])
     return stats.Attempt(
         variant=record["variant"], case=case, repeat=record["repeat"], outcome=record["outcome"],

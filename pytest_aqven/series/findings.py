@@ -14,8 +14,18 @@ import time
 from pathlib import Path
 
 from ..findings import document
-from ..findings.files import (FindingsRefused, examine, finding_path, finding_text, overwrite_finding_file,
-                              read_findings, refresh_findings_md, render_findings_md, text_sha, write_finding_file)
+from ..findings.files import (
+    FindingsRefused,
+    examine,
+    finding_path,
+    finding_text,
+    overwrite_finding_file,
+    read_findings,
+    refresh_findings_md,
+    render_findings_md,
+    text_sha,
+    write_finding_file,
+)
 from ..project.loader import Project
 from .conclude import Conclusion
 from .db import Store

@@ -358,7 +358,7 @@ class Scheduler:
         return decision
 
     async def _attempt(self, run, variant, case, repeat, series_id, limit) -> dict:
-        from ..experiments import attempt as attempts     # the engine: imported when an attempt runs
+        from ..experiments import attempt as attempts  # the engine: imported when an attempt runs
         budget = Budget(limit)
         providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)

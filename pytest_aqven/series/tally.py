@@ -228,7 +228,7 @@ class TallyTable:
     from a tally; cases named by their salted key, as conclude names them."""
 
     def __init__(self, tally: SeriesTally, salt: str, check_kinds):
-        from ..stats.evidence import case_key   # noqa: PLC0415  (stats imports numpy)
+        from ..stats.evidence import case_key  # noqa: PLC0415  (stats imports numpy)
 
         self.tally, self.check_kinds = tally, check_kinds
         keys = {name: case_key(salt, name) for name in tally.case_names()}
@@ -252,7 +252,7 @@ class TallyTable:
     def _ones(self, case: _Case) -> int:
         if not case.derive:
             return case.ones
-        from ..stats.samples import SCORED_STATES   # noqa: PLC0415
+        from ..stats.samples import SCORED_STATES  # noqa: PLC0415
 
         ones = case.ones
         for repeat, ok, states in case.derive:      # as AttemptTable derives an unset `passed`

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import compress
-from itertools import repeat as endless
+from itertools import compress, repeat as endless
 from operator import attrgetter
 
 import numpy as np

@@ -15,7 +15,7 @@ from pytest_aqven.check.scope import collection_errors
 from pytest_aqven.project.loader import load_project
 
 from ..compat_project import write_project
-from .test_compat import codes, edit
+from .test_compat import edit
 
 
 @pytest.fixture
