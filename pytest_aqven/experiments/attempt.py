@@ -102,7 +102,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         except CheckRaised as exc:
             outcome, error_code, error_message, scored = "infra_error", exc.code, str(exc), {}
             error_public = exc.public
-    if outcome in ("model_fail", "schema_invalid", "refusal"):
+    if outcome in codes.MODEL_FAILURES:
         scored = {c.id: (CheckResult("failed", 0.0, f"the run produced no output: {error_code}")
                          if c.spec.kind == "binary" else CheckResult("skipped")) for c in checks}
     elif not codes.counted(outcome):

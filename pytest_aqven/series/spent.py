@@ -12,10 +12,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import codes
 from ..findings.files import finding_files, parse
 from ..project.loader import Experiment, Project
 
-OPEN = ("running", "awaiting_approval")
+OPEN = codes.OPEN_SERIES
 
 
 @dataclass

@@ -203,7 +203,7 @@ class SeriesTally:
             if len(ways) != 1:
                 continue
             ((outcome, code, node), count), = ways.items()
-            if count == self.per_variant[variant] and outcome in ("schema_invalid", "infra_error"):
+            if count == self.per_variant[variant] and outcome in (codes.Outcome.SCHEMA_INVALID, codes.Outcome.INFRA_ERROR):
                 out.append({"variant": variant, "outcome": outcome, "code": code, "node": node, "attempts": count})
         return out
 

@@ -18,7 +18,7 @@ from .. import codes
 from .model import Attempt, CheckValue
 
 COUNTED_OUTCOMES = frozenset(codes.COUNTED)
-SCORED_STATES = frozenset({"passed", "failed"})
+SCORED_STATES = frozenset({codes.CheckState.PASSED.value, codes.CheckState.FAILED.value})
 HIGHER = "higher_is_better"
 LOWER = "lower_is_better"
 
