@@ -151,7 +151,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from .check.rules import check_project
     from .project.loader import load_project
     from .report.terminal import plan_lines
-    from .series.plans import plan_experiments
+    from .series.launch import plan_experiments
     if args.cases is not None and args.cases < 1 or args.repeats is not None and not 1 <= args.repeats <= 20:
         print("aqven plan: --cases must be at least 1 and --repeats between 1 and 20", file=sys.stderr)
         return 2

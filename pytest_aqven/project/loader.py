@@ -121,6 +121,23 @@ class Project:
         """A local flow of the experiment first, then a project flow (seed rule)."""
         return experiment.flows.get(flow_id) or self.flows.get(flow_id)
 
+    def inferences(self) -> dict[str, specs.InferenceSpec]:
+        """Every inference of the project by id (its file stem): those the nodes read, then any other file."""
+        found: dict[str, specs.InferenceSpec] = {}
+        flows = [*self.flows.values(), *(f for e in self.experiments.values() for f in e.flows.values())]
+        nodes = [n for f in flows if not f.doc.file.endswith("flow.py") for n in f.nodes.values()]
+        nodes += [n for e in self.experiments.values() for n in e.alternatives.values()]
+        for node in nodes:
+            if node.inference is not None and node.inference_path is not None:
+                found.setdefault(node.inference_path.name[: -len(".inference.yaml")], node.inference)
+        for path in sorted(self.root.glob("**/*.inference.yaml")):
+            stem = path.name[: -len(".inference.yaml")]
+            if stem not in found and not any(part.startswith(".") for part in path.relative_to(self.root).parts):
+                spec, _ = load_inference(self, stem, [])
+                if spec is not None:
+                    found[stem] = spec
+        return found
+
 
 def documents(project: Project):
     """Every parsed document of the project's code-bearing files (aqven.yaml, tools, MCP servers, agents, flows,
