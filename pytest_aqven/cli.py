@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .check.diagnostics import render_github, render_json, render_text
 from .check.run import check_root
+from .diagnostics import render_github, render_json, render_text
 from .project.loader import PROJECT_FILE, find_root
 from .series.commands import _project_path, project_argument
 
@@ -62,7 +62,7 @@ def _root_of(command: str, path: str) -> Path | None:
 
 
 def run_findings_rebuild(args: argparse.Namespace) -> int:
-    from .check.diagnostics import Diagnostic  # noqa: PLC0415
+    from .diagnostics import Diagnostic  # noqa: PLC0415
     from .findings.files import FindingsRefused  # noqa: PLC0415
     from .project.loader import load_project  # noqa: PLC0415
     from .series.findings import edited, rebuild, restore  # noqa: PLC0415

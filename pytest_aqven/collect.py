@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
 from .check.scope import collection_errors
+from .diagnostics import Diagnostic
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
 from .report import attempts, junit

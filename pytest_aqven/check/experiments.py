@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..diagnostics import Diagnostic
 from ..engine.refs import RefError, lex
 from ..experiments.checks import CheckInvalid, params_model
 from ..experiments.evaluators import EvalContext
@@ -24,7 +25,6 @@ from ..project.types import BUILTINS as BUILTIN_TYPES
 from ..project.yamlpos import YamlDoc
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, internal_error
-from .diagnostics import Diagnostic
 from .flows import FlowView, compile_flow, judge_rules, node_outputs, parse_steps
 from .typeinfo import OPAQUE
 

@@ -2,10 +2,10 @@
 experiments (and their variants) in experiments.py."""
 from __future__ import annotations
 
+from ..diagnostics import Diagnostic
 from ..project.loader import Experiment, Project
 from ..project.specs import RecordTypeSpec, UnionTypeSpec
 from .context import CheckContext, internal_error, text_problem
-from .diagnostics import Diagnostic
 from .experiments import ExperimentRules, merge_case_findings
 from .flows import FlowView, compile_flow
 from .halves import halves_rules

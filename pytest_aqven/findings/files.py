@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..check.diagnostics import DiagnosticError
+from ..diagnostics import DiagnosticError
 from ..experiments.plan import canonical_hash
 from ..project.paths import outside
 from ..project.yamlpos import parse_yaml

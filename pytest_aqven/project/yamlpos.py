@@ -31,7 +31,7 @@ from yaml.nodes import ScalarNode
 from yaml.reader import Reader
 from yaml.resolver import Resolver
 
-from ..check.diagnostics import Diagnostic, DiagnosticError
+from ..diagnostics import Diagnostic, DiagnosticError
 
 Path_ = tuple[str | int, ...]
 
