@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..diagnostics import Diagnostic
+from ..engine.checks import CheckInvalid, params_model
+from ..engine.evaluators import EvalContext
 from ..engine.refs import RefError, lex
-from ..experiments.checks import CheckInvalid, params_model
-from ..experiments.evaluators import EvalContext
 from ..experiments.factors import use_nodes
 from ..experiments.split import selected
 from ..project import specs

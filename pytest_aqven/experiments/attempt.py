@@ -7,6 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import codes
+from ..engine.checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
+from ..engine.evaluators import EvalContext
 from ..engine.runner import Assembly, Runner
 from ..engine.trace import RunError, RunResult
 from ..project.loader import Project
@@ -14,8 +16,6 @@ from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Provider
 from ..providers.secrets import scrub_data
-from .checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
-from .evaluators import EvalContext
 from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
 

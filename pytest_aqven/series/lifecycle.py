@@ -4,8 +4,9 @@ from __future__ import annotations
 from functools import cached_property
 
 from .. import stats
+from ..engine.checks import CheckInvalid, CompiledCheck
 from ..experiments import inputs, plan as planning
-from ..experiments.checks import CheckInvalid, CompiledCheck, compile_check
+from ..experiments.checks import compile_check
 from ..project.loader import Experiment, Project
 from ..providers import registry
 from ..providers.base import ProviderError
