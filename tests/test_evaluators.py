@@ -89,9 +89,9 @@ def test_built_in_checks_run_on_the_loop_and_regex_keeps_its_thread_and_time_lim
     import asyncio
     import dataclasses
 
-    from pytest_aqven.engine import usercode
     from pytest_aqven.engine.checks import CheckRaised
     from pytest_aqven.experiments.checks import compile_check
+    from pytest_aqven.project import usercode
     from pytest_aqven.project.specs import ExperimentCheck
 
     threaded = []

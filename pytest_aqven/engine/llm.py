@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..project import specs
+from ..project import specs, usercode
 from ..project.loader import inference_flow
 from ..project.paths import outside
 from ..project.types import pascal
 from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
-from . import prompts, refs, usercode
+from . import prompts, refs
 from .fit import errors_text
 from .trace import CallTrace, CheckTrace, RunError
 

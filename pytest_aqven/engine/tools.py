@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from ..project import specs
+from ..project import specs, usercode
 from ..project.loader import inference_flow
 from ..project.types import pascal
 from ..project.typesmodule import typed_arguments
 from ..providers.base import ToolCall, ToolDef
-from . import usercode
 from .fit import errors_text
 from .trace import MAX_CALL_DEPTH, RunError
 

@@ -3,13 +3,17 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
-from ..series.conclude import Conclusion, cell_dict, estimate_dict
 from . import judges
+from .fields import cell_dict, estimate_dict
 from .files import read_findings
+
+if TYPE_CHECKING:     # the conclusion series/ reaches, which series/findings.py hands to build()
+    from ..series.conclude import Conclusion
 
 
 def _iso(ts: float) -> str:

@@ -12,6 +12,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..findings import document
 from ..findings.files import (
@@ -27,9 +28,11 @@ from ..findings.files import (
     write_finding_file,
 )
 from ..project.loader import Project
-from .conclude import Conclusion
 from .db import Store
 from .tally import SeriesTally
+
+if TYPE_CHECKING:      # conclude.py records its conclusion through record() below
+    from .conclude import Conclusion
 
 FINDINGS_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS aqven_findings (

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine import usercode
+from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from .db import Store
 from .ledger import CLAIMED_ELSEWHERE, Decision, Ledger, cancel
