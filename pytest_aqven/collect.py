@@ -14,6 +14,7 @@ from .report import attempts, junit
 from .series.cap import CapError, series_cap
 from .series.findings import repair as repair_findings
 from .series.lifecycle import SeriesRun
+from .stats.model import case_key
 
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
@@ -161,7 +162,6 @@ def node_name(series: SeriesRun, case: str) -> str:
     """A held-out case is never shown by name, so its node is named by the salted key its finding uses."""
     if series.plan.split != "holdout":
         return case
-    from .stats.evidence import case_key
     from .stats.model import experiment_salt
     return "case-" + case_key(experiment_salt(series.project.package, series.experiment.id), case)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
+from ..stats.model import KEY_HEX, case_key
 from . import judges
 from .fields import cell_dict, estimate_dict
 from .files import read_findings
@@ -23,7 +24,6 @@ def _iso(ts: float) -> str:
 def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
     from ..stats import evidence  # numpy: imported when a finding is built, not when a worker collects
-    from ..stats.evidence import case_key
     experiment = project.experiments[conclusion.experiment]
     spec = experiment.spec
     verdict = conclusion.verdict
@@ -97,7 +97,7 @@ def method(conclusion: Conclusion) -> dict:
         "family": facts.family,
         "alpha": ALPHA,
         "salt": facts.salt,
-        "case_key": f"sha256(salt, case name)[:{evidence.KEY_HEX}]",
+        "case_key": f"sha256(salt, case name)[:{KEY_HEX}]",
         "betting": {"truncation": betting.TRUNCATION, "orders": betting.ORDERS},
         "bootstrap_resamples": RESAMPLES,
         "check_kinds": dict(sorted(facts.check_kinds.items())),

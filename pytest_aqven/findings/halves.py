@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..experiments import split as splitting
 from ..project.loader import Project
-from ..stats.evidence import case_key
+from ..stats.model import case_key
 from .files import read_findings
 
 

@@ -11,6 +11,7 @@ from ..experiments import inputs, plan as planning
 from ..findings.judges import unvalidated
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
+from ..stats.model import case_key
 from .db import Store
 from .tally import SeriesTally, TallyTable
 
@@ -53,7 +54,6 @@ def to_attempt(record: dict, salt: str | None = None) -> stats.Attempt:
     if salt is None:
         case = record["case"]
     else:
-        from ..stats.evidence import case_key  # numpy: not at collection
         case = case_key(salt, record["case"])
     return stats.Attempt(
         variant=record["variant"], case=case, repeat=record["repeat"], outcome=record["outcome"],

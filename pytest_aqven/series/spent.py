@@ -15,6 +15,7 @@ from pathlib import Path
 from .. import codes
 from ..findings.files import finding_files, parse
 from ..project.loader import Experiment, Project
+from ..stats.model import case_key
 
 OPEN = codes.OPEN_SERIES
 
@@ -32,12 +33,10 @@ class Spent:
 
     def among(self, names: list[str], salt: str) -> set[str]:
         """Which of these case names are spent."""
-        from ..stats.evidence import case_key
         return {n for n in names if n in self.names or (self.keys and case_key(salt, n) in self.keys)}
 
     def overlapping(self, names: list[str], salt: str) -> list[str]:
         """The series of the findings that used any of these cases."""
-        from ..stats.evidence import case_key
         keys = {case_key(salt, n) for n in names}
         return sorted(f["series"] for f in self.findings if f["keys"] & keys)
 

@@ -17,6 +17,7 @@ from decimal import Decimal
 from itertools import compress
 
 from .. import codes
+from ..stats.model import case_key
 
 COUNTED = frozenset(codes.COUNTED)
 INFRA = codes.UNCOUNTED
@@ -228,7 +229,6 @@ class TallyTable:
     from a tally; cases named by their salted key, as conclude names them."""
 
     def __init__(self, tally: SeriesTally, salt: str, check_kinds):
-        from ..stats.evidence import case_key  # noqa: PLC0415  (stats imports numpy)
 
         self.tally, self.check_kinds = tally, check_kinds
         keys = {name: case_key(salt, name) for name in tally.case_names()}

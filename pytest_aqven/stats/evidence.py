@@ -10,19 +10,12 @@ cells, bound for bound.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Mapping
 
 import numpy as np
 
 from .model import Guardrail, Look, Pair, SeriesFacts, Threshold
 from .samples import MetricInfo, Sample, metric_info
-
-KEY_HEX = 16  # 64 bits of SHA-256: no two cases of a dataset collide in practice
-
-
-def case_key(salt: str, name: str) -> str:
-    return hashlib.sha256(f"{salt}\x00case\x00{name}".encode()).hexdigest()[:KEY_HEX]
 
 
 def _number(x: float):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -63,6 +64,14 @@ class Look:
 def experiment_salt(package: str, experiment: str) -> str:
     """SeriesFacts.salt of an experiment: the same in every series, clone and machine."""
     return f"{package}/{experiment}"
+
+
+KEY_HEX = 16  # 64 bits of SHA-256: no two cases of a dataset collide in practice
+
+
+def case_key(salt: str, name: str) -> str:
+    """A case's name in findings and the evidence table: its name is never written for held-out cases."""
+    return hashlib.sha256(f"{salt}\x00case\x00{name}".encode()).hexdigest()[:KEY_HEX]
 
 
 @dataclass(frozen=True)
