@@ -3,16 +3,21 @@ wholly on the wrong side, else is unclear. Shared by single-variant cells (verdi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from .model import Estimate, Threshold
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-def interval_verdicts(low, high, edge) -> np.ndarray:
+
+def interval_verdicts(low: ArrayLike, high: ArrayLike, edge: float) -> NDArray[np.str_]:
     """Strict edges (§4.5), over arrays (simulated series): pass when low > edge, fail when high < edge,
     else unclear; a tie is never decided, and NaN (no bound) decides nothing."""
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    return np.where(low > edge, "pass", np.where(high < edge, "fail", "unclear"))
+    lows, highs = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    return np.where(lows > edge, "pass", np.where(highs < edge, "fail", "unclear"))
 
 
 def interval_verdict(low: float | None, high: float | None, edge: float) -> str:
@@ -24,10 +29,10 @@ def threshold_edge(question: Threshold) -> float:
     """bound + margin above, bound - margin below: the value the interval must clear."""
     if question.above is not None:
         return question.above + question.margin
-    return question.below - question.margin
+    return cast(float, question.below) - question.margin     # a threshold has a bound above or below
 
 
-def threshold_verdicts(question: Threshold, low, high) -> np.ndarray:
+def threshold_verdicts(question: Threshold, low: ArrayLike, high: ArrayLike) -> NDArray[np.str_]:
     """`interval_verdicts` against the threshold's edge, mirrored for a bound below (pass: high < edge)."""
     edge = threshold_edge(question)
     if question.above is not None:
