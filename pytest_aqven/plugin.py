@@ -228,7 +228,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     roots = _project_roots(session.config)
     if not roots:
         return
-    from .series.storage import StorageError, preflight, preflight_findings
+    from .storage import StorageError, preflight, preflight_findings
     for root in roots:
         try:
             preflight(root, again=True)
@@ -720,8 +720,7 @@ class VerdictReporter:
     def _report(self, session: pytest.Session, project: Project, series_id: str, tally: SeriesTally,
                 look: tuple | None, verdict_id: str | None) -> None:
         """Decide the series and write its finding; report it as the test `verdict_id` (None: deselected)."""
-        import sqlite3
-
+        from . import storage
         from .findings.files import FindingsRefused
         from .series.conclude import conclude
         from .series.findings import write_finding_for
@@ -744,7 +743,7 @@ class VerdictReporter:
                     refused = exc
                 except OSError as exc:           # a full disk, an unwritable folder: the database has the finding
                     refused = unwritten(project, conclusion, exc)
-        except (OSError, sqlite3.Error) as exc:     # the decision could not be recorded: nothing is lost
+        except (OSError, *storage.ERRORS) as exc:   # the decision could not be recorded: nothing is lost
             message = (f"pytest-aqven could not record the decision of series {series_id}: {type(exc).__name__}: "
                        f"{exc}. Free space on the project's disk (or make .aqven/ writable), then run the same "
                        f"command: it decides the series again from its recorded attempts, none runs again.")
@@ -941,18 +940,13 @@ def _tally_for(record: dict) -> SeriesTally:
 
 
 def _question_kind(root: str, series_id: str) -> str | None:
-    import sqlite3
+    from . import storage
 
-    path = Path(root, ".aqven", "aqven.sqlite")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
-        try:
-            row = conn.execute("SELECT question FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
+        with storage.peek(Path(root)) as db:
+            return None if db is None else db.series_question(series_id)
+    except storage.ERRORS:
         return None
-    return row[0] if row else None
 
 
 def _import_in_background(modules: tuple[str, ...]) -> None:

@@ -172,7 +172,7 @@ def outcome(root: Path, planned: int) -> dict:
 def held(ledger, record: dict) -> int:
     """The generation of the claim `ledger`'s runner holds on the record's attempt (0: none), to finish it with."""
     from pytest_aqven.series.db import attempt_id
-    row = ledger.store._conn.execute(
+    row = ledger.store.db.raw.execute(
         "SELECT generation FROM aqven_claims WHERE attempt_id = ? AND runner_id = ?",
         (attempt_id(record["series_id"], record["variant"], record["case"], record["repeat"]), ledger.runner_id)
     ).fetchone()

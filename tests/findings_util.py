@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.series.conclude import conclude
-from pytest_aqven.series.db import SAVE_ATTEMPT, Store, attempt_row
+from pytest_aqven.series.db import Store, attempt_row
 from pytest_aqven.series.findings import write_finding_for
 from pytest_aqven.series.lifecycle import SeriesRun
 
@@ -61,7 +61,7 @@ def held_out(root: Path, experiment: str = "rate_ok", passed=passes_with(0.97)) 
 def save(store: Store, records: list[dict]) -> None:
     """Finished attempt records, as the ledger writes them."""
     with store.transaction() as db:
-        db.executemany(SAVE_ATTEMPT, [attempt_row(r) for r in records])
+        db.save_attempts([attempt_row(r) for r in records])
 
 
 def decide_and_publish(root: Path, series_id: str, records: list[dict]):

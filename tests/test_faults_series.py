@@ -34,7 +34,7 @@ def attempt(sid, case, cost=0.01, outcome="ok"):
 def expire(store, runner):
     """The runner was suspended past the lease: its heartbeat is old (its pid still lives)."""
     with store.transaction() as db:
-        db.execute("UPDATE aqven_runners SET heartbeat_at = 0 WHERE runner_id = ?", (runner.runner_id,))
+        db.raw.execute("UPDATE aqven_runners SET heartbeat_at = 0 WHERE runner_id = ?", (runner.runner_id,))
 
 
 @pytest.mark.parametrize("order", ["taker first", "suspended first"])
@@ -51,7 +51,7 @@ def test_a_finish_from_a_runner_whose_claim_was_taken_is_discarded(tmp_path, ord
         ledger.finish_later({**attempt(sid, "a"), "outcome": outcome}, decision.generation)
         ledger.store.flush()
     assert suspended.discarded == [(sid, "v", "a", 1)] and taker.discarded == []
-    rows = store._conn.execute("SELECT COUNT(*) FROM aqven_spend WHERE series_id = ?", (sid,)).fetchone()[0]
+    rows = store.db.raw.execute("SELECT COUNT(*) FROM aqven_spend WHERE series_id = ?", (sid,)).fetchone()[0]
     assert rows == 1 and store.finished_attempt(sid, "v", "a", 1)["outcome"] == "taker"
     assert ledgers.series_spend(store, sid).finished == 1
 
@@ -132,7 +132,7 @@ def test_a_cancel_landing_inside_the_decision_wins(tmp_path, monkeypatch):
     assert conclusion.state == "invalid" and conclusion.verdict.reason == "cancelled"
     store = Store(root)
     assert store.series(sid)["status"] == "cancelled"
-    assert store._conn.execute("SELECT COUNT(*) FROM aqven_findings").fetchone()[0] == 0
+    assert store.db.raw.execute("SELECT COUNT(*) FROM aqven_findings").fetchone()[0] == 0
 
 
 def paused(tmp_path):

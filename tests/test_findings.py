@@ -201,9 +201,9 @@ def test_the_same_records_under_other_series_ids_and_arrival_orders_give_the_sam
     for i in range(copies):
         other = str(__import__("uuid").UUID(int=shuffler.getrandbits(128), version=4))
         with store.transaction() as db:   # a copy of the series under another id, every attempt saved again
-            row = db.execute("SELECT experiment_id, flow_id, dataset_id, split, question, plan_key, created_at, record "
+            row = db.raw.execute("SELECT experiment_id, flow_id, dataset_id, split, question, plan_key, created_at, record "
                              "FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
-            db.execute("INSERT INTO aqven_series (series_id, experiment_id, flow_id, dataset_id, split, question, status, "
+            db.raw.execute("INSERT INTO aqven_series (series_id, experiment_id, flow_id, dataset_id, split, question, status, "
                        "plan_key, created_at, record) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
                        (other, *row[:5], f"copy-{i}", row[6], row[7]))
         mine = [{**r, "series_id": other} for r in records]

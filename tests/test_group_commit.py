@@ -66,7 +66,7 @@ def test_a_finish_commits_with_the_next_claim_or_within_the_interval_and_readers
     run(ledger, sid, "d")
     series_db.flush_all()                               # what the plugin does when its run loop ends
     assert committed(tmp_path, sid) == ["a", "b", "c", "d"]
-    spend = ledger.store._conn.execute("SELECT finished, spent_usd FROM aqven_spend_totals").fetchone()
+    spend = ledger.store.db.raw.execute("SELECT finished, spent_usd FROM aqven_spend_totals").fetchone()
     assert spend[0] == 4 and abs(spend[1] - 0.04) < 1e-9     # each finish counted once
     reader.close()
     ledger.store.close()

@@ -20,11 +20,12 @@ PACKAGE = Path(pytest_aqven.__file__).parent
 LAYERS = [
     {"codes", "diagnostics"},               # the vocabulary and the diagnostics model: leaves
     {"stats"},
+    {"storage"},                            # the database interface: series/ and the providers' limits share it
     {"project", "compat"},                  # compat: only install(), which puts the stand-in on sys.path
     {"providers"},
     {"engine"},                             # with the evaluators and policies
     {"experiments"},
-    {"series"},                             # with the storage
+    {"series"},
     {"findings"},
     {"check"},                              # aqven check reads every layer below it: see KNOWN_UPWARD
     {"report"},

@@ -84,18 +84,18 @@ def test_history_reads_only_the_records_it_returns(tmp_path):
     with store.transaction() as db:
         for s, (experiment, status, finished) in enumerate([("e", "done", 10.0), ("e", "done", 30.0),
                                                             ("f", "failed", 5.0), ("e", "running", None)]):
-            db.execute("INSERT INTO aqven_series (series_id, experiment_id, dataset_id, split, question, status, "
+            db.raw.execute("INSERT INTO aqven_series (series_id, experiment_id, dataset_id, split, question, status, "
                        "plan_key, created_at, finished_at, record) VALUES (?, ?, 'd', 'dev', 'threshold', ?, 'k', 0, "
                        "?, '{}')", (f"s{s}", experiment, status, finished))
         for i, t in enumerate(times):
             series, variant = f"s{i % 4}", rng.choice("abc" if i % 4 != 1 else "bd")
             record = json.dumps({"series_id": series, "variant": variant, "n": i, "finished_at": t})
-            db.execute("INSERT INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
+            db.raw.execute("INSERT INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
                        "finished_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                        (str(i), series, variant, f"c{i % 37}", i, "finished" if i % 9 else "running", t, record))
     for experiment in ("e", "f", "none"):
         for limit in (1, 7, 200, 1000):
-            expected = _history_reading_every_record(store._conn, experiment, limit)
+            expected = _history_reading_every_record(store.db.raw, experiment, limit)
             assert store.history(experiment, limit) == expected, (experiment, limit)
     assert {r["series_id"] for r in store.history("e")} == {"s1"}     # the latest finished one, not s3 (running)
     assert len(store.history("e", 7)) == 14       # b and d: 7 each

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.series import ledger as ledgers, storage
+from pytest_aqven import storage
+from pytest_aqven.series import ledger as ledgers
 from pytest_aqven.series.cap import SeriesCap
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.scheduler import Budget
+from pytest_aqven.storage import disk, schema
 
 from . import faults, projects
 
@@ -161,10 +163,10 @@ def test_a_claim_of_a_dead_runner_is_taken_over_and_a_live_one_is_waited_for(tmp
     assert me.try_start(sid, "v", "b", 1).kind == "wait"               # alive: never run twice
     assert me.try_start(sid, "v", "a", 1).kind == "reused"             # finished: its record is reused
     with store.transaction() as conn:                                  # the other process died (kill -9)
-        conn.execute("UPDATE aqven_runners SET pid = 999999999 WHERE runner_id = ?", (other.runner_id,))
+        conn.raw.execute("UPDATE aqven_runners SET pid = 999999999 WHERE runner_id = ?", (other.runner_id,))
     assert me.try_start(sid, "v", "b", 1).kind == "start"
     with store.transaction() as conn:
-        conn.execute("UPDATE aqven_runners SET pid = ?, heartbeat_at = 0 WHERE runner_id = ?",
+        conn.raw.execute("UPDATE aqven_runners SET pid = ?, heartbeat_at = 0 WHERE runner_id = ?",
                      (os.getpid(), other.runner_id))
     assert me.try_start(sid, "v", "c", 1).kind == "start"              # heartbeat older than the lease
 
@@ -191,13 +193,13 @@ def test_the_running_spend_total_is_the_sum_of_the_spend_rows_through_releases_a
     settle(other, sid, "b", 0.01)
     other.release(sid, "v", "c", 1)                                     # stopped before any call was paid
     with store.transaction() as conn:                                  # the other runner died with d running
-        conn.execute("UPDATE aqven_runners SET pid = 999999999 WHERE runner_id = ?", (other.runner_id,))
+        conn.raw.execute("UPDATE aqven_runners SET pid = 999999999 WHERE runner_id = ?", (other.runner_id,))
     assert me.try_start(sid, "v", "d", 1).kind == "start"              # taken over
     settle(me, sid, "d", 0.05)
     spent = ledgers.series_spend(store, sid)
     assert (spent.spent_usd, spent.reserve_usd, spent.finished, spent.unpriced_attempts, spent.running) == \
         (pytest.approx(0.09), 0.05, 3, 1, 0)
-    assert_totals_are_the_sums(store._conn)
+    assert_totals_are_the_sums(store.db.raw)
 
 
 def test_unpriced_attempts_make_the_spend_a_lower_bound_and_the_hard_limit_refuses_the_next_call(tmp_path):
@@ -456,7 +458,7 @@ def test_a_database_another_process_holds_is_busy_not_damaged(tmp_path, monkeypa
     holder.execute("CREATE TABLE t (x)")
     holder.execute("BEGIN EXCLUSIVE")
     holder.execute("INSERT INTO t VALUES (1)")
-    monkeypatch.setattr(storage, "BUSY_SECONDS", 0.1)
+    monkeypatch.setattr(disk, "BUSY_SECONDS", 0.1)
     try:
         assert storage.check_file(path) is None
     finally:
@@ -486,9 +488,8 @@ def test_read_only_storage_is_one_clear_error_at_start(pytester, what):
 def test_an_old_database_is_migrated_and_its_spend_counted(tmp_path):
     path = tmp_path / ".aqven" / "aqven.sqlite"
     path.parent.mkdir()
-    from pytest_aqven.series import db as dbmod
     old = sqlite3.connect(path)
-    old.executescript(dbmod.SCHEMA)
+    old.executescript(schema.SERIES)
     old.execute("INSERT INTO aqven_schema_versions VALUES ('series', 1)")
     old.execute("INSERT INTO aqven_series VALUES ('s', 'e', 'f', 'd', 'dev', 'threshold', 'running', 'k', 0, NULL, "
                 "'{\"cap_usd\": \"1\"}')")
@@ -497,9 +498,9 @@ def test_an_old_database_is_migrated_and_its_spend_counted(tmp_path):
     old.commit()
     old.close()
     store = Store(tmp_path)
-    assert store._conn.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == storage.LATEST == 4
+    assert store.db.raw.execute("SELECT version FROM aqven_schema_versions").fetchone()[0] == schema.LATEST == 4
     assert ledgers.series_spend(store, "s").spent_usd == pytest.approx(0.25)
-    assert_totals_are_the_sums(store._conn)
+    assert_totals_are_the_sums(store.db.raw)
 
 
 # --- large datasets ----------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
+from .. import storage
 from .base import CALLS_IN_FLIGHT, OUTPUT_TOOL, ModelRequest, ModelResponse, ProviderError, ToolCall
 from .http_client import MAX_ANSWER, AnswerTooLarge, Client, HTTPTimeout, HTTPTransportError, tls_setting
 from .limits import SharedLimiter
@@ -339,7 +340,7 @@ def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvid
     limits = spec.limits
     limiter = None
     if limits is not None and (limits.rpm or limits.concurrency):
-        limiter = SharedLimiter(root / ".aqven" / "aqven.sqlite", spec.id, rpm=limits.rpm,
+        limiter = SharedLimiter(storage.limits(root), spec.id, rpm=limits.rpm,
                                 concurrency=limits.concurrency, lease_s=timeout_s + 60)
     base_url = spec.base_url or entry.base_url
     price_list = None

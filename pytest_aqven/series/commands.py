@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import storage
+from .. import storage
 from .cap import CapError, parse_usd
 from .db import Store
 from .ledger import approve, cancel, pause_text, series_spend
@@ -117,12 +117,13 @@ def _store(args) -> Store:
 
 
 def _series(store: Store, prefix: str) -> dict:
-    rows = store._conn.execute("SELECT series_id FROM aqven_series WHERE series_id LIKE ? || '%'", (prefix,)).fetchall()
+    with store.read() as db:
+        rows = db.series_ids(prefix)
     if not rows:
-        raise Refused(f"no series {prefix} in {store.path}")
+        raise Refused(f"no series {prefix} in {store.db.location}")
     if len(rows) > 1:
         raise Refused(f"{prefix} names {len(rows)} series: give more of the id")
-    return store.series(rows[0][0])
+    return store.series(rows[0])
 
 
 def _run(fn, args) -> int:
@@ -138,16 +139,17 @@ def _run(fn, args) -> int:
 
 
 def _counts(store: Store, series: dict) -> tuple[int, int]:
-    done = store._conn.execute("SELECT COUNT(*) FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished'",
-                               (series["series_id"],)).fetchone()[0]
+    with store.read() as db:
+        done = db.count_finished(series["series_id"])
     return done, len(series["cases"]) * series["repeats"] * len(series["variants"])
 
 
 def run_list(args) -> int:
     def body(args):
         store = _store(args)
-        rows = store._conn.execute("SELECT series_id FROM aqven_series ORDER BY created_at DESC").fetchall()
-        for (series_id,) in rows:
+        with store.read() as db:
+            rows = db.series_ids()
+        for series_id in rows:
             s = store.series(series_id)
             done, total = _counts(store, s)
             spent = series_spend(store, series_id)
@@ -188,11 +190,8 @@ def _show_case(store: Store, s: dict, args) -> int:
         raise Refused(f"series {sid} has no variant {args.variant!r}; its variants: {', '.join(s['variants'])}")
     if args.repeat is not None and not 1 <= args.repeat <= s["repeats"]:
         raise Refused(f"series {sid} has repeats 1 to {s['repeats']}, not {args.repeat}")
-    query = ("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND case_name = ? AND state = 'finished'"
-             + (" AND variant_id = ?" if args.variant is not None else "")
-             + (" AND repeat = ?" if args.repeat is not None else ""))
-    params = [sid, args.case] + [p for p in (args.variant, args.repeat) if p is not None]
-    records = [json.loads(r) for (r,) in store._conn.execute(query, params)]
+    with store.read() as db:
+        records = db.finished_attempts(sid, case=args.case, variant=args.variant, repeat=args.repeat)
     order = {v: i for i, v in enumerate(s["variants"])}
     records.sort(key=lambda r: (order.get(r["variant"], len(order)), r["repeat"]))
     if not records:
@@ -244,9 +243,8 @@ def _show_series(store: Store, s: dict) -> int:
 
 def _outcomes(store: Store, series_id: str) -> list[tuple[str, int]]:
     """How many finished attempts ended in each outcome: an aggregate, shown for held-out series too."""
-    return store._conn.execute("SELECT outcome, COUNT(*) FROM aqven_series_attempts WHERE series_id = ? AND "
-                               "state = 'finished' GROUP BY outcome ORDER BY COUNT(*) DESC, outcome",
-                               (series_id,)).fetchall()
+    with store.read() as db:
+        return db.outcome_counts(series_id)
 
 
 def run_approve(args) -> int:
@@ -318,9 +316,8 @@ def run_export(args) -> int:
         sid = s["series_id"]
         if s.get("split") == "holdout" and not args.reveal:
             raise Refused(f"series {sid} ran held-out cases: {HELD_OUT_REFUSAL}")
-        rows = store._conn.execute("SELECT record FROM aqven_series_attempts WHERE series_id = ? AND state = 'finished' "
-                                   "ORDER BY finished_at", (sid,)).fetchall()
-        records = [json.loads(r[0]) for r in rows]
+        with store.read() as db:
+            records = db.finished_attempts(sid, by_finish=True)
         if s.get("split") == "holdout":
             print(f"revealing held-out data of series {sid} ({len(records)} attempts), as asked with --reveal: "
                   "do not tune the flow to what it shows", file=sys.stderr)

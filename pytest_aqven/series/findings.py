@@ -8,12 +8,11 @@ held-out half is never run again for it.
 """
 from __future__ import annotations
 
-import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import storage
 from ..findings import document
 from ..findings.files import (
     FindingsRefused,
@@ -28,28 +27,11 @@ from ..findings.files import (
     write_finding_file,
 )
 from ..project.loader import Project
-from .db import Store
+from .db import Store, known_series
 from .tally import SeriesTally
 
 if TYPE_CHECKING:      # conclude.py records its conclusion through record() below
     from .conclude import Conclusion
-
-FINDINGS_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS aqven_findings (
-      series_id TEXT PRIMARY KEY REFERENCES aqven_series (series_id),
-      experiment_id TEXT NOT NULL,
-      plan_key TEXT NOT NULL,
-      text TEXT NOT NULL,
-      recorded_at REAL NOT NULL,
-      published_at REAL)""",
-    # every FINDINGS.md text aqven wrote: a text not among them was made by hand and is never overwritten
-    """CREATE TABLE IF NOT EXISTS aqven_findings_md (sha256 TEXT PRIMARY KEY, written_at REAL NOT NULL)""",
-)
-
-
-def ensure_tables(db: sqlite3.Connection) -> None:
-    for statement in FINDINGS_SCHEMA:
-        db.execute(statement)
 
 
 def due(conclusion: Conclusion) -> bool:
@@ -66,28 +48,18 @@ def record(store: Store, project: Project, series: dict, conclusion: Conclusion,
     and finding (written exactly once). Returns the status the series holds after the transaction."""
     text = finding_text(document.build(project, series, conclusion, tally), decided=True) if due(conclusion) else None
     with store.transaction() as db:
-        ensure_tables(db)
-        held = db.execute("SELECT status FROM aqven_series WHERE series_id = ?", (conclusion.series_id,)).fetchone()[0]
+        db.ensure_findings()
+        held, stored, _, _ = known_series(db, conclusion.series_id)
         if held in ("cancelled", "done", "failed"):
             return held
-        if text is not None and db.execute("SELECT 1 FROM aqven_findings WHERE series_id = ?",
-                                           (conclusion.series_id,)).fetchone() is None:
-            plan_key = db.execute("SELECT plan_key FROM aqven_series WHERE series_id = ?",
-                                  (conclusion.series_id,)).fetchone()[0]
-            db.execute("INSERT INTO aqven_findings (series_id, experiment_id, plan_key, text, recorded_at) "
-                       "VALUES (?, ?, ?, ?, ?)", (conclusion.series_id, conclusion.experiment, plan_key, text, time.time()))
-        row = db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (conclusion.series_id,)).fetchone()
-        merged = {**json.loads(row[0]), **updates}
+        if text is not None and db.finding(conclusion.series_id) is None:
+            db.insert_finding(conclusion.series_id, conclusion.experiment, text, time.time())
+        merged = {**stored, **updates}
         if text is not None:
             merged["finding_path"] = finding_path(project.root, conclusion.experiment,
                                                   conclusion.series_id).relative_to(project.root).as_posix()
-        db.execute("UPDATE aqven_series SET status = ?, finished_at = COALESCE(finished_at, ?), record = ? "
-                   "WHERE series_id = ?", (status, time.time(), json.dumps(merged), conclusion.series_id))
+        db.finish_series(conclusion.series_id, status, merged, time.time())
     return status
-
-
-def _generated(db: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in db.execute("SELECT sha256 FROM aqven_findings_md")}
 
 
 def _publish_rows(project: Project, store: Store, rows: list[tuple[str, str, str]], *, mark: bool,
@@ -100,14 +72,13 @@ def _publish_rows(project: Project, store: Store, rows: list[tuple[str, str, str
     before = text_sha(render_findings_md(root, read_findings(root, project.package)))
     paths = [write_finding_file(root, experiment, series_id, text) for series_id, experiment, text in rows]
     with store.transaction() as db:
-        ensure_tables(db)
-        generated = _generated(db) | {before}
+        db.ensure_findings()
+        generated = db.findings_md_shas() | {before}
     sha = refresh_findings_md(root, project.package, generated, force=force_md)
     with store.transaction() as db:
-        db.execute("INSERT OR IGNORE INTO aqven_findings_md (sha256, written_at) VALUES (?, ?)", (sha, time.time()))
+        db.add_findings_md(sha, time.time())
         if mark:
-            db.executemany("UPDATE aqven_findings SET published_at = ? WHERE series_id = ? AND published_at IS NULL",
-                           [(time.time(), series_id) for series_id, _, _ in rows])
+            db.mark_published([series_id for series_id, _, _ in rows], time.time())
     return paths
 
 
@@ -119,11 +90,11 @@ def write_finding_for(project: Project, conclusion: Conclusion) -> Path | None:
     store = Store(project.root)
     try:
         with store.transaction() as db:
-            ensure_tables(db)
-            row = db.execute("SELECT text FROM aqven_findings WHERE series_id = ?", (conclusion.series_id,)).fetchone()
-        if row is None:
+            db.ensure_findings()
+            text = db.finding(conclusion.series_id)
+        if text is None:
             return None
-        return _publish_rows(project, store, [(conclusion.series_id, conclusion.experiment, row[0])], mark=True)[0]
+        return _publish_rows(project, store, [(conclusion.series_id, conclusion.experiment, text)], mark=True)[0]
     finally:
         store.close()
 
@@ -132,25 +103,17 @@ def unpublished_series(store: Store, plan_key: str) -> str | None:
     """A series with this plan key whose finding was recorded but never published by the run that decided
     it (a crash): the rerun continues it instead of running the held-out half again."""
     with store.transaction() as db:
-        ensure_tables(db)
-        row = db.execute("SELECT series_id FROM aqven_findings WHERE plan_key = ? AND published_at IS NULL "
-                         "ORDER BY recorded_at DESC LIMIT 1", (plan_key,)).fetchone()
-    return row[0] if row else None
+        db.ensure_findings()
+        return db.unpublished_finding(plan_key)
 
 
 def recorded(root: Path) -> list[tuple[str, str, str]]:
     """(series, experiment, text) of every finding the project database recorded; [] without a database."""
-    path = root / ".aqven" / "aqven.sqlite"
-    if not path.exists():
-        return []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
     try:
-        return [tuple(r) for r in conn.execute(
-            "SELECT series_id, experiment_id, text FROM aqven_findings ORDER BY recorded_at")]
-    except sqlite3.OperationalError:    # a database from before findings were recorded in it
+        with storage.peek(root) as db:
+            return [] if db is None else db.findings()
+    except storage.ERRORS:      # a database from before findings were recorded in it
         return []
-    finally:
-        conn.close()
 
 
 def repair(project: Project) -> None:

@@ -1,7 +1,7 @@
 """The spend ledger and attempt claims, shared through the project database by every process of a run.
 
-The ledger is the one authority on whether an attempt may start. Each decision is one BEGIN IMMEDIATE
-transaction, so xdist workers and a second pytest on the same project see the same spend and claims:
+The ledger is the one authority on whether an attempt may start. Each decision is one write transaction
+of the store (SQLite: BEGIN IMMEDIATE), so xdist workers and a second pytest on the same project see the same spend and claims:
 - an attempt already finished is reused; one claimed by a live runner is waited for (never run twice);
 - a claim of a runner that died (its process is gone, or its heartbeat is older than the lease) is taken over;
 - the first attempt of a series runs alone; its cost becomes the reserve (the most a finished attempt cost);
@@ -30,7 +30,6 @@ discarded (no spend row, no record), so the ledger holds exactly one row per att
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import socket
 import time
@@ -38,8 +37,9 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ..storage import Transaction
 from .cap import NEAR
-from .db import SAVE_ATTEMPT, Store, attempt_id, attempt_row
+from .db import Store, attempt_id, attempt_row, known_series
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
 CLAIMED_ELSEWHERE = "claimed by another runner"
@@ -70,7 +70,7 @@ class Spend:
         return amount + (f" of its ${float(cap_usd):.2f} cap" if cap_usd is not None else "")
 
 
-def _alive(db, runner_id: str, me: str, now: float, seen: dict | None = None) -> bool:
+def _alive(db: Transaction, runner_id: str, me: str, now: float, seen: dict | None = None) -> bool:
     """Whether a runner holds its claims; `seen` keeps the answers of one transaction (one look per runner)."""
     if runner_id == me:
         return True
@@ -78,7 +78,7 @@ def _alive(db, runner_id: str, me: str, now: float, seen: dict | None = None) ->
         if runner_id not in seen:
             seen[runner_id] = _alive(db, runner_id, me, now)
         return seen[runner_id]
-    row = db.execute("SELECT host, pid, heartbeat_at FROM aqven_runners WHERE runner_id = ?", (runner_id,)).fetchone()
+    row = db.runner(runner_id)
     if row is None:
         return False
     host, pid, beat = row
@@ -103,20 +103,17 @@ def _gone(pid: int) -> bool:
         return False
 
 
-def spend(db, series_id: str, me: str = "", now: float | None = None, seen: dict | None = None) -> Spend:
+def spend(db: Transaction, series_id: str, me: str = "", now: float | None = None, seen: dict | None = None) -> Spend:
     """The running total (one row, kept by a trigger on aqven_spend) and the attempts running now."""
-    row = db.execute("SELECT spent_usd, reserve_usd, finished, unpriced_attempts FROM aqven_spend_totals "
-                     "WHERE series_id = ?", (series_id,)).fetchone()
+    row = db.spend_totals(series_id)
     spent, reserve, finished, unpriced = row or (0.0, 0.0, 0, 0)
     now = time.time() if now is None else now
-    running = sum(n for runner, n in db.execute(
-        "SELECT runner_id, COUNT(*) FROM aqven_claims WHERE series_id = ? AND state = 'running' GROUP BY runner_id",
-        (series_id,)).fetchall() if _alive(db, runner, me, now, seen))
+    running = sum(n for runner, n in db.running_claims(series_id) if _alive(db, runner, me, now, seen))
     return Spend(spent, reserve, finished, unpriced, running)
 
 
-def _record(db, series_id: str) -> dict:
-    return json.loads(db.execute("SELECT record FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()[0])
+def _record(db: Transaction, series_id: str) -> dict:
+    return known_series(db, series_id)[1]
 
 
 def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
@@ -142,12 +139,11 @@ class Ledger:
         self.discarded: list[tuple[str, str, str, int]] = []    # finishes whose claim another runner took
         now = time.time()
         with store.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO aqven_runners VALUES (?, ?, ?, ?, ?)",
-                       (self.runner_id, HOST, os.getpid(), now, now))
+            db.add_runner(self.runner_id, HOST, os.getpid(), now)
 
     def heartbeat(self) -> None:
         with self.store.transaction() as db:
-            db.execute("UPDATE aqven_runners SET heartbeat_at = ? WHERE runner_id = ?", (time.time(), self.runner_id))
+            db.beat(self.runner_id, time.time())
 
     def try_start(self, series_id: str, variant: str, case: str, repeat: int) -> Decision:
         with self.store.transaction() as db:
@@ -179,7 +175,7 @@ class Ledger:
                 results[i] = exc
         return results
 
-    def _op(self, db, op: tuple, now: float, seen: dict):
+    def _op(self, db: Transaction, op: tuple, now: float, seen: dict):
         kind, *args = op
         if kind in ("start", "claim"):
             return self._try_start(db, *args, now, seen, ahead=kind == "claim")
@@ -188,7 +184,7 @@ class Ledger:
             return self._release(db, *args)
         raise ValueError(f"unknown ledger operation {kind!r}")
 
-    def _try_start(self, db, series_id: str, variant: str, case: str, repeat: int, now: float,
+    def _try_start(self, db: Transaction, series_id: str, variant: str, case: str, repeat: int, now: float,
                    seen: dict, ahead: bool = False) -> Decision:
         """`seen` holds what this transaction already read (nobody else writes inside it): the series'
         status and cap, its spend, which runners are alive; a claim made here counts in the spend it keeps.
@@ -196,12 +192,9 @@ class Ledger:
         aid = attempt_id(series_id, variant, case, repeat)
         if ("series", series_id) not in seen:
             # the cap alone: the whole record (with every case name) is read only to say why a series waits
-            seen["series", series_id] = db.execute("SELECT status, json_extract(record, '$.cap_usd') FROM "
-                                                   "aqven_series WHERE series_id = ?", (series_id,)).fetchone()
+            seen["series", series_id] = db.series_cap(series_id)
         status, cap = seen["series", series_id]
-        finished, holder = db.execute(
-            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = ? AND state = 'finished'), "
-            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = ?)", (aid, aid)).fetchone()
+        finished, holder = db.attempt_claim(aid)
         if finished:
             return Decision("reused")
         if status == "awaiting_approval":
@@ -212,7 +205,7 @@ class Ledger:
         if holder is not None:
             if _alive(db, holder, self.runner_id, now, seen):
                 return Decision("wait", why=CLAIMED_ELSEWHERE if holder != self.runner_id else "mine")
-            db.execute("DELETE FROM aqven_claims WHERE attempt_id = ?", (aid,))      # its runner died (not counted)
+            db.drop_claim(aid)      # its runner died (not counted)
         s = seen.get(("spend", series_id)) or spend(db, series_id, self.runner_id, now, seen)
         if s.finished == 0 and s.running > 0:
             return Decision("wait", why="the first attempt runs alone; its cost becomes the reserve")
@@ -222,17 +215,11 @@ class Ledger:
             if s.running or ahead:
                 return Decision("wait", why="near the cap: running attempts finish first")
             pause = {"reason": "spend_near_cap", "spent_usd": round(s.spent_usd, 6)}
-            db.execute("UPDATE aqven_series SET status = 'awaiting_approval', record = "
-                       "json_set(record, '$.pause', json(?), '$.needs_approval', json('true')) "
-                       "WHERE series_id = ? AND status = 'running'", (json.dumps(pause), series_id))
+            db.pause_series(series_id, pause)
             seen["series", series_id] = ("awaiting_approval", cap)
             return Decision("paused", why=pause_text(series_id, _record(db, series_id), s))
         limit = cap - committed
-        db.execute("UPDATE aqven_counters SET value = value + 1 WHERE name = 'claim_generation'")
-        generation = db.execute("SELECT value FROM aqven_counters WHERE name = 'claim_generation'").fetchone()[0]
-        db.execute("INSERT INTO aqven_claims (attempt_id, series_id, runner_id, state, claimed_at, limit_usd, "
-                   "generation) VALUES (?, ?, ?, 'running', ?, ?, ?)",
-                   (aid, series_id, self.runner_id, now, limit, generation))
+        generation = db.claim(aid, series_id, self.runner_id, now, limit)
         seen["spend", series_id] = dataclasses.replace(s, running=s.running + 1)
         return Decision("start", limit_usd=limit, generation=generation)
 
@@ -247,33 +234,24 @@ class Ledger:
         row = attempt_row(record)
         self.store.defer(lambda db: self._finish(db, record, row, generation))
 
-    def holds(self, db, attempt: str, generation: int) -> bool:
+    def holds(self, db: Transaction, attempt: str, generation: int) -> bool:
         """This runner's claim of `generation` on the attempt still stands (in the caller's transaction)."""
-        return db.execute("SELECT 1 FROM aqven_claims WHERE attempt_id = ? AND runner_id = ? AND generation = ? "
-                          "AND state = 'running'", (attempt, self.runner_id, generation)).fetchone() is not None
+        return db.holds_claim(attempt, self.runner_id, generation)
 
-    def _finish(self, db, record: dict, row: tuple, generation: int) -> None:
+    def _finish(self, db: Transaction, record: dict, row: tuple, generation: int) -> None:
         aid = row[0]
         if not self.holds(db, aid, generation):
             self.discarded.append((record["series_id"], record["variant"], record["case"], record["repeat"]))
             return
         amount = (record.get("cost_usd") or 0.0) + (record.get("check_cost_usd") or 0.0)
-        db.execute("INSERT INTO aqven_spend (series_id, attempt_id, runner_id, spend_usd, unpriced_calls, "
-                   "outcome, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (record["series_id"], aid, self.runner_id, amount, record.get("unpriced_calls") or 0,
-                    record["outcome"], time.time()))
-        db.execute("UPDATE aqven_claims SET state = 'finished' WHERE attempt_id = ? AND runner_id = ?",
-                   (aid, self.runner_id))
-        db.execute(SAVE_ATTEMPT, row)
+        db.record_finish(record["series_id"], aid, self.runner_id, amount, record.get("unpriced_calls") or 0,
+                         record["outcome"], time.time(), row)
 
     def still_holds(self, series_id: str, variant: str, case: str, repeat: int, generation: int) -> bool:
         """A read, no transaction: whether a claim made earlier may still start (nobody paused or cancelled
         the series since, and no other runner took the claim while this one was suspended)."""
-        with self.store._lock:
-            row = self.store._conn.execute(
-                "SELECT s.status, c.generation FROM aqven_series s LEFT JOIN aqven_claims c ON c.attempt_id = ? "
-                "AND c.runner_id = ? AND c.state = 'running' WHERE s.series_id = ?",
-                (attempt_id(series_id, variant, case, repeat), self.runner_id, series_id)).fetchone()
+        with self.store.read() as db:
+            row = db.claim_standing(series_id, attempt_id(series_id, variant, case, repeat), self.runner_id)
         return row is not None and row[0] == "running" and row[1] == generation
 
     def release(self, series_id: str, variant: str, case: str, repeat: int) -> None:
@@ -281,40 +259,30 @@ class Ledger:
         with self.store.transaction() as db:
             self._release(db, series_id, variant, case, repeat)
 
-    def _release(self, db, series_id: str, variant: str, case: str, repeat: int) -> None:
-        db.execute("DELETE FROM aqven_claims WHERE attempt_id = ? AND runner_id = ? AND state = 'running'",
-                   (attempt_id(series_id, variant, case, repeat), self.runner_id))
+    def _release(self, db: Transaction, series_id: str, variant: str, case: str, repeat: int) -> None:
+        db.release_claim(attempt_id(series_id, variant, case, repeat), self.runner_id)
 
     def close(self) -> None:
         with self.store.transaction() as db:
-            db.execute("DELETE FROM aqven_claims WHERE runner_id = ? AND state = 'running'", (self.runner_id,))
-            db.execute("DELETE FROM aqven_runners WHERE runner_id = ?", (self.runner_id,))
+            db.drop_runner(self.runner_id)
 
 
 def cancel(store: Store, series_id: str, why: str) -> bool:
     """Ctrl-C, -x, --maxfail or `aqven series cancel`: the series is cancelled and its verdict invalid."""
     verdict = {"state": "invalid", "reason": "cancelled", "text": f"No finding: the series was cancelled ({why})."}
     with store.transaction() as db:
-        cur = db.execute("UPDATE aqven_series SET status = 'cancelled', finished_at = ?, record = "
-                         "json_set(record, '$.verdict', json(?)) WHERE series_id = ? "
-                         "AND status IN ('running', 'awaiting_approval')",
-                         (time.time(), json.dumps(verdict), series_id))
-        return cur.rowcount > 0
+        return db.cancel_series(series_id, verdict, time.time())
 
 
 def apply_cap(store: Store, series_id: str, cap) -> None:
     """An explicit cap on a series that continues: it runs under it; above the project cap it waits for approval."""
     with store.transaction() as db:
-        status, record = db.execute("SELECT status, record FROM aqven_series WHERE series_id = ?",
-                                    (series_id,)).fetchone()
-        if status != "running" or Decimal(json.loads(record).get("cap_usd", "0")) == cap.cap_usd:
+        status, record, _, _ = known_series(db, series_id)
+        if status != "running" or Decimal(record.get("cap_usd", "0")) == cap.cap_usd:
             return
         pause = {"reason": "cap_above_project", "spent_usd": round(spend(db, series_id).spent_usd, 6)}
-        db.execute("UPDATE aqven_series SET status = ?, record = json_set(record, '$.cap_usd', ?, '$.cap_from', ?, "
-                   "'$.needs_approval', json(?), '$.pause', json(?)) WHERE series_id = ?",
-                   ("awaiting_approval" if cap.needs_approval else "running", str(cap.cap_usd), cap.explicit,
-                    "true" if cap.needs_approval else "false", json.dumps(pause) if cap.needs_approval else "null",
-                    series_id))
+        db.set_cap(series_id, "awaiting_approval" if cap.needs_approval else "running", str(cap.cap_usd), cap.explicit,
+                   cap.needs_approval, pause if cap.needs_approval else None)
 
 
 def approve(store: Store, series_id: str, cap_usd: Decimal, approved_by: str) -> tuple[bool, dict]:
@@ -322,12 +290,8 @@ def approve(store: Store, series_id: str, cap_usd: Decimal, approved_by: str) ->
     cap_usd, approved_by). Only a series still awaiting approval is approved: a cancel or another approval
     that landed first wins, and the caller says so."""
     with store.transaction() as db:
-        won = db.execute("UPDATE aqven_series SET status = 'running', record = json_set(json_remove(record, '$.pause'), "
-                         "'$.cap_usd', ?, '$.approved_by', ?, '$.approved_at', ?, '$.needs_approval', json('false')) "
-                         "WHERE series_id = ? AND status = 'awaiting_approval'",
-                         (str(cap_usd), approved_by, time.time(), series_id)).rowcount > 0
-        status, cap, by = db.execute("SELECT status, json_extract(record, '$.cap_usd'), json_extract(record, "
-                                     "'$.approved_by') FROM aqven_series WHERE series_id = ?", (series_id,)).fetchone()
+        won = db.approve_series(series_id, str(cap_usd), approved_by, time.time())
+        status, cap, by = db.approval(series_id)
     return won, {"status": status, "cap_usd": cap, "approved_by": by}
 
 

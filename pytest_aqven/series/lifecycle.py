@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from .. import stats
+from .. import stats, storage
 from ..engine.checks import CheckInvalid, CompiledCheck
 from ..experiments import inputs, plan as planning
 from ..experiments.checks import compile_check
@@ -11,7 +11,6 @@ from ..project.loader import Experiment, Project
 from ..providers import registry
 from ..providers.base import ProviderError
 from ..stats.model import experiment_salt
-from . import storage
 from .cap import SeriesCap, series_cap
 from .conclude import question_of, to_attempt
 from .db import Store
@@ -170,7 +169,7 @@ class SeriesRun:
         """Attempts and the recommended cases; history only from a database that already exists.
         The simulated search is read from .aqven/plans/, else run when `simulate` and cached there."""
         history = []
-        if (self.project.root / ".aqven" / "aqven.sqlite").exists():
+        if storage.database_path(self.project.root).exists():
             history = [to_attempt(r) for r in self.store.history(self.experiment.id)]
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,

@@ -7,17 +7,13 @@ without one (a fresh clone, a database set aside), from the committed finding fi
 by salted keys (`scope.case_keys`, and the keys of its per-case data). Nothing here writes anything."""
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import codes
+from .. import storage
 from ..findings.files import finding_files, parse
 from ..project.loader import Experiment, Project
 from ..stats.model import case_key
-
-OPEN = codes.OPEN_SERIES
 
 
 @dataclass
@@ -89,39 +85,21 @@ def _summary(document: dict, path: str | None) -> dict:
             "cases": scope.get("cases"), "keys": _keys(document)}
 
 
-def _connect(root: Path) -> sqlite3.Connection | None:
-    path = root / ".aqven" / "aqven.sqlite"
-    if not path.exists():
-        return None
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
-
-
 def _recorded(root: Path, experiment_id: str) -> list[tuple[str, dict, str]]:
     """(series id, series record, finding text) of every held-out series of the experiment with a finding."""
-    conn = _connect(root)
-    if conn is None:
-        return []
     try:
-        rows = conn.execute("SELECT f.series_id, s.record, f.text FROM aqven_findings f JOIN aqven_series s "
-                            "USING (series_id) WHERE f.experiment_id = ?", (experiment_id,)).fetchall()
-    except sqlite3.Error:        # a database from before findings were recorded in it
+        with storage.peek(root) as db:
+            return [] if db is None else db.held_out_findings(experiment_id)
+    except storage.ERRORS:      # a database from before findings were recorded in it
         return []
-    finally:
-        conn.close()
-    return [(sid, json.loads(record), text) for sid, record, text in rows]
 
 
 def _open_held_out(root: Path, experiment_id: str) -> bool:
-    conn = _connect(root)
-    if conn is None:
-        return False
     try:
-        return conn.execute(f"SELECT 1 FROM aqven_series WHERE experiment_id = ? AND split = 'holdout' AND status "
-                            f"IN {OPEN} LIMIT 1", (experiment_id,)).fetchone() is not None
-    except sqlite3.Error:
+        with storage.peek(root) as db:
+            return db is not None and db.has_open_held_out(experiment_id)
+    except storage.ERRORS:
         return False
-    finally:
-        conn.close()
 
 
 class Standing:

@@ -1,4 +1,4 @@
-"""The project database on disk: one clear error for damaged or read-only storage, and schema migrations.
+"""The project database on disk: where it is, one clear error for damaged or read-only storage.
 
 A damaged file is moved aside (never overwritten, never deleted) and the session stops with one message
 naming it and what to do. A normal run checks quickly (PRAGMA quick_check); `aqven db check` fully."""
@@ -11,67 +11,8 @@ import time
 from pathlib import Path
 
 HEADER = b"SQLite format 3\x00"
-
-# version -> statements that bring the 'series' component from version - 1 to it (version 1 is db.SCHEMA)
-MIGRATIONS: dict[int, str] = {
-    2: """
-CREATE TABLE IF NOT EXISTS aqven_runners (
-  runner_id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, started_at REAL NOT NULL,
-  heartbeat_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS aqven_claims (
-  attempt_id TEXT PRIMARY KEY,
-  series_id TEXT NOT NULL,
-  runner_id TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('running', 'finished')),
-  claimed_at REAL NOT NULL,
-  limit_usd REAL
-);
-CREATE INDEX IF NOT EXISTS aqven_claims_by_series ON aqven_claims (series_id, state);
-CREATE TABLE IF NOT EXISTS aqven_spend (
-  entry INTEGER PRIMARY KEY AUTOINCREMENT,
-  series_id TEXT NOT NULL,
-  attempt_id TEXT NOT NULL,
-  runner_id TEXT,
-  spend_usd REAL NOT NULL,
-  unpriced_calls INTEGER NOT NULL DEFAULT 0,
-  outcome TEXT,
-  at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS aqven_spend_by_series ON aqven_spend (series_id);
-INSERT INTO aqven_spend (series_id, attempt_id, spend_usd, unpriced_calls, outcome, at)
-  SELECT series_id, attempt_id, CAST(cost_usd AS REAL) + CAST(check_cost_usd AS REAL),
-         COALESCE(json_extract(record, '$.unpriced_calls'), 0), outcome, COALESCE(finished_at, 0)
-  FROM aqven_series_attempts WHERE state = 'finished';
-""",
-    # the running spend total of each series, kept by a trigger in the transaction that inserts the spend
-    # row (the ledger is append-only), so a start decision reads one row instead of summing every attempt
-    3: """
-CREATE TABLE IF NOT EXISTS aqven_spend_totals (
-  series_id TEXT PRIMARY KEY,
-  spent_usd REAL NOT NULL,
-  reserve_usd REAL NOT NULL,
-  finished INTEGER NOT NULL,
-  unpriced_attempts INTEGER NOT NULL
-);
-INSERT OR REPLACE INTO aqven_spend_totals
-  SELECT series_id, SUM(spend_usd), MAX(spend_usd), COUNT(*), SUM(unpriced_calls > 0) FROM aqven_spend GROUP BY series_id;
-CREATE TRIGGER IF NOT EXISTS aqven_spend_total AFTER INSERT ON aqven_spend BEGIN
-  INSERT INTO aqven_spend_totals VALUES (NEW.series_id, NEW.spend_usd, NEW.spend_usd, 1, NEW.unpriced_calls > 0)
-  ON CONFLICT (series_id) DO UPDATE SET spent_usd = spent_usd + excluded.spent_usd,
-    reserve_usd = MAX(reserve_usd, excluded.reserve_usd), finished = finished + 1,
-    unpriced_attempts = unpriced_attempts + excluded.unpriced_attempts;
-END;
-""",
-    # fencing: each claim gets the next generation number; a finish counts only while its claim still holds
-    # (same runner, same generation), checked in the finish's own transaction
-    4: """
-ALTER TABLE aqven_claims ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE IF NOT EXISTS aqven_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO aqven_counters VALUES ('claim_generation', 0);
-""",
-}
-LATEST = max(MIGRATIONS)
+FOLDER = ".aqven"
+FILE = "aqven.sqlite"
 
 
 class StorageError(Exception):
@@ -79,31 +20,9 @@ class StorageError(Exception):
 
 
 def database_path(root: Path) -> Path:
-    return root / ".aqven" / "aqven.sqlite"
-
-
-def migrate(db: sqlite3.Connection) -> None:
-    """Inside the caller's transaction: apply every migration above the stored version."""
-    row = db.execute("SELECT version FROM aqven_schema_versions WHERE component = 'series'").fetchone()
-    version = row[0] if row else 1
-    if version > LATEST:
-        raise StorageError(f"the project database was written by a newer pytest-aqven (schema version {version}, "
-                           f"this one knows {LATEST}): upgrade pytest-aqven")
-    for target in range(version + 1, LATEST + 1):
-        for statement in statements(MIGRATIONS[target]):
-            db.execute(statement)
-        db.execute("INSERT OR REPLACE INTO aqven_schema_versions VALUES ('series', ?)", (target,))
-
-
-def statements(script: str):
-    """The statements of a script, one by one (a trigger's body has semicolons of its own)."""
-    pending = ""
-    for piece in script.split(";"):
-        pending += piece + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n;"):
-                yield pending
-            pending = ""
+    """The project database of the module root `root` (the folder holding aqven.yaml), outside git: the one
+    place it is defined."""
+    return Path(root) / FOLDER / FILE
 
 
 def _writable(folder: Path) -> str | None:
@@ -183,16 +102,15 @@ def preflight(root: Path, *, again: bool = False) -> None:
     root = Path(root)
     if root in _CHECKED and not again:
         return
-    folder = root / ".aqven"
     path = database_path(root)
+    folder = path.parent
     target = folder if folder.is_dir() else root
     why = _writable(target)
     if why is not None:
         raise StorageError(
             f"pytest-aqven: cannot write in {target} ({why}). Series and their attempts are stored in {path}: "
             f"make {target} writable for this user, or run from a writable copy of the project.")
-    for name in ("aqven.sqlite", "aqven.sqlite-wal", "aqven.sqlite-shm"):
-        file = folder / name
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         if file.exists():
             try:
                 with open(file, "r+b"):

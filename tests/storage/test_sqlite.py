@@ -1,0 +1,89 @@
+"""The SQLite file itself: a database of the last release (0.1.0) opens unchanged, a new one is laid out
+exactly as that release laid it out, and a newer schema is refused. (The contract is in test_contract.py.)
+
+data/release-0.1.0.sqlite.gz was written by pytest-aqven 0.1.0 (before the storage package): the example
+project run held-out and on dev with --aqven-cases 2 --aqven-repeats 1 (series, attempts, spend, claims
+counter, a finding, FINDINGS.md's sha), then one rpm slot and one concurrency lease taken by its limiter."""
+from __future__ import annotations
+
+import gzip
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pytest_aqven import storage
+from pytest_aqven.series import ledger as ledgers
+from pytest_aqven.series.db import Store
+from pytest_aqven.storage import schema
+
+RELEASE = Path(__file__).parent / "data" / "release-0.1.0.sqlite.gz"
+
+
+def released(root: Path) -> Path:
+    path = storage.database_path(root)
+    path.parent.mkdir(parents=True)
+    with gzip.open(RELEASE) as src, open(path, "wb") as out:
+        shutil.copyfileobj(src, out)
+    return path
+
+
+def dump(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def layout(path: Path) -> set[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"))
+    finally:
+        conn.close()
+
+
+def test_a_database_of_the_last_release_opens_unchanged_and_reads_as_before(tmp_path):
+    path = released(tmp_path)
+    before = dump(path)
+    store = Store(tmp_path)
+    try:
+        with store.read() as db:
+            ids = db.series_ids()
+            assert len(ids) == 3 and db.findings() and db.findings_md_shas()
+            assert all(db.count_finished(sid) for sid in ids)
+        for sid in ids:
+            assert store.series(sid)["status"] in ("done", "running")
+            assert store.attempts(sid)
+            spent = ledgers.series_spend(store, sid)
+            assert spent.finished == len(store.attempts(sid))
+    finally:
+        store.close()
+    assert dump(path) == before
+
+
+def test_a_new_database_is_laid_out_exactly_as_the_last_release_laid_it_out(tmp_path):
+    old = released(tmp_path / "old")
+    store = Store(tmp_path / "new")
+    try:
+        with store.transaction() as db:
+            db.ensure_findings()
+    finally:
+        store.close()
+    storage.limits(tmp_path / "new").reserve("p", 1.0)
+    assert layout(storage.database_path(tmp_path / "new")) == layout(old)
+
+
+def test_a_database_of_a_newer_pytest_aqven_is_refused_and_left_as_it_is(tmp_path):
+    path = released(tmp_path)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE aqven_schema_versions SET version = ? WHERE component = 'series'", (schema.LATEST + 1,))
+    conn.commit()
+    conn.close()
+    before = dump(path)
+    with pytest.raises(storage.StorageError, match=rf"newer pytest-aqven \(schema version {schema.LATEST + 1}, "
+                                                    rf"this one knows {schema.LATEST}\): upgrade pytest-aqven"):
+        Store(tmp_path)
+    assert dump(path) == before
