@@ -21,10 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.engine_projects import flow, load, node, write  # noqa: E402
-
 from pytest_aqven.engine.runner import Assembly, Runner  # noqa: E402
 from pytest_aqven.providers import registry  # noqa: E402
+from tests.engine_projects import flow, load, node, write  # noqa: E402
 
 NODES = 20
 STEP = '''

@@ -23,12 +23,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.providers.openai_server import Server  # noqa: E402
-from tests.providers.test_plugin_http import CANARY, make_files, split_cases, verdict_of  # noqa: E402
-
 from pytest_aqven.experiments.attempt import outcome_of  # noqa: E402
 from pytest_aqven.providers.base import Message, ModelRequest, ProviderError, ToolDef  # noqa: E402
 from pytest_aqven.providers.openai_compat import OpenAICompatProvider, RetryPolicy  # noqa: E402
+from tests.providers.openai_server import Server  # noqa: E402
+from tests.providers.test_plugin_http import CANARY, make_files, split_cases, verdict_of  # noqa: E402
 
 FAULTS = [  # (label, script, what the attempt's agent does with the outcome, by the default policies)
     ("ok", ["ok"]), ("delay 0.3 s", ["delay:0.3"]), ("429 Retry-After 0.2, then ok", ["429:0.2"]),

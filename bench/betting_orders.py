@@ -8,11 +8,14 @@ the guarantee; the single order also takes the maximum over time (Ville), which 
 orders of differently ordered processes may not. The table says which is narrower."""
 import sys
 from pathlib import Path
+
 import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_aqven.stats import betting
-from pytest_aqven.stats.betting import TRUNCATION, STEPS, _bets
+from pytest_aqven.stats.betting import STEPS, TRUNCATION, _bets
 from tests.stats.sim import beta_binomial, hard_case_mixture, tails
+
 
 def lower_avg(x, perms, alpha=0.05, floor=True):
     """Largest m with mean_j K_n^(j)(m) >= 1/a (final wealth of each order, averaged): an e-value test."""

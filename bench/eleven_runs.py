@@ -27,7 +27,7 @@ from pytest_aqven.findings.verify import recompute  # noqa: E402
 
 def main(runs: int = 11, experiment: str = "rate_ok") -> None:
     here = Path(__file__).resolve().parents[1]
-    from tests import projects   # noqa: PLC0415
+    from tests import projects  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "proj"

@@ -26,8 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import faults  # noqa: E402
-from tests import projects  # noqa: E402
+from tests import (
+    faults,  # noqa: E402
+    projects,  # noqa: E402
+)
 
 HOLDOUT = ("--aqven-holdout",)
 FAULTS: dict[str, tuple[str, object]] = {}

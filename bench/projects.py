@@ -165,7 +165,7 @@ def dataset_yaml(names: list[str], flow: str) -> str:
 
 
 def experiment_yaml(kind: str, cases: int, repeats: int, variants: int) -> str:
-    head = f'''apiVersion: "aqven/v1"
+    head = '''apiVersion: "aqven/v1"
 kind: "Experiment"
 description: "A generated benchmark experiment"
 failure_mode: "mislabel"

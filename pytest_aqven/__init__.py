@@ -7,8 +7,8 @@ from importlib import import_module
 
 __version__ = "0.1.0"
 _PUBLIC = {
-    "EvalContext": ".experiments.evaluators", "NoParams": ".experiments.evaluators",
-    "Verdict": ".experiments.evaluators",
+    "EvalContext": ".engine.evaluators", "NoParams": ".engine.evaluators",
+    "Verdict": ".engine.evaluators",
     "AttemptIdentity": ".providers.base", "Message": ".providers.base", "ModelRequest": ".providers.base",
     "ModelResponse": ".providers.base", "ProviderError": ".providers.base",
     "Part": ".providers.base", "ToolCall": ".providers.base", "ToolDef": ".providers.base",

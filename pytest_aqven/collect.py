@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from . import internals
-from .check.diagnostics import Diagnostic
 from .check.rules import check_project, internal_error
 from .check.scope import collection_errors
+from .diagnostics import Diagnostic
 from .experiments.plan import PlanError
 from .project.loader import Project, load_project
 from .record import AttemptRecord

@@ -13,6 +13,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+
 def settling_node(run: str, description: str, agreed: str) -> str:
     """A code node that settles the panel's grades on one call (the flow's own, or a variant's)."""
     return f'''

@@ -4,9 +4,9 @@ import os
 import sys
 
 try:
-    from mcp.server.mcpserver import MCPServer as Server      # mcp 2
+    from mcp.server.mcpserver import MCPServer as Server  # mcp 2
 except ImportError:
-    from mcp.server.fastmcp import FastMCP as Server          # mcp 1
+    from mcp.server.fastmcp import FastMCP as Server  # mcp 1
 
 app = Server("tiny")
 

@@ -12,8 +12,17 @@ import pytest
 
 from pytest_aqven.series.scheduler import HeldCtrlC
 
-from .test_series import (calls, db, finished, interrupt_and_see_it_cancelled, kill_9_mid_series_then_resume,
-                          make, pytest_cmd, the_series, wait_for_calls)
+from .test_series import (
+    calls,
+    db,
+    finished,
+    interrupt_and_see_it_cancelled,
+    kill_9_mid_series_then_resume,
+    make,
+    pytest_cmd,
+    the_series,
+    wait_for_calls,
+)
 
 THREAD_LOG = '''
 import threading
@@ -232,7 +241,6 @@ def test_under_xdist_each_worker_claims_ahead_only_what_it_runs(pytester, dist):
 def test_a_claim_made_ahead_and_not_started_is_given_back_so_another_runner_takes_it(tmp_path, monkeypatch):
     """The bounded wait: a live runner's claim made ahead blocks another runner at most AHEAD_SECONDS and a
     heartbeat (its item may have gone elsewhere); a started attempt's claim is held until it finishes."""
-    import asyncio
 
     from pytest_aqven.series import ledger as ledgers, scheduler as schedulers
     from pytest_aqven.series.db import Store

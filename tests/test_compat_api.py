@@ -245,6 +245,7 @@ def test_references_and_type_references_parse_with_the_position_of_a_mistake():
 def test_file_models_validate_the_showcase_shaped_project(tmp_path):
     """Each SPEC_MODEL_BY_KIND adapter reads the files of its kind; the models are those the loader uses."""
     from aqven.spec import SPEC_MODEL_BY_KIND, AgentSpec, NodeSpec, SpecKind, inner_nodes
+
     from pytest_aqven.project import specs
     from pytest_aqven.project.yamlpos import load_yaml
     root = write_project(tmp_path / "spoke")
@@ -269,8 +270,17 @@ def test_file_models_validate_the_showcase_shaped_project(tmp_path):
 
 
 def test_type_models_build_from_declarations_and_compare_by_what_they_validate(tmp_path):
-    from aqven.spec import (FieldSpec, GENERATED_CONFIG, TypeModelError, build_type_models, dynamic_record,
-                            field_spec_type_problem, normalized_schema, record_model)
+    from aqven.spec import (
+        GENERATED_CONFIG,
+        FieldSpec,
+        TypeModelError,
+        build_type_models,
+        dynamic_record,
+        field_spec_type_problem,
+        normalized_schema,
+        record_model,
+    )
+
     from pytest_aqven.project.loader import load_project
     project = load_project(write_project(tmp_path / "spoke"))
     models = build_type_models(project.types.specs)
@@ -316,8 +326,18 @@ def undescribed(draft: str) -> Reply:
 
 
 def test_builders_read_a_code_nodes_fields_from_its_annotations():
-    from aqven.spec import (BuilderError, In, Inference, Out, code, describe_annotation, flow, inference_spec,
-                            llm, parse_type_ref)
+    from aqven.spec import (
+        BuilderError,
+        In,
+        Inference,
+        Out,
+        code,
+        describe_annotation,
+        flow,
+        inference_spec,
+        llm,
+        parse_type_ref,
+    )
 
     node = code("polish", polish, bind={"draft": "$input.draft", "tags": "$input.tags"}, description="Polishes")
     assert node.node_id == "polish" and node.spec.run == "tests.test_compat_api:polish"
@@ -345,8 +365,17 @@ def test_builders_read_a_code_nodes_fields_from_its_annotations():
 
 
 def test_profiles_and_prompts():
-    from aqven.spec import (ModelFamily, ModelSyntaxError, PromptMessage, RenderedPrompt, parse_model,
-                            resolve_profile, system, user)
+    from aqven.spec import (
+        ModelFamily,
+        ModelSyntaxError,
+        PromptMessage,
+        RenderedPrompt,
+        parse_model,
+        resolve_profile,
+        system,
+        user,
+    )
+
     from pytest_aqven.project.specs import Capabilities, ProviderCapabilitiesSpec
     assert parse_model("openrouter:meta-llama/llama-3.1-8b").provider == "openrouter"
     with pytest.raises(ModelSyntaxError):
@@ -363,6 +392,7 @@ def test_profiles_and_prompts():
 
 def test_editor_schemas_are_written_for_every_file_kind(tmp_path):
     import json
+
     from aqven.spec import SCHEMA_DIALECT, SpecKind, editor_schema, schema_path, write_editor_schemas
     written = write_editor_schemas(tmp_path)
     assert len(written) == len(SpecKind) and schema_path(tmp_path, SpecKind.MCP_SERVER).name == \
@@ -375,7 +405,8 @@ def test_editor_schemas_are_written_for_every_file_kind(tmp_path):
 # --- aqven.policies -----------------------------------------------------------------------------
 
 def test_policy_builtins_by_slot_are_the_engines():
-    from aqven.policies import BUILTINS, JoinState, BranchResult, Slot, builtin, control, evaluators
+    from aqven.policies import BUILTINS, BranchResult, JoinState, Slot, builtin, control, evaluators
+
     from pytest_aqven.engine import policies
     assert builtin(Slot.JOIN, "quorum") is control.quorum is policies.quorum
     assert builtin("evaluator", "expected") is evaluators.expected and builtin(Slot.STOP, "nope") is None
@@ -390,9 +421,22 @@ def test_policy_builtins_by_slot_are_the_engines():
 # --- aqven.runtime ------------------------------------------------------------------------------
 
 def test_run_api_models_validate_and_round_trip():
-    from aqven.runtime import (RUN_EVENT_ADAPTER, RUN_EVENT_TYPES, ForkRequest, JobDone, JobPending, JobPoll,
-                               MODEL_OUTPUT_ERROR_CODES, NodeFinished, RunInputConflict, RunStartRequest,
-                               node_address, node_failure, node_output, override_for)
+    from aqven.runtime import (
+        MODEL_OUTPUT_ERROR_CODES,
+        RUN_EVENT_ADAPTER,
+        RUN_EVENT_TYPES,
+        ForkRequest,
+        JobDone,
+        JobPending,
+        JobPoll,
+        NodeFinished,
+        RunInputConflict,
+        RunStartRequest,
+        node_address,
+        node_failure,
+        node_output,
+        override_for,
+    )
     address = node_address("judges__qwen", branch_key="qwen")
     event = NodeFinished(seq=3, at=dt.datetime(2026, 10, 2, tzinfo=dt.timezone.utc), run_id="r1", address=address,
                          status="ok", attempt=1, output_ref=None, cost_usd=Decimal("0.01"), tokens_in=5,
@@ -423,8 +467,15 @@ def shout(text: str) -> dict:
 
 
 def test_a_projects_flow_runs_from_python_with_typed_input_and_output(tmp_path):
-    from aqven.runtime import (FlowNotFound, FlowSignatureMismatch, Project, ProjectInvalid, RunContext,
-                               RunOptions, ScriptedAnswer)
+    from aqven.runtime import (
+        FlowNotFound,
+        FlowSignatureMismatch,
+        Project,
+        ProjectInvalid,
+        RunContext,
+        RunOptions,
+        ScriptedAnswer,
+    )
     root = write(tmp_path / "loud", {
         "lib.py": LIB,
         "flows/loud/flow.yaml": flow(["shout"], {"text": "$shout.out.text"}),

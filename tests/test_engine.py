@@ -4,10 +4,10 @@ from pathlib import Path
 import pytest
 
 from pytest_aqven.codes import outcome_of
+from pytest_aqven.engine.runner import Assembly, Runner
 from pytest_aqven.experiments.plan import assemble
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.providers import registry
-from pytest_aqven.engine.runner import Assembly, Runner
 
 from . import projects
 

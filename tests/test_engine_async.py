@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from pytest_aqven.engine import usercode
 from pytest_aqven.codes import outcome_of
+from pytest_aqven.project import usercode
 
 from .engine_projects import flow, load, node, run, write
 

@@ -81,9 +81,9 @@ def test_a_range_with_a_missing_fixture_names_the_reference(project):
 
 
 def test_through_run_attempt_the_record_has_the_trace(project):
+    from pytest_aqven.engine.runner import Assembly
     from pytest_aqven.experiments.attempt import run_attempt
     from pytest_aqven.experiments.plan import SeriesPlan
-    from pytest_aqven.engine.runner import Assembly
     from pytest_aqven.project.specs import CaseSpec
     from pytest_aqven.providers import registry
 

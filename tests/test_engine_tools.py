@@ -153,7 +153,7 @@ def test_a_subagent_answers_the_agent_as_a_tool_and_its_call_is_the_attempts(tmp
     extra = {"agents/researcher.yaml": agent("fake:scholar"),
              "flows/research.inference.yaml": inference({"topic": "Text"}, {"policy": "Text"}),
              "flows/research.prompt.md": "Find the policy."}
-    p = agent_project(tmp_path, "subagents", script=script, extra_files=extra)
+    agent_project(tmp_path, "subagents", script=script, extra_files=extra)
     bot = tmp_path / "agents/bot.yaml"
     bot.write_text(bot.read_text().replace("tools:\n- lookup\n- credit\n", "subagents:\n- name: research_policy\n"
                                            "  description: Finds the policy that applies\n  agent: researcher\n"

@@ -2,7 +2,7 @@
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from pytest_aqven.experiments.evaluators import BUILTINS, EvalContext
+from pytest_aqven.engine.evaluators import BUILTINS, EvalContext
 
 OUT = {
     "reply": {"text": "Hello Anna, your lamp ships today.", "empty": "  "},
@@ -89,8 +89,9 @@ def test_built_in_checks_run_on_the_loop_and_regex_keeps_its_thread_and_time_lim
     import asyncio
     import dataclasses
 
-    from pytest_aqven.engine import usercode
-    from pytest_aqven.experiments.checks import CheckRaised, compile_check
+    from pytest_aqven.engine.checks import CheckRaised
+    from pytest_aqven.experiments.checks import compile_check
+    from pytest_aqven.project import usercode
     from pytest_aqven.project.specs import ExperimentCheck
 
     threaded = []

@@ -21,6 +21,7 @@ from . import faults, projects
 from .faults import Usage
 from .providers.test_openai_compat import request
 
+
 def test_a_long_text_is_stored_cut_with_its_length_and_sha256():
     text = "x" * 100_000 + "end"
     out = secrets.scrub_data({"trace": {"output": {"reason": text}}, "n": 3}, 1000)

@@ -9,8 +9,7 @@ import subprocess
 
 import pytest
 
-from pytest_aqven.experiments import inputs
-from pytest_aqven.experiments import plan as planning
+from pytest_aqven.experiments import inputs, plan as planning
 from pytest_aqven.project.loader import load_project
 
 from . import faults, projects

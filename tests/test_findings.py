@@ -1,7 +1,6 @@
 """Finding files and FINDINGS.md: written once, proving their verdict, every edit noticed."""
 import random
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -9,8 +8,14 @@ import yaml
 
 from pytest_aqven.check.run import check_root
 from pytest_aqven.cli import main
-from pytest_aqven.findings.files import (FindingsRefused, dump, finding_text, read_findings, render_findings_md,
-                                         self_hash)
+from pytest_aqven.findings.files import (
+    FindingsRefused,
+    dump,
+    finding_text,
+    read_findings,
+    render_findings_md,
+    self_hash,
+)
 from pytest_aqven.findings.verify import problems
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.series.db import Store

@@ -9,7 +9,7 @@ import pytest
 from pytest_aqven.codes import outcome_of
 
 from . import projects
-from .engine_projects import flow, node, record, run, write, load
+from .engine_projects import flow, load, node, record, run, write
 
 XDIST = [(), ("-n", "2")]
 

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_aqven.experiments.split import split_of
-from pytest_aqven.stats.model import case_key
-from pytest_aqven.stats.model import experiment_salt
+from pytest_aqven.stats.model import case_key, experiment_salt
 
 from . import projects
 

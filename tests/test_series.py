@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.series import ledger as ledgers
 from pytest_aqven import storage
-from pytest_aqven.storage import disk, schema
+from pytest_aqven.series import ledger as ledgers
 from pytest_aqven.series.cap import SeriesCap
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.scheduler import Budget
+from pytest_aqven.storage import disk, schema
 
 from . import faults, projects
 

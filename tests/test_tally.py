@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from pytest_aqven import stats
-from pytest_aqven.report import data
 from pytest_aqven.record import AttemptRecord
+from pytest_aqven.report import data
 from pytest_aqven.series.conclude import to_attempt
 from pytest_aqven.series.tally import SeriesTally
 from pytest_aqven.stats import evidence

@@ -3,6 +3,6 @@ the runtime's own, so the checker and the runner never disagree. The built-in co
 their parameter models are the engine's too (`engine.policies.BUILTINS`)."""
 from __future__ import annotations
 
-from ..experiments.evaluators import BUILTINS
+from ..engine.evaluators import BUILTINS
 
 EVALUATOR_PARAMS = {name: model for name, (_, model) in BUILTINS.items()}

@@ -5,8 +5,8 @@ from typing import Callable
 
 from pydantic import TypeAdapter
 
+from ..diagnostics import Diagnostic
 from ..project.loader import Project
-from .diagnostics import Diagnostic
 from .imports import SafeResolver
 from .typeinfo import TypeInfo
 

@@ -12,20 +12,20 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..experiments.checks import CheckInvalid, params_model
-from ..experiments.evaluators import EvalContext
-from ..experiments.factors import use_nodes
+from ..diagnostics import Diagnostic
+from ..engine.checks import CheckInvalid, params_model
+from ..engine.evaluators import EvalContext
 from ..engine.refs import RefError, lex
+from ..experiments.factors import use_nodes
 from ..experiments.split import selected
 from ..project import specs
-from ..project.loader import Experiment, Flow, InferenceAmbiguous, Node, judge_levels, level_names, load_inference
-from ..project.yamlpos import YamlDoc
+from ..project.loader import Experiment, Flow, InferenceAmbiguous, judge_levels, level_names, load_inference
 from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
 from ..project.types import BUILTINS as BUILTIN_TYPES
+from ..project.yamlpos import YamlDoc
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, internal_error
-from .diagnostics import Diagnostic
-from .flows import FlowView, children, compile_flow, judge_rules, node_outputs, parse_steps
+from .flows import FlowView, compile_flow, judge_rules, node_outputs, parse_steps
 from .typeinfo import OPAQUE
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
@@ -735,7 +735,7 @@ class ExperimentRules:
     def validation(self, i: int, c) -> None:
         """W_JUDGE_UNVALIDATED: validated_by names an experiment without a standing, confirmed held-out finding
         for this very judge (agent, model, inference, prompt): verdicts resting on it stay signals."""
-        from ..findings.files import read_findings     # noqa: PLC0415  (findings decide again: numpy)
+        from ..findings.files import read_findings  # noqa: PLC0415  (findings decide again: numpy)
         from ..findings.judges import identity, why_not_validated
 
         judge = identity(self.project, self.exp, c)

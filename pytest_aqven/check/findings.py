@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..diagnostics import Diagnostic, DiagnosticError
 from ..findings.files import REBUILD_HINT, TAMPERED_HINT, examine, finding_path, render_findings_md
 from ..project.loader import Project
 from ..project.yamlpos import parse_yaml
-from .diagnostics import Diagnostic, DiagnosticError
 
 
 def finding_rules(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:

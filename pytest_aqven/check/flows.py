@@ -10,16 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic import ValidationError
+
+from ..diagnostics import Diagnostic
 from ..engine import policies, refs
 from ..project import shapes, specs
 from ..project.loader import Flow, Node
 from ..project.shapes import Seq, Shape, describe
 from ..project.typesmodule import code_stem
-from pydantic import ValidationError
-
 from .builtins import EVALUATOR_PARAMS
 from .context import CheckContext, text_problem
-from .diagnostics import Diagnostic
 from .prompts import prompt_rules
 
 
@@ -58,7 +58,7 @@ class FlowView:
         if node_id in seen or node is None:       # names without a node are reported where they are named
             return seen
         seen.add(node_id)
-        for _, child in children(node.spec):
+        for _, child in specs.children(node.spec):
             self.descendants(child, seen)
         return seen
 
@@ -67,19 +67,6 @@ class FlowView:
         for top in self.order:
             self.descendants(top, out)
         return out
-
-
-def children(spec: Any) -> list[tuple[tuple, str]]:
-    """(key path in the node file, child id) of every node a container runs."""
-    if isinstance(spec, specs.LoopNode):
-        return [(("body", i), c) for i, c in enumerate(spec.body)]
-    if isinstance(spec, specs.ParallelNode):
-        return [(("body", k), c) for k, c in spec.body.items()]
-    if isinstance(spec, specs.MapNode):
-        return [(("body",), spec.body)]
-    if isinstance(spec, specs.SwitchNode):
-        return [(("cases", k, "node"), c.node) for k, c in spec.cases.items() if c.node is not None]
-    return []
 
 
 def node_outputs(ctx: CheckContext, view: FlowView, node_id: str, node: Node) -> dict[str, str] | None:
@@ -544,7 +531,7 @@ class FlowCompiler:
 
     def _container(self, node_id: str, node: Node, scope: Scope) -> None:
         spec, doc, who = node.spec, node.doc, f"node {node_id}"
-        kids = children(spec)
+        kids = specs.children(spec)
         names = [c for _, c in kids]
         for path, child in kids:
             if child not in self.view.nodes and not self.view.unreadable(child):
@@ -607,7 +594,7 @@ class FlowCompiler:
                 where = ("cases", value, "bind")
                 self._bindings_refs(doc, case.bind, bind_scope, f"{who}: case {value}", where)
                 self._case_covers(doc, value, case, spec.out, who)
-                self._typed_bindings(doc, case.bind, bind_scope, out, f"the switch", f"{who}: case {value}", where,
+                self._typed_bindings(doc, case.bind, bind_scope, out, "the switch", f"{who}: case {value}", where,
                                      "out")
                 if case.node:
                     self._child(case.node, inner)
@@ -697,7 +684,7 @@ class FlowCompiler:
                 self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with", "path"),
                                          f"{who}: {role} policy use: {policy.use}: path {value} is {describe(read)}, "
                                          "not a number",
-                                         f"point path at a number the policy can compare, such as a score field"))
+                                         "point path at a number the policy can compare, such as a score field"))
         minimum = policy.with_.get("min_ok")
         if policy.use == "quorum" and branches is not None and isinstance(minimum, int) and minimum > branches:
             self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with", "min_ok"),

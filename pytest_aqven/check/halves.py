@@ -2,9 +2,9 @@
 findings (findings/halves.py), so its held-out half now holds cases a working series may have shown."""
 from __future__ import annotations
 
+from ..diagnostics import Diagnostic
 from ..findings.halves import reshuffles
 from ..project.loader import Project
-from .diagnostics import Diagnostic
 
 
 def halves_rules(project: Project) -> dict[str, list[Diagnostic]]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
+from ..diagnostics import Diagnostic
 from ..project.loader import OUTSIDE_HINT, Flow, Node, Project
 from ..project.paths import outside
 from .context import CheckContext
-from .diagnostics import Diagnostic
 
 CODE = "E_PATH_OUTSIDE"
 # {% include "name" %} / {% render 'name' %}: the template names a file of the project

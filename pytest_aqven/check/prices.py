@@ -4,12 +4,11 @@ the spend of its series is then a lower bound that the spend cap cannot hold."""
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 
+from ..diagnostics import Diagnostic
 from ..providers import prices
 from .context import CheckContext
-from .diagnostics import Diagnostic
 
 
 def price_rules(ctx: CheckContext) -> list[Diagnostic]:

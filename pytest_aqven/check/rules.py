@@ -2,16 +2,16 @@
 experiments (and their variants) in experiments.py."""
 from __future__ import annotations
 
+from ..diagnostics import Diagnostic
 from ..project.loader import Experiment, Project
 from ..project.specs import RecordTypeSpec, UnionTypeSpec
 from .context import CheckContext, internal_error, text_problem
-from .diagnostics import Diagnostic
 from .experiments import ExperimentRules, merge_case_findings
 from .flows import FlowView, compile_flow
 from .halves import halves_rules
+from .paths import path_rules
 from .prices import price_rules
 from .secrets import secret_rules
-from .paths import path_rules
 
 __all__ = ["check_project", "experiment_rules", "internal_error", "project_rules"]
 

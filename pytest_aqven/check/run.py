@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..diagnostics import Diagnostic
 from ..project.loader import load_project
-from .diagnostics import Diagnostic
 from .rules import check_project, internal_error
 
 

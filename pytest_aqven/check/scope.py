@@ -6,9 +6,9 @@ and dataset they use), plus those of files every experiment shares (aqven.yaml, 
 flows/). An error in an unrelated flow or agent never stops it."""
 from __future__ import annotations
 
+from ..diagnostics import Diagnostic
 from ..project import specs
 from ..project.loader import Experiment, Flow, Project, inference_path
-from .diagnostics import Diagnostic
 
 SCOPED = ("flows/", "agents/", "tools/", "mcp/", "datasets/", "experiments/")
 

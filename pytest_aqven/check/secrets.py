@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
+from ..diagnostics import Diagnostic
 from ..providers.secrets import env_name
 from .context import CheckContext
-from .diagnostics import Diagnostic
 
 # keys whose value is a credential (the last word of the key: api_key, x_api_key, access_token, ...)
 SECRET_KEY = re.compile(r"(?:^|[_-])(api[_-]?key|apikey|token|secret|password|passwd|authorization|credentials?|"

@@ -26,7 +26,7 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 class _Alias(importlib.abc.Loader):
     """`aqven.x` is a module of its own whose names are those of `pytest_aqven.compat.aqven.x`: the same
-    objects, so `aqven.policies.Verdict is pytest_aqven.experiments.evaluators.Verdict`."""
+    objects, so `aqven.policies.Verdict is pytest_aqven.engine.evaluators.Verdict`."""
 
     def __init__(self, target: str):
         self.target = target

@@ -11,15 +11,14 @@ from pydantic import ValidationError
 from ..project import specs
 from ..project.types import pascal
 from . import policies, refs
-from .llm import errors_text
-from .trace import RunError
+from .fit import errors_text
+from .trace import MAX_CALL_DEPTH, RunError
 
 if TYPE_CHECKING:
     from ..project.loader import Node
     from .runner import Frame, Runner
     from .trace import NodeTrace
 
-MAX_CALL_DEPTH = 8
 
 
 def _policy(runner: "Runner", node: "Node", node_id: str, slot: str, ref) -> policies.Policy:

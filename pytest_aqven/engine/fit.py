@@ -131,3 +131,7 @@ def _returns(code) -> tuple[str, list[tuple[int, set[str] | None]]] | None:
         todo.extend(ast.iter_child_nodes(node))
     out.sort()
     return (os.path.basename(code.co_filename), out) if out else None
+
+
+def errors_text(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:5])

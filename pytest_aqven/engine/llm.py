@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..project import specs
+from ..project import specs, usercode
+from ..project.loader import inference_flow
 from ..project.paths import outside
 from ..project.types import pascal
 from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
-from . import prompts, refs, usercode
+from . import prompts, refs
+from .fit import errors_text
 from .trace import CallTrace, CheckTrace, RunError
 
 if TYPE_CHECKING:
@@ -28,41 +30,6 @@ MAX_TOOL_ROUNDS = 10          # model turns that only ask for tools, per answer
 
 def to_json(value: Any) -> Any:
     return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
-
-
-def errors_text(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
-
-
-def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, description: str,
-                   returns: list[dict] | None = None, levels=None, strict: bool = False):
-    """An inference with an agent as a one-node flow of an llm node (a judge, a subagent), so it runs exactly
-    as any llm node: prompt, output mode, retries, provider, pricing and trace. Its file is looked up in
-    `levels` (loader.inference_path). LookupError: what is missing, or two files at one level."""
-    from ..project.loader import Flow, Node, inference_path, level_names, load_inference
-
-    found = inference_path(project, stem, levels, strict)
-    if found is None:
-        where = level_names(project, levels or [project.root])
-        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in {where}")
-    sink: list = []
-    inference, doc = load_inference(project, stem, sink, levels, strict)
-    if inference is None:
-        raise LookupError(f"inference {stem} does not load: " + "; ".join(d.message for d in sink))
-    prompt = found.parent / f"{stem}.prompt.md"
-    if not prompt.is_file() and inference.prompt is None:
-        raise LookupError(f"inference {stem} has no prompt file {prompt.name}")
-    llm = specs.LlmNode.model_validate({
-        "apiVersion": "aqven/v1", "kind": "Node", "node": "llm", "description": description, "agent": agent,
-        "inference": stem, "in": [{"name": f.name, "from": f"$input.{f.name}"} for f in inference.in_]})
-    node = Node(node_id, llm, doc, found, inference, doc, inference_path=found,
-                prompt_path=prompt if prompt.is_file() else None,
-                scope=list(levels) if levels is not None else [project.root])
-    flow_spec = specs.FlowSpec.model_validate({
-        "apiVersion": "aqven/v1", "kind": "Flow", "description": description, "input": "Any", "output": "Any",
-        "order": [node_id],
-        "returns": returns or [{"name": f.name, "from": f"${node_id}.out.{f.name}"} for f in inference.out]})
-    return Flow(flow_id, flow_spec, doc, found.parent, {node_id: node})
 
 
 def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) -> str | None:
@@ -357,8 +324,8 @@ def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> l
     key = ("checks", id(inference))
     if key in runner._records:
         return runner._records[key]
-    from ..experiments.checks import CheckInvalid, params_model
-    from ..experiments.evaluators import BUILTINS
+    from .checks import CheckInvalid, params_model
+    from .evaluators import BUILTINS
 
     out = []
     for i, check in enumerate(inference.checks):
@@ -398,7 +365,7 @@ async def run_judge(runner: "Runner", frame: "Frame", node_id: str, check: Infer
                     value: dict):
     """A judge check of an inference: its inputs bind by name to the in and out of the evaluated inference; it
     passes when its score reaches the check's threshold (0.5 without one). Its calls are the attempt's."""
-    from ..experiments.evaluators import Verdict
+    from .evaluators import Verdict
 
     flow = check.fn
     (judge_id,) = flow.nodes
@@ -419,7 +386,7 @@ async def run_checks(runner: "Runner", frame: "Frame", node: "Node", node_id: st
                      ) -> Problem | None:
     if not checks:
         return None
-    from ..experiments.evaluators import EvalContext, Verdict
+    from .evaluators import EvalContext, Verdict
 
     typed_out = out_model.model_validate(value)
     try:

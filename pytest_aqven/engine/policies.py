@@ -23,7 +23,6 @@ from pydantic_core import to_jsonable_python
 from ..project.builtin_types import MapItemError
 from . import refs
 
-
 # --- decisions and states (AQVEN's shapes; generic, so user code may write JoinState[Draft]) ------
 T = TypeVar("T")
 O = TypeVar("O")

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..project import coderefs, specs
+from ..project import coderefs, specs, usercode
 from ..project.loader import Flow, Node, Project
 from ..project.typesmodule import code_stem, typed_arguments
 from ..providers.base import AttemptIdentity, Provider, ProviderError
-from . import fit, refs, usercode
+from . import fit, refs
 from .sources import LIVE, Sources
 from .trace import Address, NodeTrace, RunError, RunResult
 

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from pydantic import BaseModel, ValidationError
 
-from ..project import specs
+from ..project import specs, usercode
+from ..project.loader import inference_flow
 from ..project.types import pascal
 from ..project.typesmodule import typed_arguments
 from ..providers.base import ToolCall, ToolDef
-from . import usercode
-from .trace import RunError
+from .fit import errors_text
+from .trace import MAX_CALL_DEPTH, RunError
 
 if TYPE_CHECKING:
     from ..project.loader import Node
@@ -42,10 +43,6 @@ class Tool:
 
 def _json(value: Any) -> Any:
     return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
-
-
-def errors_text(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:5])
 
 
 async def tool(runner: "Runner", tool_id: str, node: "Node", node_id: str) -> Tool:
@@ -220,8 +217,6 @@ async def _await_job(runner: "Runner", spec: specs.ToolSpec, poll: Callable[...,
 def subagent(runner: "Runner", sub: specs.Subagent, frame: "Frame", node_id: str) -> Tool:
     """A subagent as a tool: the model passes the inference's inputs, the subagent's agent answers with the
     inference's output, run as an llm node under the calling node (its calls are the attempt's, traced and paid)."""
-    from .containers import MAX_CALL_DEPTH
-    from .llm import inference_flow
 
     key = ("subagent", sub.agent, sub.inference)
     flow = runner._records.get(key)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+MAX_CALL_DEPTH = 8         # calls and subagents nested deeper are the error E_CALL_DEPTH
+
 
 @dataclass(frozen=True)
 class Address:

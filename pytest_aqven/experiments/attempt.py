@@ -7,6 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .. import codes
+from ..engine.checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
+from ..engine.evaluators import EvalContext
 from ..engine.runner import Assembly, Runner
 from ..engine.trace import RunError, RunResult
 from ..project.loader import Project
@@ -15,10 +17,9 @@ from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Provider
 from ..providers.secrets import scrub_data
 from ..record import VERSION, AttemptRecord
-from .checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
-from .evaluators import EvalContext
 from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
+
 
 def root_cause(error: RunError | None) -> RunError | None:
     """A join unmet because its branches failed is what those failures are: a failure of the models when
@@ -102,7 +103,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         except CheckRaised as exc:
             outcome, error_code, error_message, scored = "infra_error", exc.code, str(exc), {}
             error_public = exc.public
-    if outcome in ("model_fail", "schema_invalid", "refusal"):
+    if outcome in codes.MODEL_FAILURES:
         scored = {c.id: (CheckResult("failed", 0.0, f"the run produced no output: {error_code}")
                          if c.spec.kind == "binary" else CheckResult("skipped")) for c in checks}
     elif not codes.counted(outcome):

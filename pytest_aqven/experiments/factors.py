@@ -4,8 +4,8 @@ A use alternative takes the slot's id; its own child nodes are looked up among t
 experiment first, then in the subject; subject nodes nothing reaches any more are dropped."""
 from __future__ import annotations
 
-from ..check.flows import children
 from ..project.loader import Node
+from ..project.specs import children
 
 
 def use_nodes(subject: dict[str, Node], order: list[str], slots: dict[str, Node],

@@ -17,7 +17,6 @@ import sys
 import sysconfig
 from pathlib import Path
 
-
 SKIPPED_PARTS = {".aqven", "__pycache__", ".git", "findings", ".venv", "venv", "node_modules"}
 PEOPLE_FILES = {"experiment.md", "README.md", "FINDINGS.md", "AGENTS.md", "CLAUDE.md"}
 SHARED_FOLDERS = ("types", "agents", "prompts", "fragments")

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.llm import inference_flow
+from ..engine.checks import CheckInvalid, CheckResult
 from ..engine.runner import Assembly, Runner
 from ..engine.sources import LIVE, Sources
 from ..engine.trace import RunResult
 from ..project import specs
-from ..project.loader import Experiment, Project, inference_path, judge_levels
+from ..project.loader import Experiment, Project, inference_flow, inference_path, judge_levels
 from ..providers.base import AttemptIdentity, Provider
-from .checks import CheckInvalid, CheckResult
 
 BINARY_BOUND = 0.5     # a binary judge passes when its score is at least this
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
-from ..providers import prices
 from ..project.loader import Experiment, Flow, Project
 from ..project.paths import outside
 from ..project.specs import CallNode, CaseSpec, ExperimentSpec
-from . import inputs
-from . import split as splitting
+from ..providers import prices
+from . import inputs, split as splitting
 from .factors import use_nodes
 
 ENGINE_VERSION = "pytest-aqven/0.1"

@@ -3,14 +3,18 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
-from . import judges
-from .files import read_findings
-from ..series.conclude import Conclusion, cell_dict, estimate_dict, question_of
 from ..stats.model import KEY_HEX, case_key
+from . import judges
+from .fields import cell_dict, estimate_dict
+from .files import read_findings
+
+if TYPE_CHECKING:     # the conclusion series/ reaches, which series/findings.py hands to build()
+    from ..series.conclude import Conclusion
 
 
 def _iso(ts: float) -> str:
@@ -19,7 +23,7 @@ def _iso(ts: float) -> str:
 
 def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
-    from ..stats import evidence    # numpy: imported when a finding is built, not when a worker collects
+    from ..stats import evidence  # numpy: imported when a finding is built, not when a worker collects
     experiment = project.experiments[conclusion.experiment]
     spec = experiment.spec
     verdict = conclusion.verdict

@@ -79,7 +79,7 @@ def why_not_validated(project: Project, judge: dict, findings: list[dict]) -> st
     failed, in words that complete "judge <check> ...". `findings`: the findings that stand (files.read_findings)."""
     target = judge.get("validated_by")
     if target is None:
-        from ..stats.wording import NO_VALIDATED_BY    # noqa: PLC0415  (numpy: not when aqven check collects)
+        from ..stats.wording import NO_VALIDATED_BY  # noqa: PLC0415  (numpy: not when aqven check collects)
         return NO_VALIDATED_BY
     experiment = project.experiments.get(target)
     if experiment is None:

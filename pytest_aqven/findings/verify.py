@@ -11,6 +11,8 @@ from typing import Any
 from .. import stats
 from ..stats import evidence
 from ..stats.verdicts import decide_table
+from .fields import cell_dict, estimate_dict
+from .selfhash import self_hash
 
 Problem = tuple[tuple, str]   # (key path in the file, what is wrong)
 
@@ -26,8 +28,6 @@ def problems(document: Any, *, stem: str, folder: str, package: str | None, made
     """Why the finding `<folder>/findings/<stem>.yaml` does not stand, or [] when it does. `made`: the
     document is one this process built, hashed and wrote from a verdict it decided (files.finding_text with
     decided), so its hash and cells hold by construction; only its place and salt are checked."""
-    from .files import self_hash   # noqa: PLC0415  (files renders what this module accepts)
-
     if not isinstance(document, Mapping):
         return [((), "it is not a mapping of finding keys")]
     missing = [k for k in REQUIRED if k not in document]
@@ -79,7 +79,6 @@ def recompute(document: Mapping) -> stats.Verdict:
 
 
 def _recomputed(document: Mapping) -> list[Problem]:
-    from ..series.conclude import cell_dict, estimate_dict   # noqa: PLC0415  (series imports findings)
 
     try:
         verdict = _cached_recompute(repr(document), document)

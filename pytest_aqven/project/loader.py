@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..check.diagnostics import Diagnostic, DiagnosticError
+from ..diagnostics import Diagnostic, DiagnosticError
 from . import coderefs, specs
 from .paths import outside
 from .types import Registry, pascal
@@ -120,6 +120,23 @@ class Project:
     def flow_for(self, experiment: Experiment, flow_id: str) -> Flow | None:
         """A local flow of the experiment first, then a project flow (seed rule)."""
         return experiment.flows.get(flow_id) or self.flows.get(flow_id)
+
+    def inferences(self) -> dict[str, specs.InferenceSpec]:
+        """Every inference of the project by id (its file stem): those the nodes read, then any other file."""
+        found: dict[str, specs.InferenceSpec] = {}
+        flows = [*self.flows.values(), *(f for e in self.experiments.values() for f in e.flows.values())]
+        nodes = [n for f in flows if not f.doc.file.endswith("flow.py") for n in f.nodes.values()]
+        nodes += [n for e in self.experiments.values() for n in e.alternatives.values()]
+        for node in nodes:
+            if node.inference is not None and node.inference_path is not None:
+                found.setdefault(node.inference_path.name[: -len(".inference.yaml")], node.inference)
+        for path in sorted(self.root.glob("**/*.inference.yaml")):
+            stem = path.name[: -len(".inference.yaml")]
+            if stem not in found and not any(part.startswith(".") for part in path.relative_to(self.root).parts):
+                spec, _ = load_inference(self, stem, [])
+                if spec is not None:
+                    found[stem] = spec
+        return found
 
 
 def documents(project: Project):
@@ -440,3 +457,32 @@ def load_experiment(folder: Path, root: Path, package: str = "") -> Experiment:
     for prompt in sorted((folder / "prompts").glob("*.md")) if (folder / "prompts").is_dir() else []:
         exp.prompts[prompt.stem] = prompt
     return exp
+
+
+def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, description: str,
+                   returns: list[dict] | None = None, levels=None, strict: bool = False):
+    """An inference with an agent as a one-node flow of an llm node (a judge, a subagent), so it runs exactly
+    as any llm node: prompt, output mode, retries, provider, pricing and trace. Its file is looked up in
+    `levels` (loader.inference_path). LookupError: what is missing, or two files at one level."""
+    found = inference_path(project, stem, levels, strict)
+    if found is None:
+        where = level_names(project, levels or [project.root])
+        raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in {where}")
+    sink: list = []
+    inference, doc = load_inference(project, stem, sink, levels, strict)
+    if inference is None:
+        raise LookupError(f"inference {stem} does not load: " + "; ".join(d.message for d in sink))
+    prompt = found.parent / f"{stem}.prompt.md"
+    if not prompt.is_file() and inference.prompt is None:
+        raise LookupError(f"inference {stem} has no prompt file {prompt.name}")
+    llm = specs.LlmNode.model_validate({
+        "apiVersion": "aqven/v1", "kind": "Node", "node": "llm", "description": description, "agent": agent,
+        "inference": stem, "in": [{"name": f.name, "from": f"$input.{f.name}"} for f in inference.in_]})
+    node = Node(node_id, llm, doc, found, inference, doc, inference_path=found,
+                prompt_path=prompt if prompt.is_file() else None,
+                scope=list(levels) if levels is not None else [project.root])
+    flow_spec = specs.FlowSpec.model_validate({
+        "apiVersion": "aqven/v1", "kind": "Flow", "description": description, "input": "Any", "output": "Any",
+        "order": [node_id],
+        "returns": returns or [{"name": f.name, "from": f"${node_id}.out.{f.name}"} for f in inference.out]})
+    return Flow(flow_id, flow_spec, doc, found.parent, {node_id: node})

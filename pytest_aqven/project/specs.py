@@ -848,3 +848,16 @@ class ExperimentSpec(Spec):
 
 
 ToolSpec.model_rebuild()
+
+
+def children(spec: Any) -> list[tuple[tuple, str]]:
+    """(key path in the node file, child id) of every node a container runs."""
+    if isinstance(spec, LoopNode):
+        return [(("body", i), c) for i, c in enumerate(spec.body)]
+    if isinstance(spec, ParallelNode):
+        return [(("body", k), c) for k, c in spec.body.items()]
+    if isinstance(spec, MapNode):
+        return [(("body",), spec.body)]
+    if isinstance(spec, SwitchNode):
+        return [(("cases", k, "node"), c.node) for k, c in spec.cases.items() if c.node is not None]
+    return []

@@ -9,8 +9,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from . import builtin_types as bt
-from . import specs
+from . import builtin_types as bt, specs
 
 BUILTINS: dict[str, Any] = {
     "Text": str, "Int": int, "Float": float, "Bool": bool, "Date": dt.date, "DateTime": dt.datetime,

@@ -14,14 +14,13 @@ earlier shape) stays with the first. The runner validates with the very same (ca
 from __future__ import annotations
 
 import types as pytypes
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, NewType
 
 from . import specs
 from .types import pascal
 
 try:
-    from typing import TypeAliasType       # type: ignore[attr-defined]
+    from typing import TypeAliasType  # type: ignore[attr-defined]
 except ImportError:                        # Python 3.11
     from typing_extensions import TypeAliasType
 
@@ -54,25 +53,6 @@ def _code_nodes(flow: "Flow") -> Iterator[tuple[str, specs.CodeNode]]:
             if isinstance(node.spec, specs.CodeNode))
 
 
-def inferences(project: "Project") -> dict[str, specs.InferenceSpec]:
-    """Every inference of the project by id (its file stem): those the nodes read, then any other file."""
-    from .loader import load_inference
-    found: dict[str, specs.InferenceSpec] = {}
-    flows = [*project.flows.values(), *(f for e in project.experiments.values() for f in e.flows.values())]
-    nodes = [n for f in flows if not f.doc.file.endswith("flow.py") for n in f.nodes.values()]
-    nodes += [n for e in project.experiments.values() for n in e.alternatives.values()]
-    for node in nodes:
-        if node.inference is not None and node.inference_path is not None:
-            found.setdefault(node.inference_path.name[: -len(".inference.yaml")], node.inference)
-    for path in sorted(project.root.glob("**/*.inference.yaml")):
-        stem = path.name[: -len(".inference.yaml")]
-        if stem not in found and not _hidden(path, project.root):
-            spec, _ = load_inference(project, stem, [])
-            if spec is not None:
-                found[stem] = spec
-    return found
-
-
 def _alias(name: str, value: Any) -> Any:
     """A named type alias, as `type <name> = ...` of AQVEN's generated module: an annotation that names its
     type (aqven.spec.describe_annotation reads the name), validated as its value."""
@@ -85,10 +65,6 @@ def _of(base: Any, constrained: Any) -> Any:
     if typing.get_origin(constrained) is Annotated:
         return Annotated[(base, *typing.get_args(constrained)[1:])]
     return base
-
-
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
 def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
@@ -124,9 +100,9 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
             add(type_id, lambda t=type_id: _alias(t, registry.named(t)))
         if isinstance(spec, specs.UnionTypeSpec):
             for v in spec.variants:
-                add(f"{type_id}{pascal(v.name)}", lambda t=type_id, n=f"{type_id}{pascal(v.name)}":
+                add(f"{type_id}{pascal(v.name)}", lambda t=type_id, n=f"{type_id}{pascal(v.name)}":  # noqa: B008  (binds the loop's values)
                     registry.union_variants(t)[n])
-    for inference_id, inference in sorted(inferences(project).items()):
+    for inference_id, inference in sorted(project.inferences().items()):
         shape(pascal(inference_id), inference.in_, inference.out)
     for tool_id, tool in sorted(project.tools.items()):
         if tool.spec.run is not None:

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..check.diagnostics import Diagnostic
+from ..diagnostics import Diagnostic
 from .yamlpos import YamlDoc
 
 T = TypeVar("T")

@@ -17,13 +17,21 @@ from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
-from yaml.events import (AliasEvent, DocumentStartEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
-                         SequenceEndEvent, SequenceStartEvent, StreamEndEvent)
+from yaml.events import (
+    AliasEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
 from yaml.nodes import ScalarNode
 from yaml.reader import Reader
 from yaml.resolver import Resolver
 
-from ..check.diagnostics import Diagnostic, DiagnosticError
+from ..diagnostics import Diagnostic, DiagnosticError
 
 Path_ = tuple[str | int, ...]
 

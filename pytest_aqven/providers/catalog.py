@@ -4,6 +4,7 @@ default; `api_key: "ref:env/NAME"` overrides the variables."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,7 @@ class Entry:
     unsupported: str | None = None    # why this engine cannot call it
 
 
-def _e(url, *keys, required=True, **kw) -> Entry:
+def _e(url: str | None, *keys: str, required: bool = True, **kw: Any) -> Entry:
     return Entry(url, keys, required, **kw)
 
 

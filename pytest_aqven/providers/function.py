@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ..engine import usercode
+from ..project import usercode
 from .base import ModelRequest, ModelResponse, ProviderError
 
 

@@ -20,7 +20,7 @@ import ssl
 import zlib
 from pathlib import Path
 
-import aiohttp      # imported with the provider (at the series start), not in its first call
+import aiohttp  # imported with the provider (at the series start), not in its first call
 import httpx
 from httpx_aiohttp import HttpxAiohttpClient
 

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 MAX_AGE_S = 6 * 3600
 RETRY_S = 60.0
@@ -79,7 +80,7 @@ class PriceList:
         return (tokens_in - cached_in) * prompt + cached_in * cache_read + tokens_out * completion + request
 
 
-def _parse(data: list) -> dict[str, tuple[float, float, float, float]]:
+def _parse(data: list[Any]) -> dict[str, tuple[float, float, float, float]]:
     out = {}
     for model in data:
         pricing = model.get("pricing") or {}

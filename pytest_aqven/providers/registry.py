@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..project import coderefs
 from ..project.specs import ProviderSpec
@@ -10,6 +11,8 @@ from .base import Provider, ProviderError
 from .catalog import CATALOG
 from .function import FunctionProvider
 
+if TYPE_CHECKING:
+    from .cassettes import Cassettes
 
 _cassettes: dict[tuple[Path, str], "Cassettes"] = {}
 _built: dict[tuple, Provider] = {}      # one provider (so one pooled client) per declaration and process

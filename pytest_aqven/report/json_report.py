@@ -9,7 +9,6 @@ from pathlib import Path
 
 from .data import SCHEMA_VERSION
 
-
 SCHEMA = Path(__file__).with_name("report-json.schema.json")
 
 

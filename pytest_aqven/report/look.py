@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from .. import codes
 from ..record import NO_OUTPUT, AttemptRecord, CheckScore
 
 MAX_CELL = 48        # a reason longer than this is cut in the table; -v prints it whole below the row
@@ -20,7 +21,7 @@ def rows(records: list[AttemptRecord], kinds: dict[str, str]) -> list[dict]:
     for (case, variant), attempts in groups.items():
         checks = {cid: _check_cell([r.checks[cid] for r in attempts if cid in r.checks], kinds.get(cid, "binary"))
                   for cid in dict.fromkeys(c for r in attempts for c in r.checks)}
-        counted = [r for r in attempts if r.outcome not in ("infra_error", "budget_cut", "cancelled")]
+        counted = [r for r in attempts if r.outcome not in codes.UNCOUNTED]
         out.append({
             "case": case, "variant": variant, "attempts": attempts, "checks": checks,
             "outcome": _outcome(attempts),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def figure(value: float | None, unit: str, signed: bool = False) -> str:
-    from ..stats.wording import number   # lazy: stats imports numpy
+    from ..stats.wording import number  # lazy: stats imports numpy
 
     return number(value, unit, signed)
 

@@ -50,7 +50,7 @@ def project_cap(root: Path, spec) -> tuple[Decimal, str]:
     """(cap, source): the machine-local .aqven/local.yaml wins on this computer, then aqven.yaml, then $1.00."""
     local = root / LOCAL_FILE
     if local.is_file():
-        from ..check.diagnostics import DiagnosticError
+        from ..diagnostics import DiagnosticError
         from ..project.yamlpos import load_yaml
         try:
             data = load_yaml(local, root).data or {}

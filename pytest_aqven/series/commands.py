@@ -7,11 +7,15 @@ import json
 import sys
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import storage
 from .cap import CapError, parse_usd
 from .db import Store
 from .ledger import approve, cancel, pause_text, series_spend
+
+if TYPE_CHECKING:
+    import argparse
 
 EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "error_code", "cost_usd",
                  "check_cost_usd", "unpriced_calls", "latency_ms", "tokens_in", "tokens_out", "started_at",

@@ -7,15 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import stats
-from ..experiments import inputs
-from ..experiments import plan as planning
+from ..experiments import inputs, plan as planning
+from ..findings.judges import unvalidated
 from ..project.loader import Project
 from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
-from ..findings.judges import unvalidated
 from ..record import AttemptRecord
+from ..stats.model import case_key
 from .db import Store
 from .tally import SeriesTally, TallyTable
-from ..stats.model import case_key
 
 
 @dataclass
@@ -133,26 +132,3 @@ def _stopped(series: dict) -> str | None:
     if series["status"] != "cancelled":
         return None
     return "inputs_changed" if (series.get("verdict") or {}).get("reason") == "inputs_changed" else "cancelled"
-
-
-def estimate_dict(estimate: stats.Estimate) -> dict:
-    def r(x):
-        return None if x is None or x != x or x in (float("inf"), float("-inf")) else round(float(x), 6)
-    return {"value": r(estimate.value), "low": r(estimate.low), "high": r(estimate.high),
-            "method": estimate.method, "family": estimate.family, "cases": estimate.cases,
-            "attempts": estimate.attempts, "n_eff": r(estimate.n_eff), "reliability": estimate.reliability,
-            "degenerate": estimate.degenerate, "seed": estimate.seed, "resamples": estimate.resamples}
-
-
-def cell_dict(cell: stats.Cell) -> dict:
-    d = {"metric": cell.metric, "role": cell.role, "variant": cell.variant}
-    if cell.baseline is not None:
-        d["baseline"] = cell.baseline
-    d["direction"] = cell.direction
-    if cell.bound is not None:
-        d["bound"] = cell.bound
-        d["threshold"] = cell.threshold
-    d.update({"margin": cell.margin, "relative": cell.relative, "edge": cell.edge,
-              "estimate": estimate_dict(cell.estimate), "verdict": cell.verdict, "decided_by": cell.decided_by})
-    return d
-

@@ -124,7 +124,7 @@ class Store:
         prompt edited since they started): they can never be continued, so they are closed, cancelled with the
         verdict invalid (inputs_changed), in the transaction that opens the new one. Returns what was closed and
         why: the files whose fingerprints differ (else the kinds of input whose hashes do)."""
-        from ..experiments.inputs import differing, named   # noqa: PLC0415
+        from ..experiments.inputs import differing, named  # noqa: PLC0415
         closed = []
         snapshot = record.get("snapshot") or {}
         files = {k: v for k, v in snapshot.items() if k != "cases_sha256"}     # the files, not the case selection

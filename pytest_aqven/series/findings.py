@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import storage
 from ..findings import document
-from ..findings.files import (FindingsRefused, examine, finding_path, finding_text, overwrite_finding_file,
-                              read_findings, refresh_findings_md, render_findings_md, text_sha, write_finding_file)
+from ..findings.files import (
+    FindingsRefused,
+    examine,
+    finding_path,
+    finding_text,
+    overwrite_finding_file,
+    read_findings,
+    refresh_findings_md,
+    render_findings_md,
+    text_sha,
+    write_finding_file,
+)
 from ..project.loader import Project
-from .conclude import Conclusion
 from .db import Store, known_series
 from .tally import SeriesTally
+
+if TYPE_CHECKING:      # conclude.py records its conclusion through record() below
+    from .conclude import Conclusion
 
 
 def due(conclusion: Conclusion) -> bool:

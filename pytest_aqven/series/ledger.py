@@ -37,8 +37,8 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .cap import NEAR
 from ..storage import Transaction
+from .cap import NEAR
 from .db import Store, attempt_id, attempt_row, known_series
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead

@@ -3,17 +3,16 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from .. import stats
-from ..stats.model import experiment_salt
-from ..experiments import inputs
-from ..experiments import plan as planning
-from ..experiments.checks import CheckInvalid, CompiledCheck, compile_check
+from .. import stats, storage
+from ..engine.checks import CheckInvalid, CompiledCheck
+from ..experiments import inputs, plan as planning
+from ..experiments.checks import compile_check
 from ..project.loader import Experiment, Project
 from ..providers import registry
 from ..providers.base import ProviderError
-from .. import storage
-from .cap import SeriesCap, series_cap
 from ..record import AttemptRecord
+from ..stats.model import experiment_salt
+from .cap import SeriesCap, series_cap
 from .conclude import question_of, to_attempt
 from .db import Store
 from .findings import unpublished_series

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine import usercode
+from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from ..record import AttemptRecord
 from .db import Store
@@ -359,7 +359,7 @@ class Scheduler:
         return decision
 
     async def _attempt(self, run, variant, case, repeat, series_id, limit) -> AttemptRecord:
-        from ..experiments import attempt as attempts     # the engine: imported when an attempt runs
+        from ..experiments import attempt as attempts  # the engine: imported when an attempt runs
         budget = Budget(limit)
         providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)

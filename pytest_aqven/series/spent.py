@@ -15,6 +15,7 @@ from ..findings.files import finding_files, parse
 from ..project.loader import Experiment, Project
 from ..stats.model import case_key
 
+
 @dataclass
 class Spent:
     """The held-out cases of one experiment that gave a finding, and those findings."""

@@ -205,7 +205,7 @@ class SeriesTally:
             if len(ways) != 1:
                 continue
             ((outcome, code, node), count), = ways.items()
-            if count == self.per_variant[variant] and outcome in ("schema_invalid", "infra_error"):
+            if count == self.per_variant[variant] and outcome in (codes.Outcome.SCHEMA_INVALID, codes.Outcome.INFRA_ERROR):
                 out.append({"variant": variant, "outcome": outcome, "code": code, "node": node, "attempts": count})
         return out
 
@@ -253,7 +253,7 @@ class TallyTable:
     def _ones(self, case: _Case) -> int:
         if not case.derive:
             return case.ones
-        from ..stats.samples import SCORED_STATES   # noqa: PLC0415
+        from ..stats.samples import SCORED_STATES  # noqa: PLC0415
 
         ones = case.ones
         for repeat, ok, states in case.derive:      # as AttemptTable derives an unset `passed`

@@ -4,6 +4,7 @@ numpy/scipy only; knows nothing of pytest or the rest of pytest_aqven. The names
 first use (PEP 562), so collecting experiments does not import the interval machinery.
 """
 from importlib import import_module
+from typing import Any
 
 _NAMES = {
     **dict.fromkeys(("Attempt", "Cell", "CheckValue", "Estimate", "Guardrail", "LaunchPlan", "Look", "Pair",
@@ -16,7 +17,7 @@ _NAMES = {
 __all__ = list(_NAMES)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:      # the names of _NAMES, imported on first use
     if name not in _NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(_NAMES[name], __name__), name)

@@ -18,7 +18,6 @@ from .model import Guardrail, Look, Pair, SeriesFacts, Threshold
 from .samples import MetricInfo, Sample, metric_info
 
 
-
 def _number(x: float):
     """An int when the float is one (compact YAML), else the float itself (repr round-trips exactly)."""
     x = float(x)

@@ -13,10 +13,10 @@ import math
 import numpy as np
 
 from . import betting, intervals
+from .edges import decided_by, interval_verdict, no_point_pass
 from .estimates import RESAMPLES, Interval, degenerate, in_order, stat_seed, with_hull
 from .model import Cell, Estimate, Guardrail, Pair, SeriesFacts
 from .samples import LOWER, AttemptTable, Sample, bounded_unit, metric_info
-from .verdicts import _decided_by, _no_point_pass, interval_verdict
 
 MIN_PAIR_CASES = 2
 
@@ -223,11 +223,11 @@ def guardrail_edge(guard: Guardrail, direction: str, unit: str) -> float:
 
 
 def _cell(metric, role, question: Pair, direction, margin, relative, estimate, edge) -> Cell:
-    verdict = _no_point_pass(estimate, interval_verdict(estimate.low, estimate.high, edge))
+    verdict = no_point_pass(estimate, interval_verdict(estimate.low, estimate.high, edge))
     return Cell(
         metric=metric, role=role, variant=question.candidate, baseline=question.baseline, direction=direction,
         bound=None, threshold=None, margin=margin, relative=relative, estimate=estimate, verdict=verdict,
-        edge=edge, decided_by=_decided_by(estimate, verdict, True),
+        edge=edge, decided_by=decided_by(estimate, verdict, True),
     )
 
 

@@ -86,7 +86,7 @@ def beta_binomial_rates(rng, mean: float, icc: float, shape: tuple[int, int]) ->
 
 
 def _expit_mean(a: float, sd: float) -> float:
-    from scipy import special   # here, not at the top: --collect-only plans without scipy
+    from scipy import special  # here, not at the top: --collect-only plans without scipy
     nodes, weights = np.polynomial.hermite_e.hermegauss(60)
     return float(np.sum(weights * special.expit(a + sd * nodes)) / np.sqrt(2 * np.pi))
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import compress
-from itertools import repeat as endless
+from itertools import compress, repeat as endless
 from operator import attrgetter
 
 import numpy as np
@@ -19,7 +18,7 @@ from .. import codes
 from .model import Attempt, CheckValue
 
 COUNTED_OUTCOMES = frozenset(codes.COUNTED)
-SCORED_STATES = frozenset({"passed", "failed"})
+SCORED_STATES = frozenset({codes.CheckState.PASSED.value, codes.CheckState.FAILED.value})
 HIGHER = "higher_is_better"
 LOWER = "lower_is_better"
 

@@ -4,71 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from . import betting, wording
+from .edges import bound_or_nan, decided_by, no_point_pass, threshold_edge, threshold_verdicts
 from .estimates import betting_input, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
+from .pairs import pair_cells
 from .samples import SERIES_METRICS, AttemptTable, metric_info
 
 INFRA_SHARE_LIMIT = 0.05
 
 
-def interval_verdicts(low, high, edge) -> np.ndarray:
-    """Strict edges (§4.5), over arrays (simulated series): pass when low > edge, fail when high < edge,
-    else unclear; a tie is never decided, and NaN (no bound) decides nothing."""
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    return np.where(low > edge, "pass", np.where(high < edge, "fail", "unclear"))
-
-
-def interval_verdict(low: float | None, high: float | None, edge: float) -> str:
-    """One cell's verdict; None: unbounded on that side."""
-    return str(interval_verdicts(_bound(low), _bound(high), edge))
-
-
-def threshold_edge(question: Threshold) -> float:
-    """bound + margin above, bound - margin below: the value the interval must clear."""
-    if question.above is not None:
-        return question.above + question.margin
-    return question.below - question.margin
-
-
-def threshold_verdicts(question: Threshold, low, high) -> np.ndarray:
-    """`interval_verdicts` against the threshold's edge, mirrored for a bound below (pass: high < edge)."""
-    edge = threshold_edge(question)
-    if question.above is not None:
-        return interval_verdicts(low, high, edge)
-    return interval_verdicts(-np.asarray(high, dtype=float), -np.asarray(low, dtype=float), -edge)
-
-
-def _decided_by(estimate: Estimate, verdict: str, good_side_low: bool) -> str | None:
-    """Which family supplied the bound that decided: the good-side bound for pass, the other for fail."""
-    if verdict == "unclear":
-        return None
-    use_low = (verdict == "pass") == good_side_low
-    return estimate.low_from if use_low else estimate.high_from
-
-
-def _no_point_pass(estimate: Estimate, verdict: str) -> str:
-    """Never confirm from a zero-width interval (a deterministic-looking metric, §11.2)."""
-    if verdict == "pass" and estimate.reliability == "degenerate":
-        return "unclear"
-    return verdict
-
-
-def _bound(x: float | None) -> float:
-    return np.nan if x is None else x
-
-
 def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str) -> Cell:
     above = question.above is not None
-    verdict = str(threshold_verdicts(question, _bound(estimate.low), _bound(estimate.high)))
-    verdict = _no_point_pass(estimate, verdict)
+    verdict = str(threshold_verdicts(question, bound_or_nan(estimate.low), bound_or_nan(estimate.high)))
+    verdict = no_point_pass(estimate, verdict)
     return Cell(
         metric=question.metric, role="primary", variant=variant, baseline=None, direction=direction,
         bound="above" if above else "below", threshold=question.above if above else question.below,
         margin=question.margin, relative=False, estimate=estimate, verdict=verdict,
-        edge=threshold_edge(question), decided_by=_decided_by(estimate, verdict, above),
+        edge=threshold_edge(question), decided_by=decided_by(estimate, verdict, above),
     )
 
 
@@ -119,8 +73,6 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
 def decide_table(question: Threshold | Pair | Look, table, facts: SeriesFacts) -> Verdict:
     """The verdict from a table of per-case samples: an AttemptTable, or a finding's sufficient data
     (`evidence.EvidenceTable`) when `aqven check` recomputes it."""
-    from .pairs import pair_cells  # noqa: PLC0415  (pairs builds on this module)
-
     extra: list[str] = []
     if isinstance(question, Threshold):
         extra = [question.metric]

@@ -13,10 +13,13 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-from . import Record, schema
+from . import schema
 from .disk import StorageError
+
+if TYPE_CHECKING:      # the interface (the package) opens this backend: the alias is for annotations only
+    from . import Record
 
 BUSY_MS = 60000
 OPEN = "('running', 'awaiting_approval')"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from pytest_aqven.check.diagnostics import Diagnostic, render_text
 from pytest_aqven.check.run import check_root
+from pytest_aqven.diagnostics import Diagnostic, render_text
 
 
 def _record(description: str, *fields: tuple[str, str]) -> str:

@@ -9,8 +9,8 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from pytest_aqven.check.diagnostics import render_text
 from pytest_aqven.check.run import check_root
+from pytest_aqven.diagnostics import render_text
 from pytest_aqven.project.loader import load_project
 
 from ..compat_project import write_project
@@ -120,7 +120,7 @@ def test_aqven_api_names_resolve_to_pytest_aqvens_classes(spoke):
     from aqven.runtime import JobDone, JobHandle, ToolContext
     from aqven.spec import DynamicValue, FieldSpec, Image, flow
 
-    from pytest_aqven.experiments import evaluators
+    from pytest_aqven.engine import evaluators
     assert (EvalContext, NoParams, Verdict) == (evaluators.EvalContext, evaluators.NoParams, evaluators.Verdict)
     assert ToolContext(secrets={"k": "v"}).secret("k") == "v"
     assert JobDone[int](value=3).value == 3 and JobHandle(job_id="j", provider="p").job_id == "j"

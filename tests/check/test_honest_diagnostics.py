@@ -8,14 +8,14 @@ import time
 
 import pytest
 
-from pytest_aqven.check.diagnostics import render_text
 from pytest_aqven.check.rules import check_project
 from pytest_aqven.check.run import check_root
 from pytest_aqven.check.scope import collection_errors
+from pytest_aqven.diagnostics import render_text
 from pytest_aqven.project.loader import load_project
 
 from ..compat_project import write_project
-from .test_compat import codes, edit
+from .test_compat import edit
 
 
 @pytest.fixture

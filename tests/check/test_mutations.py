@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from pytest_aqven.check.diagnostics import Diagnostic
 from pytest_aqven.check.run import check_root
+from pytest_aqven.diagnostics import Diagnostic
 
 from ..compat_project import write_project
 from .showcase import Showcase

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.check.diagnostics import render_text
 from pytest_aqven.check.run import check_root
+from pytest_aqven.diagnostics import render_text
 
 from .. import compat_project, projects, showcase_experiments, support_case
 from .showcase import Showcase

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 
-from pytest_aqven.check.diagnostics import Diagnostic, DiagnosticError
+from pytest_aqven.diagnostics import Diagnostic, DiagnosticError
 from pytest_aqven.project import yamlpos
 from pytest_aqven.project.yamlpos import MAX_DEPTH, parse_yaml
 

@@ -8,11 +8,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from pytest_aqven.providers import registry
-from pytest_aqven.providers.base import (OUTPUT_TOOL, Message, ModelRequest, Part, ProviderError, ToolCall,
-                                         ToolDef)
-from pytest_aqven.providers.openai_compat import OpenAICompatProvider, RetryPolicy
 from pytest_aqven.project.specs import ProviderSpec
+from pytest_aqven.providers import registry
+from pytest_aqven.providers.base import OUTPUT_TOOL, Message, ModelRequest, Part, ProviderError, ToolCall, ToolDef
+from pytest_aqven.providers.openai_compat import OpenAICompatProvider, RetryPolicy
 
 FAST = RetryPolicy(retries=3, base_s=0.01, cap_s=0.05, total_s=5.0)
 SCHEMA = {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}
@@ -230,8 +229,8 @@ def test_catalog_prefixes_default_base_urls_and_local_ones_need_no_key(tmp_path,
 
 
 def test_retry_after_as_seconds_or_an_http_date():
-    from email.utils import formatdate
     import time
+    from email.utils import formatdate
 
     from pytest_aqven.providers.openai_compat import _retry_after
     assert _retry_after("2") == 2.0 and _retry_after("-1") == 0.0 and _retry_after(None) is None

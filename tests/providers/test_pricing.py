@@ -1,13 +1,11 @@
 """The price chain: provider report, OpenRouter's price list (cached on disk), genai-prices, unknown."""
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
 import pytest
 
-from pytest_aqven.project.specs import ProviderSpec
 from pytest_aqven.providers import pricing, registry
 
 from .test_openai_compat import call, request, spec

@@ -3,7 +3,7 @@
 import pytest
 
 from pytest_aqven.stats import Attempt, CheckValue, Look, Threshold, decide
-from pytest_aqven.stats.verdicts import interval_verdict
+from pytest_aqven.stats.edges import interval_verdict
 
 from .helpers import binary_attempts, facts
 

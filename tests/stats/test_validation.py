@@ -13,9 +13,10 @@ import pytest
 
 from pytest_aqven.stats import Pair, SeriesFacts
 from pytest_aqven.stats.betting import case_order
+from pytest_aqven.stats.edges import interval_verdict, threshold_verdicts
 from pytest_aqven.stats.evidence import EvidenceTable
 from pytest_aqven.stats.model import Guardrail
-from pytest_aqven.stats.verdicts import decide_table, interval_verdict, threshold_verdicts
+from pytest_aqven.stats.verdicts import decide_table
 
 from . import validation as V
 

@@ -4,7 +4,7 @@ for an interval of no width, a direction for lower-is-better differences, one mo
 import pytest
 
 from pytest_aqven.stats import Attempt, Pair, SeriesFacts, Threshold, decide
-from pytest_aqven.stats.model import Cell, Estimate
+from pytest_aqven.stats.model import Estimate
 from pytest_aqven.stats.verdicts import threshold_cell
 from pytest_aqven.stats.wording import bound, declared, interval_text, threshold_phrase, usd
 

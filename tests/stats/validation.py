@@ -3,7 +3,7 @@
 Every grid runs the verdict path: the interval functions `decide` calls (estimates.rate_interval,
 mean_interval, ratio_interval and single; pairs.pair_rate_interval, paired_mean_interval,
 paired_ratio_interval and pair_estimate) and the edges and strict rule of a real question
-(verdicts.threshold_verdicts, pairs.primary_edge, guardrail_edge, interval_verdicts), with non-zero
+(edges.threshold_verdicts, pairs.primary_edge, guardrail_edge, interval_verdicts), with non-zero
 margins and in both directions. A cell puts the truth exactly on the question's edge, so that
 P(confirmed) and P(refuted) are the two one-sided miss rates of the interval: 2.5% each (§11.1), and
 1 - both is the coverage. `tests/stats/test_validation.py` checks that these verdicts are `decide`'s
@@ -21,6 +21,7 @@ import numpy as np
 from scipy import special, stats
 
 from pytest_aqven.stats import betting, intervals
+from pytest_aqven.stats.edges import interval_verdict, interval_verdicts, threshold_verdicts
 from pytest_aqven.stats.estimates import mean_interval, rate_interval, ratio_interval, single
 from pytest_aqven.stats.model import Guardrail, Pair, Threshold
 from pytest_aqven.stats.pairs import (
@@ -36,7 +37,6 @@ from pytest_aqven.stats.pairs import (
 )
 from pytest_aqven.stats.plan import logit_location
 from pytest_aqven.stats.samples import HIGHER, LOWER, Sample, metric_info
-from pytest_aqven.stats.verdicts import interval_verdict, interval_verdicts, threshold_verdicts
 
 from .sim import GH_NODES, GH_WEIGHTS, beta_binomial, hard_case_mixture, logit_pair, tails
 

@@ -1,6 +1,6 @@
 """`aqven.policies.contracts`: what user policies and evaluators receive and return. The states and
 decisions are the engine's own classes (engine/policies.py), EvalContext, NoParams and Verdict those it
-scores checks with (experiments/evaluators.py)."""
+scores checks with (engine/evaluators.py)."""
 from __future__ import annotations
 
 from enum import StrEnum
@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ....engine.policies import (BranchResult, Continue, Default, Done, Fail, JoinState, LoopState, Skip, Stop,
                                  Wait)
-from ....experiments.evaluators import EvalContext, NoParams, Verdict
+from ....engine.evaluators import EvalContext, NoParams, Verdict
 from ....project.builtin_types import MapItemError
 
 T = TypeVar("T")

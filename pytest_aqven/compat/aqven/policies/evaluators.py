@@ -1,8 +1,8 @@
 """`aqven.policies.evaluators`: the built-in evaluators of checks (`use:`) with their parameter models:
-the ones the engine scores checks with (experiments/evaluators.py)."""
+the ones the engine scores checks with (engine/evaluators.py)."""
 from __future__ import annotations
 
-from ....experiments.evaluators import (CitationsParams, ExpectedParams, FieldParams, IdsInAllowedSetParams,
+from ....engine.evaluators import (CitationsParams, ExpectedParams, FieldParams, IdsInAllowedSetParams,
                                         LanguageParams, MaxWordsParams, NoPiiParams, RegexParams, UniqueItemsParams,
                                         citations_in_sources, cost_usd, expected, ids_in_allowed_set, language,
                                         latency_ms, max_words, no_pii, not_empty, regex, unique_items)

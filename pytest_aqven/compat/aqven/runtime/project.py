@@ -33,7 +33,7 @@ _UNSUPPORTED = ("cassettes", "tool_http", "mcp_stubs", "blobs", "faults", "model
 
 class ProjectInvalid(Exception):
     def __init__(self, report: "CheckReport") -> None:
-        from ....check.diagnostics import render_text
+        from ....diagnostics import render_text
         super().__init__(render_text(report.diagnostics))
         self.report = report
 

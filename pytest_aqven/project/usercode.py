@@ -150,7 +150,7 @@ _threads = _DaemonThreads()    # process-wide infrastructure, shared by every at
 
 
 def is_async(fn: Callable) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004  (its method)
 
 
 async def call(fn: Callable, *args: Any, timeout: float | None = DEFAULT_TIMEOUT, **kwargs: Any) -> Any:

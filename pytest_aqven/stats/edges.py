@@ -1,0 +1,59 @@
+"""The strict edges of reference §4.5: a cell passes when its interval clears the edge, fails when it lies
+wholly on the wrong side, else is unclear. Shared by single-variant cells (verdicts.py) and pairs (pairs.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from .model import Estimate, Threshold
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+
+def interval_verdicts(low: ArrayLike, high: ArrayLike, edge: float) -> NDArray[np.str_]:
+    """Strict edges (§4.5), over arrays (simulated series): pass when low > edge, fail when high < edge,
+    else unclear; a tie is never decided, and NaN (no bound) decides nothing."""
+    lows, highs = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    return np.where(lows > edge, "pass", np.where(highs < edge, "fail", "unclear"))
+
+
+def interval_verdict(low: float | None, high: float | None, edge: float) -> str:
+    """One cell's verdict; None: unbounded on that side."""
+    return str(interval_verdicts(bound_or_nan(low), bound_or_nan(high), edge))
+
+
+def threshold_edge(question: Threshold) -> float:
+    """bound + margin above, bound - margin below: the value the interval must clear."""
+    if question.above is not None:
+        return question.above + question.margin
+    return cast(float, question.below) - question.margin     # a threshold has a bound above or below
+
+
+def threshold_verdicts(question: Threshold, low: ArrayLike, high: ArrayLike) -> NDArray[np.str_]:
+    """`interval_verdicts` against the threshold's edge, mirrored for a bound below (pass: high < edge)."""
+    edge = threshold_edge(question)
+    if question.above is not None:
+        return interval_verdicts(low, high, edge)
+    return interval_verdicts(-np.asarray(high, dtype=float), -np.asarray(low, dtype=float), -edge)
+
+
+def decided_by(estimate: Estimate, verdict: str, good_side_low: bool) -> str | None:
+    """Which family supplied the bound that decided: the good-side bound for pass, the other for fail."""
+    if verdict == "unclear":
+        return None
+    use_low = (verdict == "pass") == good_side_low
+    return estimate.low_from if use_low else estimate.high_from
+
+
+def no_point_pass(estimate: Estimate, verdict: str) -> str:
+    """Never confirm from a zero-width interval (a deterministic-looking metric, §11.2)."""
+    if verdict == "pass" and estimate.reliability == "degenerate":
+        return "unclear"
+    return verdict
+
+
+def bound_or_nan(x: float | None) -> float:
+    return np.nan if x is None else x
