@@ -72,11 +72,15 @@ def worker_interactor(config: pytest.Config):
 
 def queued_indices(worker) -> list:
     """The indices into session.items of the item the worker runs next and of those queued after it."""
+    torun = worker.torun
     try:
-        with worker.torun.lock() as queue:
-            return [worker.nextitem_index, *queue]
+        if hasattr(torun, "lock"):                  # xdist 3.6+: its TestQueue
+            with torun.lock() as queue:
+                return [worker.nextitem_index, *queue]
+        with torun.mutex:                           # xdist 3.5: a queue.Queue (its deque under its mutex)
+            return [worker.nextitem_index, *torun.queue]
     except (AttributeError, TypeError) as exc:
-        raise InternalsChanged(f"xdist's WorkerInteractor.torun.lock() ({type(exc).__name__}: {exc})") from None
+        raise InternalsChanged(f"xdist's WorkerInteractor.torun queue ({type(exc).__name__}: {exc})") from None
 
 
 # pytest's runner, cache and collection internals

@@ -66,9 +66,17 @@ def test_a_worker_without_xdist_s_worker_queue_fails_loudly():
 
 
 def test_a_worker_queue_that_cannot_be_locked_fails_loudly():
-    worker = types.SimpleNamespace(torun=[], nextitem_index=0)     # a queue without lock()
-    with pytest.raises(InternalsChanged, match=r"torun.lock\(\) \(AttributeError"):
+    worker = types.SimpleNamespace(torun=[], nextitem_index=0)     # neither xdist 3.6's lock() nor a queue.Queue
+    with pytest.raises(InternalsChanged, match=r"torun queue \(AttributeError"):
         internals.queued_indices(worker)
+
+
+def test_the_worker_queue_of_xdist_3_5_is_a_plain_queue():
+    import queue
+    torun = queue.Queue()
+    for index in (4, 5):
+        torun.put(index)
+    assert internals.queued_indices(types.SimpleNamespace(torun=torun, nextitem_index=3)) == [3, 4, 5]
 
 
 def test_a_worker_input_without_the_run_uid_fails_loudly():
