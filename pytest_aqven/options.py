@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from .project.paths import PROJECT_FILE, find_root  # noqa: F401  (PROJECT_FILE: plugin.py reads it here)
+
 FAILING = ("refuted", "inconclusive", "invalid", "open")
 STATES = ("confirmed", "refuted", "inconclusive", "signal", "invalid", "open")   # open: no verdict (yet)
-PROJECT_FILE = "aqven.yaml"     # project.loader.PROJECT_FILE, without importing the loader
 
 
 def add(parser: pytest.Parser) -> None:
@@ -118,17 +119,7 @@ def _fail_on(config: pytest.Config) -> frozenset[str]:
     return states
 
 
-def _find_root(start: Path) -> Path | None:
-    """project.loader.find_root, without importing the loader."""
-    start = start.resolve()
-    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
-        if (folder / PROJECT_FILE).is_file():
-            return folder
-    return None
-
-
 def project_roots(config: pytest.Config) -> list[Path]:
-    find_root = _find_root
     roots = []
     for arg in config.args or [str(config.invocation_params.dir)]:
         path = Path(config.invocation_params.dir, arg.split("::")[0])

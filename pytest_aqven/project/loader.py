@@ -8,12 +8,10 @@ from typing import Any
 
 from ..diagnostics import Diagnostic, DiagnosticError
 from . import coderefs, specs
-from .paths import outside
+from .paths import PROJECT_FILE, find_root, outside  # noqa: F401  (find_root: the loader's name for callers)
 from .types import Registry, pascal
 from .validate import validate
 from .yamlpos import YamlDoc, load_yaml
-
-PROJECT_FILE = "aqven.yaml"
 
 
 @dataclass
@@ -165,15 +163,6 @@ def documents(project: Project):
             yield node.doc
             if node.inference_doc is not None:
                 yield node.inference_doc
-
-
-def find_root(start: Path) -> Path | None:
-    """The module root: the folder holding aqven.yaml, searched upward from `start`."""
-    start = start.resolve()
-    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
-        if (folder / PROJECT_FILE).is_file():
-            return folder
-    return None
 
 
 OUTSIDE_HINT = "keep the file inside the module root: copy it in instead of linking to a file elsewhere"

@@ -9,6 +9,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+PROJECT_FILE = "aqven.yaml"
+
+
+def find_root(start: Path) -> Path | None:
+    """The module root: the folder holding aqven.yaml, searched upward from `start`."""
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
+        if (folder / PROJECT_FILE).is_file():
+            return folder
+    return None
+
 
 def outside(root: Path, path: Path) -> str | None:
     """Why `path` may not be used (it resolves outside `root`), or None when it lies inside."""
