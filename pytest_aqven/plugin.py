@@ -246,7 +246,7 @@ class VerdictTests(VerdictReporter):
                 self._fire(session, verdict_id, "failed", decided.error, [("aqven_verdict", "error"),
                                                                           ("aqven_series", decided.series_id)])
             return
-        conclusion, entry = decided.conclusion, decided.entry
+        conclusion, entry = decided.parts()
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         self.entries.append(entry)
         self.config.hook.pytest_aqven_verdict(config=self.config, series=entry, verdict=entry["verdict"],

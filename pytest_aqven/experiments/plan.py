@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
-from ..project.loader import Experiment, Flow, Project
+from ..project.loader import Flow, Project, RunnableExperiment
 from ..project.paths import outside
 from ..project.specs import CallNode, CaseSpec, ExperimentSpec
 from ..providers import prices
@@ -26,7 +26,7 @@ class PlanError(ValueError):
 
 @dataclass
 class SeriesPlan:
-    experiment: Experiment
+    experiment: RunnableExperiment
     split: str
     cases: list[CaseSpec]
     available: int
@@ -43,7 +43,7 @@ class SeriesPlan:
         return len(self.cases) * self.repeats * len(self.variants)
 
 
-def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
+def assemble(project: Project, experiment: RunnableExperiment) -> dict[str, Assembly]:
     spec = experiment.spec
     flow = project.flow_for(experiment, spec.subject.flow)
     if flow is None:
@@ -70,7 +70,7 @@ def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
     return out
 
 
-def plan(project: Project, experiment: Experiment, split: str, cases: int | None = None,
+def plan(project: Project, experiment: RunnableExperiment, split: str, cases: int | None = None,
          repeats: int | None = None, *, skip: Collection[str] = (), names: list[str] | None = None) -> SeriesPlan:
     """`skip`: case names left out (held-out cases already spent); `names`: exactly these cases, as a series
     recorded them (the end of a series compares its inputs with the start's)."""
@@ -88,7 +88,7 @@ def plan(project: Project, experiment: Experiment, split: str, cases: int | None
     return SeriesPlan(experiment, split, chosen, available, repeats or spec.plan.repeats, assemble(project, experiment))
 
 
-def half(project: Project, experiment: Experiment, split: str) -> list[str]:
+def half(project: Project, experiment: RunnableExperiment, split: str) -> list[str]:
     """The names of every case the experiment selects in one half, in file order."""
     spec = experiment.spec
     dataset = project.datasets.get(spec.cases.dataset)
@@ -111,7 +111,7 @@ def canonical_hash(value) -> str:
     return "sha256-" + hashlib.sha256(data.encode()).hexdigest()
 
 
-def flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Flow]:
+def flows_run(project: Project, experiment: RunnableExperiment, a: Assembly) -> list[Flow]:
     """The variant's flow, the flows in its slots, and every flow their call nodes call, transitively."""
     todo = [a.flow, *(f for f in (project.flow_for(experiment, i) for i in a.flows.values()) if f is not None)]
     nodes = list(a.nodes.values())
