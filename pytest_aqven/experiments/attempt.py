@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -21,6 +21,10 @@ from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
 
 
+@overload
+def root_cause(error: RunError) -> RunError: ...
+@overload
+def root_cause(error: None) -> None: ...
 def root_cause(error: RunError | None) -> RunError | None:
     """A join unmet because its branches failed is what those failures are: a failure of the models when
     every branch failed on its answer (each draft failed its check), else the first infrastructure error
@@ -88,7 +92,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         top = {**case.node_outputs, **{n.node: n.output for n in result.nodes if n.parent is None}}
         metadata = {"case": case.name, "tags": dict(case.tags), "split": plan.split, "variant": variant,
                     "repeat": repeat, "node_outputs": top}
-        context = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
+        context: EvalContext[Any, Any] = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
                               cost_usd=None if result.unpriced_calls else result.cost_usd,  # unknown, never free
                               latency_ms=int(result.latency_ms))
         value = typed(output_model(project, assembly), result.output)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..engine.checks import CheckInvalid, CheckResult
 from ..engine.runner import Assembly, Runner
@@ -87,8 +87,9 @@ def judge_scope(inputs: Any, node_outputs: dict[str, Any], order: list[str], out
 
 def compile_judge(spec: specs.ExperimentCheck, project: Project, experiment: Experiment) -> JudgeCheck:
     node_id = spec.id
+    agent, stem = cast(str, spec.agent), cast(str, spec.inference)    # a judge check has both (its validator)
     try:
-        flow = inference_flow(project, f"aqven_judge_{spec.id}", node_id, spec.agent, spec.inference,
+        flow = inference_flow(project, f"aqven_judge_{spec.id}", node_id, agent, stem,
                               f"judge of check {spec.id}", [{"name": "score", "from": f"${node_id}.out.score"}],
                               judge_levels(project, experiment), strict=True)
     except LookupError as exc:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
@@ -182,7 +183,7 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
         flows[variant] = sorted(files | set(a.prompts.values()))
     shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
     declared = prices.load(root)
-    if declared.declared:           # the prices of the calls, and so the spend and the cost metrics
+    if declared.declared and declared.file is not None:   # the prices of the calls, so the spend and the cost metrics
         shared.append(declared.file)
     shared += [p for p in _instruction_files(project) if p.is_file() and p not in shared]
     subagents = {p for entity in project.agents.values() for sub in entity.spec.subagents     # any agent may run
@@ -192,7 +193,8 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     for check in series.spec.checks:
         if check.is_judge:
             from .judges import judge_files
-            judges[f"judge:{check.id}"] = sorted(judge_files(project, series.experiment, check.inference))
+            stem = cast(str, check.inference)     # a judge check has one
+            judges[f"judge:{check.id}"] = sorted(judge_files(project, series.experiment, stem))
     paths = {
         "experiment": inputs._files(series.experiment.file.parent),
         "dataset": [root / "datasets" / f"{series.spec.cases.dataset}.yaml"],
@@ -209,7 +211,7 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
 
 
 def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] | None = None,
-             data: dict[Path, bytes] | None = None) -> dict[str, str]:
+             data: dict[Path, bytes] | None = None) -> dict[str, str | list[str] | None]:
     """Hashes of everything the series runs on: of `data` (the bytes read at its start, by resolved path)
     when given, else of the files as they are now (the end compares the two)."""
     root = project.root.resolve()
