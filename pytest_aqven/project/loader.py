@@ -257,9 +257,9 @@ def load_project(root: Path) -> Project:
         else:
             project.unreadable["agent"].add(path.stem)
 
-    for kind, folder, annotation in (("tool", "tools", specs.ToolSpec), ("mcp_server", "mcp", specs.McpServerSpec)):
+    for kind, where, annotation in (("tool", "tools", specs.ToolSpec), ("mcp_server", "mcp", specs.McpServerSpec)):
         entities = project.tools if kind == "tool" else project.mcp_servers
-        for path in _yaml_files(root / folder):
+        for path in _yaml_files(root / where):
             spec, doc = _read(path, root, annotation, f"{kind.replace('_', ' ')} {path.stem}", sink)
             if spec is not None:
                 entities[path.stem] = Entity(spec, doc)
@@ -430,7 +430,7 @@ def judge_levels(project: Project, experiment: Experiment) -> list[Path]:
     folder (its nodes, prompts and local flows), then the subject flow's (a project flow), then the project
     outside experiments/. Never another experiment's folder."""
     subject = experiment.spec.subject.flow if experiment.spec is not None else None
-    flow = project.flows.get(subject) if subject not in experiment.flows else None
+    flow = project.flows.get(subject) if subject is not None and subject not in experiment.flows else None
     return [experiment.folder, *([flow.folder] if flow is not None else []), project.root]
 
 
@@ -495,7 +495,7 @@ def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, d
         raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in {where}")
     sink: list = []
     inference, doc = load_inference(project, stem, sink, levels, strict)
-    if inference is None:
+    if inference is None or doc is None:      # (never one alone)
         raise LookupError(f"inference {stem} does not load: " + "; ".join(d.message for d in sink))
     prompt = found.parent / f"{stem}.prompt.md"
     if not prompt.is_file() and inference.prompt is None:
