@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, Mapping, TypeVar
 
@@ -221,7 +222,7 @@ def latency_ms(value: Any, context: EvalContext, params: NoParams) -> Verdict:
     return Verdict(passed=True, score=float(context.latency_ms))
 
 
-BUILTINS = {
+BUILTINS: dict[str, tuple[Callable[..., Any], type[BaseModel]]] = {
     "expected": (expected, ExpectedParams),
     "not_empty": (not_empty, FieldParams),
     "max_words": (max_words, MaxWordsParams),

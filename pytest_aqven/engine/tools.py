@@ -15,7 +15,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -194,7 +194,7 @@ async def _await_job(runner: "Runner", spec: specs.ToolSpec, poll: Callable[...,
                      handle: Any, node: "Node", node_id: str, tool_id: str) -> Any:
     """A tool with `wait:` starts a job and returns its JobHandle; `wait.poll(ctx, handle)` is called every
     `interval_seconds` until JobDone (its value is the output) or JobFailed, at most `timeout_seconds`."""
-    wait = spec.wait
+    wait = cast(specs.JobWait, spec.wait)       # set: `poll` is its
     deadline = time.monotonic() + wait.timeout_seconds
     while True:
         answer = await runner.call_user(poll, {}, node, f"node {node_id}: tool {tool_id}: poll {wait.poll}",
