@@ -11,7 +11,7 @@ from .check.rules import check_project, internal_error
 from .check.scope import collection_errors
 from .diagnostics import Diagnostic
 from .experiments.plan import PlanError
-from .project.loader import Project, load_project
+from .project.loader import Project, load_project, runnable
 from .record import AttemptRecord
 from .report import attempts, junit
 from .series.cap import CapError, series_cap
@@ -102,21 +102,22 @@ class ExperimentFile(pytest.File):
         if errors:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
+        project, experiment = runnable(lp.project), lp.project.runnable_experiment(self.experiment_id)  # check passed
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         if split == "holdout" and experiment.spec.question.kind == "look":   # nothing runs, nothing is spent
             yield HeldOutLook.from_parent(self, name="look")
             return
         try:
-            cap = series_cap(self.root, lp.project.spec, option=opt("aqven_cap"),
+            cap = series_cap(self.root, project.spec, option=opt("aqven_cap"),
                              experiment_cap=experiment.spec.cap_usd)
-            self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
+            self.series = SeriesRun(project, experiment, split, cases=opt("aqven_cases"),
                                     repeats=opt("aqven_repeats"), cap=cap,
                                     fresh_for=run_token(self.config) if opt("aqven_new_series") else None,
                                     cassettes=cassette_mode(self.config), run=run_token(self.config),
                                     respend=opt("aqven_respend_holdout"))
         except PlanError as exc:
-            raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
+            raise self.CollectError(f"{project.rel(experiment.file)}: error: {exc}") from None
         except CapError as exc:
             raise self.CollectError(f"error: {exc}") from None
         if self.series.standing is not None:        # held-out cases spent once: the finding stands, nothing runs
