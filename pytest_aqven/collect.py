@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,10 +20,13 @@ from .series.findings import repair as repair_findings
 from .series.lifecycle import SeriesRun
 from .stats.model import case_key
 
+if TYPE_CHECKING:
+    from .series.scheduler import Scheduler
+
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
 CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aqven check errors stopped
-SCHEDULER = pytest.StashKey["Scheduler"]()
+SCHEDULER: pytest.StashKey[Scheduler] = pytest.StashKey()
 RUN_TOKEN = pytest.StashKey[str]()        # the same on every xdist worker of one run
 LAUNCH_NOTES = pytest.StashKey[dict]()    # experiment id -> lines the launch plan adds (cap, warnings)
 # xdist modes (and "no": one process) in which the items queued on a worker are all run by that worker

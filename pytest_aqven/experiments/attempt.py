@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -14,7 +15,7 @@ from ..engine.trace import RunError, RunResult
 from ..project.loader import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
-from ..providers.base import AttemptIdentity, Provider
+from ..providers.base import AttemptIdentity, Provider, ProviderError
 from ..providers.secrets import scrub_data
 from ..record import VERSION, AttemptRecord
 from .judges import JudgeCheck, judge_scope
@@ -69,7 +70,7 @@ def output_model(project: Project, assembly: Assembly) -> type[BaseModel] | None
 
 
 async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledCheck] | CheckInvalid,
-                      providers: dict[str, Provider], variant: str, case: CaseSpec, repeat: int,
+                      providers: Mapping[str, Provider | ProviderError], variant: str, case: CaseSpec, repeat: int,
                       series_id: str) -> AttemptRecord:
     assembly = plan.variants[variant]
     identity = AttemptIdentity(plan.experiment.id, variant, case.name, repeat)
@@ -92,7 +93,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         top = {**case.node_outputs, **{n.node: n.output for n in result.nodes if n.parent is None}}
         metadata = {"case": case.name, "tags": dict(case.tags), "split": plan.split, "variant": variant,
                     "repeat": repeat, "node_outputs": top}
-        context: EvalContext[Any, Any] = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
+        context: EvalContext[Any, Any] = EvalContext(
+                              inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
                               cost_usd=None if result.unpriced_calls else result.cost_usd,  # unknown, never free
                               latency_ms=int(result.latency_ms))
         value = typed(output_model(project, assembly), result.output)

@@ -8,6 +8,7 @@ subject output, and the case's expected_output when the inference declares a fie
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -18,7 +19,7 @@ from ..engine.sources import LIVE, Sources
 from ..engine.trace import RunResult
 from ..project import specs
 from ..project.loader import Experiment, Project, inference_flow, inference_path, judge_levels
-from ..providers.base import AttemptIdentity, Provider
+from ..providers.base import AttemptIdentity, Provider, ProviderError
 
 BINARY_BOUND = 0.5     # a binary judge passes when its score is at least this
 
@@ -49,7 +50,7 @@ class JudgeCheck:
                 out[f.name] = scope.get(f.name)
         return out
 
-    async def run(self, project: Project, providers: dict[str, Provider], identity: AttemptIdentity,
+    async def run(self, project: Project, providers: Mapping[str, Provider | ProviderError], identity: AttemptIdentity,
                   scope: dict[str, Any], expected_output: Any, context: dict | None = None
                   ) -> tuple[CheckResult, RunResult]:
         runner = Runner(project, providers, identity, self.sources)
