@@ -19,8 +19,6 @@ from pytest_aqven.providers import registry
 from .check.test_compat import edit
 from .compat_project import write_project
 
-XDIST = [[], ["-n", "2"]]
-
 
 @pytest.fixture
 def spoke(tmp_path):
@@ -137,7 +135,6 @@ def test_a_tool_with_wait_is_polled_until_its_job_is_done(spoke):
     assert (spoke / ".aqven" / "blobs").is_dir()
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_every_experiment_of_the_showcase_shaped_project_reaches_a_verdict(pytester, xdist):
     write_project(pytester.path / "spoke")
     result = pytester.runpytest("spoke", "-p", "no:cacheprovider", "-rs", *xdist)

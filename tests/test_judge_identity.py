@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import yaml
 
 from pytest_aqven.cli import main
@@ -15,7 +14,6 @@ from pytest_aqven.experiments.plan import file_hash
 from . import engine_projects as ep
 from .test_judges import project, records
 
-XDIST = [[], ["-n", "2"]]
 GRADE = "flows/support/nodes/answer/grade"
 QUESTION = {"kind": "threshold", "metric": "grade", "above": 0.5}
 
@@ -103,7 +101,6 @@ def records_exist(pytester) -> bool:
     return (pytester.path / "proj/.aqven/aqven.sqlite").exists() and bool(records(pytester.path))
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_judge_validated_by_a_confirmed_finding_of_the_same_judge_decides(pytester, xdist):
     """The calibration is decided first in the session even though it sorts last, and the judge's verdict
     stands on it; the finding records which judge it was."""
@@ -125,7 +122,6 @@ def test_a_judge_validated_by_a_confirmed_finding_of_the_same_judge_decides(pyte
     assert result.ret == 0
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_calibration_refuted_in_the_same_session_leaves_the_judge_s_verdict_a_signal(pytester, xdist):
     project(pytester.path, [(f"c_{i:02d}", "hello") for i in range(30)], {"graded": judged(validated_by="zz_calib")})
     calibration(pytester.path / "proj", planted_right=False)

@@ -2,8 +2,6 @@
 only for experiments that are selected; `aqven plan` runs the simulated search and caches it by its inputs."""
 from __future__ import annotations
 
-import pytest
-
 from pytest_aqven.cli import main
 from pytest_aqven.series.plans import SearchCache
 from pytest_aqven.stats import plan as stats_plan
@@ -73,7 +71,6 @@ def test_a_damaged_cache_file_reads_as_absent(tmp_path):
     assert cache.get("inputs") is None
 
 
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
 def test_after_a_series_the_plan_gives_the_figure_at_the_observed_rates_and_the_same_data_the_same_one(
         pytester, capsys, xdist):
     """The question the user has: how many cases at the rate observed so far, beside the pre-registered

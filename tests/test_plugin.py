@@ -11,7 +11,6 @@ from pytest_aqven.experiments.split import split_of
 
 from . import projects
 
-XDIST = [[], ["-n", "2"]]
 PACKAGE = "pluginproj"
 
 
@@ -46,7 +45,6 @@ def test_collect_only_shows_the_tree_and_runs_nothing(pytester):
     assert not (root / ".aqven").exists()
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_failed_checks_are_xfail_and_the_working_run_gives_a_signal(pytester, xdist):
     case_list = [("wrong_2", "wrong"), ("c_refuse", "refuse"), *[(f"ok_{i}", "fine") for i in (2, 6, 7, 9, 10, 12)]]
     assert set(halves(n for n, _ in case_list).values()) == {"dev"}
@@ -61,7 +59,6 @@ def test_failed_checks_are_xfail_and_the_working_run_gives_a_signal(pytester, xd
     assert result.ret == pytest.ExitCode.OK
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_infrastructure_errors_are_skips_and_above_5_percent_make_the_series_invalid(pytester, xdist):
     case_list = [("c_crash", "crash"), *[(f"ok_{i}", "fine") for i in (2, 6, 7, 9, 10, 12)]]
     assert set(halves(n for n, _ in case_list).values()) == {"dev"}
@@ -74,7 +71,6 @@ def test_infrastructure_errors_are_skips_and_above_5_percent_make_the_series_inv
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_holdout_verdict_is_a_test_result_and_writes_a_finding(pytester, xdist):
     root = make(pytester, projects.cases(16), repeats=3, above=0.5)
     junit = pytester.path / "junit.xml"
@@ -100,7 +96,6 @@ def test_holdout_verdict_is_a_test_result_and_writes_a_finding(pytester, xdist):
     assert props["aqven_verdict"] == "confirmed"
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_refuted_holdout_verdict_fails_the_session(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=2, above=0.5)
     result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", *xdist)
@@ -156,7 +151,6 @@ def pytest_runtest_teardown(item):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_last_failed_reruns_the_experiment_whose_verdict_failed(pytester, xdist):
     """On the working cases (an invalid verdict fails there too); on held-out cases --lf runs nothing again:
     the finding stands (tests/test_faults_holdout.py)."""

@@ -11,8 +11,6 @@ from pytest_aqven.codes import outcome_of
 from . import projects
 from .engine_projects import flow, load, node, record, run, write
 
-XDIST = [(), ("-n", "2")]
-
 LIB = '''
 def words(text: str) -> dict:
     if text == "list":
@@ -261,7 +259,6 @@ def wired(pytester, files: dict) -> None:
         (root / "flows/rate/nodes/judge").rmdir()
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 @pytest.mark.parametrize("mistake", list(MISTAKES))
 def test_a_wiring_mistake_is_skipped_attempts_an_invalid_verdict_and_no_finding(pytester, mistake, xdist):
     files, reason = MISTAKES[mistake]
@@ -283,7 +280,6 @@ def test_a_wiring_mistake_is_skipped_attempts_an_invalid_verdict_and_no_finding(
     assert "Traceback" not in out and "schema_invalid" not in out
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 @pytest.mark.parametrize("mistake", list(STATIC_MISTAKES))
 def test_a_wiring_mistake_the_check_sees_spends_nothing(pytester, mistake, xdist):
     files, diagnostic = STATIC_MISTAKES[mistake]
@@ -297,7 +293,6 @@ def test_a_wiring_mistake_the_check_sees_spends_nothing(pytester, mistake, xdist
     assert "Traceback" not in out
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_working_run_whose_every_answer_fails_the_schema_warns_and_never_points_at_held_out(pytester, xdist):
     """The model's own failure stays counted (schema_invalid, xfail), but a variant that failed that way on every
     attempt measured one failure, not the question: a warning, and a next step that fixes it first."""

@@ -14,7 +14,6 @@ from pytest_aqven.stats.model import case_key, experiment_salt
 from . import projects
 
 PACKAGE = "reportproj"
-XDIST = [[], ["-n", "2"]]
 SECRET = "SECRETCASE"       # in every case's input text: must never reach a report of a held-out run
 
 
@@ -69,7 +68,6 @@ def test_attempt_reports_carry_the_failed_checks_not_a_traceback(pytester):
                         bug.longrepr[2]), bug.longrepr
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
     case_list = cases_in("holdout", ["wrong", "refuse", "crash"], 1) + cases_in("holdout", ["fine"], 30)
     make(pytester, case_list, repeats=1, above=0.5)
@@ -98,7 +96,6 @@ def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
     assert json.loads(js.read_text())["series"][0]["attempts"]["failed_checks"] == 2
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_junit_has_a_verdict_testcase_with_the_figures(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
     junit = pytester.path / "junit.xml"
@@ -220,7 +217,6 @@ def pytest_aqven_series_start(config, series):
 '''
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_hooks_see_each_attempt_and_verdict_once_and_can_veto_a_series(pytester, xdist):
     make(pytester, projects.cases(8), repeats=2)
     projects.write(pytester.path / "proj", projects.experiment(name="too_big", repeats=3), package=PACKAGE)
@@ -265,7 +261,6 @@ def test_terminal_table_then_sentences_and_what_to_do_next(pytester):
                for l in verbose)
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_progress_lines_leave_pytests_progress_intact(pytester, xdist):
     make(pytester, projects.cases(100), repeats=3)      # about 150 attempts: pytest wraps its line of dots
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-progress=0.000001", *xdist)
@@ -319,7 +314,6 @@ def test_what_to_do_next_labels_each_figure_and_trusts_no_optimistic_enough():
     assert next_step("confirmed", None, wide) is None and next_step("none", None) is None
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_the_markdown_summary_has_one_row_per_experiment_and_is_appended(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
     summary = pytester.path / "step-summary.md"
@@ -344,7 +338,6 @@ def docs_conftest() -> str:
     return text[text.index("```python\n", start) + 10:text.index("```\n", text.index("```python\n", start) + 10)]
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_the_documented_conftest_works_with_the_plugin_and_without_it(pytester, xdist):
     make(pytester, projects.cases(8), repeats=1)
     pytester.makeconftest(docs_conftest())

@@ -19,7 +19,6 @@ from pytest_aqven.series.lifecycle import SeriesRun
 
 from . import projects
 
-XDIST = [[], ["-n", "2"]]
 PACKAGE = "snapproj"
 PROMPT = "flows/rate/nodes/judge/judge.prompt.md"
 
@@ -93,7 +92,6 @@ def ran_the_original(calls: list[str]) -> bool:
                and "EDITED" not in c for c in calls)
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_an_edit_mid_series_never_reaches_an_attempt_and_makes_the_verdict_invalid(pytester, monkeypatch, xdist):
     root = make(pytester.path / "proj")
     # prompt, fragment and the agent's instructions rewritten after the 3rd call: later attempts still run
