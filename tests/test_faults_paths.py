@@ -96,8 +96,7 @@ def test_a_media_file_out_of_the_project_is_refused_by_the_engine(tmp_path):
 
 def test_a_code_reference_out_of_the_project_is_refused_by_its_resolver(tmp_path):
     outside = faults.outside(tmp_path)
-    root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(2)), **projects.experiment()},
-                          package="escref")
+    root = projects.make(tmp_path / "p", 2, package="escref")
     code = root / "flows/rate/nodes/clean/clean.py"
     faults.link(code, outside / "evil.py")
     with pytest.raises(coderefs.CodeRefError, match="outside the project"):
@@ -111,7 +110,7 @@ def test_a_code_reference_out_of_the_project_is_refused_by_its_resolver(tmp_path
 
 def test_a_finding_is_never_written_or_read_through_a_link_out_of_the_project(tmp_path):
     outside = faults.outside(tmp_path)
-    root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(2)), **projects.experiment()})
+    root = projects.make(tmp_path / "p", 2)
     (outside / "findings").mkdir()
     (outside / "findings" / "planted.yaml").write_text("state: confirmed\n")
     faults.link(root / "experiments/rate_ok/findings", outside / "findings")
@@ -125,7 +124,7 @@ def test_a_finding_is_never_written_or_read_through_a_link_out_of_the_project(tm
 def test_the_snapshot_never_reads_a_file_out_of_the_project(tmp_path):
     from pytest_aqven.experiments import plan as planning
     outside = faults.outside(tmp_path)
-    root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(4)), **projects.experiment()})
+    root = projects.make(tmp_path / "p", 4)
     faults.link(root / "fragments" / "tone.md", outside / "secret.md")
     project = load_project(root)
     series = planning.plan(project, project.experiments["rate_ok"], "dev")

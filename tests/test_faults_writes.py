@@ -80,7 +80,7 @@ def test_a_dataset_edit_between_a_killed_run_and_its_rerun_closes_the_old_series
 def test_a_yaml_file_replaced_with_its_old_mtime_before_the_series_starts_is_stale(tmp_path):
     """The loader parsed one content, the series start reads another with the same size and mtime (`cp -p`):
     the content, not the mtime, decides."""
-    root = projects.write(tmp_path, {**projects.dataset(projects.cases(8)), **projects.experiment()})
+    root = projects.make(tmp_path, 8)
     data = root / "datasets" / "reviews.yaml"
     stat = data.stat()
     project = load_project(root)

@@ -20,9 +20,8 @@ def test_run_references_are_read_from_the_project_files_only(tmp_path):
     """The modules a series hashes as its inputs come from `run:` values of the files the loader parsed; a YAML
     lying elsewhere in the folder (notes, a bomb) is never opened."""
     aqven = projects.FILES["aqven.yaml"].replace("@root.provider:complete", "helpers.text:complete")
-    root = projects.write(tmp_path, {**projects.dataset(projects.cases(4)), **projects.experiment(),
-                                     "aqven.yaml": aqven, "notes/bomb.yaml": LAUGHS, "notes/deep.yaml": DEEP,
-                                     "notes/refs.yaml": 'run: "notes.mod:fn"\n'})
+    root = projects.make(tmp_path, 4, files={"aqven.yaml": aqven, "notes/bomb.yaml": LAUGHS, "notes/deep.yaml": DEEP,
+                                             "notes/refs.yaml": 'run: "notes.mod:fn"\n'})
     assert inputs._run_modules(load_project(root)) == {"helpers.text"}
 
 
@@ -69,7 +68,7 @@ def test_the_local_override_is_read_strictly(pytester):
 
 
 def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path, monkeypatch):
-    root = projects.write(tmp_path, {**projects.dataset(projects.cases(40)), **projects.experiment()})
+    root = projects.make(tmp_path, 40)
     monkeypatch.setattr(yamlpos, "MAX_BYTES", 1000)
     project = load_project(root)
     (diag,) = [d for d in project.diagnostics if d.file == "datasets/reviews.yaml"]

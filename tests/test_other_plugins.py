@@ -55,9 +55,8 @@ def test_pytest_timeout_leaves_attempts_to_their_own_time_limits(pytester, xdist
     """A slow call ends as the infrastructure error `timeout` at the engine's limit (limits.seconds), a skipped
     attempt, never a FAILED one with pytest-timeout's traceback; the series still gets its verdict."""
     pytest.importorskip("pytest_timeout")
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(projects.cases(10) + projects.cases(4, "slow", prefix="slow")),
-                          **projects.experiment(repeats=1), "provider.py": SLOW}, package="timeoutproj")
+    root = projects.make(pytester, projects.cases(10) + projects.cases(4, "slow", prefix="slow"), repeats=1,
+                         files={"provider.py": SLOW}, package="timeoutproj")
     aqven = root / "aqven.yaml"
     aqven.write_text(aqven.read_text() + "limits:\n  seconds: 0.5\n")
     result = pytester.runpytest_subprocess("proj", "--timeout", "1", "-rs", "-p", "no:cacheprovider", *xdist,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from functools import partial
 
 import pytest
 import yaml
@@ -18,10 +19,7 @@ def halves(names):
     return {n: split_of(PACKAGE, "reviews", n) for n in names}
 
 
-def make(pytester, case_list, **exp):
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(case_list), **projects.experiment(**exp)}, package=PACKAGE)
-    return root
+make = partial(projects.make, package=PACKAGE)      # make(pytester, cases, **experiment): the project proj
 
 
 def verdict_line(result) -> str:
@@ -155,8 +153,7 @@ def test_last_failed_reruns_the_experiment_whose_verdict_failed(pytester, xdist)
     """On the working cases (an invalid verdict fails there too); on held-out cases --lf runs nothing again:
     the finding stands (tests/test_faults_holdout.py)."""
     make(pytester, [(f"c{i:02d}", "crash") for i in range(40)], repeats=1)
-    projects.write(pytester.path / "good", {**projects.dataset(projects.cases(20)), **projects.experiment(name="good_exp")},
-                   package="goodproj")
+    projects.make(pytester.path / "good", 20, experiments=["good_exp"], package="goodproj")
     first = pytester.runpytest("proj", "good")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
     # a fresh process: in-process, state of the earlier sessions of this test process leaks into xdist's run

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -27,23 +28,14 @@ def cases_in(split: str, kinds: list[str], per_kind: int) -> list[tuple[str, str
     return out
 
 
-def make(pytester, case_list, **exp) -> Path:
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(case_list), **projects.experiment(**exp)}, package=PACKAGE)
-    return root
+make = partial(projects.make, package=PACKAGE)      # make(pytester, cases, **experiment): the project proj
 
 
 def look(pytester, case_list) -> Path:
     files = projects.experiment(repeats=1)
     (path, text), = files.items()
     text = re.sub(r"question:\n(  .*\n)+", 'question:\n  kind: "look"\n', text)
-    return make_files(pytester, {**projects.dataset(case_list), path: text})
-
-
-def make_files(pytester, files) -> Path:
-    root = pytester.path / "proj"
-    projects.write(root, files, package=PACKAGE)
-    return root
+    return make(pytester, case_list, files={path: text})
 
 
 def call_reports(reprec):
@@ -167,12 +159,11 @@ def test_json_report_of_every_question_kind_validates_against_the_shipped_schema
     jsonschema = pytest.importorskip("jsonschema")
     from pytest_aqven.report.json_report import SCHEMA
     schema = json.loads(SCHEMA.read_text())
-    make(pytester, projects.cases(16, "flaky"), repeats=3, above=0.5, margin=0.05)
-    projects.write(pytester.path / "proj", {
+    make(pytester, projects.cases(16, "flaky"), repeats=3, above=0.5, margin=0.05, files={
         "agents/bot2.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Another"\nmodel: "fake:bot-2"\n',
         "experiments/pair_compare/experiment.yaml": pair("compare"),
         "experiments/pair_noninferior/experiment.yaml": pair("noninferior"),
-        "experiments/seen/experiment.yaml": asking('question:\n  kind: "look"\n', "seen")}, package=PACKAGE)
+        "experiments/seen/experiment.yaml": asking('question:\n  kind: "look"\n', "seen")})
     js = pytester.path / "out/report.json"
     old = os.umask(0o022)
     try:
@@ -218,8 +209,7 @@ def pytest_aqven_series_start(config, series):
 
 
 def test_hooks_see_each_attempt_and_verdict_once_and_can_veto_a_series(pytester, xdist):
-    make(pytester, projects.cases(8), repeats=2)
-    projects.write(pytester.path / "proj", projects.experiment(name="too_big", repeats=3), package=PACKAGE)
+    make(pytester, projects.cases(8), repeats=2, files=projects.experiment("too_big", repeats=3))
     pytester.makeconftest(CONFTEST)
     result = pytester.runpytest("proj", "-rs", "-p", "no:cacheprovider", *xdist)
     verdicts = [json.loads(l) for l in (pytester.path / "verdicts.jsonl").read_text().splitlines()]

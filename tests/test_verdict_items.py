@@ -16,8 +16,7 @@ VERDICT = "proj/experiments/rate_ok/experiment.yaml::verdict"
 def two_projects(pytester):
     """`good` decides a signal on its 7 working cases; `proj` (after it on the command line) is invalid: its 3
     working cases crash."""
-    projects.write(pytester.path / "good", {**projects.dataset(projects.cases(12)),
-                                            **projects.experiment(name="good_exp", repeats=1)}, package="goodproj")
+    projects.make(pytester.path / "good", 12, experiments=["good_exp"], repeats=1, package="goodproj")
     return make(pytester, projects.cases(12, "crash"), repeats=1)
 
 
