@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import re
 
-import pytest
-
 from pytest_aqven import codes
 from pytest_aqven.engine.runner import Assembly, Runner
 from pytest_aqven.experiments import attempt
@@ -18,11 +16,6 @@ from pytest_aqven.providers import registry
 
 from .check.test_compat import edit
 from .compat_project import write_project
-
-
-@pytest.fixture
-def spoke(tmp_path):
-    return write_project(tmp_path / "spoke")
 
 
 def run_flow(project, flow, inputs, **assembly):
