@@ -12,6 +12,7 @@ from pytest_aqven.project import coderefs
 from pytest_aqven.project.loader import load_project
 
 from . import faults, projects
+from .conftest import XDIST
 from .engine_projects import run
 from .test_engine_llm import OK, project
 
@@ -39,10 +40,11 @@ def test_a_path_out_of_the_project_is_an_aqven_check_error(tmp_path, kind):
         assert "outside the project" in error.message, error.render()
 
 
-@pytest.mark.parametrize("kind,n", [("instructions", "0"), ("fragment", "2"), ("dataset", "0"), ("findings", "2")])
-def test_a_run_with_a_path_out_of_the_project_calls_no_model_and_writes_nothing_outside(tmp_path, kind, n):
+@pytest.mark.parametrize("kind,mode", [("instructions", "no-xdist"), ("fragment", "n2"), ("dataset", "no-xdist"),
+                                       ("findings", "n2")])          # each kind in one of the two modes
+def test_a_run_with_a_path_out_of_the_project_calls_no_model_and_writes_nothing_outside(tmp_path, kind, mode):
     root, file = escape(kind, tmp_path)
-    result = faults.run(tmp_path, "--aqven-holdout", "-n", n)
+    result = faults.run(tmp_path, "--aqven-holdout", *XDIST[mode])
     assert result.returncode != 0 and "E_PATH_OUTSIDE" in result.stdout and "Traceback" not in result.stdout
     assert faults.calls(root) == [] and faults.leaks(root) == 0
     assert list((tmp_path / "outside").rglob("*.yaml")) == ([tmp_path / "outside" / "reviews.yaml"]

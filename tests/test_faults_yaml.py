@@ -12,6 +12,7 @@ from pytest_aqven.project import yamlpos
 from pytest_aqven.project.loader import load_project
 
 from . import faults, projects
+from .conftest import XDIST
 
 LAUGHS, DEEP = faults.LAUGHS, faults.DEEP
 
@@ -25,12 +26,12 @@ def test_run_references_are_read_from_the_project_files_only(tmp_path):
     assert inputs._run_modules(load_project(root)) == {"helpers.text"}
 
 
-@pytest.mark.parametrize("name,text,n", [("bomb", LAUGHS, "0"), ("deep", DEEP, "2")])
-def test_a_yaml_bomb_outside_the_project_files_is_never_read(tmp_path, name, text, n):
+@pytest.mark.parametrize("name,text,mode", [("bomb", LAUGHS, "no-xdist"), ("deep", DEEP, "n2")])
+def test_a_yaml_bomb_outside_the_project_files_is_never_read(tmp_path, name, text, mode):
     root = faults.make(tmp_path, cases=8)
     (root / "notes").mkdir()
     (root / "notes" / f"{name}.yaml").write_text(text)
-    result = faults.run(tmp_path, "-n", n, timeout=120)
+    result = faults.run(tmp_path, *XDIST[mode], timeout=120)
     assert result.returncode == 0, result.stdout
     assert "Traceback" not in result.stdout and "RecursionError" not in result.stdout
     assert "rate_ok (dev" in result.stdout and len(faults.calls(root)) > 0
