@@ -198,8 +198,7 @@ def complete(request):
 
 def test_subagents_and_judge_checks_of_an_inference_run_in_a_series(pytester):
     """Both run from the series' snapshot of inputs: their inferences live outside the subject's flow."""
-    root = make(pytester, projects.cases(8), repeats=1)
-    files = {
+    root = make(pytester, projects.cases(8), repeats=1, files={
         "provider.py": DELEGATING_PROVIDER,
         "agents/helper.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Helper"\nmodel: "fake:helper-1"\n',
         "agents/grader.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Grader"\nmodel: "fake:grader-1"\n',
@@ -210,9 +209,7 @@ def test_subagents_and_judge_checks_of_an_inference_run_in_a_series(pytester):
                                       'in:\n- name: "text"\n  type: "Text"\n- name: "label"\n  type: "Label"\n'
                                       'out:\n- name: "rationale"\n  type: "Text"\n- name: "score"\n  type: "Float"\n',
         "flows/grade.prompt.md": "Grade the rating.\n",
-    }
-    for name, text in files.items():
-        (root / name).write_text(text)
+    })
     bot = root / "agents/bot.yaml"
     bot.write_text(bot.read_text() + 'subagents:\n- name: "policy"\n  description: "The policy that applies"\n'
                    '  agent: "helper"\n  inference: "policy"\n')
