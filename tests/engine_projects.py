@@ -43,8 +43,8 @@ def inference(ins: dict[str, str], outs: dict[str, str], **extra) -> dict:
 
 
 def write(root: Path, files: dict[str, object], package: str) -> Path:
-    """`files` over a project of one fake provider (that no test calls unless it writes its provider.py) and
-    the types Ask and Answer."""
+    """`files` over a project with the types Ask and Answer and one code provider that raises (a test that
+    calls a model writes its own provider.py)."""
     return projects.write_files(root, {
         "aqven.yaml": {**PROJECT, "package": package}, "types/ask.yaml": record("A question", text="Text"),
         "types/answer.yaml": record("An answer", text="Text"),
