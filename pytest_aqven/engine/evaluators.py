@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, Mapping, TypeVar
 
@@ -180,7 +180,7 @@ _PII = {
 
 
 def no_pii(value: Any, context: EvalContext, params: NoPiiParams) -> Verdict:
-    detectors = params.detectors or list(_PII)
+    detectors: Sequence[str] = params.detectors or list(_PII)
     found = sorted({name for f in params.fields for name in detectors
                     if _PII[name].search(text(read(f, value, context)))})
     return Verdict(passed=not found, reason=f"personal data found: {', '.join(found)}" if found else None)
