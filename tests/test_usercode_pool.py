@@ -11,11 +11,14 @@ def _workers() -> set[int]:
     return {t.ident for t in threading.enumerate() if t.name == "aqven-user-code"}
 
 
-def test_sequential_calls_reuse_one_idle_thread():
+def test_sequential_calls_reuse_the_idle_threads():
+    before = _workers()
+
     async def main():
         return [await usercode.call(threading.get_ident) for _ in range(50)]
     idents = asyncio.run(main())
-    assert len(set(idents)) <= 2 and set(idents) <= _workers()
+    # a thread is idle again before its caller sees the answer: one thread at most is added (none was idle)
+    assert set(idents) <= _workers() and len(_workers() - before) <= 1
 
 
 def test_a_hung_call_keeps_its_thread_and_the_next_call_gets_another():

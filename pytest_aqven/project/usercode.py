@@ -131,13 +131,19 @@ class _DaemonThreads:
     def _work(self) -> None:
         while True:
             future, ctx, fn = self._jobs.get()
-            if future.set_running_or_notify_cancel():
+            if not future.set_running_or_notify_cancel():
+                self._idle.append(None)
+            else:
                 try:
-                    future.set_result(ctx.run(fn))
+                    result = ctx.run(fn)
                 except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt of user code included
+                    self._idle.append(None)       # idle before the answer: the caller's next job finds this thread
                     future.set_exception(_Raised(exc))
+                else:
+                    self._idle.append(None)
+                    future.set_result(result)
+                result = None            # the answer goes with the job, not kept by an idle thread
             del future, ctx, fn
-            self._idle.append(None)
 
 
 class _Raised(Exception):
