@@ -11,6 +11,7 @@ Per configuration (medians over rounds):
 
     PYTHONPATH=. python bench/bench_concurrency.py [--attempts 400] [--delay 0.05] [--rounds 3] [--before DIR]
     PYTHONPATH=. python bench/bench_concurrency.py --attempts 1000 --delay 0.5 --only "concurrency 100"   # ideal 5 s
+    PYTHONPATH=. python bench/bench_concurrency.py --only "concurrency 100" --marginal 200 --threads   # CPU per attempt
 
 --before DIR adds each configuration run with another checkout's pytest_aqven (DIR first on PYTHONPATH, e.g.
 a `git worktree add DIR <commit>`), in the same rounds, so before and after are measured side by side.
@@ -133,7 +134,7 @@ def _cpu():
             fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        name = names.get(int(tid), "other").split("_")[0].split("-user")[0]
+        name = names.get(int(tid), "other").split("_")[0]      # aqven-db_0: aqven-db
         out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
     return out
 
@@ -190,9 +191,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="configuration names to run (default: all)")
     parser.add_argument("--before", help="another checkout of the repository, measured side by side")
+    parser.add_argument("--marginal", type=int, metavar="SMALL", help="also run each configuration with SMALL "
+                        "attempts (fewer cases of the same project), in the same rounds: the CPU per attempt "
+                        "without what a session costs once (imports, the series start, the verdict)")
     parser.add_argument("--threads", action="store_true", help="also the CPU of each thread of the pytest process in "
                         "its run loop (MainThread: pytest's items; aqven-attempts: the attempts' event loop; "
-                        "aqven-db: the database; aqven-user-code: the user's code)")
+                        "aqven-db: the database; aqven-user-code: the user's code; aqven-imports: the verdicts' imports)")
     args = parser.parse_args()
     versions = [("", None)] + ([(" (before)", args.before)] if args.before else [])
     configs = [(name + label, label, config, path) for name, config in CONFIGS if not args.only or name in args.only
@@ -200,6 +204,7 @@ def main() -> None:
     server = SlowServer(args.delay)
     rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in configs}
     collect_cpu: list[float] = []
+    marginal: dict[str, list[float]] = {name: [] for name, *_ in configs}     # CPU of N less that of SMALL attempts
     try:
         with tempfile.TemporaryDirectory() as tmp:
             # one project per checkout: each keeps its own database (an older checkout refuses a newer schema)
@@ -224,6 +229,11 @@ def main() -> None:
                     if n != args.attempts:
                         sys.exit(f"{name}: {n} attempts ran, not {args.attempts}")
                     rows[name].append((phase, run.wall, run.cpu))
+                    if args.marginal:
+                        small = [*extra[:1], str(args.marginal // 4), *extra[2:]]    # --aqven-cases, 4 repeats
+                        cmd = pytest_cmd(str(root), "--aqven-new-series", *small, *config)
+                        marginal[name].append(run.cpu - run_once(cmd, cwd=tmp, env={**env, "PYTHONPATH": path}
+                                                                 if path else env).cpu)
                     if args.threads:
                         threads[name].append(json.loads(Path(tmp, "threads.json").read_text()))
                 print(f"  round {r + 1}/{args.rounds}", file=sys.stderr)
@@ -243,16 +253,24 @@ def main() -> None:
         print(f"| {name} | {phase:.2f} s | {phase / ideal(args.attempts, args.delay, config):.2f}x "
               f"| {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
               f"| {cpu:.2f} s | {(cpu - cpu0) / args.attempts * 1000:.1f} |")
+    if args.marginal:
+        print(f"\nCPU ms per attempt, marginal: the command's CPU at {args.attempts} attempts less its CPU at "
+              f"{args.marginal}, per attempt between (medians of the pairs):")
+        print("| configuration | CPU ms per attempt |\n|---|---|")
+        for name, *_ in configs:
+            print(f"| {name} | {statistics.median(marginal[name]) / (args.attempts - args.marginal) * 1000:.2f} |")
     if args.threads:
-        names = ["MainThread", "aqven-attempts", "aqven-db", "aqven-user-code", "other"]
+        names = ["MainThread", "aqven-attempts", "aqven-db", "aqven-user-code", "aqven-imports"]
         print("\nCPU ms per attempt of each thread of the pytest process in its run loop (medians; under -n 2 the "
               "controller's, its workers' are not counted):")
-        print("| configuration | " + " | ".join(names) + " | all |")
-        print("|---|" + "---|" * (len(names) + 1))
+        print("| configuration | " + " | ".join(names) + " | other | all |")
+        print("|---|" + "---|" * (len(names) + 2))
         for name, *_ in configs:
             per = {n: statistics.median(t.get(n, 0.0) for t in threads[name]) / args.attempts * 1000 for n in names}
             total = statistics.median(sum(t.values()) for t in threads[name]) / args.attempts * 1000
-            print(f"| {name} | " + " | ".join(f"{per[n]:.2f}" for n in names) + f" | {total:.2f} |")
+            other = statistics.median(sum(v for k, v in t.items() if k not in names) for t in threads[name])
+            print(f"| {name} | " + " | ".join(f"{per[n]:.2f}" for n in names)
+                  + f" | {other / args.attempts * 1000:.2f} | {total:.2f} |")
 
 
 if __name__ == "__main__":

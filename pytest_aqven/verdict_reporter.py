@@ -86,6 +86,12 @@ class VerdictReporter(Reporter):
         self.selected: list[str] | None = None      # the verdict items collected and selected, in order
         self.unrecorded: dict[str, str] = {}        # experiment file -> why its first attempt without a record ran none
         self.unrun: list[tuple[str, str, str]] = []  # (experiment, split, why): selected verdicts no attempt reached
+        self._deciding_imported = False
+
+    def _import_deciding(self) -> None:
+        if not self._deciding_imported:
+            self._deciding_imported = True
+            _import_in_background(DECIDING)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         collect = collect_module()
@@ -95,6 +101,10 @@ class VerdictReporter(Reporter):
         if self.config.option.collectonly:
             self.config.stash[collect.LAUNCH_PLANS] = collect.launch_plans(session)
         items = [i for i in session.items if isinstance(i, collect.AttemptItem)]
+        if items and not self.config.option.collectonly:
+            # deciding needs them: imported while the series starts and its first attempt runs alone (the CPU
+            # idles for its call), not from the first record on, when a full wave of attempts wants the CPU
+            self._import_deciding()
         self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
                                            for f in {i.experiment_file for i in items}})
 
@@ -102,8 +112,7 @@ class VerdictReporter(Reporter):
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         wire = getattr(report, "aqven_attempt", None)
         if wire is not None:
-            if not self.tallies:
-                _import_in_background(DECIDING)
+            self._import_deciding()
             record = AttemptRecord.from_wire(wire)
             tally = self.tallies.get(record.series_id)
             if tally is None:
@@ -253,7 +262,7 @@ class VerdictReporter(Reporter):
 
 
 # what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
-# thread from the first attempt record on, while the attempts run, so the session end only decides
+# thread once the attempts are collected, while they run, so the session end only decides
 DECIDING = ("series.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "series.findings", "decision")
 
 

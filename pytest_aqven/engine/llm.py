@@ -12,7 +12,6 @@ from pydantic import BaseModel, ValidationError
 
 from ..project import specs, usercode
 from ..project.loader import inference_flow
-from ..project.paths import outside
 from ..project.types import pascal
 from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
 from . import prompts, refs
@@ -41,7 +40,7 @@ def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) 
         rel = agent.instructions_file
         path = runner.project.root / rel.removeprefix("@root/") if rel.startswith("@root/") else \
             (runner.project.root / entity.doc.file).parent / rel
-        problem = outside(runner.project.root, path)
+        problem = runner.sources.outside(runner.project.root, path)
         if problem is not None:
             raise RunError("prompt_invalid", f"agent {agent_id}: instructions {text} {problem}: refused")
         try:
@@ -89,7 +88,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                                              "prompt_invalid")
     try:
         if inference.prompt is None:
-            escape = outside(root, prompt_path)
+            escape = runner.sources.outside(root, prompt_path)
             if escape is not None:
                 raise prompts.PromptError(f"prompt file {prompt_path.name} {escape}: refused")
             prompt_text = runner.sources.read_text(prompt_path)     # as the series read it at its start

@@ -212,7 +212,7 @@ def _environment(root: str, sources: Sources):
             if not rel.suffix:
                 rel = rel.with_suffix(".md")
             path = Path(root or ".", rel)
-            if root and outside(Path(root), path) is not None:    # a symlink out of the project
+            if root and sources.outside(Path(root), path) is not None:    # a symlink out of the project
                 raise _outside(TemplateNotFoundError(f"{template_name} (it resolves outside the project: refused)"))
             try:
                 text = sources.read_text(path)
@@ -240,7 +240,7 @@ def variant_texts(inference: specs.InferenceSpec, inputs: dict[str, Any], folder
         if name is None:
             raise PromptError(f"variant slot {slot}: no variant for {selector!r} and no default")
         path = folder / f"{stem}.variants" / slot / f"{name}.md"
-        problem = outside(root, path) if root is not None else None
+        problem = sources.outside(root, path) if root is not None else None
         if problem is not None:
             raise PromptError(f"variant slot {slot}: {path.name} {problem}: refused")
         try:

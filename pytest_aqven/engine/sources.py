@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..project.paths import outside
+
 
 class Sources:
     def __init__(self, files: dict[Path, bytes] | None = None, *, conflict: str | None = None):
         self.files = files                 # resolved path -> bytes; None: read the disk
         self.conflict = conflict           # why this process may not run the series' attempts (inputs changed)
         self._texts: dict[Path, str] = {}
+        self._outside: dict[tuple[Path, Path], str | None] = {}
 
     def _get(self, path: Path) -> bytes | None:
         # the engine's paths are built from the resolved project root: resolving is only needed on a miss
@@ -35,6 +38,16 @@ class Sources:
         if text is None:
             text = self._texts[path] = self.read_bytes(path).decode("utf-8")
         return text
+
+    def outside(self, root: Path, path: Path) -> str | None:
+        """project.paths.outside, once per path in a series: its inputs were read at its start, so where a
+        path resolves is settled then (resolving it cost 7% of an attempt's event loop at 100 in flight)."""
+        if self.files is None:
+            return outside(root, path)
+        key = (root, path)
+        if key not in self._outside:
+            self._outside[key] = outside(root, path)
+        return self._outside[key]
 
     def is_file(self, path: Path) -> bool:
         return Path(path).is_file() if self.files is None else self._get(path) is not None

@@ -7,6 +7,7 @@ queued while it was busy go in one transaction with one wake-up of the loop; fin
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import signal
 import threading
@@ -104,8 +105,9 @@ class Scheduler:
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
         self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
-        self._ops: list[tuple] = []                           # (root, operation, future): the next ledger batch
-        self._ops_lock = threading.Lock()
+        # (root, operation, future): the next ledger batch. A deque and a flag, no lock: the loop waited for the
+        # database thread holding one while that thread waited for the GIL
+        self._ops: collections.deque[tuple] = collections.deque()
         self._draining = False                                # the database thread is taking batches
         self._finished = asyncio.Event()                      # set and renewed at each attempt this process finishes
         # concurrency 1: each attempt runs in the pytest thread (run_here), until another runner shares a series
@@ -216,10 +218,9 @@ class Scheduler:
             result = await self._on_db(lambda: self._ledger(root).batch([op])[0])
         else:
             future = asyncio.get_running_loop().create_future()
-            with self._ops_lock:
-                self._ops.append((root, op, future))
-                start, self._draining = not self._draining, True
-            if start:
+            self._ops.append((root, op, future))      # before the flag is read: a drain ending now sees it
+            if not self._draining:
+                self._draining = True
                 self.db.submit(self._drain)
             with usercode.away():
                 result = await future
@@ -231,11 +232,15 @@ class Scheduler:
         """On the database thread: each batch queued meanwhile in one transaction per database, then one
         call into the loop to hand every answer back."""
         while True:
-            with self._ops_lock:
-                ops, self._ops = self._ops, []
-                if not ops:
-                    self._draining = False
+            ops = []
+            while self._ops:
+                ops.append(self._ops.popleft())
+            if not ops:
+                self._draining = False
+                if not self._ops:      # else one came before the flag fell (a second drain may run too: harmless)
                     return
+                self._draining = True
+                continue
             per_root: dict[Path, list[tuple]] = {}
             for root, op, future in ops:
                 per_root.setdefault(root, []).append((op, future))

@@ -1,0 +1,61 @@
+"""The daemon threads that run the user's synchronous code: reused when idle, grown when all are busy."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from pytest_aqven.project import usercode
+
+
+def _workers() -> set[int]:
+    return {t.ident for t in threading.enumerate() if t.name == "aqven-user-code"}
+
+
+def test_sequential_calls_reuse_the_idle_threads():
+    before = _workers()
+
+    async def main():
+        return [await usercode.call(threading.get_ident) for _ in range(50)]
+    idents = asyncio.run(main())
+    # a thread is idle again before its caller sees the answer: one thread at most is added (none was idle)
+    assert set(idents) <= _workers() and len(_workers() - before) <= 1
+
+
+def test_a_hung_call_keeps_its_thread_and_the_next_call_gets_another():
+    release, started = threading.Event(), []
+
+    def hang():
+        started.append(threading.get_ident())
+        release.wait(10)
+        return threading.get_ident()
+
+    async def main():
+        hung = asyncio.ensure_future(usercode.call(hang))
+        while not started:
+            await asyncio.sleep(0.01)
+        other = await usercode.call(threading.get_ident, timeout=5)   # would wait 10 s if no thread were added
+        release.set()
+        return await hung, other
+    try:
+        hung, other = asyncio.run(main())
+    finally:
+        release.set()
+    assert hung == started[0] and other != hung
+
+
+def test_many_calls_at_once_from_many_threads_all_finish():
+    barrier = threading.Barrier(40)
+
+    def job(n):
+        barrier.wait(timeout=10)          # every job in a thread of its own at once: the pool must grow to 40
+        return n * 2
+
+    async def main():
+        return await asyncio.gather(*(usercode.call(job, n, timeout=20) for n in range(40)))
+    results: list = []
+    outer = [threading.Thread(target=lambda: results.append(asyncio.run(main())))]
+    for t in outer:
+        t.start()
+    for t in outer:
+        t.join(timeout=30)
+    assert results == [[n * 2 for n in range(40)]]
