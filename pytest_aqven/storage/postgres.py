@@ -1,0 +1,494 @@
+"""The PostgreSQL backend (psycopg 3): one database that the runners of many machines share (CI shards, xdist
+hosts, teammates), with the guarantees SQLite gives the processes of one machine.
+
+A transaction takes a transaction-scoped advisory lock first (`pg_advisory_xact_lock`): one writer at a time
+across every machine, as SQLite's BEGIN IMMEDIATE is across processes, so every ledger decision above (claims,
+the spend cap, the one finding) reads and writes as the only writer. Reads run without it (each statement sees
+what is committed). Records are JSON text, read and changed in Python under that lock, so their key order is
+the one SQLite keeps. A connection the server dropped is opened again by the next transaction: the series
+goes on when the server is back."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+
+import psycopg
+
+from . import schema
+from .disk import StorageError
+
+if TYPE_CHECKING:
+    from . import Record
+
+WRITER_LOCK = 0x6171_7665_6E00      # 'aqven\0': the advisory lock key of the series' writer
+LIMITS_LOCK = 0x6171_7665_6E01      # the provider limits' writer (tables of their own, a turn of their own)
+CONNECT_TIMEOUT_S = 10
+OPEN = "('running', 'awaiting_approval')"
+T = TypeVar("T")
+
+
+def where(url: str) -> str:
+    """The server and database of a URL for messages, without its password."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the PostgreSQL store (its URL does not parse)"
+    host = str(info.get("host") or "localhost")
+    port = f":{info['port']}" if info.get("port") else ""
+    return f"postgresql://{info.get('user') or ''}{'@' if info.get('user') else ''}{host}{port}/{info.get('dbname') or ''}"
+
+
+def connect(url: str) -> psycopg.Connection:
+    """A connection, or StorageError with what is wrong (unreachable, refused credentials) and what to do."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
+    except psycopg.OperationalError as exc:
+        text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        if "password" in text or "authentication" in text:
+            raise StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} refused the credentials ({text}). "
+                               f"Give the password through the environment (PGPASSWORD, or AQVEN_STORE / "
+                               f"ref:env/NAME holding the URL); nothing was run.") from None
+        raise StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} cannot be reached ({text}). Start the "
+                           f"server or fix --aqven-store / aqven_store / AQVEN_STORE; nothing was run.") from None
+    except psycopg.ProgrammingError as exc:
+        raise StorageError(f"pytest-aqven: the store URL is not a PostgreSQL connection string ({exc}); "
+                           f"nothing was run.") from None
+
+
+def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    """The row of a query that always returns one (an aggregate, RETURNING of a row that exists)."""
+    row = cursor.fetchone()
+    assert row is not None
+    return row
+
+
+def _version(conn: psycopg.Connection) -> int | None:
+    """The series schema version of the database; None when it has no aqven tables yet."""
+    if _one(conn.execute("SELECT to_regclass('aqven_schema_versions')"))[0] is None:
+        return None
+    row = conn.execute("SELECT version FROM aqven_schema_versions WHERE component = 'series'").fetchone()
+    return row[0] if row else None
+
+
+def _newer(version: int, url: str) -> StorageError:
+    return StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} was migrated by a newer pytest-aqven "
+                        f"(schema version {version}, this one knows {schema.LATEST}): upgrade pytest-aqven on "
+                        f"this machine; nothing was changed.")
+
+
+def migrate(conn: psycopg.Connection, url: str) -> tuple[int | None, int]:
+    """Under the writer's lock: the tables created, every migration above the stored version applied.
+    Returns (version before, version now)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+        before = _version(conn)
+        if before is not None and before > schema.LATEST:
+            raise _newer(before, url)
+        if before is None:
+            for statement in schema.script(schema.SERIES, "postgresql"):
+                conn.execute(statement)
+            conn.execute("INSERT INTO aqven_schema_versions VALUES ('series', %s)", (schema.SERIES_VERSION,))
+        for target in range((before or schema.SERIES_VERSION) + 1, schema.LATEST + 1):
+            for statement in schema.script(schema.MIGRATIONS[target], "postgresql"):
+                conn.execute(statement)
+            conn.execute("UPDATE aqven_schema_versions SET version = %s WHERE component = 'series'", (target,))
+    return before, schema.LATEST
+
+
+def status(url: str) -> tuple[str, int | None]:
+    """(where, schema version or None) of a reachable store; StorageError when it is not."""
+    conn = connect(url)
+    try:
+        return where(url), _version(conn)
+    finally:
+        conn.close()
+
+
+class PostgresDatabase:
+    """One connection per store, shared by the threads of a process under one lock (as SQLite's)."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.location = where(url)
+        self._lock = threading.RLock()
+        self._closed = False
+        self._conn = connect(url)
+        migrate(self._conn, url)
+
+    def _live(self) -> psycopg.Connection:
+        """The connection, opened again when the server dropped it (psycopg.Error while it stays away)."""
+        if self._closed:
+            raise psycopg.OperationalError(f"the store {self.location} was closed")
+        if self._conn.closed or self._conn.broken:
+            self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                         application_name="aqven")
+        return self._conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresTransaction]:
+        with self._lock:
+            conn = self._live()
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+                yield PostgresTransaction(conn)
+
+    @contextmanager
+    def read(self) -> Iterator[PostgresTransaction]:
+        with self._lock:
+            yield PostgresTransaction(self._live())
+
+    def close(self) -> None:
+        self._closed = True
+        self._conn.close()
+
+
+@contextmanager
+def peek(url: str) -> Iterator[PostgresTransaction | None]:
+    """Read-only: None when the database has no aqven tables yet (nothing is created). A server away is
+    psycopg.Error (storage.ERRORS), which the callers survive."""
+    conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
+    try:
+        conn.read_only = True
+        yield PostgresTransaction(conn) if _version(conn) is not None else None
+    finally:
+        conn.close()
+
+
+def _loads(text: str | None) -> Record:
+    out: dict[str, Any] = json.loads(text or "{}")
+    return out
+
+
+class PostgresTransaction:
+    """Every statement pytest-aqven runs on PostgreSQL (the same methods, and meaning, as SqliteTransaction)."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.raw = conn
+        self._x = conn.execute
+
+    def _record(self, series_id: str) -> Record | None:
+        row = self._x("SELECT record FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
+        return None if row is None else _loads(row[0])
+
+    def _change(self, series_id: str, change: Callable[[Record], None], extra: str = "",
+                params: tuple[Any, ...] = ()) -> bool:
+        """The series' record changed by `change` (and `extra` columns set); False without the series."""
+        record = self._record(series_id)
+        if record is None:
+            return False
+        change(record)
+        self._x(f"UPDATE aqven_series SET record = %s{extra} WHERE series_id = %s",
+                (json.dumps(record), *params, series_id))
+        return True
+
+    # --- series ---------------------------------------------------------------------------------------
+    def insert_series(self, series_id: str, experiment_id: str, flow_id: str | None, dataset_id: str,
+                      split: str, question: str, status: str, plan_key: str, created_at: float, record: Record) -> None:
+        self._x("INSERT INTO aqven_series (series_id, experiment_id, flow_id, dataset_id, split, question, "
+                "status, plan_key, created_at, record) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (series_id, experiment_id, flow_id, dataset_id, split, question, status, plan_key, created_at,
+                 json.dumps(record)))
+
+    def series(self, series_id: str) -> tuple[str, Record, float, float | None] | None:
+        row = self._x("SELECT status, record, created_at, finished_at FROM aqven_series WHERE series_id = %s",
+                      (series_id,)).fetchone()
+        return None if row is None else (row[0], json.loads(row[1]), row[2], row[3])
+
+    def series_status(self, series_id: str) -> str | None:
+        row = self._x("SELECT status FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
+        return row[0] if row else None
+
+    def series_cap(self, series_id: str) -> tuple[str, Any] | None:
+        row = self.series(series_id)
+        return None if row is None else (row[0], row[1].get("cap_usd"))
+
+    def series_question(self, series_id: str) -> str | None:
+        row = self._x("SELECT question FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
+        return row[0] if row else None
+
+    def series_ids(self, prefix: str = "") -> list[str]:
+        return [r[0] for r in self._x("SELECT series_id FROM aqven_series WHERE starts_with(series_id, %s) "
+                                      "ORDER BY created_at DESC", (prefix,))]
+
+    def open_series_by_key(self, plan_key: str) -> list[tuple[str, str | None]]:
+        return [(sid, _loads(record).get("run_token")) for sid, record in self._x(
+            f"SELECT series_id, record FROM aqven_series WHERE plan_key = %s AND status IN {OPEN} "
+            "ORDER BY created_at DESC", (plan_key,))]
+
+    def open_series_joined(self, scope_key: str, plan_key: str, run: str) -> str | None:
+        row = self._x(f"SELECT series_id FROM aqven_series WHERE status IN {OPEN} "
+                      "AND record::jsonb ->> 'scope_key' = %s AND plan_key != %s "
+                      "AND record::jsonb -> 'runs' @> jsonb_build_array(%s::text) ORDER BY created_at DESC",
+                      (scope_key, plan_key, run)).fetchone()
+        return row[0] if row else None
+
+    def open_series_of(self, experiment_id: str, split: str, keep: str) -> list[tuple[str, Record, Record]]:
+        rows = self._x(f"SELECT series_id, record FROM aqven_series WHERE experiment_id = %s AND split = %s "
+                       f"AND status IN {OPEN} AND series_id != %s", (experiment_id, split, keep)).fetchall()
+        out = []
+        for sid, text in rows:
+            record = _loads(text)
+            out.append((sid, record.get("snapshot") or {}, record.get("fingerprints") or {}))
+        return out
+
+    def series_runs(self, series_id: str) -> list[str]:
+        runs: list[str] = (self._record(series_id) or {}).get("runs") or []
+        return runs
+
+    def add_run(self, series_id: str, run: str) -> None:
+        record = self._record(series_id)
+        if record is not None and run not in (record.get("runs") or []):
+            self._change(series_id, lambda r: r.__setitem__("runs", [*(r.get("runs") or []), run]))
+
+    def set_closed(self, series_id: str, closed: list[Record]) -> None:
+        self._change(series_id, lambda r: r.__setitem__("closed", closed))
+
+    def cancel_series(self, series_id: str, verdict: Record, at: float) -> bool:
+        if self.series_status(series_id) not in ("running", "awaiting_approval"):
+            return False
+        return self._change(series_id, lambda r: r.__setitem__("verdict", verdict),
+                            ", status = 'cancelled', finished_at = %s", (at,))
+
+    def pause_series(self, series_id: str, pause: Record) -> None:
+        if self.series_status(series_id) == "running":
+            self._change(series_id, lambda r: r.update(pause=pause, needs_approval=True),
+                         ", status = 'awaiting_approval'")
+
+    def set_cap(self, series_id: str, status: str, cap_usd: str, cap_from: Any, needs_approval: bool,
+                pause: Record | None) -> None:
+        self._change(series_id, lambda r: r.update(cap_usd=cap_usd, cap_from=cap_from, needs_approval=needs_approval,
+                                                   pause=pause), ", status = %s", (status,))
+
+    def approve_series(self, series_id: str, cap_usd: str, approved_by: str, at: float) -> bool:
+        if self.series_status(series_id) != "awaiting_approval":
+            return False
+
+        def approve(record: Record) -> None:
+            record.pop("pause", None)
+            record.update(cap_usd=cap_usd, approved_by=approved_by, approved_at=at, needs_approval=False)
+        return self._change(series_id, approve, ", status = 'running'")
+
+    def approval(self, series_id: str) -> tuple[str, Any, Any]:
+        row = self.series(series_id)
+        if row is None:
+            raise LookupError(series_id)
+        return row[0], row[1].get("cap_usd"), row[1].get("approved_by")
+
+    def finish_series(self, series_id: str, status: str, record: Record, at: float) -> None:
+        self._x("UPDATE aqven_series SET status = %s, finished_at = COALESCE(finished_at, %s), record = %s "
+                "WHERE series_id = %s", (status, at, json.dumps(record), series_id))
+
+    # --- attempts -------------------------------------------------------------------------------------
+    SAVE_ATTEMPT = ("INSERT INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
+                    "outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
+                    "VALUES (%s, %s, %s, %s, %s, 'finished', %s, %s, %s, %s, %s, %s) ON CONFLICT (attempt_id) DO "
+                    "UPDATE SET series_id = excluded.series_id, variant_id = excluded.variant_id, "
+                    "case_name = excluded.case_name, repeat = excluded.repeat, state = excluded.state, "
+                    "outcome = excluded.outcome, cost_usd = excluded.cost_usd, "
+                    "check_cost_usd = excluded.check_cost_usd, started_at = excluded.started_at, "
+                    "finished_at = excluded.finished_at, record = excluded.record")
+
+    def save_attempts(self, rows: list[tuple[Any, ...]]) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany(self.SAVE_ATTEMPT, rows)
+
+    def finished_attempt(self, attempt_id: str) -> Record | None:
+        row = self._x("SELECT record FROM aqven_series_attempts WHERE attempt_id = %s AND state = 'finished'",
+                      (attempt_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def finished_attempts(self, series_id: str, *, case: str | None = None, variant: str | None = None,
+                          repeat: int | None = None, by_finish: bool = False) -> list[Record]:
+        query = ("SELECT record FROM aqven_series_attempts WHERE series_id = %s AND state = 'finished'"
+                 + (" AND case_name = %s" if case is not None else "")
+                 + (" AND variant_id = %s" if variant is not None else "")
+                 + (" AND repeat = %s" if repeat is not None else "")
+                 + (" ORDER BY finished_at" if by_finish else ""))
+        params = [series_id] + [p for p in (case, variant, repeat) if p is not None]
+        return [json.loads(r) for (r,) in self._x(query, params)]
+
+    def count_finished(self, series_id: str) -> int:
+        out: int = _one(self._x("SELECT COUNT(*) FROM aqven_series_attempts WHERE series_id = %s AND "
+                                "state = 'finished'", (series_id,)))[0]
+        return out
+
+    def outcome_counts(self, series_id: str) -> list[tuple[str, int]]:
+        return self._x("SELECT outcome, COUNT(*) FROM aqven_series_attempts WHERE series_id = %s AND "
+                       "state = 'finished' GROUP BY outcome ORDER BY COUNT(*) DESC, outcome",
+                       (series_id,)).fetchall()
+
+    def history(self, experiment_id: str, limit: int) -> list[Record]:
+        latest = self._x("SELECT series_id FROM aqven_series WHERE experiment_id = %s AND status IN ('done', 'failed') "
+                         "ORDER BY finished_at DESC, series_id LIMIT 1", (experiment_id,)).fetchone()
+        if latest is None:
+            return []
+        variants = self._x("SELECT DISTINCT variant_id FROM aqven_series_attempts WHERE series_id = %s "
+                           "ORDER BY variant_id", latest).fetchall()
+        return [json.loads(record) for (variant,) in variants for (record,) in self._x(
+            "SELECT record FROM aqven_series_attempts WHERE series_id = %s AND variant_id = %s AND state = 'finished' "
+            "ORDER BY case_name, repeat LIMIT %s", (latest[0], variant, limit))]
+
+    # --- ledger: runners, claims, spend ---------------------------------------------------------------
+    def add_runner(self, runner_id: str, host: str, pid: int, at: float) -> None:
+        self._x("INSERT INTO aqven_runners VALUES (%s, %s, %s, %s, %s) ON CONFLICT (runner_id) DO UPDATE SET "
+                "host = excluded.host, pid = excluded.pid, started_at = excluded.started_at, "
+                "heartbeat_at = excluded.heartbeat_at", (runner_id, host, pid, at, at))
+
+    def beat(self, runner_id: str, at: float) -> None:
+        self._x("UPDATE aqven_runners SET heartbeat_at = %s WHERE runner_id = %s", (at, runner_id))
+
+    def runner(self, runner_id: str) -> tuple[str, int, float] | None:
+        out: tuple[str, int, float] | None = self._x(
+            "SELECT host, pid, heartbeat_at FROM aqven_runners WHERE runner_id = %s", (runner_id,)).fetchone()
+        return out
+
+    def drop_runner(self, runner_id: str) -> None:
+        self._x("DELETE FROM aqven_claims WHERE runner_id = %s AND state = 'running'", (runner_id,))
+        self._x("DELETE FROM aqven_runners WHERE runner_id = %s", (runner_id,))
+
+    def spend_totals(self, series_id: str) -> tuple[float, float, int, int] | None:
+        out: tuple[float, float, int, int] | None = self._x(
+            "SELECT spent_usd, reserve_usd, finished, unpriced_attempts FROM aqven_spend_totals "
+            "WHERE series_id = %s", (series_id,)).fetchone()
+        return out
+
+    def running_claims(self, series_id: str) -> list[tuple[str, int]]:
+        return self._x("SELECT runner_id, COUNT(*) FROM aqven_claims WHERE series_id = %s AND state = 'running' "
+                       "GROUP BY runner_id", (series_id,)).fetchall()
+
+    def attempt_claim(self, attempt_id: str) -> tuple[bool, str | None]:
+        finished, holder = _one(self._x(
+            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = %s AND state = 'finished'), "
+            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = %s)", (attempt_id, attempt_id)))
+        return bool(finished), holder
+
+    def drop_claim(self, attempt_id: str) -> None:
+        self._x("DELETE FROM aqven_claims WHERE attempt_id = %s", (attempt_id,))
+
+    def release_claim(self, attempt_id: str, runner_id: str) -> None:
+        self._x("DELETE FROM aqven_claims WHERE attempt_id = %s AND runner_id = %s AND state = 'running'",
+                (attempt_id, runner_id))
+
+    def claim(self, attempt_id: str, series_id: str, runner_id: str, at: float, limit_usd: float) -> int:
+        generation: int = _one(self._x("UPDATE aqven_counters SET value = value + 1 WHERE name = 'claim_generation' "
+                                       "RETURNING value"))[0]
+        self._x("INSERT INTO aqven_claims (attempt_id, series_id, runner_id, state, claimed_at, limit_usd, "
+                "generation) VALUES (%s, %s, %s, 'running', %s, %s, %s)",
+                (attempt_id, series_id, runner_id, at, limit_usd, generation))
+        return generation
+
+    def holds_claim(self, attempt_id: str, runner_id: str, generation: int) -> bool:
+        return self._x("SELECT 1 FROM aqven_claims WHERE attempt_id = %s AND runner_id = %s AND generation = %s "
+                       "AND state = 'running'", (attempt_id, runner_id, generation)).fetchone() is not None
+
+    def claim_standing(self, series_id: str, attempt_id: str, runner_id: str) -> tuple[str, int | None] | None:
+        out: tuple[str, int | None] | None = self._x(
+            "SELECT s.status, c.generation FROM aqven_series s LEFT JOIN aqven_claims c ON "
+            "c.attempt_id = %s AND c.runner_id = %s AND c.state = 'running' WHERE s.series_id = %s",
+            (attempt_id, runner_id, series_id)).fetchone()
+        return out
+
+    def record_finish(self, series_id: str, attempt_id: str, runner_id: str, spend_usd: float,
+                      unpriced_calls: int, outcome: str, at: float, row: tuple[Any, ...]) -> None:
+        self._x("INSERT INTO aqven_spend (series_id, attempt_id, runner_id, spend_usd, unpriced_calls, outcome, at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)", (series_id, attempt_id, runner_id, spend_usd, unpriced_calls,
+                                                        outcome, at))
+        self._x("UPDATE aqven_claims SET state = 'finished' WHERE attempt_id = %s AND runner_id = %s",
+                (attempt_id, runner_id))
+        self._x(self.SAVE_ATTEMPT, row)
+
+    # --- findings ---------------------------------------------------------------------------------------
+    def ensure_findings(self) -> None:
+        for statement in schema.script(schema.FINDINGS, "postgresql"):
+            self._x(statement)
+
+    def finding(self, series_id: str) -> str | None:
+        row = self._x("SELECT text FROM aqven_findings WHERE series_id = %s", (series_id,)).fetchone()
+        return row[0] if row else None
+
+    def insert_finding(self, series_id: str, experiment_id: str, text: str, at: float) -> None:
+        self._x("INSERT INTO aqven_findings (series_id, experiment_id, plan_key, text, recorded_at) "
+                "SELECT series_id, %s, plan_key, %s, %s FROM aqven_series WHERE series_id = %s",
+                (experiment_id, text, at, series_id))
+
+    def findings(self) -> list[tuple[str, str, str]]:
+        return [tuple(r) for r in self._x("SELECT series_id, experiment_id, text FROM aqven_findings "
+                                          "ORDER BY recorded_at")]
+
+    def held_out_findings(self, experiment_id: str) -> list[tuple[str, Record, str]]:
+        rows = self._x("SELECT f.series_id, s.record, f.text FROM aqven_findings f JOIN aqven_series s "
+                       "USING (series_id) WHERE f.experiment_id = %s", (experiment_id,)).fetchall()
+        return [(sid, json.loads(record), text) for sid, record, text in rows]
+
+    def has_open_held_out(self, experiment_id: str) -> bool:
+        return self._x(f"SELECT 1 FROM aqven_series WHERE experiment_id = %s AND split = 'holdout' AND status "
+                       f"IN {OPEN} LIMIT 1", (experiment_id,)).fetchone() is not None
+
+    def unpublished_finding(self, plan_key: str) -> str | None:
+        row = self._x("SELECT series_id FROM aqven_findings WHERE plan_key = %s AND published_at IS NULL "
+                      "ORDER BY recorded_at DESC LIMIT 1", (plan_key,)).fetchone()
+        return row[0] if row else None
+
+    def mark_published(self, series_ids: list[str], at: float) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany("UPDATE aqven_findings SET published_at = %s WHERE series_id = %s "
+                            "AND published_at IS NULL", [(at, series_id) for series_id in series_ids])
+
+    def findings_md_shas(self) -> set[str]:
+        return {r[0] for r in self._x("SELECT sha256 FROM aqven_findings_md")}
+
+    def add_findings_md(self, sha256: str, at: float) -> None:
+        self._x("INSERT INTO aqven_findings_md (sha256, written_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (sha256, at))
+
+
+class PostgresLimits:
+    """rpm pacing and concurrency leases in the shared database: one connection (opened on first use, again
+    after the server dropped it) for the threads of a process; each step is one short transaction."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection | None = None
+
+    def _tx(self, fn: Callable[[psycopg.Connection], T]) -> T:
+        with self._lock:
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                self._conn = connect(self.url)
+                with self._conn.transaction():
+                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
+                    for statement in schema.script(schema.LIMITS, "postgresql"):
+                        self._conn.execute(statement)
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
+                return fn(self._conn)
+
+    def reserve(self, provider: str, spacing_s: float) -> float:
+        def take(db: psycopg.Connection) -> float:
+            now = time.time()
+            row = db.execute("SELECT next_at FROM aqven_provider_pacing WHERE provider = %s", (provider,)).fetchone()
+            start: float = max(now, row[0]) if row else now
+            db.execute("INSERT INTO aqven_provider_pacing VALUES (%s, %s) ON CONFLICT (provider) DO UPDATE SET "
+                       "next_at = excluded.next_at", (provider, start + spacing_s))
+            return start
+        return self._tx(take)
+
+    def try_lease(self, scope: str, concurrency: int, lease_s: float) -> str | None:
+        def take(db: psycopg.Connection) -> str | None:
+            now = time.time()
+            db.execute("DELETE FROM aqven_provider_leases WHERE scope = %s AND expires_at < %s", (scope, now))
+            held = _one(db.execute("SELECT COUNT(*) FROM aqven_provider_leases WHERE scope = %s", (scope,)))[0]
+            if held >= concurrency:
+                return None
+            lease = f"{os.getpid()}-{uuid.uuid4().hex}"
+            db.execute("INSERT INTO aqven_provider_leases VALUES (%s, %s, %s)", (lease, scope, now + lease_s))
+            return lease
+        return self._tx(take)
+
+    def release(self, lease: str) -> None:
+        self._tx(lambda db: db.execute("DELETE FROM aqven_provider_leases WHERE lease_id = %s", (lease,)))
