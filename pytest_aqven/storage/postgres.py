@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import uuid
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 WRITER_LOCK = 0x6171_7665_6E00      # 'aqven\0': the advisory lock key of the series' writer
 LIMITS_LOCK = 0x6171_7665_6E01      # the provider limits' writer (tables of their own, a turn of their own)
 CONNECT_TIMEOUT_S = 10
+AWAY_S = 300.0          # how long a run waits for a server that went away mid-series before it fails
 OPEN = "('running', 'awaiting_approval')"
 T = TypeVar("T")
 
@@ -43,12 +45,18 @@ def where(url: str) -> str:
     return f"postgresql://{info.get('user') or ''}{'@' if info.get('user') else ''}{host}{port}/{info.get('dbname') or ''}"
 
 
+def _last_line(exc: BaseException) -> str:
+    """What libpq says went wrong, without the connection's preamble: 'No such file or directory', 'FATAL: ...'."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines[0].rpartition("failed: ")[2].split()) if lines else type(exc).__name__
+
+
 def connect(url: str) -> psycopg.Connection:
     """A connection, or StorageError with what is wrong (unreachable, refused credentials) and what to do."""
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
     except psycopg.OperationalError as exc:
-        text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        text = _last_line(exc)
         if "password" in text or "authentication" in text:
             raise StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} refused the credentials ({text}). "
                                f"Give the password through the environment (PGPASSWORD, or AQVEN_STORE / "
@@ -121,26 +129,66 @@ class PostgresDatabase:
         migrate(self._conn, url)
 
     def _live(self) -> psycopg.Connection:
-        """The connection, opened again when the server dropped it (psycopg.Error while it stays away)."""
+        """The connection; one the server dropped is opened again, waiting up to AWAY_S for the server to come
+        back (said once on stderr), so a series goes on where it was. psycopg.Error when it does not return."""
         if self._closed:
             raise psycopg.OperationalError(f"the store {self.location} was closed")
-        if self._conn.closed or self._conn.broken:
-            self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                         application_name="aqven")
-        return self._conn
+        if not (self._conn.closed or self._conn.broken):
+            return self._conn
+        deadline, said = time.monotonic() + AWAY_S, False
+        while True:
+            try:
+                self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                             application_name="aqven")
+                return self._conn
+            except psycopg.OperationalError as exc:
+                if time.monotonic() > deadline:
+                    raise
+                if not said:
+                    print(f"pytest-aqven: the PostgreSQL store {self.location} is away ({_last_line(exc)}); "
+                          f"waiting up to {AWAY_S:.0f} s for it to return", file=sys.stderr, flush=True)
+                    said = True
+                time.sleep(1.0)
+
+    def _begun(self) -> psycopg.Connection:
+        """A connection inside BEGIN, holding the writer's lock. Nothing has run yet, so a connection found
+        dropped here (the server restarted while it was idle) is opened again and the BEGIN retried."""
+        for _ in range(2):
+            conn = self._live()
+            try:
+                conn.execute("BEGIN")
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+                return conn
+            except psycopg.OperationalError:
+                if not conn.broken:
+                    raise
+        return self._begun()
+
+    def _read(self, query: Any, params: Any = None) -> psycopg.Cursor[Any]:
+        """A read outside a transaction (a statement of its own): retried on a connection opened again."""
+        try:
+            return self._live().execute(query, params)
+        except psycopg.OperationalError:
+            if not self._conn.broken:
+                raise
+            return self._live().execute(query, params)
 
     @contextmanager
     def transaction(self) -> Iterator[PostgresTransaction]:
         with self._lock:
-            conn = self._live()
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+            conn = self._begun()
+            try:
                 yield PostgresTransaction(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if not conn.broken and not conn.closed:
+                    conn.execute("ROLLBACK")
+                raise
 
     @contextmanager
     def read(self) -> Iterator[PostgresTransaction]:
         with self._lock:
-            yield PostgresTransaction(self._live())
+            yield PostgresTransaction(self._live(), execute=self._read)
 
     def close(self) -> None:
         self._closed = True
@@ -165,11 +213,12 @@ def _loads(text: str | None) -> Record:
 
 
 class PostgresTransaction:
-    """Every statement pytest-aqven runs on PostgreSQL (the same methods, and meaning, as SqliteTransaction)."""
+    """Every statement pytest-aqven runs on PostgreSQL (the same methods, and meaning, as SqliteTransaction).
+    `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly)."""
 
-    def __init__(self, conn: psycopg.Connection):
+    def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None):
         self.raw = conn
-        self._x = conn.execute
+        self._x = execute or conn.execute
 
     def _record(self, series_id: str) -> Record | None:
         row = self._x("SELECT record FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
