@@ -2,7 +2,8 @@
 (as a CI shard's checkout), all of them on one database of the session's server.
 
 - two runners of one held-out experiment make the provider calls of one run, spend what one run spends, write
-  one finding (the same file in both checkouts) and reach the verdict of one run;
+  one finding (the same file in both checkouts, and `aqven findings rebuild` writes it in a third) and reach
+  the verdict of one run;
 - four runners against one cap spend no more than the cap together;
 - a runner killed with -9 on another "machine" (its own hostname: a UTS namespace) leaves claims that the
   other runner takes over once the lease passes, and finishes the series with every attempt paid once."""
@@ -47,7 +48,7 @@ def verdicts(out: str) -> list[str]:
 
 
 def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, postgres_server):
-    one, a, b = copies(tmp_path, 3, cases=48, gate=2, sleep=0.02)
+    one, a, b, fresh = copies(tmp_path, 4, cases=48, gate=2, sleep=0.02)
     (one / "proj" / "go").touch()
     alone = faults.run(one, "--aqven-holdout", "--aqven-concurrency", "4", "--aqven-store",
                        postgres_server.url(postgres_server.new_database()), env=ENV)
@@ -73,6 +74,11 @@ def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, p
     assert len(found[0]) == 1 and [p.name for p in found[1]] == [found[0][0].name]
     assert found[0][0].read_text() == found[1][0].read_text()
     assert verdicts(outs[0]) == verdicts(outs[1]) == verdicts(alone.stdout) != []
+
+    rebuilt = faults.aqven(fresh, "findings", "rebuild", "--project", "proj", env={**os.environ, "AQVEN_STORE": url})
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr     # a checkout that ran nothing gets the file
+    assert [p.read_text() for p in faults.finding_files(fresh / "proj")] == [found[0][0].read_text()]
+    assert (fresh / "proj" / "FINDINGS.md").read_text() == (a / "proj" / "FINDINGS.md").read_text()
 
 
 @pytest.mark.slow
