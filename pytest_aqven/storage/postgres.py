@@ -22,6 +22,7 @@ import psycopg
 
 from . import schema
 from .disk import StorageError
+from .sqlite import SqliteTransaction
 
 if TYPE_CHECKING:
     from . import Record
@@ -212,13 +213,19 @@ def _loads(text: str | None) -> Record:
     return out
 
 
-class PostgresTransaction:
-    """Every statement pytest-aqven runs on PostgreSQL (the same methods, and meaning, as SqliteTransaction).
+class PostgresTransaction(SqliteTransaction):
+    """Every statement pytest-aqven runs on PostgreSQL: SQLite's, with psycopg's placeholders, where the SQL
+    of both dialects is the same; its own words below where it is not (JSON records, upserts, counters).
     `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly)."""
 
     def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None):
-        self.raw = conn
-        self._x = execute or conn.execute
+        self.conn = conn
+        self.raw = conn     # type: ignore[assignment]  # the connection (SQLite's class names sqlite3's)
+        run: Callable[..., Any] = execute or conn.execute
+
+        def placeholders(query: str, params: Any = ()) -> Any:      # SQLite's ? is psycopg's %s
+            return run(query.replace("?", "%s"), params)
+        self._x = placeholders
 
     def _record(self, series_id: str) -> Record | None:
         row = self._x("SELECT record FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
@@ -235,30 +242,9 @@ class PostgresTransaction:
                 (json.dumps(record), *params, series_id))
         return True
 
-    # --- series ---------------------------------------------------------------------------------------
-    def insert_series(self, series_id: str, experiment_id: str, flow_id: str | None, dataset_id: str,
-                      split: str, question: str, status: str, plan_key: str, created_at: float, record: Record) -> None:
-        self._x("INSERT INTO aqven_series (series_id, experiment_id, flow_id, dataset_id, split, question, "
-                "status, plan_key, created_at, record) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (series_id, experiment_id, flow_id, dataset_id, split, question, status, plan_key, created_at,
-                 json.dumps(record)))
-
-    def series(self, series_id: str) -> tuple[str, Record, float, float | None] | None:
-        row = self._x("SELECT status, record, created_at, finished_at FROM aqven_series WHERE series_id = %s",
-                      (series_id,)).fetchone()
-        return None if row is None else (row[0], json.loads(row[1]), row[2], row[3])
-
-    def series_status(self, series_id: str) -> str | None:
-        row = self._x("SELECT status FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
-        return row[0] if row else None
-
     def series_cap(self, series_id: str) -> tuple[str, Any] | None:
         row = self.series(series_id)
         return None if row is None else (row[0], row[1].get("cap_usd"))
-
-    def series_question(self, series_id: str) -> str | None:
-        row = self._x("SELECT question FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
-        return row[0] if row else None
 
     def series_ids(self, prefix: str = "") -> list[str]:
         return [r[0] for r in self._x("SELECT series_id FROM aqven_series WHERE starts_with(series_id, %s) "
@@ -328,11 +314,6 @@ class PostgresTransaction:
             raise LookupError(series_id)
         return row[0], row[1].get("cap_usd"), row[1].get("approved_by")
 
-    def finish_series(self, series_id: str, status: str, record: Record, at: float) -> None:
-        self._x("UPDATE aqven_series SET status = %s, finished_at = COALESCE(finished_at, %s), record = %s "
-                "WHERE series_id = %s", (status, at, json.dumps(record), series_id))
-
-    # --- attempts -------------------------------------------------------------------------------------
     SAVE_ATTEMPT = ("INSERT INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
                     "outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
                     "VALUES (%s, %s, %s, %s, %s, 'finished', %s, %s, %s, %s, %s, %s) ON CONFLICT (attempt_id) DO "
@@ -343,153 +324,30 @@ class PostgresTransaction:
                     "finished_at = excluded.finished_at, record = excluded.record")
 
     def save_attempts(self, rows: list[tuple[Any, ...]]) -> None:
-        with self.raw.cursor() as cur:
+        with self.conn.cursor() as cur:
             cur.executemany(self.SAVE_ATTEMPT, rows)
 
-    def finished_attempt(self, attempt_id: str) -> Record | None:
-        row = self._x("SELECT record FROM aqven_series_attempts WHERE attempt_id = %s AND state = 'finished'",
-                      (attempt_id,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def finished_attempts(self, series_id: str, *, case: str | None = None, variant: str | None = None,
-                          repeat: int | None = None, by_finish: bool = False) -> list[Record]:
-        query = ("SELECT record FROM aqven_series_attempts WHERE series_id = %s AND state = 'finished'"
-                 + (" AND case_name = %s" if case is not None else "")
-                 + (" AND variant_id = %s" if variant is not None else "")
-                 + (" AND repeat = %s" if repeat is not None else "")
-                 + (" ORDER BY finished_at" if by_finish else ""))
-        params = [series_id] + [p for p in (case, variant, repeat) if p is not None]
-        return [json.loads(r) for (r,) in self._x(query, params)]
-
-    def count_finished(self, series_id: str) -> int:
-        out: int = _one(self._x("SELECT COUNT(*) FROM aqven_series_attempts WHERE series_id = %s AND "
-                                "state = 'finished'", (series_id,)))[0]
-        return out
-
-    def outcome_counts(self, series_id: str) -> list[tuple[str, int]]:
-        return self._x("SELECT outcome, COUNT(*) FROM aqven_series_attempts WHERE series_id = %s AND "
-                       "state = 'finished' GROUP BY outcome ORDER BY COUNT(*) DESC, outcome",
-                       (series_id,)).fetchall()
-
-    def history(self, experiment_id: str, limit: int) -> list[Record]:
-        latest = self._x("SELECT series_id FROM aqven_series WHERE experiment_id = %s AND status IN ('done', 'failed') "
-                         "ORDER BY finished_at DESC, series_id LIMIT 1", (experiment_id,)).fetchone()
-        if latest is None:
-            return []
-        variants = self._x("SELECT DISTINCT variant_id FROM aqven_series_attempts WHERE series_id = %s "
-                           "ORDER BY variant_id", latest).fetchall()
-        return [json.loads(record) for (variant,) in variants for (record,) in self._x(
-            "SELECT record FROM aqven_series_attempts WHERE series_id = %s AND variant_id = %s AND state = 'finished' "
-            "ORDER BY case_name, repeat LIMIT %s", (latest[0], variant, limit))]
-
-    # --- ledger: runners, claims, spend ---------------------------------------------------------------
     def add_runner(self, runner_id: str, host: str, pid: int, at: float) -> None:
         self._x("INSERT INTO aqven_runners VALUES (%s, %s, %s, %s, %s) ON CONFLICT (runner_id) DO UPDATE SET "
                 "host = excluded.host, pid = excluded.pid, started_at = excluded.started_at, "
                 "heartbeat_at = excluded.heartbeat_at", (runner_id, host, pid, at, at))
 
-    def beat(self, runner_id: str, at: float) -> None:
-        self._x("UPDATE aqven_runners SET heartbeat_at = %s WHERE runner_id = %s", (at, runner_id))
-
-    def runner(self, runner_id: str) -> tuple[str, int, float] | None:
-        out: tuple[str, int, float] | None = self._x(
-            "SELECT host, pid, heartbeat_at FROM aqven_runners WHERE runner_id = %s", (runner_id,)).fetchone()
-        return out
-
-    def drop_runner(self, runner_id: str) -> None:
-        self._x("DELETE FROM aqven_claims WHERE runner_id = %s AND state = 'running'", (runner_id,))
-        self._x("DELETE FROM aqven_runners WHERE runner_id = %s", (runner_id,))
-
-    def spend_totals(self, series_id: str) -> tuple[float, float, int, int] | None:
-        out: tuple[float, float, int, int] | None = self._x(
-            "SELECT spent_usd, reserve_usd, finished, unpriced_attempts FROM aqven_spend_totals "
-            "WHERE series_id = %s", (series_id,)).fetchone()
-        return out
-
-    def running_claims(self, series_id: str) -> list[tuple[str, int]]:
-        return self._x("SELECT runner_id, COUNT(*) FROM aqven_claims WHERE series_id = %s AND state = 'running' "
-                       "GROUP BY runner_id", (series_id,)).fetchall()
-
-    def attempt_claim(self, attempt_id: str) -> tuple[bool, str | None]:
-        finished, holder = _one(self._x(
-            "SELECT EXISTS (SELECT 1 FROM aqven_series_attempts WHERE attempt_id = %s AND state = 'finished'), "
-            "(SELECT runner_id FROM aqven_claims WHERE attempt_id = %s)", (attempt_id, attempt_id)))
-        return bool(finished), holder
-
-    def drop_claim(self, attempt_id: str) -> None:
-        self._x("DELETE FROM aqven_claims WHERE attempt_id = %s", (attempt_id,))
-
-    def release_claim(self, attempt_id: str, runner_id: str) -> None:
-        self._x("DELETE FROM aqven_claims WHERE attempt_id = %s AND runner_id = %s AND state = 'running'",
-                (attempt_id, runner_id))
-
     def claim(self, attempt_id: str, series_id: str, runner_id: str, at: float, limit_usd: float) -> int:
-        generation: int = _one(self._x("UPDATE aqven_counters SET value = value + 1 WHERE name = 'claim_generation' "
+        generation: int = _one(self.conn.execute("UPDATE aqven_counters SET value = value + 1 WHERE name = 'claim_generation' "
                                        "RETURNING value"))[0]
         self._x("INSERT INTO aqven_claims (attempt_id, series_id, runner_id, state, claimed_at, limit_usd, "
                 "generation) VALUES (%s, %s, %s, 'running', %s, %s, %s)",
                 (attempt_id, series_id, runner_id, at, limit_usd, generation))
         return generation
 
-    def holds_claim(self, attempt_id: str, runner_id: str, generation: int) -> bool:
-        return self._x("SELECT 1 FROM aqven_claims WHERE attempt_id = %s AND runner_id = %s AND generation = %s "
-                       "AND state = 'running'", (attempt_id, runner_id, generation)).fetchone() is not None
-
-    def claim_standing(self, series_id: str, attempt_id: str, runner_id: str) -> tuple[str, int | None] | None:
-        out: tuple[str, int | None] | None = self._x(
-            "SELECT s.status, c.generation FROM aqven_series s LEFT JOIN aqven_claims c ON "
-            "c.attempt_id = %s AND c.runner_id = %s AND c.state = 'running' WHERE s.series_id = %s",
-            (attempt_id, runner_id, series_id)).fetchone()
-        return out
-
-    def record_finish(self, series_id: str, attempt_id: str, runner_id: str, spend_usd: float,
-                      unpriced_calls: int, outcome: str, at: float, row: tuple[Any, ...]) -> None:
-        self._x("INSERT INTO aqven_spend (series_id, attempt_id, runner_id, spend_usd, unpriced_calls, outcome, at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)", (series_id, attempt_id, runner_id, spend_usd, unpriced_calls,
-                                                        outcome, at))
-        self._x("UPDATE aqven_claims SET state = 'finished' WHERE attempt_id = %s AND runner_id = %s",
-                (attempt_id, runner_id))
-        self._x(self.SAVE_ATTEMPT, row)
-
-    # --- findings ---------------------------------------------------------------------------------------
     def ensure_findings(self) -> None:
         for statement in schema.script(schema.FINDINGS, "postgresql"):
             self._x(statement)
 
-    def finding(self, series_id: str) -> str | None:
-        row = self._x("SELECT text FROM aqven_findings WHERE series_id = %s", (series_id,)).fetchone()
-        return row[0] if row else None
-
-    def insert_finding(self, series_id: str, experiment_id: str, text: str, at: float) -> None:
-        self._x("INSERT INTO aqven_findings (series_id, experiment_id, plan_key, text, recorded_at) "
-                "SELECT series_id, %s, plan_key, %s, %s FROM aqven_series WHERE series_id = %s",
-                (experiment_id, text, at, series_id))
-
-    def findings(self) -> list[tuple[str, str, str]]:
-        return [tuple(r) for r in self._x("SELECT series_id, experiment_id, text FROM aqven_findings "
-                                          "ORDER BY recorded_at")]
-
-    def held_out_findings(self, experiment_id: str) -> list[tuple[str, Record, str]]:
-        rows = self._x("SELECT f.series_id, s.record, f.text FROM aqven_findings f JOIN aqven_series s "
-                       "USING (series_id) WHERE f.experiment_id = %s", (experiment_id,)).fetchall()
-        return [(sid, json.loads(record), text) for sid, record, text in rows]
-
-    def has_open_held_out(self, experiment_id: str) -> bool:
-        return self._x(f"SELECT 1 FROM aqven_series WHERE experiment_id = %s AND split = 'holdout' AND status "
-                       f"IN {OPEN} LIMIT 1", (experiment_id,)).fetchone() is not None
-
-    def unpublished_finding(self, plan_key: str) -> str | None:
-        row = self._x("SELECT series_id FROM aqven_findings WHERE plan_key = %s AND published_at IS NULL "
-                      "ORDER BY recorded_at DESC LIMIT 1", (plan_key,)).fetchone()
-        return row[0] if row else None
-
     def mark_published(self, series_ids: list[str], at: float) -> None:
-        with self.raw.cursor() as cur:
+        with self.conn.cursor() as cur:
             cur.executemany("UPDATE aqven_findings SET published_at = %s WHERE series_id = %s "
                             "AND published_at IS NULL", [(at, series_id) for series_id in series_ids])
-
-    def findings_md_shas(self) -> set[str]:
-        return {r[0] for r in self._x("SELECT sha256 FROM aqven_findings_md")}
 
     def add_findings_md(self, sha256: str, at: float) -> None:
         self._x("INSERT INTO aqven_findings_md (sha256, written_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
