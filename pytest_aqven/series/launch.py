@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..experiments.plan import PlanError
-from ..project.loader import load_project
+from ..project.loader import NotRunnable, load_project, runnable
 from .lifecycle import SeriesRun
 
 
@@ -24,8 +24,9 @@ def plan_experiments(root: Path, experiment_ids: list[str], split: str, *, cases
 def _plan_one(root: str, experiment_id: str, split: str, cases, repeats, family):
     project = load_project(Path(root))
     try:
-        run = SeriesRun(project, project.experiments[experiment_id], split, cases=cases, repeats=repeats)
-    except PlanError as exc:
+        run = SeriesRun(runnable(project), project.runnable_experiment(experiment_id), split, cases=cases,
+                        repeats=repeats)
+    except (PlanError, NotRunnable) as exc:
         return f"{project.rel(project.experiments[experiment_id].file)}: error: {exc}"
     try:
         return run.launch_plan(family, simulate=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import storage
 from ..findings.files import finding_files, parse
-from ..project.loader import Experiment, Project
+from ..project.loader import Project, RunnableExperiment
 from ..stats.model import case_key
 
 
@@ -41,7 +41,7 @@ class Spent:
         return max(self.findings, key=lambda f: (f["finished_at"] or "", f["series"]), default=None)
 
 
-def spent(project: Project, experiment: Experiment) -> Spent:
+def spent(project: Project, experiment: RunnableExperiment) -> Spent:
     out = Spent()
     root = project.root
     seen: set[str] = set()
@@ -66,11 +66,16 @@ def spent(project: Project, experiment: Experiment) -> Spent:
     return out
 
 
+def _dict(value: object) -> dict:
+    """The value when a finding file holds a mapping there, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _keys(document: dict) -> set[str]:
-    scope = document.get("scope") if isinstance(document.get("scope"), dict) else {}
+    scope = _dict(document.get("scope"))
     keys = {k for k in scope.get("case_keys") or [] if isinstance(k, str)}
-    data = document.get("data") if isinstance(document.get("data"), dict) else {}
-    variants = data.get("variants") if isinstance(data.get("variants"), dict) else {}
+    data = _dict(document.get("data"))
+    variants = _dict(data.get("variants"))
     for metrics in variants.values():
         for per_case in (metrics.values() if isinstance(metrics, dict) else []):
             if isinstance(per_case, dict):
@@ -79,7 +84,7 @@ def _keys(document: dict) -> set[str]:
 
 
 def _summary(document: dict, path: str | None) -> dict:
-    scope = document.get("scope") if isinstance(document.get("scope"), dict) else {}
+    scope = _dict(document.get("scope"))
     return {"series": str(document.get("series")), "state": document.get("state"),
             "statement": document.get("statement"), "path": path, "finished_at": scope.get("finished_at"),
             "cases": scope.get("cases"), "keys": _keys(document)}
@@ -106,7 +111,7 @@ class Standing:
     """A held-out run of an experiment whose held-out cases already gave a finding: nothing runs, the latest
     finding's verdict is reported, and the reason says which finding and how to get fresh cases."""
 
-    def __init__(self, experiment: Experiment, used: Spent, held_out: int, *, fresh_wanted: bool = False):
+    def __init__(self, experiment: RunnableExperiment, used: Spent, held_out: int, *, fresh_wanted: bool = False):
         self.experiment = experiment.id
         self.finding = used.latest or {}
         self.fresh_wanted = fresh_wanted
