@@ -86,8 +86,12 @@ def create(bin: Path) -> Server:
         conf.write(f"fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nhba_file = '{hba}'\n"
                    "max_connections = 200\n")
     server.start()
-    role, password = PASSWORD_ROLE
-    server.sql(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD '{password}'")
+    try:
+        role, password = PASSWORD_ROLE
+        server.sql(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD '{password}'")
+    except BaseException:       # never leave a server running that nobody will stop
+        destroy(server)
+        raise
     return server
 
 
