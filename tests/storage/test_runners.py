@@ -74,6 +74,9 @@ def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, p
     assert len(found[0]) == 1 and [p.name for p in found[1]] == [found[0][0].name]
     assert found[0][0].read_text() == found[1][0].read_text()
     assert verdicts(outs[0]) == verdicts(outs[1]) == verdicts(alone.stdout) != []
+    print(f"\ntwo runners, one database: {len(faults.calls(a / 'proj'))} + {len(faults.calls(b / 'proj'))} calls "
+          f"(one run alone: {len(faults.calls(one / 'proj'))}), spent ${spent[0]:.4f} of the $1.00 cap, 1 finding; "
+          f"verdict: {verdicts(alone.stdout)[0]}")
 
     rebuilt = faults.aqven(fresh, "findings", "rebuild", "--project", "proj", env={**os.environ, "AQVEN_STORE": url})
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr     # a checkout that ran nothing gets the file
