@@ -243,12 +243,30 @@ codecs.register_error("aqven-ascii", _ascii)
 SIGPIPE_EXIT = 128 + 13     # what a shell reports for a process a closed pipe ended
 
 
+STORE_COMMANDS = ("series", "db", "findings", "plan")     # the commands that read or write the series store
+
+
+def _choose_store(args: argparse.Namespace) -> bool:
+    """--store, else AQVEN_STORE, else the project's SQLite file; False (said on stderr) when it is refused."""
+    from . import storage
+    value, source = (args.store, "--store") if getattr(args, "store", None) else (os.environ.get(storage.ENV),
+                                                                                   storage.ENV)
+    try:
+        storage.choose(storage.store_setting(value, source))
+    except storage.StorageError as exc:
+        print(str(exc).removeprefix("pytest-aqven: "), file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="aqven-ascii")
     try:
         args = build_parser().parse_args(argv)      # bad usage: argparse prints it and exits with 2
+        if args.command in STORE_COMMANDS and not _choose_store(args):
+            return 2
         code = args.handler(args)
         sys.stdout.flush()          # inside the try: a reader that left shows here, not at exit
         return code

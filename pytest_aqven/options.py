@@ -48,6 +48,10 @@ def add(parser: pytest.Parser) -> None:
                     help="replay recorded calls; call the models only for calls missing from the cassettes")
     group.addoption("--aqven-replay", action="store_true", default=False,
                     help="answer every model call from the cassettes, offline; a missing call is cassette_miss")
+    group.addoption("--aqven-store", default=None, metavar="URL",
+                    help="keep the series in this PostgreSQL database (postgresql://user@host/db, or ref:env/NAME), "
+                         "shared by every machine of the run; a password only through the environment "
+                         "(default: AQVEN_STORE, else SQLite in <project>/.aqven/)")
     # the options with a lasting meaning, typed (pytest >= 8.4): the command line wins over the ini file
     parser.addini("aqven_fail_on", "verdicts that fail a held-out run (one per line, or comma-separated)",
                   type="linelist", default=list(FAILING))
@@ -57,6 +61,8 @@ def add(parser: pytest.Parser) -> None:
     parser.addini("aqven_json", "write every series of the session as JSON to this path", default="")
     parser.addini("aqven_summary", "append the verdicts as a Markdown table to this file", default="")
     parser.addini("aqven_cassettes", "record, record_missing or replay (as --aqven-record, ...)", default="")
+    parser.addini("aqven_store", "the PostgreSQL URL of the series store, without a password (as --aqven-store)",
+                  default="")
 
 
 def check(config: pytest.Config) -> frozenset[str]:
@@ -68,6 +74,7 @@ def check(config: pytest.Config) -> frozenset[str]:
     if repeats is not None and not 1 <= repeats <= 20:
         raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
     _from_ini(config)
+    _choose_store(config)
     if not 1 <= config.option.aqven_concurrency <= 1024:
         raise pytest.UsageError("--aqven-concurrency must be between 1 and 1024")
     if config.getoption("aqven_cap") is not None:
@@ -107,6 +114,21 @@ def _from_ini(config: pytest.Config) -> None:
         raise pytest.UsageError(f"aqven_cassettes (ini): {mode!r} is none of record, record_missing, replay")
     if mode and not (opt.aqven_record or opt.aqven_record_missing or opt.aqven_replay):
         setattr(opt, f"aqven_{mode}", True)
+
+
+def _choose_store(config: pytest.Config) -> None:
+    """The series store of this process (and of each xdist worker, which reads the same options): the command
+    line, else the ini value, else the environment variable AQVEN_STORE, else SQLite in each project."""
+    import os  # noqa: PLC0415
+
+    from . import storage  # noqa: PLC0415
+    given = [(config.getoption("aqven_store"), "--aqven-store"), (config.getini("aqven_store"), "aqven_store (ini)"),
+             (os.environ.get(storage.ENV), storage.ENV)]
+    value, source = next(((v, s) for v, s in given if v), (None, storage.ENV))
+    try:
+        storage.choose(storage.store_setting(value, source))
+    except storage.StorageError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _fail_on(config: pytest.Config) -> frozenset[str]:

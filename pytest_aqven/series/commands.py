@@ -73,11 +73,16 @@ def add_series(commands):
 def add_db(commands) -> None:
     p = commands.add_parser("db", help="the project database")
     sub = p.add_subparsers(dest="db_command", required=True, metavar="SUBCOMMAND")
-    check = sub.add_parser("check", help="full integrity check of the project database (or of FILE)")
+    check = sub.add_parser("check", help="full integrity check of the project database (or of FILE); of a "
+                                         "PostgreSQL store: reachable, credentials taken, schema version")
     check.add_argument("file", nargs="?", default=None, metavar="FILE",
                        help="a database file (default: .aqven/aqven.sqlite of the project around --path)")
     _path(check)
     check.set_defaults(handler=run_db_check)
+    migrate = sub.add_parser("migrate", help="bring the store's schema to this release's (a PostgreSQL store: "
+                                             "once, before the shards of a CI run start)")
+    _path(migrate)
+    migrate.set_defaults(handler=run_db_migrate)
 
 
 def _path(p) -> None:
@@ -90,6 +95,9 @@ def project_argument(p, positional: bool = False) -> None:
     if positional:
         p.add_argument("path", nargs="?", default=None, metavar="PATH", help=help_ + "; the same as --project")
     p.add_argument("--project", "--path", dest="project", default=None, metavar="PATH", help=help_)
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="the PostgreSQL store, as pytest's --aqven-store (default: AQVEN_STORE, else the project's "
+                        "SQLite file)")
     
 
 def _project_path(args: argparse.Namespace) -> str:
@@ -106,7 +114,7 @@ def _store(args) -> Store:
     root = find_root(start) if start.exists() else None
     if root is None:
         raise Refused(f"no {PROJECT_FILE} in {args.project or '.'} or any folder above it")
-    if not storage.database_path(root).exists():
+    if not storage.exists(root):
         raise Refused(f"{root} has no series yet ({storage.database_path(root)} does not exist)")
     try:
         storage.preflight(root)
@@ -343,15 +351,60 @@ def run_export(args) -> int:
     return _run(body, args)
 
 
+def _root_or_none(args) -> Path | None:
+    from ..project.loader import PROJECT_FILE, find_root
+    path = args.project or "."
+    root = find_root(Path(path)) if Path(path).exists() else None
+    if root is None:
+        print(f"aqven db: no {PROJECT_FILE} in {path} or any folder above it", file=sys.stderr)
+    return root
+
+
+def _check_server() -> int:
+    """A PostgreSQL store: reachable, the credentials taken, its schema this release's (0), older (1, `aqven db
+    migrate` or the next run brings it up), newer (1), or no answer (2)."""
+    try:
+        version = storage.schema_version(Path("."))
+    except storage.StorageError as exc:
+        print(str(exc).removeprefix("pytest-aqven: ").replace("; nothing was run.", "."), file=sys.stderr)
+        return 2
+    where = storage.location(Path("."))
+    if version is None:
+        print(f"{where}: reachable, no aqven tables yet (the first run or `aqven db migrate` creates schema "
+              f"version {storage.LATEST})")
+        return 0
+    if version > storage.LATEST:
+        print(f"{where}: schema version {version} is newer than this pytest-aqven's ({storage.LATEST}): upgrade it")
+        return 1
+    if version < storage.LATEST:
+        print(f"{where}: schema version {version}, this pytest-aqven's is {storage.LATEST}: run `aqven db migrate`")
+        return 1
+    print(f"{where}: ok (schema version {version})")
+    return 0
+
+
+def run_db_migrate(args) -> int:
+    root = Path(".") if storage.chosen() else _root_or_none(args)
+    if root is None:
+        return 2
+    try:
+        before, now = storage.migrate(root)
+    except storage.StorageError as exc:
+        print(str(exc).removeprefix("pytest-aqven: ").replace("; nothing was run.", "."), file=sys.stderr)
+        return 1 if "newer" in str(exc) else 2
+    was = "a new store" if before is None else ("already current" if before == now else f"was {before}")
+    print(f"{storage.location(root)}: schema version {now} ({was})")
+    return 0
+
+
 def run_db_check(args) -> int:
+    if storage.chosen() and not args.file:
+        return _check_server()
     if args.file:
         path = Path(args.file)
     else:
-        from ..project.loader import PROJECT_FILE, find_root
-        path = args.project or "."
-        root = find_root(Path(path)) if Path(path).exists() else None
+        root = _root_or_none(args)
         if root is None:
-            print(f"aqven db check: no {PROJECT_FILE} in {path} or any folder above it", file=sys.stderr)
             return 2
         path = storage.database_path(root)
     if not path.exists():

@@ -171,7 +171,7 @@ class SeriesRun:
         """Attempts and the recommended cases; history only from a database that already exists.
         The simulated search is read from .aqven/plans/, else run when `simulate` and cached there."""
         history = []
-        if storage.database_path(self.project.root).exists():
+        if storage.exists(self.project.root):
             history = [to_attempt(AttemptRecord.from_wire(r)) for r in self.store.history(self.experiment.id)]
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,

@@ -8,23 +8,29 @@
 - `limits(root) -> Limits`: the provider rate limits (rpm pacing, concurrency leases) shared by processes;
 - `ERRORS`: what a backend raises when the database fails (a caller that survives it catches these).
 
-SQLite (`sqlite.py`) is the embedded default. A server backend (PostgreSQL, issue 27) implements the same
-three protocols, states the tables of `schema.py` in its dialect and is chosen by `open_database`; the
-contract tests (tests/storage/) run on each backend by a parameter. This package imports nothing of
+SQLite (`sqlite.py`) is the embedded default. PostgreSQL (`postgres.py`, psycopg 3, the extra
+`pytest-aqven[postgres]`) implements the same three protocols on the tables of `schema.py` rendered in its
+dialect; `choose(url)` makes it the store of this process (`--aqven-store`, ini `aqven_store`, `AQVEN_STORE`,
+read by `store_setting`). The contract tests (tests/storage/) run on each backend by a parameter. This package imports nothing of
 pytest-aqven: the providers (limits) and the series (store, ledger) both build on it.
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from .disk import StorageError, check_file, database_path, forget, preflight, preflight_findings
+from . import disk
+from .disk import StorageError, check_file, database_path, forget, preflight_findings
+from .schema import LATEST
 
 Record = dict[str, Any]      # a series' or an attempt's record, stored as JSON
 
-ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error,)
+ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error,)     # choose() adds psycopg.Error
+ENV = "AQVEN_STORE"
+_chosen: str | None = None      # the PostgreSQL URL of this process's store; None: SQLite in each project
 
 
 class Transaction(Protocol):
@@ -134,20 +140,126 @@ class Limits(Protocol):
     def release(self, lease: str) -> None: ...
 
 
+def store_setting(value: str | None, source: str) -> str | None:
+    """The PostgreSQL URL a setting names (None or '': SQLite, the default). `ref:env/NAME` reads the URL from
+    that environment variable. A password is taken from the environment only (the variable AQVEN_STORE, a
+    `ref:env/` one, or libpq's PGPASSWORD): a URL with one in a file or on the command line is refused, so
+    it never lands in a repository or a process list. Raises StorageError with the whole message."""
+    if not value or not value.strip():
+        return None
+    value = value.strip()
+    if value.startswith("ref:env/"):
+        name = value.removeprefix("ref:env/")
+        if not os.environ.get(name):
+            raise StorageError(f"pytest-aqven: {source} names the store ref:env/{name}, but the environment "
+                               f"variable {name} is not set: set it to the PostgreSQL URL")
+        return os.environ[name].strip()
+    if not value.startswith(("postgresql://", "postgres://")):
+        raise StorageError(f"pytest-aqven: {source} is not a PostgreSQL URL (postgresql://user@host/database): "
+                           f"{value.split('@')[-1]!r}")
+    if source != ENV and _has_password(value):
+        raise StorageError(f"pytest-aqven: {source} holds a password: a password is read from the environment "
+                           f"only. Remove it there and set PGPASSWORD, or put the whole URL in {ENV} or in a "
+                           f"variable named by ref:env/NAME.")
+    return value
+
+
+def _has_password(url: str) -> bool:
+    from urllib.parse import parse_qs, urlsplit  # noqa: PLC0415
+    parts = urlsplit(url)
+    return parts.password is not None or "password" in parse_qs(parts.query)
+
+
+def choose(url: str | None) -> None:
+    """The store of this process from now on: a PostgreSQL URL, or None for SQLite in each project's .aqven/."""
+    global _chosen, ERRORS
+    _chosen = url
+    if url is not None:
+        try:
+            import psycopg  # noqa: PLC0415
+        except ImportError:
+            raise StorageError("pytest-aqven: a PostgreSQL store needs psycopg 3: pip install "
+                               "'pytest-aqven[postgres]'") from None
+        ERRORS = (sqlite3.Error, psycopg.Error)
+    else:
+        ERRORS = (sqlite3.Error,)
+
+
+def chosen() -> str | None:
+    return _chosen
+
+
+def location(root: Path) -> str:
+    """Where the series of `root` are, for messages (a server's URL without its password)."""
+    if _chosen is None:
+        return str(database_path(root))
+    from .postgres import where  # noqa: PLC0415
+    return where(_chosen)
+
+
+def exists(root: Path) -> bool:
+    """Whether the store may hold series of `root` (a server's database always may)."""
+    return _chosen is not None or database_path(root).exists()
+
+
 def open_database(root: Path) -> Database:
+    if _chosen is not None:
+        from .postgres import PostgresDatabase  # noqa: PLC0415
+        return PostgresDatabase(_chosen)
     from .sqlite import SqliteDatabase  # noqa: PLC0415
     return SqliteDatabase(database_path(root))
 
 
 def peek(root: Path) -> AbstractContextManager[Transaction | None]:
+    if _chosen is not None:
+        from .postgres import peek as postgres_peek  # noqa: PLC0415
+        return postgres_peek(_chosen)
     from .sqlite import peek as sqlite_peek  # noqa: PLC0415
     return sqlite_peek(database_path(root))
 
 
 def limits(root: Path) -> Limits:
+    if _chosen is not None:
+        from .postgres import PostgresLimits  # noqa: PLC0415
+        return PostgresLimits(_chosen)
     from .sqlite import SqliteLimits  # noqa: PLC0415
     return SqliteLimits(database_path(root))
 
 
-__all__ = ["ERRORS", "Database", "Limits", "StorageError", "Transaction", "check_file", "database_path", "forget",
-           "limits", "open_database", "peek", "preflight", "preflight_findings"]
+def migrate(root: Path) -> tuple[int | None, int]:
+    """The store's schema made current: (version before, None for a new store; version now). StorageError when
+    it cannot be reached or is newer than this release's."""
+    if _chosen is not None:
+        from . import postgres  # noqa: PLC0415
+        conn = postgres.connect(_chosen)
+        try:
+            return postgres.migrate(conn, _chosen)
+        finally:
+            conn.close()
+    from .sqlite import version  # noqa: PLC0415
+    before = version(database_path(root))
+    open_database(root).close()
+    return before, LATEST
+
+
+def schema_version(root: Path) -> int | None:
+    """The store's schema version, None when it has no tables yet; StorageError when it cannot be reached."""
+    if _chosen is not None:
+        from .postgres import status  # noqa: PLC0415
+        return status(_chosen)[1]
+    from .sqlite import version  # noqa: PLC0415
+    return version(database_path(root))
+
+
+def preflight(root: Path, *, again: bool = False) -> None:
+    """Before a series writes anything: the store can be written (StorageError with the one message if not).
+    A server: reachable, the credentials taken, its schema not newer than this release's (made current)."""
+    if _chosen is None:
+        disk.preflight(root, again=again)
+        return
+    migrate(root)
+
+
+__all__ = ["ENV", "ERRORS", "LATEST", "Database", "Limits", "StorageError", "Transaction", "check_file", "choose", "chosen",
+           "database_path", "exists", "forget", "limits", "location", "migrate", "open_database", "peek",
+           "preflight", "preflight_findings", "schema_version", "store_setting"]

@@ -1,13 +1,33 @@
-"""The one schema definition of the project database (SQLite dialect), every table and its migrations.
+"""The one schema definition of the project database, every table and its migrations, for both backends.
+
+It is written in SQLite's words; `script(text, dialect)` renders it for PostgreSQL (the types whose names
+differ: REAL is double precision there, an autoincrement key an identity; INSERT OR IGNORE is ON CONFLICT DO
+NOTHING). The few statements no renaming makes portable are `Dialects(sqlite=..., postgresql=...)`: SQLite's
+backfills of the rows an older release wrote (a PostgreSQL store has none: it starts with this release) and
+the spend-total trigger, whose body each dialect states its own way.
 
 Components and when they are created (as in every release, so a database of an older one opens unchanged):
 - `series` (SERIES, then MIGRATIONS 2..LATEST): when a store opens; its version is kept in
   aqven_schema_versions, and a version above LATEST is refused (a newer pytest-aqven wrote it);
 - `findings` (FINDINGS): by the first transaction that records or publishes a finding;
 - `limits` (LIMITS): by the first provider call that paces or leases.
-A second backend (PostgreSQL, issue 27) states the same tables in its own dialect beside these.
 """
 from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import Iterator, Union
+
+
+@dataclass(frozen=True)
+class Dialects:
+    """One statement in each dialect's words; None: the dialect has nothing to do there."""
+    sqlite: str | None
+    postgresql: str | None
+
+
+Script = Union[str, tuple[Union[str, Dialects], ...]]
 
 SERIES = """
 CREATE TABLE IF NOT EXISTS aqven_schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
@@ -45,8 +65,8 @@ CREATE TABLE IF NOT EXISTS aqven_series_attempts (
 SERIES_VERSION = 1
 
 # version -> statements that bring the 'series' component from version - 1 to it (version 1 is SERIES)
-MIGRATIONS: dict[int, str] = {
-    2: """
+MIGRATIONS: dict[int, Script] = {
+    2: ("""
 CREATE TABLE IF NOT EXISTS aqven_runners (
   runner_id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, started_at REAL NOT NULL,
   heartbeat_at REAL NOT NULL
@@ -71,14 +91,15 @@ CREATE TABLE IF NOT EXISTS aqven_spend (
   at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS aqven_spend_by_series ON aqven_spend (series_id);
+""", Dialects(sqlite="""
 INSERT INTO aqven_spend (series_id, attempt_id, spend_usd, unpriced_calls, outcome, at)
   SELECT series_id, attempt_id, CAST(cost_usd AS REAL) + CAST(check_cost_usd AS REAL),
          COALESCE(json_extract(record, '$.unpriced_calls'), 0), outcome, COALESCE(finished_at, 0)
   FROM aqven_series_attempts WHERE state = 'finished';
-""",
+""", postgresql=None)),
     # the running spend total of each series, kept by a trigger in the transaction that inserts the spend
     # row (the ledger is append-only), so a start decision reads one row instead of summing every attempt
-    3: """
+    3: ("""
 CREATE TABLE IF NOT EXISTS aqven_spend_totals (
   series_id TEXT PRIMARY KEY,
   spent_usd REAL NOT NULL,
@@ -86,6 +107,7 @@ CREATE TABLE IF NOT EXISTS aqven_spend_totals (
   finished INTEGER NOT NULL,
   unpriced_attempts INTEGER NOT NULL
 );
+""", Dialects(sqlite="""
 INSERT OR REPLACE INTO aqven_spend_totals
   SELECT series_id, SUM(spend_usd), MAX(spend_usd), COUNT(*), SUM(unpriced_calls > 0) FROM aqven_spend GROUP BY series_id;
 CREATE TRIGGER IF NOT EXISTS aqven_spend_total AFTER INSERT ON aqven_spend BEGIN
@@ -94,7 +116,17 @@ CREATE TRIGGER IF NOT EXISTS aqven_spend_total AFTER INSERT ON aqven_spend BEGIN
     reserve_usd = MAX(reserve_usd, excluded.reserve_usd), finished = finished + 1,
     unpriced_attempts = unpriced_attempts + excluded.unpriced_attempts;
 END;
-""",
+""", postgresql="""
+CREATE OR REPLACE FUNCTION aqven_spend_total() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+  INSERT INTO aqven_spend_totals VALUES (NEW.series_id, NEW.spend_usd, NEW.spend_usd, 1, (NEW.unpriced_calls > 0)::int)
+  ON CONFLICT (series_id) DO UPDATE SET spent_usd = aqven_spend_totals.spent_usd + excluded.spent_usd,
+    reserve_usd = GREATEST(aqven_spend_totals.reserve_usd, excluded.reserve_usd),
+    finished = aqven_spend_totals.finished + 1,
+    unpriced_attempts = aqven_spend_totals.unpriced_attempts + excluded.unpriced_attempts;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER aqven_spend_total AFTER INSERT ON aqven_spend FOR EACH ROW EXECUTE FUNCTION aqven_spend_total();
+""")),
     # fencing: each claim gets the next generation number; a finish counts only while its claim still holds
     # (same runner, same generation), checked in the finish's own transaction
     4: """
@@ -122,3 +154,42 @@ CREATE TABLE IF NOT EXISTS aqven_provider_pacing (provider TEXT PRIMARY KEY, nex
 CREATE TABLE IF NOT EXISTS aqven_provider_leases (lease_id TEXT PRIMARY KEY, scope TEXT NOT NULL, expires_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS aqven_provider_leases_by_scope ON aqven_provider_leases (scope, expires_at);
 """
+
+
+_POSTGRESQL_WORDS = [
+    (re.compile(r"\bINTEGER PRIMARY KEY AUTOINCREMENT\b"), "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"),
+    (re.compile(r"\bREAL\b"), "DOUBLE PRECISION"),        # PostgreSQL's real has 6 digits: times need 15
+    (re.compile(r"^INSERT OR IGNORE INTO (.*);$", re.S), r"INSERT INTO \1 ON CONFLICT DO NOTHING;"),
+]
+
+
+def _split(text: str) -> Iterator[str]:
+    """The statements of SQL text, one by one (a trigger's or a function's body has semicolons of its own)."""
+    if "$$" in text:            # PostgreSQL's function bodies: whole statements end after the closing $$ ...;
+        for piece in re.split(r"(?<=;)\s*\n(?=CREATE|INSERT|ALTER)", text.strip()):
+            yield piece
+        return
+    pending = ""
+    for piece in text.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""
+
+
+def script(text: Script, dialect: str) -> list[str]:
+    """The statements of one piece of the definition, in `dialect` ('sqlite' or 'postgresql')."""
+    parts = (text,) if isinstance(text, str) else text
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, Dialects):
+            chosen = getattr(part, dialect)
+            out += [] if chosen is None else list(_split(chosen))
+            continue
+        for statement in _split(part):
+            if dialect == "postgresql":
+                for pattern, words in _POSTGRESQL_WORDS:
+                    statement = pattern.sub(words, statement.strip())
+            out.append(statement)
+    return out

@@ -26,17 +26,6 @@ OPEN = "('running', 'awaiting_approval')"
 T = TypeVar("T")
 
 
-def statements(script: str) -> Iterator[str]:
-    """The statements of a script, one by one (a trigger's body has semicolons of its own)."""
-    pending = ""
-    for piece in script.split(";"):
-        pending += piece + ";"
-        if sqlite3.complete_statement(pending):
-            if pending.strip(" \n;"):
-                yield pending
-            pending = ""
-
-
 def _retry_locked(fn: Callable[[], T]) -> T:
     """The busy handler does not cover every lock (a schema change, the switch to WAL): retry those ourselves."""
     for _ in range(600):
@@ -57,7 +46,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         raise StorageError(f"the project database was written by a newer pytest-aqven (schema version {version}, "
                            f"this one knows {schema.LATEST}): upgrade pytest-aqven")
     for target in range(version + 1, schema.LATEST + 1):
-        for statement in statements(schema.MIGRATIONS[target]):
+        for statement in schema.script(schema.MIGRATIONS[target], "sqlite"):
             conn.execute(statement)
         conn.execute("INSERT OR REPLACE INTO aqven_schema_versions VALUES ('series', ?)", (target,))
 
@@ -75,9 +64,8 @@ class SqliteDatabase:
         self.raw.execute("PRAGMA synchronous=NORMAL")     # WAL: a killed process loses nothing committed
         self._lock = threading.RLock()         # one transaction at a time on this connection
         with self.transaction():
-            for statement in schema.SERIES.split(";"):
-                if statement.strip():
-                    self.raw.execute(statement)
+            for statement in schema.script(schema.SERIES, "sqlite"):
+                self.raw.execute(statement)
             self.raw.execute("INSERT OR IGNORE INTO aqven_schema_versions VALUES ('series', ?)",
                              (schema.SERIES_VERSION,))
             migrate(self.raw)
@@ -126,6 +114,20 @@ def peek(path: Path) -> Iterator[SqliteTransaction | None]:
         yield SqliteTransaction(conn)
     finally:
         conn.close()
+
+
+def version(path: Path) -> int | None:
+    """The series schema version of a database file; None when it has none yet."""
+    if not path.exists():
+        return None
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_MS / 1000)
+    try:
+        row = conn.execute("SELECT version FROM aqven_schema_versions WHERE component = 'series'").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        conn.close()
+    return row[0] if row else None
 
 
 def _loads(text: str | None) -> Record:
@@ -348,7 +350,7 @@ class SqliteTransaction:
 
     # --- findings ---------------------------------------------------------------------------------------
     def ensure_findings(self) -> None:
-        for statement in statements(schema.FINDINGS):
+        for statement in schema.script(schema.FINDINGS, "sqlite"):
             self._x(statement)
 
     def finding(self, series_id: str) -> str | None:
@@ -406,7 +408,7 @@ class SqliteLimits:
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
             self._local.conn = conn
             if not self._ready:
-                for statement in statements(schema.LIMITS):
+                for statement in schema.script(schema.LIMITS, "sqlite"):
                     _retry_locked(functools.partial(conn.execute, statement))
                 self._ready = True
         return conn

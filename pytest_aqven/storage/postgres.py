@@ -1,0 +1,401 @@
+"""The PostgreSQL backend (psycopg 3): one database that the runners of many machines share (CI shards, xdist
+hosts, teammates), with the guarantees SQLite gives the processes of one machine.
+
+A transaction takes a transaction-scoped advisory lock first (`pg_advisory_xact_lock`): one writer at a time
+across every machine, as SQLite's BEGIN IMMEDIATE is across processes, so every ledger decision above (claims,
+the spend cap, the one finding) reads and writes as the only writer. Reads run without it (each statement sees
+what is committed). Records are JSON text, read and changed in Python under that lock, so their key order is
+the one SQLite keeps. A connection the server dropped is opened again by the next transaction: the series
+goes on when the server is back."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+
+import psycopg
+
+from . import schema
+from .disk import StorageError
+from .sqlite import SqliteTransaction
+
+if TYPE_CHECKING:
+    from . import Record
+
+WRITER_LOCK = 0x6171_7665_6E00      # 'aqven\0': the advisory lock key of the series' writer
+LIMITS_LOCK = 0x6171_7665_6E01      # the provider limits' writer (tables of their own, a turn of their own)
+CONNECT_TIMEOUT_S = 10
+AWAY_S = 300.0          # how long a run waits for a server that went away mid-series before it fails
+OPEN = "('running', 'awaiting_approval')"
+T = TypeVar("T")
+
+
+def where(url: str) -> str:
+    """The server and database of a URL for messages, without its password."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the PostgreSQL store (its URL does not parse)"
+    host = str(info.get("host") or "localhost")
+    port = f":{info['port']}" if info.get("port") else ""
+    return f"postgresql://{info.get('user') or ''}{'@' if info.get('user') else ''}{host}{port}/{info.get('dbname') or ''}"
+
+
+def _last_line(exc: BaseException) -> str:
+    """What libpq says went wrong, without the connection's preamble: 'No such file or directory', 'FATAL: ...'."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines[0].rpartition("failed: ")[2].split()) if lines else type(exc).__name__
+
+
+def connect(url: str) -> psycopg.Connection:
+    """A connection, or StorageError with what is wrong (unreachable, refused credentials) and what to do."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
+    except psycopg.OperationalError as exc:
+        text = _last_line(exc)
+        if "password" in text or "authentication" in text:
+            raise StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} refused the credentials ({text}). "
+                               f"Give the password through the environment (PGPASSWORD, or AQVEN_STORE / "
+                               f"ref:env/NAME holding the URL); nothing was run.") from None
+        raise StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} cannot be reached ({text}). Start the "
+                           f"server or fix --aqven-store / aqven_store / AQVEN_STORE; nothing was run.") from None
+    except psycopg.ProgrammingError as exc:
+        raise StorageError(f"pytest-aqven: the store URL is not a PostgreSQL connection string ({exc}); "
+                           f"nothing was run.") from None
+
+
+def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    """The row of a query that always returns one (an aggregate, RETURNING of a row that exists)."""
+    row = cursor.fetchone()
+    assert row is not None
+    return row
+
+
+def _version(conn: psycopg.Connection) -> int | None:
+    """The series schema version of the database; None when it has no aqven tables yet."""
+    if _one(conn.execute("SELECT to_regclass('aqven_schema_versions')"))[0] is None:
+        return None
+    row = conn.execute("SELECT version FROM aqven_schema_versions WHERE component = 'series'").fetchone()
+    return row[0] if row else None
+
+
+def _newer(version: int, url: str) -> StorageError:
+    return StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} was migrated by a newer pytest-aqven "
+                        f"(schema version {version}, this one knows {schema.LATEST}): upgrade pytest-aqven on "
+                        f"this machine; nothing was changed.")
+
+
+def migrate(conn: psycopg.Connection, url: str) -> tuple[int | None, int]:
+    """Under the writer's lock: the tables created, every migration above the stored version applied.
+    Returns (version before, version now)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+        before = _version(conn)
+        if before is not None and before > schema.LATEST:
+            raise _newer(before, url)
+        if before is None:
+            for statement in schema.script(schema.SERIES, "postgresql"):
+                conn.execute(statement)
+            conn.execute("INSERT INTO aqven_schema_versions VALUES ('series', %s)", (schema.SERIES_VERSION,))
+        for target in range((before or schema.SERIES_VERSION) + 1, schema.LATEST + 1):
+            for statement in schema.script(schema.MIGRATIONS[target], "postgresql"):
+                conn.execute(statement)
+            conn.execute("UPDATE aqven_schema_versions SET version = %s WHERE component = 'series'", (target,))
+    return before, schema.LATEST
+
+
+def status(url: str) -> tuple[str, int | None]:
+    """(where, schema version or None) of a reachable store; StorageError when it is not."""
+    conn = connect(url)
+    try:
+        return where(url), _version(conn)
+    finally:
+        conn.close()
+
+
+class PostgresDatabase:
+    """One connection per store, shared by the threads of a process under one lock (as SQLite's)."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.location = where(url)
+        self._lock = threading.RLock()
+        self._closed = False
+        self._conn = connect(url)
+        migrate(self._conn, url)
+
+    def _live(self) -> psycopg.Connection:
+        """The connection; one the server dropped is opened again, waiting up to AWAY_S for the server to come
+        back (said once on stderr), so a series goes on where it was. psycopg.Error when it does not return."""
+        if self._closed:
+            raise psycopg.OperationalError(f"the store {self.location} was closed")
+        if not (self._conn.closed or self._conn.broken):
+            return self._conn
+        deadline, said = time.monotonic() + AWAY_S, False
+        while True:
+            try:
+                self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                             application_name="aqven")
+                return self._conn
+            except psycopg.OperationalError as exc:
+                if time.monotonic() > deadline:
+                    raise
+                if not said:
+                    print(f"pytest-aqven: the PostgreSQL store {self.location} is away ({_last_line(exc)}); "
+                          f"waiting up to {AWAY_S:.0f} s for it to return", file=sys.stderr, flush=True)
+                    said = True
+                time.sleep(1.0)
+
+    def _begun(self) -> psycopg.Connection:
+        """A connection inside BEGIN, holding the writer's lock. Nothing has run yet, so a connection found
+        dropped here (the server restarted while it was idle) is opened again and the BEGIN retried."""
+        for _ in range(2):
+            conn = self._live()
+            try:
+                conn.execute("BEGIN")
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+                return conn
+            except psycopg.OperationalError:
+                if not conn.broken:
+                    raise
+        return self._begun()
+
+    def _read(self, query: Any, params: Any = None) -> psycopg.Cursor[Any]:
+        """A read outside a transaction (a statement of its own): retried on a connection opened again."""
+        try:
+            return self._live().execute(query, params)
+        except psycopg.OperationalError:
+            if not self._conn.broken:
+                raise
+            return self._live().execute(query, params)
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresTransaction]:
+        with self._lock:
+            conn = self._begun()
+            try:
+                yield PostgresTransaction(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if not conn.broken and not conn.closed:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def read(self) -> Iterator[PostgresTransaction]:
+        with self._lock:
+            yield PostgresTransaction(self._live(), execute=self._read)
+
+    def close(self) -> None:
+        self._closed = True
+        self._conn.close()
+
+
+@contextmanager
+def peek(url: str) -> Iterator[PostgresTransaction | None]:
+    """Read-only: None when the database has no aqven tables yet (nothing is created). A server away is
+    psycopg.Error (storage.ERRORS), which the callers survive."""
+    conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
+    try:
+        conn.read_only = True
+        yield PostgresTransaction(conn) if _version(conn) is not None else None
+    finally:
+        conn.close()
+
+
+def _loads(text: str | None) -> Record:
+    out: dict[str, Any] = json.loads(text or "{}")
+    return out
+
+
+class PostgresTransaction(SqliteTransaction):
+    """Every statement pytest-aqven runs on PostgreSQL: SQLite's, with psycopg's placeholders, where the SQL
+    of both dialects is the same; its own words below where it is not (JSON records, upserts, counters).
+    `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly)."""
+
+    def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None):
+        self.conn = conn
+        self.raw = conn     # type: ignore[assignment]  # the connection (SQLite's class names sqlite3's)
+        run: Callable[..., Any] = execute or conn.execute
+
+        def placeholders(query: str, params: Any = ()) -> Any:      # SQLite's ? is psycopg's %s
+            return run(query.replace("?", "%s"), params)
+        self._x = placeholders
+
+    def _record(self, series_id: str) -> Record | None:
+        row = self._x("SELECT record FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
+        return None if row is None else _loads(row[0])
+
+    def _change(self, series_id: str, change: Callable[[Record], None], extra: str = "",
+                params: tuple[Any, ...] = ()) -> bool:
+        """The series' record changed by `change` (and `extra` columns set); False without the series."""
+        record = self._record(series_id)
+        if record is None:
+            return False
+        change(record)
+        self._x(f"UPDATE aqven_series SET record = %s{extra} WHERE series_id = %s",
+                (json.dumps(record), *params, series_id))
+        return True
+
+    def series_cap(self, series_id: str) -> tuple[str, Any] | None:
+        row = self.series(series_id)
+        return None if row is None else (row[0], row[1].get("cap_usd"))
+
+    def series_ids(self, prefix: str = "") -> list[str]:
+        return [r[0] for r in self._x("SELECT series_id FROM aqven_series WHERE starts_with(series_id, %s) "
+                                      "ORDER BY created_at DESC", (prefix,))]
+
+    def open_series_by_key(self, plan_key: str) -> list[tuple[str, str | None]]:
+        return [(sid, _loads(record).get("run_token")) for sid, record in self._x(
+            f"SELECT series_id, record FROM aqven_series WHERE plan_key = %s AND status IN {OPEN} "
+            "ORDER BY created_at DESC", (plan_key,))]
+
+    def open_series_joined(self, scope_key: str, plan_key: str, run: str) -> str | None:
+        row = self._x(f"SELECT series_id FROM aqven_series WHERE status IN {OPEN} "
+                      "AND record::jsonb ->> 'scope_key' = %s AND plan_key != %s "
+                      "AND record::jsonb -> 'runs' @> jsonb_build_array(%s::text) ORDER BY created_at DESC",
+                      (scope_key, plan_key, run)).fetchone()
+        return row[0] if row else None
+
+    def open_series_of(self, experiment_id: str, split: str, keep: str) -> list[tuple[str, Record, Record]]:
+        rows = self._x(f"SELECT series_id, record FROM aqven_series WHERE experiment_id = %s AND split = %s "
+                       f"AND status IN {OPEN} AND series_id != %s", (experiment_id, split, keep)).fetchall()
+        out = []
+        for sid, text in rows:
+            record = _loads(text)
+            out.append((sid, record.get("snapshot") or {}, record.get("fingerprints") or {}))
+        return out
+
+    def series_runs(self, series_id: str) -> list[str]:
+        runs: list[str] = (self._record(series_id) or {}).get("runs") or []
+        return runs
+
+    def add_run(self, series_id: str, run: str) -> None:
+        record = self._record(series_id)
+        if record is not None and run not in (record.get("runs") or []):
+            self._change(series_id, lambda r: r.__setitem__("runs", [*(r.get("runs") or []), run]))
+
+    def set_closed(self, series_id: str, closed: list[Record]) -> None:
+        self._change(series_id, lambda r: r.__setitem__("closed", closed))
+
+    def cancel_series(self, series_id: str, verdict: Record, at: float) -> bool:
+        if self.series_status(series_id) not in ("running", "awaiting_approval"):
+            return False
+        return self._change(series_id, lambda r: r.__setitem__("verdict", verdict),
+                            ", status = 'cancelled', finished_at = %s", (at,))
+
+    def pause_series(self, series_id: str, pause: Record) -> None:
+        if self.series_status(series_id) == "running":
+            self._change(series_id, lambda r: r.update(pause=pause, needs_approval=True),
+                         ", status = 'awaiting_approval'")
+
+    def set_cap(self, series_id: str, status: str, cap_usd: str, cap_from: Any, needs_approval: bool,
+                pause: Record | None) -> None:
+        self._change(series_id, lambda r: r.update(cap_usd=cap_usd, cap_from=cap_from, needs_approval=needs_approval,
+                                                   pause=pause), ", status = %s", (status,))
+
+    def approve_series(self, series_id: str, cap_usd: str, approved_by: str, at: float) -> bool:
+        if self.series_status(series_id) != "awaiting_approval":
+            return False
+
+        def approve(record: Record) -> None:
+            record.pop("pause", None)
+            record.update(cap_usd=cap_usd, approved_by=approved_by, approved_at=at, needs_approval=False)
+        return self._change(series_id, approve, ", status = 'running'")
+
+    def approval(self, series_id: str) -> tuple[str, Any, Any]:
+        row = self.series(series_id)
+        if row is None:
+            raise LookupError(series_id)
+        return row[0], row[1].get("cap_usd"), row[1].get("approved_by")
+
+    SAVE_ATTEMPT = ("INSERT INTO aqven_series_attempts (attempt_id, series_id, variant_id, case_name, repeat, state, "
+                    "outcome, cost_usd, check_cost_usd, started_at, finished_at, record) "
+                    "VALUES (%s, %s, %s, %s, %s, 'finished', %s, %s, %s, %s, %s, %s) ON CONFLICT (attempt_id) DO "
+                    "UPDATE SET series_id = excluded.series_id, variant_id = excluded.variant_id, "
+                    "case_name = excluded.case_name, repeat = excluded.repeat, state = excluded.state, "
+                    "outcome = excluded.outcome, cost_usd = excluded.cost_usd, "
+                    "check_cost_usd = excluded.check_cost_usd, started_at = excluded.started_at, "
+                    "finished_at = excluded.finished_at, record = excluded.record")
+
+    def save_attempts(self, rows: list[tuple[Any, ...]]) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(self.SAVE_ATTEMPT, rows)
+
+    def add_runner(self, runner_id: str, host: str, pid: int, at: float) -> None:
+        self._x("INSERT INTO aqven_runners VALUES (%s, %s, %s, %s, %s) ON CONFLICT (runner_id) DO UPDATE SET "
+                "host = excluded.host, pid = excluded.pid, started_at = excluded.started_at, "
+                "heartbeat_at = excluded.heartbeat_at", (runner_id, host, pid, at, at))
+
+    def claim(self, attempt_id: str, series_id: str, runner_id: str, at: float, limit_usd: float) -> int:
+        generation: int = _one(self.conn.execute("UPDATE aqven_counters SET value = value + 1 WHERE name = 'claim_generation' "
+                                       "RETURNING value"))[0]
+        self._x("INSERT INTO aqven_claims (attempt_id, series_id, runner_id, state, claimed_at, limit_usd, "
+                "generation) VALUES (%s, %s, %s, 'running', %s, %s, %s)",
+                (attempt_id, series_id, runner_id, at, limit_usd, generation))
+        return generation
+
+    def ensure_findings(self) -> None:
+        for statement in schema.script(schema.FINDINGS, "postgresql"):
+            self._x(statement)
+
+    def mark_published(self, series_ids: list[str], at: float) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany("UPDATE aqven_findings SET published_at = %s WHERE series_id = %s "
+                            "AND published_at IS NULL", [(at, series_id) for series_id in series_ids])
+
+    def add_findings_md(self, sha256: str, at: float) -> None:
+        self._x("INSERT INTO aqven_findings_md (sha256, written_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (sha256, at))
+
+
+class PostgresLimits:
+    """rpm pacing and concurrency leases in the shared database: one connection (opened on first use, again
+    after the server dropped it) for the threads of a process; each step is one short transaction."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection | None = None
+
+    def _tx(self, fn: Callable[[psycopg.Connection], T]) -> T:
+        with self._lock:
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                self._conn = connect(self.url)
+                with self._conn.transaction():
+                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
+                    for statement in schema.script(schema.LIMITS, "postgresql"):
+                        self._conn.execute(statement)
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
+                return fn(self._conn)
+
+    def reserve(self, provider: str, spacing_s: float) -> float:
+        def take(db: psycopg.Connection) -> float:
+            now = time.time()
+            row = db.execute("SELECT next_at FROM aqven_provider_pacing WHERE provider = %s", (provider,)).fetchone()
+            start: float = max(now, row[0]) if row else now
+            db.execute("INSERT INTO aqven_provider_pacing VALUES (%s, %s) ON CONFLICT (provider) DO UPDATE SET "
+                       "next_at = excluded.next_at", (provider, start + spacing_s))
+            return start
+        return self._tx(take)
+
+    def try_lease(self, scope: str, concurrency: int, lease_s: float) -> str | None:
+        def take(db: psycopg.Connection) -> str | None:
+            now = time.time()
+            db.execute("DELETE FROM aqven_provider_leases WHERE scope = %s AND expires_at < %s", (scope, now))
+            held = _one(db.execute("SELECT COUNT(*) FROM aqven_provider_leases WHERE scope = %s", (scope,)))[0]
+            if held >= concurrency:
+                return None
+            lease = f"{os.getpid()}-{uuid.uuid4().hex}"
+            db.execute("INSERT INTO aqven_provider_leases VALUES (%s, %s, %s)", (lease, scope, now + lease_s))
+            return lease
+        return self._tx(take)
+
+    def release(self, lease: str) -> None:
+        self._tx(lambda db: db.execute("DELETE FROM aqven_provider_leases WHERE lease_id = %s", (lease,)))

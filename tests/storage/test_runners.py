@@ -1,0 +1,163 @@
+"""Runners on many machines, one PostgreSQL store: each runner is a pytest run in its own copy of the project
+(as a CI shard's checkout), all of them on one database of the session's server.
+
+- two runners of one held-out experiment make the provider calls of one run, spend what one run spends, write
+  one finding (the same file in both checkouts, and `aqven findings rebuild` writes it in a third) and reach
+  the verdict of one run;
+- four runners against one cap spend no more than the cap together;
+- a runner killed with -9 on another "machine" (its own hostname: a UTS namespace) leaves claims that the
+  other runner takes over once the lease passes, and finishes the series with every attempt paid once."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pytest_aqven.series.ledger import LEASE_SECONDS
+
+from .. import faults
+from . import server as pg
+
+ENV = {"AQVEN_STORE": ""}
+
+
+def copies(tmp_path: Path, n: int, **project) -> list[Path]:
+    """n checkouts of one project (cwd of each runner; the project is <cwd>/proj)."""
+    first = tmp_path / "m0"
+    faults.make(first, **project)
+    for i in range(1, n):
+        shutil.copytree(first, tmp_path / f"m{i}")
+    return [tmp_path / f"m{i}" for i in range(n)]
+
+
+def rows(url: str, sql: str) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def verdicts(out: str) -> list[str]:
+    """The verdict lines, without the attempts each runner ran itself."""
+    return [line for line in out.splitlines() if re.match(r"^\w+ \((holdout|dev), \d+/\d+ attempts\): ", line)]
+
+
+def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, postgres_server):
+    one, a, b, fresh = copies(tmp_path, 4, cases=48, gate=2, sleep=0.02)
+    (one / "proj" / "go").touch()
+    alone = faults.run(one, "--aqven-holdout", "--aqven-concurrency", "4", "--aqven-store",
+                       postgres_server.url(postgres_server.new_database()), env=ENV)
+    assert alone.returncode == 0, alone.stdout
+
+    url = postgres_server.url(postgres_server.new_database())
+    runners = [faults.start(cwd, "--aqven-holdout", "--aqven-concurrency", "4", env={"AQVEN_STORE": url})
+               for cwd in (a, b)]
+    for cwd, proc in zip((a, b), runners):     # both hold attempts in flight at once
+        faults.wait_until(lambda cwd=cwd: len(faults.calls(cwd / "proj")) >= 2, proc, what="both runners calling")
+    for cwd in (a, b):
+        (cwd / "proj" / "go").touch()
+    outs = [proc.communicate(timeout=300)[0] for proc in runners]
+    assert [proc.returncode for proc in runners] == [0, 0], outs
+
+    calls = faults.calls(a / "proj") + faults.calls(b / "proj")
+    assert faults.calls(a / "proj") and faults.calls(b / "proj")        # both did part of the work
+    assert len(calls) == len(set(calls)) == len(faults.calls(one / "proj"))
+    spent = rows(url, "SELECT SUM(spend_usd), COUNT(*) FROM aqven_spend")[0]
+    assert spent[0] == pytest.approx(0.001 * len(calls)) and spent[1] == len(calls)
+    assert rows(url, "SELECT COUNT(*) FROM aqven_findings") == [(1,)]
+    found = [faults.finding_files(cwd / "proj") for cwd in (a, b)]
+    assert len(found[0]) == 1 and [p.name for p in found[1]] == [found[0][0].name]
+    assert found[0][0].read_text() == found[1][0].read_text()
+    assert verdicts(outs[0]) == verdicts(outs[1]) == verdicts(alone.stdout) != []
+    print(f"\ntwo runners, one database: {len(faults.calls(a / 'proj'))} + {len(faults.calls(b / 'proj'))} calls "
+          f"(one run alone: {len(faults.calls(one / 'proj'))}), spent ${spent[0]:.4f} of the $1.00 cap, 1 finding; "
+          f"verdict: {verdicts(alone.stdout)[0]}")
+
+    rebuilt = faults.aqven(fresh, "findings", "rebuild", "--project", "proj", env={**os.environ, "AQVEN_STORE": url})
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr     # a checkout that ran nothing gets the file
+    assert [p.read_text() for p in faults.finding_files(fresh / "proj")] == [found[0][0].read_text()]
+    assert (fresh / "proj" / "FINDINGS.md").read_text() == (a / "proj" / "FINDINGS.md").read_text()
+
+
+@pytest.mark.slow
+def test_four_runners_spend_no_more_than_one_cap_together(tmp_path, postgres_server):
+    url = postgres_server.url(postgres_server.new_database())
+    machines = copies(tmp_path, 4, cases=80, sleep=0.5, cost=0.01)
+    runners = [faults.start(cwd, "--aqven-concurrency", "4", "--aqven-cap", "0.20", env={"AQVEN_STORE": url})
+               for cwd in machines]
+    outs = [proc.communicate(timeout=300)[0] for proc in runners]
+    calls = sum(len(faults.calls(cwd / "proj")) for cwd in machines)
+    (spent, entries), = rows(url, "SELECT SUM(spend_usd), COUNT(*) FROM aqven_spend")
+    (series,), = rows(url, "SELECT COUNT(*) FROM aqven_series")
+    assert series == 1 and entries == calls
+    assert 0.9 * 0.20 <= spent <= 0.20 + 1e-9, outs      # paused near the cap, never past it
+    assert sum("paused near its cap" in out for out in outs) >= 1
+    print(f"\nfour runners, one $0.20 cap: {calls} calls, spent ${spent:.4f}; per runner "
+          f"{[len(faults.calls(cwd / 'proj')) for cwd in machines]}")
+
+
+def elsewhere(cwd: Path, hostname: str, *args: str, env: dict) -> subprocess.Popen:
+    """A runner on another machine: its own hostname (a UTS namespace), so its claims hold until the lease."""
+    script = f"hostname {hostname} && exec {shlex.join(faults.pytest_cmd(*args))}"
+    return subprocess.Popen(["unshare", "--uts", "sh", "-c", script], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, **env})
+
+
+@pytest.mark.slow
+def test_a_runner_killed_on_another_machine_leaves_its_claims_to_the_other_after_the_lease(tmp_path, postgres_server):
+    if subprocess.run(["unshare", "--uts", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare --uts is not allowed here (needs root): no second hostname to run on")
+    url = postgres_server.url(postgres_server.new_database())
+    a, b = copies(tmp_path, 2, cases=48, gate=3, sleep=0.02)
+    env = {"AQVEN_STORE": url}
+    doomed = elsewhere(a, "machine-a", "--aqven-holdout", "--aqven-concurrency", "4", env=env)
+    faults.wait_until(lambda: len(faults.calls(a / "proj")) >= 3 and rows(url, "SELECT COUNT(*) FROM aqven_claims "
+                                                                          "WHERE state = 'running'")[0][0] >= 2,
+                      doomed, what="the first runner holding claims in flight")
+    doomed.kill()           # unshare and sh exec pytest: this pid is the runner itself
+    doomed.wait()
+    held = rows(url, "SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'")[0][0]
+    (b / "proj" / "go").touch()
+    started = time.time()
+    survivor = faults.start(b, "--aqven-holdout", "--aqven-concurrency", "4", env=env)
+    out = survivor.communicate(timeout=LEASE_SECONDS * 4 + 120)[0]
+    took = time.time() - started
+    assert survivor.returncode == 0, out
+    planned = faults.attempts_planned(b / "proj")
+    paid_a, paid_b = faults.calls(a / "proj"), faults.calls(b / "proj")
+    (entries,), = rows(url, "SELECT COUNT(*) FROM aqven_spend")
+    assert rows(url, "SELECT status FROM aqven_series") == [("done",)]
+    assert entries == planned and len(set(paid_b)) == len(paid_b)
+    assert len(paid_a) + len(paid_b) <= planned + held       # only the killed runner's calls in flight are paid twice
+    assert took >= LEASE_SECONDS - 5 and len(faults.finding_files(b / "proj")) == 1
+    print(f"\nkill -9 of a runner holding {held} claims: the other finished in {took:.0f} s (lease "
+          f"{LEASE_SECONDS:.0f} s); calls {len(paid_a)} + {len(paid_b)} for {planned} attempts, ledger rows {entries}")
+    assert "Traceback" not in out
+
+
+@pytest.mark.slow
+def test_a_server_that_goes_away_mid_series_loses_nothing_and_the_run_goes_on_when_it_returns(tmp_path,
+                                                                                             postgres_server):
+    own = pg.create(postgres_server.bin)        # a server of its own: this test stops it
+    try:
+        url = own.url(own.new_database())
+        cwd, = copies(tmp_path, 1, cases=48, gate=3, sleep=0.02)
+        runner = faults.start(cwd, "--aqven-holdout", "--aqven-concurrency", "4", env={"AQVEN_STORE": url})
+        faults.wait_until(lambda: len(faults.calls(cwd / "proj")) >= 3, runner, what="attempts in flight")
+        own.stop("fast")            # every connection is cut, the socket gone
+        (cwd / "proj" / "go").touch()       # the attempts in flight finish while the server is away
+        time.sleep(3)
+        own.start()
+        out = runner.communicate(timeout=300)[0]
+        assert runner.returncode == 0, out
+        planned = faults.attempts_planned(cwd / "proj")
+        paid = faults.calls(cwd / "proj")
+        assert len(paid) == len(set(paid)) == planned == rows(url, "SELECT COUNT(*) FROM aqven_spend")[0][0]
+        assert len(faults.finding_files(cwd / "proj")) == 1 and "Traceback" not in out
+    finally:
+        pg.destroy(own)
