@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from pytest_aqven.experiments.split import split_of
+from pytest_aqven.findings.spent import spent
 from pytest_aqven.project.loader import load_project
-from pytest_aqven.series.spent import spent
 from pytest_aqven.stats.model import experiment_salt
 
 from . import faults

@@ -112,7 +112,7 @@ CRASH_CONFTEST = '''
 import os
 import signal
 
-import pytest_aqven.series.findings as published
+import pytest_aqven.findings.publish as published
 
 POINT = os.environ.get("CRASH_AT")
 

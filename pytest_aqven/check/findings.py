@@ -13,7 +13,7 @@ from ..project.yamlpos import parse_yaml
 def finding_rules(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
     """(project-level diagnostics, diagnostics per experiment id). A finding's errors belong to the
     experiment whose folder holds it (a collection error of that experiment in pytest)."""
-    from ..series.findings import recorded  # noqa: PLC0415  (series builds on check for its plans)
+    from ..findings.publish import recorded  # noqa: PLC0415  (series builds on check for its plans)
 
     root = project.root
     per_experiment: dict[str, list[Diagnostic]] = {}
