@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .check.run import check_root
+from .checker import check_root
 from .diagnostics import render_github, render_json, render_text
 from .project.loader import PROJECT_FILE, find_root
 from .series.commands import _project_path, project_argument
@@ -190,7 +190,7 @@ def add_plan(commands) -> None:
 def run_plan(args: argparse.Namespace) -> int:
     import os
 
-    from .check.rules import check_project
+    from .checker import check_project
     from .launch import plan_experiments
     from .project.loader import load_project
     from .report.terminal import plan_lines

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from . import internals
-from .check.rules import check_project, internal_error
+from .check.context import internal_error
 from .check.scope import collection_errors
+from .checker import check_project
 from .diagnostics import Diagnostic
 from .experiments.plan import PlanError
 from .findings.publish import repair as repair_findings

@@ -22,17 +22,18 @@ LAYERS = [
     {"stats"},
     {"storage"},                            # the database interface: series/ and the providers' limits share it
     {"project", "compat"},                  # compat: only install(), which puts the stand-in on sys.path
+    {"check"},                              # the check context and the rules of the project alone; each layer
+                                            # above holds its own rules (engine/flow_rules.py ...), checker.py runs them
     {"providers"},
     {"engine"},                             # with the evaluators and policies
     {"experiments"},
     {"series"},
     {"findings"},
-    {"check"},                              # aqven check reads every layer below it: see KNOWN_UPWARD
     {"report", "internals"},                # internals: the one adapter of pytest's and xdist's internals
-    # the top: deciding a series (the pytest layer's and `aqven series decide`'s), the launch plans of `aqven plan`,
-    # the pytest glue, the CLI,
-    # the stand-in of AQVEN's API that user code imports, the scaffold
-    {"", "compat.aqven", "decision", "launch", "hooks", "options", "running", "verdict_reporter", "collect",
+    # the top: every layer's aqven check rules run in one order (checker), deciding a series (the pytest layer's
+    # and `aqven series decide`'s), the launch plans of `aqven plan`, the pytest glue, the CLI, the stand-in of
+    # AQVEN's API that user code imports, the scaffold
+    {"", "compat.aqven", "checker", "decision", "launch", "hooks", "options", "running", "verdict_reporter", "collect",
      "plugin", "cli", "scaffold"},
 ]
 

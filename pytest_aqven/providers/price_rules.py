@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..check.context import CheckContext
 from ..diagnostics import Diagnostic
-from ..providers import prices
-from .context import CheckContext
+from . import prices
 
 
 def price_rules(ctx: CheckContext) -> list[Diagnostic]:
