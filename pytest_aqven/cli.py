@@ -58,7 +58,7 @@ def run_series_decide(args: argparse.Namespace) -> int:
         if decided.error is not None:
             print(f"aqven series decide: {decided.error}", file=sys.stderr)
             return 1
-        conclusion = decided.conclusion
+        conclusion, _ = decided.parts()
         print(f"{conclusion.experiment} series {conclusion.series_id} ({conclusion.split}, "
               f"{conclusion.done}/{conclusion.total} attempts)")
         if conclusion.verdict is None and series["status"] not in ("awaiting_approval", "cancelled"):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,17 +15,20 @@ from .diagnostics import Diagnostic
 from .experiments.plan import PlanError
 from .findings.publish import repair as repair_findings
 from .findings.spent import spent_for
-from .project.loader import Project, load_project
+from .project.loader import Project, load_project, runnable
 from .record import AttemptRecord
 from .report import attempts, junit
 from .series.cap import CapError, series_cap
 from .series.lifecycle import SeriesRun
 from .stats.model import case_key
 
+if TYPE_CHECKING:
+    from .series.scheduler import Scheduler
+
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
 CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aqven check errors stopped
-SCHEDULER = pytest.StashKey["Scheduler"]()
+SCHEDULER: pytest.StashKey[Scheduler] = pytest.StashKey()
 RUN_TOKEN = pytest.StashKey[str]()        # the same on every xdist worker of one run
 LAUNCH_NOTES = pytest.StashKey[dict]()    # experiment id -> lines the launch plan adds (cap, warnings)
 # xdist modes (and "no": one process) in which the items queued on a worker are all run by that worker
@@ -104,22 +108,23 @@ class ExperimentFile(pytest.File):
         if errors:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
             raise self.CollectError(_render(errors))
+        project, experiment = runnable(lp.project), lp.project.runnable_experiment(self.experiment_id)  # check passed
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"
         if split == "holdout" and experiment.spec.question.kind == "look":   # nothing runs, nothing is spent
             yield HeldOutLook.from_parent(self, name="look")
             return
         try:
-            cap = series_cap(self.root, lp.project.spec, option=opt("aqven_cap"),
+            cap = series_cap(self.root, project.spec, option=opt("aqven_cap"),
                              experiment_cap=experiment.spec.cap_usd)
-            self.series = SeriesRun(lp.project, experiment, split, cases=opt("aqven_cases"),
+            self.series = SeriesRun(project, experiment, split, cases=opt("aqven_cases"),
                                     repeats=opt("aqven_repeats"), cap=cap,
                                     fresh_for=run_token(self.config) if opt("aqven_new_series") else None,
                                     cassettes=cassette_mode(self.config), run=run_token(self.config),
                                     respend=opt("aqven_respend_holdout"),
-                                    spent=spent_for(lp.project, experiment, split))
+                                    spent=spent_for(project, experiment, split))
         except PlanError as exc:
-            raise self.CollectError(f"{lp.project.rel(experiment.file)}: error: {exc}") from None
+            raise self.CollectError(f"{project.rel(experiment.file)}: error: {exc}") from None
         except CapError as exc:
             raise self.CollectError(f"error: {exc}") from None
         if self.series.standing is not None:        # held-out cases spent once: the finding stands, nothing runs

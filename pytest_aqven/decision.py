@@ -16,7 +16,7 @@ from .findings.conclude import Conclusion, conclude
 from .findings.files import FindingsRefused
 from .findings.publish import write_finding_for
 from .findings.spent import spent_for
-from .project.loader import Project, load_project
+from .project.loader import Project, RunnableExperiment, load_project, runnable
 from .record import AttemptRecord
 from .report import data, terminal
 from .series.db import Store
@@ -34,15 +34,21 @@ class Decided:
     refused: str | None = None           # why the finding's files are not written (the database holds it)
     error: str | None = None
 
+    def parts(self) -> tuple[Conclusion, dict]:
+        """(conclusion, entry) of a series that was decided (its `error` is None)."""
+        if self.conclusion is None or self.entry is None:
+            raise ValueError(f"series {self.series_id} was not decided: {self.error}")
+        return self.conclusion, self.entry
+
     @property
-    def state(self) -> str:
+    def state(self) -> str | None:
         """Its verdict word for fail-on: open without a verdict (a look's state is None: open too)."""
         conclusion = self.conclusion
         return "open" if conclusion is None or conclusion.verdict is None else conclusion.state
 
     def section(self) -> str:
         """What the verdict test shows (its "aqven verdict" section) and `aqven series decide` prints."""
-        conclusion, entry = self.conclusion, self.entry
+        conclusion, entry = self.parts()
         text = conclusion.verdict.text if conclusion.verdict else conclusion.note
         return "\n".join([f"verdict {data.state_word(conclusion)}: {text}",
                           *(f"warning: {w}" for w in entry["warnings"]),
@@ -55,12 +61,15 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
     `reread` (some records of this run are not the ones the ledger counts), from the database; publish its
     finding. `reports_root`: what the entry's project path is relative to (pytest's rootdir; default: the
     project's root)."""
-    stored = tally is None or reread
     refused = None
     try:
-        attempts = _stored(project.root, series_id) if stored else tally
-        if tally is None:
-            tally = _tally_of(project.root, series_id, attempts)
+        attempts: SeriesTally | list[AttemptRecord]
+        if tally is None or reread:
+            attempts = records = _stored(project.root, series_id)
+            if tally is None:
+                tally = _tally_of(project.root, series_id, records)
+        else:
+            attempts = tally
         conclusion = conclude(project, series_id, attempts, family=family)
         if conclusion.verdict is not None:
             try:
@@ -69,7 +78,7 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
                 refused = str(exc)
             except OSError as exc:           # a full disk, an unwritable folder: the database has the finding
                 refused = unwritten(project, conclusion, exc)
-    except (OSError, *storage.ERRORS) as exc:   # the decision could not be recorded: nothing is lost
+    except (OSError,) + storage.ERRORS as exc:   # the decision could not be recorded: nothing is lost
         return Decided(series_id, error=(
             f"pytest-aqven could not record the decision of series {series_id}: {type(exc).__name__}: {exc}. Free "
             f"space on the project's disk (or make .aqven/ writable), then run the same command: it decides the "
@@ -122,19 +131,20 @@ def unwritten(project: Project, conclusion: Conclusion, exc: OSError) -> str:
 
 def _entry(project: Project, conclusion: Conclusion, tally: SeriesTally, family: str, reports_root: Path) -> dict:
     row = _row(project.root, conclusion.series_id)
-    experiment = project.experiments.get(conclusion.experiment)
+    found = project.experiments.get(conclusion.experiment)
+    experiment = found if isinstance(found, RunnableExperiment) else None
     layout = {"question": experiment.spec.question.kind if experiment else None,
               "variants": row.get("variants", []), "cases": len(row.get("cases", [])), "repeats": row.get("repeats")}
     plan = None
     if experiment and conclusion.state in ("refuted", "inconclusive", "signal"):
         plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, family))
-    return data.series_entry(conclusion, tally, layout, float(project.spec.research.spend_cap_usd), plan,
+    return data.series_entry(conclusion, tally, layout, float(runnable(project).spec.research.spend_cap_usd), plan,
                              Path(os.path.relpath(Path(tally.root), reports_root)).as_posix())
 
 
-def quick_plan(project: Project, experiment, split: str, layout: dict, family: str):
+def quick_plan(project: Project, experiment: RunnableExperiment, split: str, layout: dict, family: str):
     """The launch plan in closed form (instant), with this experiment's history."""
-    run = SeriesRun(project, experiment, split, cases=layout["cases"] or None, repeats=layout["repeats"],
+    run = SeriesRun(runnable(project), experiment, split, cases=layout["cases"] or None, repeats=layout["repeats"],
                     spent=spent_for(project, experiment, split))
     try:
         return run.launch_plan(family, simulate=False)
@@ -233,12 +243,12 @@ def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int |
         root = path.parent.parent.parent
         try:
             project = projects.get(root) or projects.setdefault(root, load_project(root))
-            cap = float(project.spec.research.spend_cap_usd)
+            cap = float(runnable(project).spec.research.spend_cap_usd)
             if not lines:
                 yield root, cap, None
                 continue
-            experiment = project.experiments[path.parent.name]
-            run = SeriesRun(project, experiment, split, cases=cases, repeats=repeats,
+            experiment = project.runnable_experiment(path.parent.name)
+            run = SeriesRun(runnable(project), experiment, split, cases=cases, repeats=repeats,
                             spent=spent_for(project, experiment, split))
             try:
                 line = terminal.plan_line(path.parent.name, split, run.launch_plan(family, simulate=False))

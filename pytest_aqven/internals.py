@@ -88,7 +88,7 @@ def queued_indices(worker) -> list:
 def teardown_exact(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """What pytest's runner does after an item, for an item the plugin does not run."""
     setupstate = getattr(item.session, "_setupstate", None)
-    if not hasattr(setupstate, "teardown_exact"):
+    if setupstate is None or not hasattr(setupstate, "teardown_exact"):
         raise InternalsChanged("pytest's Session._setupstate.teardown_exact")
     setupstate.teardown_exact(nextitem)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .experiments.plan import PlanError
 from .findings.spent import spent_for
-from .project.loader import load_project
+from .project.loader import NotRunnable, load_project, runnable
 from .series.lifecycle import SeriesRun
 
 
@@ -25,10 +25,10 @@ def plan_experiments(root: Path, experiment_ids: list[str], split: str, *, cases
 def _plan_one(root: str, experiment_id: str, split: str, cases, repeats, family):
     project = load_project(Path(root))
     try:
-        experiment = project.experiments[experiment_id]
-        run = SeriesRun(project, experiment, split, cases=cases, repeats=repeats,
+        experiment = project.runnable_experiment(experiment_id)
+        run = SeriesRun(runnable(project), experiment, split, cases=cases, repeats=repeats,
                         spent=spent_for(project, experiment, split))
-    except PlanError as exc:
+    except (PlanError, NotRunnable) as exc:
         return f"{project.rel(project.experiments[experiment_id].file)}: error: {exc}"
     try:
         return run.launch_plan(family, simulate=True)

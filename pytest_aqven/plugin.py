@@ -9,7 +9,7 @@ file is collected, and the verdict machinery when there is a verdict to decide (
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pytest
 
@@ -20,6 +20,8 @@ from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:
     from .decision import Decided
+
+Outcome = Literal["passed", "failed", "skipped"]    # a TestReport's
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,6 +43,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "aqven: an attempt of an AQVEN experiment (deselect with -m 'not aqven')")
     fail_on = options.check(config)
+    reporter: WorkerReporter | VerdictTests
     if internals.is_worker(config):     # one object per role: a worker runs attempts, the controller decides
         reporter = WorkerReporter(config, fail_on)
     else:
@@ -94,7 +97,7 @@ def pytest_runtestloop(session: pytest.Session):
     """An experiment that aqven check rejects is a collection error of its file only: when those are the
     only collection errors, the other experiments still run (as they do under xdist), and the session fails."""
     collect = collect_module()
-    stopped = session.config.stash.get(collect.CHECK_FAILED, set()) if collect else set()
+    stopped: set[str] = session.config.stash.get(collect.CHECK_FAILED, set()) if collect else set()
     with internals.continuing_on_collection_errors(session, bool(stopped) and session.testsfailed == len(stopped)):
         return (yield)
 
@@ -131,7 +134,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem) -> None:
+def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
     """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
     items still report in order (each item's runtest waits only for its own attempt)."""
     collect = collect_module()
@@ -228,6 +231,8 @@ class VerdictTests(VerdictReporter):
             f"no attempt of {experiment} ran in this session: select its attempts too (`pytest {file_nodeid}`) "
             "to decide it")
         self.unrun.append((experiment, split, why))
+        outcome: Outcome
+        longrepr: str | tuple[str, None, str]
         if split == "holdout" and "open" in self.fail_on:
             outcome, longrepr = "failed", f"verdict open: {why}"
         else:
@@ -246,7 +251,7 @@ class VerdictTests(VerdictReporter):
                 self._fire(session, verdict_id, "failed", decided.error, [("aqven_verdict", "error"),
                                                                           ("aqven_series", decided.series_id)])
             return
-        conclusion, entry = decided.conclusion, decided.entry
+        conclusion, entry = decided.parts()
         self.conclusions.append((f"{file_nodeid}::verdict", conclusion))
         self.entries.append(entry)
         self.config.hook.pytest_aqven_verdict(config=self.config, series=entry, verdict=entry["verdict"],
@@ -255,8 +260,10 @@ class VerdictTests(VerdictReporter):
         state = decided.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
         text = conclusion.verdict.text if conclusion.verdict else conclusion.note
-        if decided.refused is not None:
-            outcome, longrepr = "failed", (f"verdict {state}: {conclusion.verdict.text}\nthe finding is recorded in "
+        outcome: Outcome
+        longrepr: str | tuple[str, None, str] | None
+        if decided.refused is not None:     # a finding was recorded: its verdict is the text
+            outcome, longrepr = "failed", (f"verdict {state}: {text}\nthe finding is recorded in "
                                            f"the project database but its files were not written:\n{decided.refused}")
         elif conclusion.verdict is None and not failing:
             outcome, longrepr = "skipped", (str(file_nodeid), None, f"Skipped: {conclusion.note}")
@@ -270,7 +277,7 @@ class VerdictTests(VerdictReporter):
         if verdict_id is not None:
             self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", decided.section())])
 
-    def _fire(self, session: pytest.Session, nodeid: str, outcome: str, longrepr, props: list,
+    def _fire(self, session: pytest.Session, nodeid: str, outcome: Outcome, longrepr, props: list,
               sections: list | None = None) -> None:
         """Report the collected verdict item `nodeid` as every reporter expects a test: logstart, the three
         phases, logfinish (its item was counted at collection: pytest's progress stays right)."""

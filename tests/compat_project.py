@@ -10,8 +10,9 @@ imports `spoke.types` (with the generated `<Experiment><Flow><Node>Out` and `<Ex
 names) and the names of AQVEN's Python API (GENERATED_CONFIG among them)."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
+
+from .projects import write_files
 
 
 def settling_node(run: str, description: str, agreed: str) -> str:
@@ -1141,8 +1142,4 @@ FILES: dict[str, str] = {
 
 def write_project(root: Path) -> Path:
     """Write the project into `root` (the module root, holding aqven.yaml) and return it."""
-    for rel, content in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
-    return root
+    return write_files(root, FILES)

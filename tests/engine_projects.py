@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import asyncio
-import textwrap
 from pathlib import Path
-
-import yaml
 
 from pytest_aqven.engine.runner import Assembly, Runner
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.providers import registry
+
+from . import projects
 
 PROJECT = {"apiVersion": "aqven/v1", "kind": "Project", "description": "Engine tests",
            "providers": [{"id": "fake", "kind": "code", "run": "@root.provider:complete",
@@ -44,17 +43,12 @@ def inference(ins: dict[str, str], outs: dict[str, str], **extra) -> dict:
 
 
 def write(root: Path, files: dict[str, object], package: str) -> Path:
-    files = {"aqven.yaml": {**PROJECT, "package": package}, **files}
-    files.setdefault("types/ask.yaml", record("A question", text="Text"))
-    files.setdefault("types/answer.yaml", record("An answer", text="Text"))
-    files.setdefault("provider.py", "def complete(request):\n    raise RuntimeError('no model in this test')\n")
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = textwrap.dedent(content).lstrip("\n") if isinstance(content, str) else \
-            yaml.safe_dump(content, sort_keys=False, allow_unicode=True)
-        path.write_text(text, encoding="utf-8")
-    return root
+    """`files` over a project with the types Ask and Answer and one code provider that raises (a test that
+    calls a model writes its own provider.py)."""
+    return projects.write_files(root, {
+        "aqven.yaml": {**PROJECT, "package": package}, "types/ask.yaml": record("A question", text="Text"),
+        "types/answer.yaml": record("An answer", text="Text"),
+        "provider.py": "def complete(request):\n    raise RuntimeError('no model in this test')\n", **files}, package)
 
 
 def load(root: Path):

@@ -52,14 +52,9 @@ def make(folder: Path, *, cases: int = 24, experiments: tuple[str, ...] = ("rate
          gate: int = 0, sleep: float = 0.0, cost: float = 0.001, answer: str = '{"label": "positive"}',
          extra: str = "", files: dict | None = None, plan_cases: int | None = None) -> Path:
     """The test project of tests/projects.py with the counting provider; `cases` cases (about half held out)."""
-    root = folder / "proj"
-    exps: dict[str, str] = {}
-    for name in experiments:
-        exps.update(projects.experiment(name, repeats=repeats, cases=plan_cases))
-    projects.write(root, {"provider.py": PROVIDER.format(gate=gate, sleep=sleep, secret=SECRET, answer=answer,
-                                                         cost=cost, extra=extra),
-                          **projects.dataset(projects.cases(cases)), **exps, **(files or {})}, package=PACKAGE)
-    return root
+    provider = PROVIDER.format(gate=gate, sleep=sleep, secret=SECRET, answer=answer, cost=cost, extra=extra)
+    return projects.make(folder / "proj", cases, experiments=experiments, repeats=repeats, cases=plan_cases,
+                         package=PACKAGE, files={"provider.py": provider, **(files or {})})
 
 
 def pytest_cmd(*args: str) -> list[str]:

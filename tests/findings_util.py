@@ -16,10 +16,7 @@ from . import projects
 
 
 def make_project(root: Path, experiments: dict[str, dict] | None = None, n_cases: int = 40) -> Path:
-    files = projects.dataset(projects.cases(n_cases))
-    for name, kw in (experiments or {"rate_ok": {}}).items():
-        files.update(projects.experiment(name, **kw))
-    return projects.write(root, files)
+    return projects.make(root, n_cases, experiments=experiments or {"rate_ok": {}})
 
 
 def passes_with(rate: float):

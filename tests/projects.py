@@ -1,8 +1,12 @@
-"""Small AQVEN projects written into a folder for tests: every file is visible in the test that uses it."""
+"""The one builder of the tests' AQVEN projects: `write_files` writes any project's files into a folder (every
+file visible in the test that uses it); `write` and `make` give the small rate project below."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+import yaml
 
 PROVIDER = '''
 import hashlib
@@ -172,12 +176,39 @@ question:
     return {f"experiments/{name}/experiment.yaml": text}
 
 
-def write(root: Path, files: dict[str, str], package: str = "testproj") -> Path:
-    for rel, text in {**FILES, **files}.items():
+def write_files(root: Path, files: Mapping[str, str | dict], package: str | None = None) -> Path:
+    """Each file under root: a text dedented, without its leading newlines, "{package}" in it made `package`
+    (when given); a dict dumped as YAML in its own key order."""
+    for rel, content in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n").replace("{package}", package), encoding="utf-8")
+        if isinstance(content, str):
+            text = textwrap.dedent(content).lstrip("\n")
+            text = text if package is None else text.replace("{package}", package)
+        else:
+            text = yaml.safe_dump(content, sort_keys=False, allow_unicode=True)
+        path.write_text(text, encoding="utf-8")
     return root
+
+
+def write(root: Path, files: Mapping[str, str | dict], package: str = "testproj") -> Path:
+    """The rate project (FILES) with `files` added or replacing its own."""
+    return write_files(root, {**FILES, **files}, package)
+
+
+def make(root, case_list: int | list[tuple[str, str]] = 24, *, package: str = "testproj",
+         experiments: Iterable[str] | Mapping[str, dict] = ("rate_ok",), files: Mapping[str, str | dict] | None = None,
+         **exp) -> Path:
+    """The rate project in root (a folder, or a pytester: its folder proj) with a dataset of `case_list` ("fine"
+    cases, or (name, text) pairs) and `experiments`: names that all take the keywords `exp` of `experiment`, or
+    name -> its own keywords; `files` last."""
+    root = root.path / "proj" if hasattr(root, "path") else root
+    assert not (exp and isinstance(experiments, Mapping)), "the keywords go with each experiment's name"
+    exps = experiments if isinstance(experiments, Mapping) else {name: exp for name in experiments}
+    written = dataset(cases(case_list) if isinstance(case_list, int) else case_list)
+    for name, kw in exps.items():
+        written.update(experiment(name, **kw))
+    return write(root, {**written, **(files or {})}, package)
 
 
 def cases(n: int, text: str = "fine", prefix: str = "case") -> list[tuple[str, str]]:

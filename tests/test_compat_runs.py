@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import re
 
-import pytest
-
 from pytest_aqven import codes
 from pytest_aqven.engine.runner import Assembly, Runner
 from pytest_aqven.experiments import attempt
@@ -18,13 +16,6 @@ from pytest_aqven.providers import registry
 
 from .check.test_compat import edit
 from .compat_project import write_project
-
-XDIST = [[], ["-n", "2"]]
-
-
-@pytest.fixture
-def spoke(tmp_path):
-    return write_project(tmp_path / "spoke")
 
 
 def run_flow(project, flow, inputs, **assembly):
@@ -137,7 +128,6 @@ def test_a_tool_with_wait_is_polled_until_its_job_is_done(spoke):
     assert (spoke / ".aqven" / "blobs").is_dir()
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_every_experiment_of_the_showcase_shaped_project_reaches_a_verdict(pytester, xdist):
     write_project(pytester.path / "spoke")
     result = pytester.runpytest("spoke", "-p", "no:cacheprovider", "-rs", *xdist)

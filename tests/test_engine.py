@@ -14,7 +14,7 @@ from . import projects
 
 @pytest.fixture
 def project(tmp_path: Path):
-    projects.write(tmp_path, {**projects.dataset(projects.cases(4)), **projects.experiment()}, package="engineproj")
+    projects.make(tmp_path, 4, package="engineproj")
     p = load_project(tmp_path)
     assert p.diagnostics == []
     return p

@@ -23,7 +23,7 @@ def test_a_system_exit_and_a_hang_are_skipped_attempts_and_the_session_goes_on(p
     names = [f"c{i:02d}" for i in range(40)]
     dev = [n for n in names if split_of("engineplugin", "reviews", n) == "dev"]
     cases = [(dev[0], "exit"), (dev[1], "hang"), *[(n, "fine") for n in dev[2:8]]]
-    projects.write(root, {**projects.dataset(cases), **projects.experiment(repeats=1)}, package="engineplugin")
+    projects.make(root, cases, repeats=1, package="engineplugin")
     (root / "flows/rate/nodes/clean/clean.py").write_text(CLEAN)
     node = root / "flows/rate/nodes/clean/clean.node.yaml"
     node.write_text(node.read_text() + "limits:\n  seconds: 1\n")

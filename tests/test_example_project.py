@@ -34,7 +34,6 @@ def splits() -> list[str]:
     return sorted({split for _, split, _ in predictions()})
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 @pytest.mark.parametrize("split", splits())
 @pytest.mark.parametrize("name", PROJECTS)
 def test_the_project_gives_the_predicted_verdicts(pytester, name, split, xdist):

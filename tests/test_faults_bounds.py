@@ -34,12 +34,11 @@ BIG_ANSWER_INFERENCE = projects.FILES["flows/rate/nodes/judge/judge.inference.ya
     '        - name: "reason"\n          type: "Text"\n'
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-def test_a_long_answer_is_scored_whole_and_stored_cut(tmp_path, n):
+def test_a_long_answer_is_scored_whole_and_stored_cut(tmp_path, xdist):
     """A 2 MB answer (bench/fault_sweep.py tries 20 MB): the checks read all of it, the database keeps 64 Ki."""
     root = faults.make(tmp_path, cases=8, answer='{"label": "positive", "reason": "' + "y" * (2 << 20) + '"}',
                        files={"flows/rate/nodes/judge/judge.inference.yaml": BIG_ANSWER_INFERENCE})
-    result = faults.run(tmp_path, "-n", n)
+    result = faults.run(tmp_path, *xdist)
     assert result.returncode == 0, result.stdout
     rows = [json.loads(r[0]) for r in faults.query(root, "SELECT record FROM aqven_series_attempts")]
     assert rows and all(r["passed"] for r in rows)

@@ -42,12 +42,11 @@ def assert_spent_once(root, planned):
     assert len(faults.finding_files(root)) == len(per_experiment(root))
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-def test_the_same_command_again_reports_the_finding_that_stands_and_runs_nothing(tmp_path, n):
+def test_the_same_command_again_reports_the_finding_that_stands_and_runs_nothing(tmp_path, xdist):
     root, planned = two_experiments(tmp_path)
-    first = faults.run(tmp_path, HOLDOUT, "-n", n)
+    first = faults.run(tmp_path, HOLDOUT, *xdist)
     findings_md = (root / "FINDINGS.md").read_text()
-    again = faults.run(tmp_path, HOLDOUT, "-n", n)
+    again = faults.run(tmp_path, HOLDOUT, *xdist)
     assert len(faults.calls(root)) == planned and again.returncode == first.returncode
     assert_spent_once(root, planned)
     assert (root / "FINDINGS.md").read_text() == findings_md
@@ -75,12 +74,11 @@ def test_lf_after_an_inconclusive_verdict_runs_nothing_and_fails_again_saying_wh
     assert len(faults.series(root, "holdout")) == 1 and len(faults.finding_files(root)) == 1
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-def test_a_kill_between_two_experiments_decisions_then_the_same_command(tmp_path, n):
+def test_a_kill_between_two_experiments_decisions_then_the_same_command(tmp_path, xdist):
     root, planned = two_experiments(tmp_path, files={"conftest.py": KILL_AT_VERDICT})
-    killed = faults.run(tmp_path, HOLDOUT, "-n", n, env={"FAULT_KILL_AT_VERDICT": "1"})
+    killed = faults.run(tmp_path, HOLDOUT, *xdist, env={"FAULT_KILL_AT_VERDICT": "1"})
     assert killed.returncode == -9 and len(faults.finding_files(root)) == 1
-    again = faults.run(tmp_path, HOLDOUT, "-n", n)
+    again = faults.run(tmp_path, HOLDOUT, *xdist)
     assert again.returncode == 0, again.stdout
     assert len(faults.calls(root)) == planned            # the undecided series reused every attempt
     assert_spent_once(root, planned)
@@ -106,14 +104,13 @@ def publish_elsewhere(tmp_path, root):
     return other, other / "proj"
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-def test_a_fresh_clone_with_committed_findings_spends_nothing(tmp_path, n):
+def test_a_fresh_clone_with_committed_findings_spends_nothing(tmp_path, xdist):
     root, planned = two_experiments(tmp_path)
     first = faults.run(tmp_path, HOLDOUT)
     cwd, clone = publish_elsewhere(tmp_path, root)
     check = faults.aqven(cwd, "check", "proj")
     assert check.returncode == 0 and "errors: 0, warnings: 0" in check.stdout, check.stdout
-    run = faults.run(cwd, HOLDOUT, "-n", n)
+    run = faults.run(cwd, HOLDOUT, *xdist)
     assert run.returncode == first.returncode and faults.calls(clone) == [], run.stdout
     assert "W_FINDINGS_STALE" not in run.stdout and run.stdout.count("(holdout, nothing ran)") == 2
 

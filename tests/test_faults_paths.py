@@ -12,6 +12,7 @@ from pytest_aqven.project import coderefs
 from pytest_aqven.project.loader import load_project
 
 from . import faults, projects
+from .conftest import XDIST
 from .engine_projects import run
 from .test_engine_llm import OK, project
 
@@ -39,10 +40,11 @@ def test_a_path_out_of_the_project_is_an_aqven_check_error(tmp_path, kind):
         assert "outside the project" in error.message, error.render()
 
 
-@pytest.mark.parametrize("kind,n", [("instructions", "0"), ("fragment", "2"), ("dataset", "0"), ("findings", "2")])
-def test_a_run_with_a_path_out_of_the_project_calls_no_model_and_writes_nothing_outside(tmp_path, kind, n):
+@pytest.mark.parametrize("kind,mode", [("instructions", "no-xdist"), ("fragment", "n2"), ("dataset", "no-xdist"),
+                                       ("findings", "n2")])          # each kind in one of the two modes
+def test_a_run_with_a_path_out_of_the_project_calls_no_model_and_writes_nothing_outside(tmp_path, kind, mode):
     root, file = escape(kind, tmp_path)
-    result = faults.run(tmp_path, "--aqven-holdout", "-n", n)
+    result = faults.run(tmp_path, "--aqven-holdout", *XDIST[mode])
     assert result.returncode != 0 and "E_PATH_OUTSIDE" in result.stdout and "Traceback" not in result.stdout
     assert faults.calls(root) == [] and faults.leaks(root) == 0
     assert list((tmp_path / "outside").rglob("*.yaml")) == ([tmp_path / "outside" / "reviews.yaml"]
@@ -96,8 +98,7 @@ def test_a_media_file_out_of_the_project_is_refused_by_the_engine(tmp_path):
 
 def test_a_code_reference_out_of_the_project_is_refused_by_its_resolver(tmp_path):
     outside = faults.outside(tmp_path)
-    root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(2)), **projects.experiment()},
-                          package="escref")
+    root = projects.make(tmp_path / "p", 2, package="escref")
     code = root / "flows/rate/nodes/clean/clean.py"
     faults.link(code, outside / "evil.py")
     with pytest.raises(coderefs.CodeRefError, match="outside the project"):
@@ -111,7 +112,7 @@ def test_a_code_reference_out_of_the_project_is_refused_by_its_resolver(tmp_path
 
 def test_a_finding_is_never_written_or_read_through_a_link_out_of_the_project(tmp_path):
     outside = faults.outside(tmp_path)
-    root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(2)), **projects.experiment()})
+    root = projects.make(tmp_path / "p", 2)
     (outside / "findings").mkdir()
     (outside / "findings" / "planted.yaml").write_text("state: confirmed\n")
     faults.link(root / "experiments/rate_ok/findings", outside / "findings")
@@ -125,7 +126,7 @@ def test_a_finding_is_never_written_or_read_through_a_link_out_of_the_project(tm
 def test_the_snapshot_never_reads_a_file_out_of_the_project(tmp_path):
     from pytest_aqven.experiments import plan as planning
     outside = faults.outside(tmp_path)
-    root = projects.write(tmp_path / "p", {**projects.dataset(projects.cases(4)), **projects.experiment()})
+    root = projects.make(tmp_path / "p", 4)
     faults.link(root / "fragments" / "tone.md", outside / "secret.md")
     project = load_project(root)
     series = planning.plan(project, project.experiments["rate_ok"], "dev")

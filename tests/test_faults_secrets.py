@@ -2,8 +2,6 @@
 sitting in `.env`) are scrubbed from every stored or shown text: database, junit, html, terminal."""
 from __future__ import annotations
 
-import pytest
-
 from pytest_aqven.providers import secrets
 
 from . import faults
@@ -26,11 +24,10 @@ def test_the_secret_looking_variables_and_dotenv_values_are_remembered(tmp_path,
                     "e not-a-secret-at-all")
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-def test_a_key_from_the_environment_in_a_providers_exception_reaches_no_report(tmp_path, n):
+def test_a_key_from_the_environment_in_a_providers_exception_reaches_no_report(tmp_path, xdist):
     root = faults.make(tmp_path, cases=8, extra=LEAKY)
     (root / ".env").write_text(f"UNUSED_BY_THE_PROJECT={DOTENV_KEY}\n")
-    result = faults.run(tmp_path, "-n", n, "--junitxml", "out.xml", "--html", "out.html",
+    result = faults.run(tmp_path, *xdist, "--junitxml", "out.xml", "--html", "out.html",
                         env={"OPENAI_API_KEY": ENV_KEY, "SERVICE_TOKEN": "tok-service-9a8b7c6d",
                              "DB_PASSWORD_MAIN": "pw-main-5e4d3c2b"})
     records = [r[0] for r in faults.query(root, "SELECT record FROM aqven_series_attempts")]

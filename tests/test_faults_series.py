@@ -75,8 +75,7 @@ SHORT_LEASE = faults.SHORT_LEASE
 
 
 @pytest.mark.slow          # a stopped runner and a 3 s lease: timing, not statistics, but long (CI runs -m slow)
-@pytest.mark.parametrize("n", ["0", "2"])
-def test_sigstop_past_the_lease_then_sigcont_counts_each_attempt_once(tmp_path, n):
+def test_sigstop_past_the_lease_then_sigcont_counts_each_attempt_once(tmp_path, xdist):
     """A runner stopped (Ctrl-Z, a paused CI runner) while it holds calls in flight; a second runner takes its
     claims after the lease and finishes the series; the first, resumed, discards what it finished and says so."""
     root = faults.make(tmp_path, cases=40, gate=6, sleep=0.02, files={"conftest.py": SHORT_LEASE})
@@ -86,7 +85,7 @@ def test_sigstop_past_the_lease_then_sigcont_counts_each_attempt_once(tmp_path, 
     first.send_signal(signal.SIGSTOP)
     try:
         (root / "go").touch()
-        second = faults.run(tmp_path, HOLDOUT, "-n", n, "--aqven-concurrency", "2")
+        second = faults.run(tmp_path, HOLDOUT, *xdist, "--aqven-concurrency", "2")
     finally:
         first.send_signal(signal.SIGCONT)
     out = first.communicate(timeout=300)[0]
@@ -100,13 +99,12 @@ def test_sigstop_past_the_lease_then_sigcont_counts_each_attempt_once(tmp_path, 
     assert len(set(verdicts)) == 1, verdicts                                 # both runners say the same
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-def test_a_cancel_while_the_last_attempt_is_in_flight_is_final(tmp_path, n):
+def test_a_cancel_while_the_last_attempt_is_in_flight_is_final(tmp_path, xdist):
     root = faults.make(tmp_path, cases=40)
     planned = faults.attempts_planned(root)
     (root / "provider.py").write_text(faults.PROVIDER.format(gate=planned, sleep=0.0, secret=faults.SECRET,
                                                              answer='{"label": "positive"}', cost=0.001, extra=""))
-    proc = faults.start(tmp_path, HOLDOUT, "-n", n)
+    proc = faults.start(tmp_path, HOLDOUT, *xdist)
     faults.wait_until(lambda: len(faults.calls(root)) >= planned, proc, what="the last call")
     sid = faults.series(root)[0]["series_id"]
     cancel = faults.aqven(tmp_path, "series", "cancel", sid, "--path", "proj")

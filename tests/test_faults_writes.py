@@ -22,18 +22,17 @@ def leftovers(root):
     return [p for p in root.rglob("*.tmp")]
 
 
-@pytest.mark.parametrize("n", ["0", "2"])
-def test_a_full_disk_at_the_finding_write_keeps_the_verdict_and_the_same_command_publishes_it(tmp_path, n):
+def test_a_full_disk_at_the_finding_write_keeps_the_verdict_and_the_same_command_publishes_it(tmp_path, xdist):
     root = faults.make(tmp_path, cases=24, files={"conftest.py": DISK_FULL})
     planned = faults.attempts_planned(root)
-    full = faults.run(tmp_path, HOLDOUT, "-n", n, env={"FAULT_DISK_FULL": "1"})
+    full = faults.run(tmp_path, HOLDOUT, *xdist, env={"FAULT_DISK_FULL": "1"})
     out = full.stdout
     assert full.returncode == 1 and f"rate_ok (holdout, {planned}/{planned} attempts): confirmed" in out, out
     assert "the finding is recorded in the project database but its files were not written" in out
     assert "No space left on device: experiments/rate_ok/findings. Free space on that disk" in out
     assert "run the same command: it publishes the recorded finding; no attempt runs again" in out
     assert leftovers(root) == [] and faults.finding_files(root) == [] and "Traceback" not in out
-    again = faults.run(tmp_path, HOLDOUT, "-n", n)
+    again = faults.run(tmp_path, HOLDOUT, *xdist)
     assert again.returncode == 0 and len(faults.calls(root)) == planned, again.stdout
     assert "rate_ok (holdout, nothing ran): confirmed" in again.stdout
     assert len(faults.finding_files(root)) == 1 and (root / "FINDINGS.md").exists()
@@ -81,7 +80,7 @@ def test_a_dataset_edit_between_a_killed_run_and_its_rerun_closes_the_old_series
 def test_a_yaml_file_replaced_with_its_old_mtime_before_the_series_starts_is_stale(tmp_path):
     """The loader parsed one content, the series start reads another with the same size and mtime (`cp -p`):
     the content, not the mtime, decides."""
-    root = projects.write(tmp_path, {**projects.dataset(projects.cases(8)), **projects.experiment()})
+    root = projects.make(tmp_path, 8)
     data = root / "datasets" / "reviews.yaml"
     stat = data.stat()
     project = load_project(root)

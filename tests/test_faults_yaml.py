@@ -12,6 +12,7 @@ from pytest_aqven.project import yamlpos
 from pytest_aqven.project.loader import load_project
 
 from . import faults, projects
+from .conftest import XDIST
 
 LAUGHS, DEEP = faults.LAUGHS, faults.DEEP
 
@@ -20,18 +21,17 @@ def test_run_references_are_read_from_the_project_files_only(tmp_path):
     """The modules a series hashes as its inputs come from `run:` values of the files the loader parsed; a YAML
     lying elsewhere in the folder (notes, a bomb) is never opened."""
     aqven = projects.FILES["aqven.yaml"].replace("@root.provider:complete", "helpers.text:complete")
-    root = projects.write(tmp_path, {**projects.dataset(projects.cases(4)), **projects.experiment(),
-                                     "aqven.yaml": aqven, "notes/bomb.yaml": LAUGHS, "notes/deep.yaml": DEEP,
-                                     "notes/refs.yaml": 'run: "notes.mod:fn"\n'})
+    root = projects.make(tmp_path, 4, files={"aqven.yaml": aqven, "notes/bomb.yaml": LAUGHS, "notes/deep.yaml": DEEP,
+                                             "notes/refs.yaml": 'run: "notes.mod:fn"\n'})
     assert inputs._run_modules(load_project(root)) == {"helpers.text"}
 
 
-@pytest.mark.parametrize("name,text,n", [("bomb", LAUGHS, "0"), ("deep", DEEP, "2")])
-def test_a_yaml_bomb_outside_the_project_files_is_never_read(tmp_path, name, text, n):
+@pytest.mark.parametrize("name,text,mode", [("bomb", LAUGHS, "no-xdist"), ("deep", DEEP, "n2")])
+def test_a_yaml_bomb_outside_the_project_files_is_never_read(tmp_path, name, text, mode):
     root = faults.make(tmp_path, cases=8)
     (root / "notes").mkdir()
     (root / "notes" / f"{name}.yaml").write_text(text)
-    result = faults.run(tmp_path, "-n", n, timeout=120)
+    result = faults.run(tmp_path, *XDIST[mode], timeout=120)
     assert result.returncode == 0, result.stdout
     assert "Traceback" not in result.stdout and "RecursionError" not in result.stdout
     assert "rate_ok (dev" in result.stdout and len(faults.calls(root)) > 0
@@ -69,7 +69,7 @@ def test_the_local_override_is_read_strictly(pytester):
 
 
 def test_a_file_larger_than_the_limit_is_refused_unread(tmp_path, monkeypatch):
-    root = projects.write(tmp_path, {**projects.dataset(projects.cases(40)), **projects.experiment()})
+    root = projects.make(tmp_path, 40)
     monkeypatch.setattr(yamlpos, "MAX_BYTES", 1000)
     project = load_project(root)
     (diag,) = [d for d in project.diagnostics if d.file == "datasets/reviews.yaml"]

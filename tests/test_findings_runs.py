@@ -39,9 +39,8 @@ def complete(request):
 
 
 def make(root, n=24, repeats=1, provider=COUNTING, extra_files=None):
-    files = {**projects.dataset(projects.cases(n)), **projects.experiment(repeats=repeats, above=0.5),
-             "provider.py": provider, **(extra_files or {})}
-    return projects.write(root, files, package=PACKAGE)
+    return projects.make(root, n, repeats=repeats, above=0.5, package=PACKAGE,
+                         files={"provider.py": provider, **(extra_files or {})})
 
 
 def calls(root) -> int:

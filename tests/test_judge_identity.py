@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import yaml
 
 from pytest_aqven.cli import main
 from pytest_aqven.experiments.plan import file_hash
 
 from . import engine_projects as ep
+from .projects import write_files  # more files only: engine_projects.write rewrites its defaults
 from .test_judges import project, records
 
-XDIST = [[], ["-n", "2"]]
 GRADE = "flows/support/nodes/answer/grade"
 QUESTION = {"kind": "threshold", "metric": "grade", "above": 0.5}
 
@@ -25,20 +24,12 @@ def judged(**extra) -> dict:
             "question": QUESTION}
 
 
-def add(root, files: dict) -> None:
-    """More files in a project (engine_projects.write would also rewrite its defaults, the provider among them)."""
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content if isinstance(content, str) else yaml.safe_dump(content, sort_keys=False))
-
-
 def calibration(root, planted_right: bool = True) -> None:
     """zz_calib (decided after `graded` in path order) measures the judge `grade` (agent critic) as an llm node
     on planted replies: the critic's score must match the planted one in more than half of the cases."""
     cases = [{"name": f"p_{i:02d}", "inputs": {"text": "hello", "reply": "bad reply" if i % 2 else "good reply"},
               "expected_output": {"score": (0.1 if i % 2 else 0.9) if planted_right else 0.5}} for i in range(30)]
-    add(root, {
+    write_files(root, {
         "types/pair.yaml": ep.record("A reply to grade", text="Text", reply="Text"),
         "types/grading.yaml": ep.record("A grade", score="Float"),
         "flows/calib/flow.yaml": ep.flow(["grade"], {"score": "$grade.out.score"}, input="Pair", output="Grading"),
@@ -66,7 +57,7 @@ def test_the_experiment_s_own_judge_wins_and_another_experiment_s_is_never_used(
     project(pytester.path, cases, {"alpha": look, "beta": look})
     root = pytester.path / "proj"
     # beta keeps its own judge in its folder (one more input); alpha must not read it, though it sorts first
-    add(root, {"experiments/beta/grade.inference.yaml": ep.inference(
+    write_files(root, {"experiments/beta/grade.inference.yaml": ep.inference(
         {"text": "Text", "reply": "Text", "mood": "Text?"}, {"score": "Float", "rationale": "Text"}),
         "experiments/beta/grade.prompt.md": "Beta's own rubric.\n"})
     assert pytester.runpytest("proj", "-p", "no:cacheprovider").ret == 0
@@ -85,7 +76,7 @@ def test_two_judge_inferences_at_one_level_are_an_aqven_check_error(pytester, ca
     project(pytester.path, [(f"c_{i:02d}", "hello") for i in range(10)], {"graded": judged()})
     root = pytester.path / "proj"
     # a second file in the subject flow's folder, the first level that has one
-    add(root, {"flows/support/shared/grade.inference.yaml": ep.inference(
+    write_files(root, {"flows/support/shared/grade.inference.yaml": ep.inference(
         {"text": "Text", "reply": "Text"}, {"score": "Float"}), "flows/support/shared/grade.prompt.md": "other\n"})
     lines = check(capsys, root)
     assert ("experiments/graded/experiment.yaml:13:3: error E_JUDGE_AMBIGUOUS checks[0].inference: experiment "
@@ -94,7 +85,7 @@ def test_two_judge_inferences_at_one_level_are_an_aqven_check_error(pytester, ca
     result = pytester.runpytest("proj", "-p", "no:cacheprovider")
     assert result.ret != 0 and "E_JUDGE_AMBIGUOUS" in result.stdout.str() and not records_exist(pytester)
     # the experiment's own folder is the first level: a copy there settles which one
-    add(root, {"experiments/graded/grade.inference.yaml": ep.inference(
+    write_files(root, {"experiments/graded/grade.inference.yaml": ep.inference(
         {"text": "Text", "reply": "Text"}, {"score": "Float"}), "experiments/graded/grade.prompt.md": "mine\n"})
     assert not any("E_JUDGE_AMBIGUOUS" in line for line in check(capsys, root))
 
@@ -103,7 +94,6 @@ def records_exist(pytester) -> bool:
     return (pytester.path / "proj/.aqven/aqven.sqlite").exists() and bool(records(pytester.path))
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_judge_validated_by_a_confirmed_finding_of_the_same_judge_decides(pytester, xdist):
     """The calibration is decided first in the session even though it sorts last, and the judge's verdict
     stands on it; the finding records which judge it was."""
@@ -125,7 +115,6 @@ def test_a_judge_validated_by_a_confirmed_finding_of_the_same_judge_decides(pyte
     assert result.ret == 0
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_calibration_refuted_in_the_same_session_leaves_the_judge_s_verdict_a_signal(pytester, xdist):
     project(pytester.path, [(f"c_{i:02d}", "hello") for i in range(30)], {"graded": judged(validated_by="zz_calib")})
     calibration(pytester.path / "proj", planted_right=False)
@@ -174,7 +163,7 @@ def test_the_project_level_is_the_project_outside_experiments(tmp_path):
     from pytest_aqven.project.loader import find_inference
 
     inference = ep.inference({"q": "Text"}, {"a": "Text"})
-    add(tmp_path, {"aqven.yaml": "package: x\n", "agents/resolver/policy.inference.yaml": inference,
+    write_files(tmp_path, {"aqven.yaml": "package: x\n", "agents/resolver/policy.inference.yaml": inference,
                    "experiments/other/policy.inference.yaml": inference,
                    "experiments/other/findings/own.inference.yaml": inference,
                    ".cache/own.inference.yaml": inference, "experiments/mine/own.inference.yaml": inference})

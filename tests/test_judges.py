@@ -9,8 +9,6 @@ import yaml
 
 from . import engine_projects as ep
 
-XDIST = [[], ["-n", "2"]]
-
 PROVIDER = '''
 import json
 from pytest_aqven import ModelRequest, ModelResponse
@@ -64,7 +62,6 @@ def records(tmp) -> list[dict]:
     return [json.loads(r) for (r,) in db.execute("SELECT record FROM aqven_series_attempts ORDER BY rowid")]
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_binary_judge_scores_every_attempt_and_its_cost_is_spend_not_cost(pytester, xdist):
     cases = [(f"ok_{i:02d}", "hello") for i in range(8)] + [(f"bad_{i}", "bad news") for i in range(6)]
     project(pytester.path, cases, {"look_replies": {"checks": [judge()], "question": {"kind": "look"}}})
@@ -85,7 +82,6 @@ def test_a_binary_judge_scores_every_attempt_and_its_cost_is_spend_not_cost(pyte
     result.stdout.fnmatch_lines([f"XFAIL *::bot::{bad[0]['case']}::1 - grade: it says bad"])
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_an_unvalidated_deciding_judge_gives_a_signal_that_says_why(pytester, xdist):
     cases = [(f"c_{i:02d}", "hello") for i in range(24)]
     question = {"kind": "threshold", "metric": "grade", "above": 0.5}

@@ -2,8 +2,6 @@
 only for experiments that are selected; `aqven plan` runs the simulated search and caches it by its inputs."""
 from __future__ import annotations
 
-import pytest
-
 from pytest_aqven.cli import main
 from pytest_aqven.series.plans import SearchCache
 from pytest_aqven.stats import plan as stats_plan
@@ -12,11 +10,8 @@ from . import projects
 
 
 def make(pytester):
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(projects.cases(12)),
-                          **projects.experiment("rate_ok", above=0.5, margin=0.1),
-                          **projects.experiment("rate_hi", above=0.6, margin=0.1)})
-    return root
+    return projects.make(pytester, 12, experiments={"rate_ok": {"above": 0.5, "margin": 0.1},
+                                                    "rate_hi": {"above": 0.6, "margin": 0.1}})
 
 
 def no_search(*args, **kwargs):
@@ -73,14 +68,12 @@ def test_a_damaged_cache_file_reads_as_absent(tmp_path):
     assert cache.get("inputs") is None
 
 
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
 def test_after_a_series_the_plan_gives_the_figure_at_the_observed_rates_and_the_same_data_the_same_one(
         pytester, capsys, xdist):
     """The question the user has: how many cases at the rate observed so far, beside the pre-registered
     figure; two series on the same data (in whatever order their attempts finished) give the same plan."""
-    root = pytester.path / "proj"
     texts = [(n, "wrong" if i % 5 == 0 else "fine") for i, (n, _) in enumerate(projects.cases(60))]
-    projects.write(root, {**projects.dataset(texts), **projects.experiment("rate_ok", above=0.4, margin=0.02)})
+    root = projects.make(pytester, texts, above=0.4, margin=0.02)
     plans = []
     for _ in range(2):
         pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "4", *xdist)

@@ -1,11 +1,8 @@
 """A look shows every case with its checks, cost and trace, and writes no finding."""
 from __future__ import annotations
 
-import pytest
-
 from .test_judges import judge, project, records
 
-XDIST = [[], ["-n", "2"]]
 CASES = [(f"ok_{i:02d}", "hello") for i in range(8)] + [(f"bad_{i}", "bad news") for i in range(6)]
 LOOK = {"checks": [judge(),
                    {"id": "short", "kind": "binary", "use": "max_words", "with": {"field": "$out.reply", "max": 2}},
@@ -20,7 +17,6 @@ def table(result) -> list[str]:
     return lines[start:end]
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_look_prints_one_row_per_case_and_variant(pytester, xdist):
     project(pytester.path, CASES, {"replies": LOOK})
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
@@ -59,7 +55,6 @@ def test_verbose_adds_the_output_and_the_failing_node(pytester):
     assert rows[cut[0] + 2].endswith("answered with outcome truncated")
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_look_is_skipped_under_holdout_with_a_line_saying_why(pytester, xdist):
     """A look shows every case one by one: on held-out cases it would spend them and show nothing."""
     project(pytester.path, CASES, {"replies": LOOK})
@@ -111,7 +106,6 @@ def _look_rows_in_html(text: str) -> list[list[str]]:
     return parser.rows
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_the_look_table_is_in_junit_and_in_the_html_report(pytester, xdist):
     import xml.etree.ElementTree as ET
 

@@ -32,8 +32,7 @@ class Watch:
 
 
 def test_nothing_of_an_attempt_stays_after_it_reported(pytester):
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(projects.cases(10)), **projects.experiment(repeats=3)})
+    projects.make(pytester, 10, repeats=3)
     watch = Watch()
     reprec = pytester.inline_run("proj", "-p", "no:cacheprovider", "--junitxml=j.xml", "-o", "junit_family=xunit1",
                                  plugins=[watch])       # xunit1: the attempts carry junit properties
@@ -115,8 +114,7 @@ def test_deciding_does_not_scan_the_session_for_garbage(pytester):
         def pytest_aqven_verdict(self, config, series, verdict, cells, finding_path):
             self.frozen.append(gc.get_freeze_count())
 
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(projects.cases(6)), **projects.experiment(repeats=2)})
+    projects.make(pytester, 6, repeats=2)
     watch = FreezeWatch()
     assert gc.get_freeze_count() == 0
     pytester.inline_run("proj", "-p", "no:cacheprovider", plugins=[watch])

@@ -11,7 +11,6 @@ import pytest
 from . import projects
 
 EXAMPLE = Path(__file__).parent.parent / "example_project"
-XDIST = [[], ["-n", "2"]]
 
 
 @pytest.fixture
@@ -28,7 +27,6 @@ def verdict_lines(result) -> list[str]:
     return [l for l in result.outlines if l.startswith(("small_agent_accuracy (", "small_replaces_large ("))]
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_pytest_sugar_reports_every_verdict_within_the_collected_count(example, xdist):
     pytest.importorskip("pytest_sugar")
     result = run(example, "--force-sugar", "--aqven-holdout", *xdist)
@@ -53,14 +51,12 @@ async def complete(request):
 '''
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_pytest_timeout_leaves_attempts_to_their_own_time_limits(pytester, xdist):
     """A slow call ends as the infrastructure error `timeout` at the engine's limit (limits.seconds), a skipped
     attempt, never a FAILED one with pytest-timeout's traceback; the series still gets its verdict."""
     pytest.importorskip("pytest_timeout")
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(projects.cases(10) + projects.cases(4, "slow", prefix="slow")),
-                          **projects.experiment(repeats=1), "provider.py": SLOW}, package="timeoutproj")
+    root = projects.make(pytester, projects.cases(10) + projects.cases(4, "slow", prefix="slow"), repeats=1,
+                         files={"provider.py": SLOW}, package="timeoutproj")
     aqven = root / "aqven.yaml"
     aqven.write_text(aqven.read_text() + "limits:\n  seconds: 0.5\n")
     result = pytester.runpytest_subprocess("proj", "--timeout", "1", "-rs", "-p", "no:cacheprovider", *xdist,
@@ -80,7 +76,6 @@ def test_pytest_randomly_changes_the_order_not_the_verdicts(example):
     assert shuffled.ret == plain.ret == pytest.ExitCode.OK
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_pytest_rerunfailures_reruns_no_attempt_and_no_verdict(example, xdist):
     pytest.importorskip("pytest_rerunfailures")
     result = run(example, "--reruns", "2", "--aqven-holdout", *xdist)
@@ -90,7 +85,6 @@ def test_pytest_rerunfailures_reruns_no_attempt_and_no_verdict(example, xdist):
     assert outcomes["passed"] + outcomes["xfailed"] + outcomes["failed"] == 362     # each item once
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_pytest_cov_measures_the_projects_code_and_changes_nothing_else(example, xdist):
     pytest.importorskip("pytest_cov")
     result = run(example, "--cov=example_project", "--cov-report=term", *xdist)

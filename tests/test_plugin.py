@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from functools import partial
 
 import pytest
 import yaml
@@ -11,7 +12,6 @@ from pytest_aqven.experiments.split import split_of
 
 from . import projects
 
-XDIST = [[], ["-n", "2"]]
 PACKAGE = "pluginproj"
 
 
@@ -19,10 +19,7 @@ def halves(names):
     return {n: split_of(PACKAGE, "reviews", n) for n in names}
 
 
-def make(pytester, case_list, **exp):
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(case_list), **projects.experiment(**exp)}, package=PACKAGE)
-    return root
+make = partial(projects.make, package=PACKAGE)      # make(pytester, cases, **experiment): the project proj
 
 
 def verdict_line(result) -> str:
@@ -46,7 +43,6 @@ def test_collect_only_shows_the_tree_and_runs_nothing(pytester):
     assert not (root / ".aqven").exists()
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_failed_checks_are_xfail_and_the_working_run_gives_a_signal(pytester, xdist):
     case_list = [("wrong_2", "wrong"), ("c_refuse", "refuse"), *[(f"ok_{i}", "fine") for i in (2, 6, 7, 9, 10, 12)]]
     assert set(halves(n for n, _ in case_list).values()) == {"dev"}
@@ -61,7 +57,6 @@ def test_failed_checks_are_xfail_and_the_working_run_gives_a_signal(pytester, xd
     assert result.ret == pytest.ExitCode.OK
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_infrastructure_errors_are_skips_and_above_5_percent_make_the_series_invalid(pytester, xdist):
     case_list = [("c_crash", "crash"), *[(f"ok_{i}", "fine") for i in (2, 6, 7, 9, 10, 12)]]
     assert set(halves(n for n, _ in case_list).values()) == {"dev"}
@@ -74,7 +69,6 @@ def test_infrastructure_errors_are_skips_and_above_5_percent_make_the_series_inv
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_holdout_verdict_is_a_test_result_and_writes_a_finding(pytester, xdist):
     root = make(pytester, projects.cases(16), repeats=3, above=0.5)
     junit = pytester.path / "junit.xml"
@@ -100,7 +94,6 @@ def test_holdout_verdict_is_a_test_result_and_writes_a_finding(pytester, xdist):
     assert props["aqven_verdict"] == "confirmed"
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_refuted_holdout_verdict_fails_the_session(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=2, above=0.5)
     result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", *xdist)
@@ -156,13 +149,11 @@ def pytest_runtest_teardown(item):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_last_failed_reruns_the_experiment_whose_verdict_failed(pytester, xdist):
     """On the working cases (an invalid verdict fails there too); on held-out cases --lf runs nothing again:
     the finding stands (tests/test_faults_holdout.py)."""
     make(pytester, [(f"c{i:02d}", "crash") for i in range(40)], repeats=1)
-    projects.write(pytester.path / "good", {**projects.dataset(projects.cases(20)), **projects.experiment(name="good_exp")},
-                   package="goodproj")
+    projects.make(pytester.path / "good", 20, experiments=["good_exp"], package="goodproj")
     first = pytester.runpytest("proj", "good")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
     # a fresh process: in-process, state of the earlier sessions of this test process leaks into xdist's run
@@ -207,8 +198,7 @@ def complete(request):
 
 def test_subagents_and_judge_checks_of_an_inference_run_in_a_series(pytester):
     """Both run from the series' snapshot of inputs: their inferences live outside the subject's flow."""
-    root = make(pytester, projects.cases(8), repeats=1)
-    files = {
+    root = make(pytester, projects.cases(8), repeats=1, files={
         "provider.py": DELEGATING_PROVIDER,
         "agents/helper.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Helper"\nmodel: "fake:helper-1"\n',
         "agents/grader.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Grader"\nmodel: "fake:grader-1"\n',
@@ -219,9 +209,7 @@ def test_subagents_and_judge_checks_of_an_inference_run_in_a_series(pytester):
                                       'in:\n- name: "text"\n  type: "Text"\n- name: "label"\n  type: "Label"\n'
                                       'out:\n- name: "rationale"\n  type: "Text"\n- name: "score"\n  type: "Float"\n',
         "flows/grade.prompt.md": "Grade the rating.\n",
-    }
-    for name, text in files.items():
-        (root / name).write_text(text)
+    })
     bot = root / "agents/bot.yaml"
     bot.write_text(bot.read_text() + 'subagents:\n- name: "policy"\n  description: "The policy that applies"\n'
                    '  agent: "helper"\n  inference: "policy"\n')

@@ -11,8 +11,6 @@ from pytest_aqven.codes import outcome_of
 from . import projects
 from .engine_projects import flow, load, node, record, run, write
 
-XDIST = [(), ("-n", "2")]
-
 LIB = '''
 def words(text: str) -> dict:
     if text == "list":
@@ -252,16 +250,13 @@ STATIC_MISTAKES = {
 
 
 def wired(pytester, files: dict) -> None:
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(projects.cases(40)), **projects.experiment(repeats=2), **files},
-                   package="provenance")
+    root = projects.make(pytester, 40, repeats=2, files=files, package="provenance")
     if any("nodes/route/" in f or "nodes/each/" in f for f in files):   # the judge moved into the container
         for name in ("judge.node.yaml", "judge.inference.yaml", "judge.prompt.md"):
             (root / "flows/rate/nodes/judge" / name).unlink()
         (root / "flows/rate/nodes/judge").rmdir()
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 @pytest.mark.parametrize("mistake", list(MISTAKES))
 def test_a_wiring_mistake_is_skipped_attempts_an_invalid_verdict_and_no_finding(pytester, mistake, xdist):
     files, reason = MISTAKES[mistake]
@@ -283,7 +278,6 @@ def test_a_wiring_mistake_is_skipped_attempts_an_invalid_verdict_and_no_finding(
     assert "Traceback" not in out and "schema_invalid" not in out
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 @pytest.mark.parametrize("mistake", list(STATIC_MISTAKES))
 def test_a_wiring_mistake_the_check_sees_spends_nothing(pytester, mistake, xdist):
     files, diagnostic = STATIC_MISTAKES[mistake]
@@ -297,13 +291,10 @@ def test_a_wiring_mistake_the_check_sees_spends_nothing(pytester, mistake, xdist
     assert "Traceback" not in out
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_working_run_whose_every_answer_fails_the_schema_warns_and_never_points_at_held_out(pytester, xdist):
     """The model's own failure stays counted (schema_invalid, xfail), but a variant that failed that way on every
     attempt measured one failure, not the question: a warning, and a next step that fixes it first."""
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(projects.cases(30, "junk")), **projects.experiment(repeats=1)},
-                   package="allschema")
+    projects.make(pytester, projects.cases(30, "junk"), repeats=1, package="allschema")
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
     out = result.stdout.str()
     assert result.parseoutcomes().get("xfailed", 0) > 0 and "skipped" not in result.parseoutcomes()

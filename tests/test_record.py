@@ -12,7 +12,7 @@ from pytest_aqven.cli import main
 from pytest_aqven.record import VERSION, AttemptRecord, CheckScore, upgrade
 
 from . import projects
-from .test_plugin import XDIST, make
+from .test_plugin import make
 
 ROW = {"version": VERSION, "series_id": "s1", "experiment": "e", "variant": "v", "case": "c", "repeat": 2,
        "split": "dev", "outcome": "infra_error", "passed": None,
@@ -67,7 +67,6 @@ def pytest_aqven_attempt_scored(config, record):
 """
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_the_hook_gets_the_record_the_database_holds(pytester, xdist):
     """The record that reached the hook (through an xdist report with -n 2) is the database's row, as the
     one wire form: the same keys and values, without the trace, with what the session adds."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,6 @@ from pytest_aqven.stats.model import case_key, experiment_salt
 from . import projects
 
 PACKAGE = "reportproj"
-XDIST = [[], ["-n", "2"]]
 SECRET = "SECRETCASE"       # in every case's input text: must never reach a report of a held-out run
 
 
@@ -28,23 +28,14 @@ def cases_in(split: str, kinds: list[str], per_kind: int) -> list[tuple[str, str
     return out
 
 
-def make(pytester, case_list, **exp) -> Path:
-    root = pytester.path / "proj"
-    projects.write(root, {**projects.dataset(case_list), **projects.experiment(**exp)}, package=PACKAGE)
-    return root
+make = partial(projects.make, package=PACKAGE)      # make(pytester, cases, **experiment): the project proj
 
 
 def look(pytester, case_list) -> Path:
     files = projects.experiment(repeats=1)
     (path, text), = files.items()
     text = re.sub(r"question:\n(  .*\n)+", 'question:\n  kind: "look"\n', text)
-    return make_files(pytester, {**projects.dataset(case_list), path: text})
-
-
-def make_files(pytester, files) -> Path:
-    root = pytester.path / "proj"
-    projects.write(root, files, package=PACKAGE)
-    return root
+    return make(pytester, case_list, files={path: text})
 
 
 def call_reports(reprec):
@@ -69,7 +60,6 @@ def test_attempt_reports_carry_the_failed_checks_not_a_traceback(pytester):
                         bug.longrepr[2]), bug.longrepr
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
     case_list = cases_in("holdout", ["wrong", "refuse", "crash"], 1) + cases_in("holdout", ["fine"], 30)
     make(pytester, case_list, repeats=1, above=0.5)
@@ -98,7 +88,6 @@ def test_held_out_attempts_report_the_outcome_only(pytester, xdist):
     assert json.loads(js.read_text())["series"][0]["attempts"]["failed_checks"] == 2
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_junit_has_a_verdict_testcase_with_the_figures(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
     junit = pytester.path / "junit.xml"
@@ -170,12 +159,11 @@ def test_json_report_of_every_question_kind_validates_against_the_shipped_schema
     jsonschema = pytest.importorskip("jsonschema")
     from pytest_aqven.report.json_report import SCHEMA
     schema = json.loads(SCHEMA.read_text())
-    make(pytester, projects.cases(16, "flaky"), repeats=3, above=0.5, margin=0.05)
-    projects.write(pytester.path / "proj", {
+    make(pytester, projects.cases(16, "flaky"), repeats=3, above=0.5, margin=0.05, files={
         "agents/bot2.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "Another"\nmodel: "fake:bot-2"\n',
         "experiments/pair_compare/experiment.yaml": pair("compare"),
         "experiments/pair_noninferior/experiment.yaml": pair("noninferior"),
-        "experiments/seen/experiment.yaml": asking('question:\n  kind: "look"\n', "seen")}, package=PACKAGE)
+        "experiments/seen/experiment.yaml": asking('question:\n  kind: "look"\n', "seen")})
     js = pytester.path / "out/report.json"
     old = os.umask(0o022)
     try:
@@ -220,10 +208,8 @@ def pytest_aqven_series_start(config, series):
 '''
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_hooks_see_each_attempt_and_verdict_once_and_can_veto_a_series(pytester, xdist):
-    make(pytester, projects.cases(8), repeats=2)
-    projects.write(pytester.path / "proj", projects.experiment(name="too_big", repeats=3), package=PACKAGE)
+    make(pytester, projects.cases(8), repeats=2, files=projects.experiment("too_big", repeats=3))
     pytester.makeconftest(CONFTEST)
     result = pytester.runpytest("proj", "-rs", "-p", "no:cacheprovider", *xdist)
     verdicts = [json.loads(l) for l in (pytester.path / "verdicts.jsonl").read_text().splitlines()]
@@ -265,7 +251,6 @@ def test_terminal_table_then_sentences_and_what_to_do_next(pytester):
                for l in verbose)
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_progress_lines_leave_pytests_progress_intact(pytester, xdist):
     make(pytester, projects.cases(100), repeats=3)      # about 150 attempts: pytest wraps its line of dots
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-progress=0.000001", *xdist)
@@ -319,7 +304,6 @@ def test_what_to_do_next_labels_each_figure_and_trusts_no_optimistic_enough():
     assert next_step("confirmed", None, wide) is None and next_step("none", None) is None
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_the_markdown_summary_has_one_row_per_experiment_and_is_appended(pytester, xdist):
     make(pytester, [(f"c{i:02d}", "wrong") for i in range(40)], repeats=1, above=0.5)
     summary = pytester.path / "step-summary.md"
@@ -344,7 +328,6 @@ def docs_conftest() -> str:
     return text[text.index("```python\n", start) + 10:text.index("```\n", text.index("```python\n", start) + 10)]
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_the_documented_conftest_works_with_the_plugin_and_without_it(pytester, xdist):
     make(pytester, projects.cases(8), repeats=1)
     pytester.makeconftest(docs_conftest())

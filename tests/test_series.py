@@ -53,10 +53,9 @@ def make(path: Path, *, cases: int = 80, cost: float | None = 0.01, sleep: float
     aqven = projects.FILES["aqven.yaml"].rstrip(" ")
     if cap is not None:
         aqven += f"        research:\n          spend_cap_usd: {cap}\n"
-    projects.write(root, {"aqven.yaml": aqven, "provider.py": PROVIDER.format(sleep=sleep, cost=cost, answer=answer, gate=gate),
-                          **projects.dataset(projects.cases(cases)),
-                          **projects.experiment(repeats=repeats, extra=extra), **(files or {})}, package=PACKAGE)
-    return root
+    return projects.make(root, cases, repeats=repeats, extra=extra, package=PACKAGE, files={
+        "aqven.yaml": aqven, "provider.py": PROVIDER.format(sleep=sleep, cost=cost, answer=answer, gate=gate),
+        **(files or {})})
 
 
 def calls(root: Path) -> list[str]:

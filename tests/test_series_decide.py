@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from pytest_aqven.cli import main
 
 from . import projects
-from .test_plugin import XDIST, make
+from .test_plugin import make
 
 
 def _run(pytester, *args: str) -> dict:
@@ -26,7 +24,6 @@ def decide(capsys, root, series_id: str) -> tuple[int, list[str], str]:
     return code, out.splitlines(), err
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_deciding_a_held_out_series_again_gives_the_verdict_and_finding_of_the_pytest_run(pytester, capsys, xdist):
     root = make(pytester, projects.cases(16), repeats=2, above=0.5)
     entry = _run(pytester, "--aqven-holdout", *xdist)

@@ -22,8 +22,7 @@ def _project(pytester, holdout: bool) -> tuple[str, dict[str, str]]:
     names = [f"r{i:02d}" for i in range(60)]   # not hex: never inside a series id
     half = [n for n in names if split_of(PACKAGE, "reviews", n) == ("holdout" if holdout else "dev")]
     texts = dict(zip(half, TEXTS))
-    projects.write(pytester.path / "proj", {**projects.dataset(list(texts.items())),
-                                            **projects.experiment(repeats=2, cases=len(texts))}, package=PACKAGE)
+    projects.make(pytester, list(texts.items()), repeats=2, cases=len(texts), package=PACKAGE)
     pytester.runpytest("proj", "-p", "no:cacheprovider", *(["--aqven-holdout"] if holdout else []))
     db = sqlite3.connect(pytester.path / "proj/.aqven/aqven.sqlite")
     (sid,) = db.execute("SELECT series_id FROM aqven_series").fetchone()

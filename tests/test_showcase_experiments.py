@@ -7,8 +7,8 @@ import re
 import pytest
 
 from . import showcase_experiments as showcase
+from .conftest import XDIST
 
-XDIST = [[], ["-n", "2"]]
 FLOW_FACTOR = True
 EXPECTED = {**showcase.VERDICTS, **(showcase.FLOW_VERDICTS if FLOW_FACTOR else {})}
 
@@ -23,7 +23,6 @@ def verdicts(result) -> dict[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_every_showcase_experiment_reaches_its_verdict(pytester, xdist):
     root = showcase.write(pytester.path / "lumen", flow_factor=FLOW_FACTOR)
     result = pytester.runpytest("lumen", "-p", "no:cacheprovider", "--aqven-holdout", "--aqven-fail-on=invalid",
@@ -46,7 +45,7 @@ def test_the_verdicts_are_the_same_with_and_without_xdist(pytester):
     """The sentences too, but for the robust interval's bootstrap (its seed is the findings issue's): a verdict
     is a function of the attempts' data alone."""
     runs = []
-    for xdist in XDIST:
+    for xdist in XDIST.values():
         root = pytester.path / f"lumen{len(xdist)}"
         showcase.write(root, flow_factor=FLOW_FACTOR)
         runs.append(verdicts(pytester.runpytest(root.name, "-p", "no:cacheprovider", "--aqven-holdout",

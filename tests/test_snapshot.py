@@ -20,7 +20,6 @@ from pytest_aqven.series.lifecycle import SeriesRun
 
 from . import projects
 
-XDIST = [[], ["-n", "2"]]
 PACKAGE = "snapproj"
 PROMPT = "flows/rate/nodes/judge/judge.prompt.md"
 
@@ -70,9 +69,8 @@ ORIGINAL = {PROMPT: LIQUID_PROMPT, "fragments/tone.md": "ORIGINAL-TONE", "agents
 
 
 def make(root, n=30):
-    files = {**projects.dataset(projects.cases(n)), **projects.experiment(repeats=1, above=0.5),
-             "provider.py": RECORDING, "agents/bot.yaml": AGENT, **ORIGINAL}
-    return projects.write(root, files, package=PACKAGE)
+    return projects.make(root, n, repeats=1, above=0.5, package=PACKAGE,
+                         files={"provider.py": RECORDING, "agents/bot.yaml": AGENT, **ORIGINAL})
 
 
 def received(root) -> list[str]:
@@ -94,7 +92,6 @@ def ran_the_original(calls: list[str]) -> bool:
                and "EDITED" not in c for c in calls)
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_an_edit_mid_series_never_reaches_an_attempt_and_makes_the_verdict_invalid(pytester, monkeypatch, xdist):
     root = make(pytester.path / "proj")
     # prompt, fragment and the agent's instructions rewritten after the 3rd call: later attempts still run
@@ -168,8 +165,7 @@ def test_a_module_outside_the_project_changed_mid_series_runs_as_imported_and_in
     (outside / "outside_helper.py").write_text(textwrap.dedent(projects.PROVIDER).replace("def complete", "def answer"))
     monkeypatch.syspath_prepend(str(outside))
     monkeypatch.setenv("CALLS_LOG", str(pytester.path / "calls.log"))
-    root = projects.write(pytester.path / "proj", {**projects.dataset(projects.cases(12)),
-                                                    **projects.experiment(repeats=1)}, package=PACKAGE)
+    root = projects.make(pytester, 12, repeats=1, package=PACKAGE)
     aqven_yaml = root / "aqven.yaml"
     aqven_yaml.write_text(aqven_yaml.read_text().replace('"@root.provider:complete"', '"outside_provider:complete"'))
     monkeypatch.setenv("EDIT_OUTSIDE", "1")

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from . import projects
-from .test_plugin import XDIST, make
+from .test_plugin import make
 
 VERDICT = "proj/experiments/rate_ok/experiment.yaml::verdict"
 
@@ -16,12 +16,10 @@ VERDICT = "proj/experiments/rate_ok/experiment.yaml::verdict"
 def two_projects(pytester):
     """`good` decides a signal on its 7 working cases; `proj` (after it on the command line) is invalid: its 3
     working cases crash."""
-    projects.write(pytester.path / "good", {**projects.dataset(projects.cases(12)),
-                                            **projects.experiment(name="good_exp", repeats=1)}, package="goodproj")
+    projects.make(pytester.path / "good", 12, experiments=["good_exp"], repeats=1, package="goodproj")
     return make(pytester, projects.cases(12, "crash"), repeats=1)
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_verdict_node_id_runs_as_given_back_and_alone_it_decides_nothing(pytester, xdist):
     make(pytester, projects.cases(8), repeats=1)
     result = pytester.runpytest(VERDICT, "-p", "no:cacheprovider", "-rs", *xdist)
@@ -33,7 +31,6 @@ def test_a_verdict_node_id_runs_as_given_back_and_alone_it_decides_nothing(pytes
     held_out.stdout.fnmatch_lines(["verdict open: no attempt of rate_ok ran in this session*"])
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_held_out_run_that_leaves_its_series_open_fails_unless_open_is_left_out_of_fail_on(pytester, xdist):
     make(pytester, projects.cases(40), repeats=2)
     result = pytester.runpytest("proj", "--aqven-holdout", "-k", "verdict or 1", "-p", "no:cacheprovider", *xdist)
@@ -45,7 +42,6 @@ def test_a_held_out_run_that_leaves_its_series_open_fails_unless_open_is_left_ou
     again.assert_outcomes(skipped=1, passed=again.parseoutcomes()["passed"])
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_held_out_run_whose_series_paused_for_approval_fails(pytester, xdist):
     make(pytester, projects.cases(40), repeats=1)      # each attempt costs $0.0002: the series pauses at its 3rd
     result = pytester.runpytest("proj", "--aqven-holdout", "--aqven-cap", "0.0005", "-p", "no:cacheprovider", *xdist)
@@ -112,7 +108,6 @@ def pytest_runtest_logreport(report):
 '''
 
 
-@pytest.mark.parametrize("xdist", XDIST, ids=["no-xdist", "n2"])
 def test_a_reporter_that_raises_on_one_verdict_costs_none_of_the_others(pytester, xdist):
     two_projects(pytester)
     pytester.makeconftest(RAISES_ON_THE_FIRST_VERDICT)

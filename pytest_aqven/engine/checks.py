@@ -149,12 +149,13 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
         models = (None, None, None)
         inline = spec.use in INLINE
     else:
+        run = typing.cast(str, spec.run)        # an evaluator check sets use or run
         try:
-            fn = coderefs.resolve(spec.run, package=project.package, root=project.root,
+            fn = coderefs.resolve(run, package=project.package, root=project.root,
                                   here=experiment.folder / "checks.py")
         except coderefs.CodeRefError as exc:
             raise CheckInvalid(f"check {spec.id}: evaluator {exc}") from None
-        label = spec.run
+        label = run
         model = params_model(fn, label)
         models = user_models(fn)
         inline = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, Mapping, TypeVar
 
@@ -179,7 +180,7 @@ _PII = {
 
 
 def no_pii(value: Any, context: EvalContext, params: NoPiiParams) -> Verdict:
-    detectors = params.detectors or list(_PII)
+    detectors: Sequence[str] = params.detectors or list(_PII)
     found = sorted({name for f in params.fields for name in detectors
                     if _PII[name].search(text(read(f, value, context)))})
     return Verdict(passed=not found, reason=f"personal data found: {', '.join(found)}" if found else None)
@@ -221,7 +222,7 @@ def latency_ms(value: Any, context: EvalContext, params: NoParams) -> Verdict:
     return Verdict(passed=True, score=float(context.latency_ms))
 
 
-BUILTINS = {
+BUILTINS: dict[str, tuple[Callable[..., Any], type[BaseModel]]] = {
     "expected": (expected, ExpectedParams),
     "not_empty": (not_empty, FieldParams),
     "max_words": (max_words, MaxWordsParams),

@@ -89,9 +89,9 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                                              "prompt_invalid")
     try:
         if inference.prompt is None:
-            problem = outside(root, prompt_path)
-            if problem is not None:
-                raise prompts.PromptError(f"prompt file {prompt_path.name} {problem}: refused")
+            escape = outside(root, prompt_path)
+            if escape is not None:
+                raise prompts.PromptError(f"prompt file {prompt_path.name} {escape}: refused")
             prompt_text = runner.sources.read_text(prompt_path)     # as the series read it at its start
         inf_folder = (root / node.inference_doc.file).parent if node.inference_doc else node.path.parent
         variants = prompts.variant_texts(inference, inputs, inf_folder, stem, root, runner.sources)
@@ -393,8 +393,9 @@ async def run_checks(runner: "Runner", frame: "Frame", node: "Node", node_id: st
         typed_in = in_model.model_validate(inputs) if in_model is not None else inputs
     except ValidationError:
         typed_in = inputs
-    context = EvalContext(inputs=typed_in, metadata={"node": node_id}, attempt=attempt)
-    retry, fail = [], []
+    context: EvalContext[Any, Any] = EvalContext(inputs=typed_in, metadata={"node": node_id}, attempt=attempt)
+    retry: list[tuple[InferenceCheckRun, Any]] = []     # (the check, its verdict)
+    fail: list[tuple[InferenceCheckRun, Any]] = []
     for check in checks:
         if check.spec.inference is not None:
             verdict = await run_judge(runner, frame, node_id, check, inputs, value)

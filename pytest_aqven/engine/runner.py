@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ class Frame:
 
 
 class Runner:
-    def __init__(self, project: Project, providers: dict[str, Provider | ProviderError],
+    def __init__(self, project: Project, providers: Mapping[str, Provider | ProviderError],
                  identity: AttemptIdentity = AttemptIdentity(), sources: Sources = LIVE):
         self.project = project
         self.sources = sources                # the series' snapshot: prompts and fragments read from it

@@ -15,7 +15,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -194,7 +194,7 @@ async def _await_job(runner: "Runner", spec: specs.ToolSpec, poll: Callable[...,
                      handle: Any, node: "Node", node_id: str, tool_id: str) -> Any:
     """A tool with `wait:` starts a job and returns its JobHandle; `wait.poll(ctx, handle)` is called every
     `interval_seconds` until JobDone (its value is the output) or JobFailed, at most `timeout_seconds`."""
-    wait = spec.wait
+    wait = cast(specs.JobWait, spec.wait)       # set: `poll` is its
     deadline = time.monotonic() + wait.timeout_seconds
     while True:
         answer = await runner.call_user(poll, {}, node, f"node {node_id}: tool {tool_id}: poll {wait.poll}",
@@ -292,7 +292,7 @@ class McpConnection:
 
     def __init__(self, server_id: str, spec: specs.McpServerSpec, root) -> None:
         self.server_id, self.spec, self.root = server_id, spec, root
-        self.session = None
+        self.session: Any = None        # the SDK's ClientSession, once open
         self.tools: dict[str, Tool] = {}
         self._closing = asyncio.Event()
         self._ready: asyncio.Future | None = None
@@ -301,7 +301,7 @@ class McpConnection:
 
     async def open(self, seconds: float) -> None:
         self._ready = asyncio.get_running_loop().create_future()
-        self._task = asyncio.ensure_future(usercode.waiting(self._serve()))   # its pipes, while it runs
+        self._task = asyncio.ensure_future(usercode.waiting(self._serve(self._ready)))   # its pipes, while it runs
         try:
             async with asyncio.timeout(seconds):
                 await asyncio.shield(self._ready)
@@ -337,16 +337,16 @@ class McpConnection:
             out[header.name] = value
         return out
 
-    async def _serve(self) -> None:
+    async def _serve(self, ready: asyncio.Future) -> None:
         try:
             from mcp import ClientSession
             transport = self._transport()
         except ImportError:
-            self._ready.set_exception(RunError("MODEL_FEATURE_UNSUPPORTED", f"MCP server {self.server_id}: MCP tools "
+            ready.set_exception(RunError("MODEL_FEATURE_UNSUPPORTED", f"MCP server {self.server_id}: MCP tools "
                                                "need the optional mcp package: pip install 'pytest-aqven[mcp]'"))
             return
         except RunError as exc:
-            self._ready.set_exception(exc)
+            ready.set_exception(exc)
             return
         try:
             async with transport as (read, write, *_):
@@ -359,14 +359,14 @@ class McpConnection:
                         self.tools[t.name] = Tool(f"{self.server_id}.{t.name}",
                                                   ToolDef(t.name, t.description or t.name, schema),
                                                   self._runner_for(t.name))
-                    self._ready.set_result(None)
+                    ready.set_result(None)
                     await self._closing.wait()
         except Exception as exc:  # the server did not start or broke the protocol: infra error of the run
-            if not self._ready.done():
+            if not ready.done():
                 from ..providers.secrets import scrub
                 while isinstance(exc, BaseExceptionGroup) and exc.exceptions:   # the SDK's task groups
                     exc = exc.exceptions[0]
-                self._ready.set_exception(RunError("provider_error", scrub(f"MCP server {self.server_id}: "
+                ready.set_exception(RunError("provider_error", scrub(f"MCP server {self.server_id}: "
                                                                            f"{type(exc).__name__}: {exc}")))
 
     def _runner_for(self, name: str):

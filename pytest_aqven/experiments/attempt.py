@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -14,13 +15,17 @@ from ..engine.trace import RunError, RunResult
 from ..project.loader import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
-from ..providers.base import AttemptIdentity, Provider
+from ..providers.base import AttemptIdentity, Provider, ProviderError
 from ..providers.secrets import scrub_data
 from ..record import VERSION, AttemptRecord
 from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
 
 
+@overload
+def root_cause(error: RunError) -> RunError: ...
+@overload
+def root_cause(error: None) -> None: ...
 def root_cause(error: RunError | None) -> RunError | None:
     """A join unmet because its branches failed is what those failures are: a failure of the models when
     every branch failed on its answer (each draft failed its check), else the first infrastructure error
@@ -65,7 +70,7 @@ def output_model(project: Project, assembly: Assembly) -> type[BaseModel] | None
 
 
 async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledCheck] | CheckInvalid,
-                      providers: dict[str, Provider], variant: str, case: CaseSpec, repeat: int,
+                      providers: Mapping[str, Provider | ProviderError], variant: str, case: CaseSpec, repeat: int,
                       series_id: str) -> AttemptRecord:
     assembly = plan.variants[variant]
     identity = AttemptIdentity(plan.experiment.id, variant, case.name, repeat)
@@ -88,7 +93,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         top = {**case.node_outputs, **{n.node: n.output for n in result.nodes if n.parent is None}}
         metadata = {"case": case.name, "tags": dict(case.tags), "split": plan.split, "variant": variant,
                     "repeat": repeat, "node_outputs": top}
-        context = EvalContext(inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
+        context: EvalContext[Any, Any] = EvalContext(
+                              inputs=case.inputs, expected_output=case.expected_output, metadata=metadata,
                               cost_usd=None if result.unpriced_calls else result.cost_usd,  # unknown, never free
                               latency_ms=int(result.latency_ms))
         value = typed(output_model(project, assembly), result.output)

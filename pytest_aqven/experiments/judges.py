@@ -8,9 +8,10 @@ subject output, and the case's expected_output when the inference declares a fie
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..engine.checks import CheckInvalid, CheckResult
 from ..engine.runner import Assembly, Runner
@@ -18,7 +19,7 @@ from ..engine.sources import LIVE, Sources
 from ..engine.trace import RunResult
 from ..project import specs
 from ..project.loader import Experiment, Project, inference_flow, inference_path, judge_levels
-from ..providers.base import AttemptIdentity, Provider
+from ..providers.base import AttemptIdentity, Provider, ProviderError
 
 BINARY_BOUND = 0.5     # a binary judge passes when its score is at least this
 
@@ -49,7 +50,7 @@ class JudgeCheck:
                 out[f.name] = scope.get(f.name)
         return out
 
-    async def run(self, project: Project, providers: dict[str, Provider], identity: AttemptIdentity,
+    async def run(self, project: Project, providers: Mapping[str, Provider | ProviderError], identity: AttemptIdentity,
                   scope: dict[str, Any], expected_output: Any, context: dict | None = None
                   ) -> tuple[CheckResult, RunResult]:
         runner = Runner(project, providers, identity, self.sources)
@@ -87,8 +88,9 @@ def judge_scope(inputs: Any, node_outputs: dict[str, Any], order: list[str], out
 
 def compile_judge(spec: specs.ExperimentCheck, project: Project, experiment: Experiment) -> JudgeCheck:
     node_id = spec.id
+    agent, stem = cast(str, spec.agent), cast(str, spec.inference)    # a judge check has both (its validator)
     try:
-        flow = inference_flow(project, f"aqven_judge_{spec.id}", node_id, spec.agent, spec.inference,
+        flow = inference_flow(project, f"aqven_judge_{spec.id}", node_id, agent, stem,
                               f"judge of check {spec.id}", [{"name": "score", "from": f"${node_id}.out.score"}],
                               judge_levels(project, experiment), strict=True)
     except LookupError as exc:

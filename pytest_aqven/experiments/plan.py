@@ -7,10 +7,11 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
-from ..project.loader import Experiment, Flow, Project
+from ..project.loader import Flow, Project, RunnableExperiment
 from ..project.paths import outside
 from ..project.specs import CallNode, CaseSpec, ExperimentSpec
 from ..providers import prices
@@ -26,7 +27,7 @@ class PlanError(ValueError):
 
 @dataclass
 class SeriesPlan:
-    experiment: Experiment
+    experiment: RunnableExperiment
     split: str
     cases: list[CaseSpec]
     available: int
@@ -43,7 +44,7 @@ class SeriesPlan:
         return len(self.cases) * self.repeats * len(self.variants)
 
 
-def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
+def assemble(project: Project, experiment: RunnableExperiment) -> dict[str, Assembly]:
     spec = experiment.spec
     flow = project.flow_for(experiment, spec.subject.flow)
     if flow is None:
@@ -70,7 +71,7 @@ def assemble(project: Project, experiment: Experiment) -> dict[str, Assembly]:
     return out
 
 
-def plan(project: Project, experiment: Experiment, split: str, cases: int | None = None,
+def plan(project: Project, experiment: RunnableExperiment, split: str, cases: int | None = None,
          repeats: int | None = None, *, skip: Collection[str] = (), names: list[str] | None = None) -> SeriesPlan:
     """`skip`: case names left out (held-out cases already spent); `names`: exactly these cases, as a series
     recorded them (the end of a series compares its inputs with the start's)."""
@@ -88,7 +89,7 @@ def plan(project: Project, experiment: Experiment, split: str, cases: int | None
     return SeriesPlan(experiment, split, chosen, available, repeats or spec.plan.repeats, assemble(project, experiment))
 
 
-def half(project: Project, experiment: Experiment, split: str) -> list[str]:
+def half(project: Project, experiment: RunnableExperiment, split: str) -> list[str]:
     """The names of every case the experiment selects in one half, in file order."""
     spec = experiment.spec
     dataset = project.datasets.get(spec.cases.dataset)
@@ -111,7 +112,7 @@ def canonical_hash(value) -> str:
     return "sha256-" + hashlib.sha256(data.encode()).hexdigest()
 
 
-def flows_run(project: Project, experiment: Experiment, a: Assembly) -> list[Flow]:
+def flows_run(project: Project, experiment: RunnableExperiment, a: Assembly) -> list[Flow]:
     """The variant's flow, the flows in its slots, and every flow their call nodes call, transitively."""
     todo = [a.flow, *(f for f in (project.flow_for(experiment, i) for i in a.flows.values()) if f is not None)]
     nodes = list(a.nodes.values())
@@ -182,7 +183,7 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
         flows[variant] = sorted(files | set(a.prompts.values()))
     shared = [p for folder in inputs.SHARED_FOLDERS for p in inputs._files(root / folder)] + [root / "aqven.yaml"]
     declared = prices.load(root)
-    if declared.declared:           # the prices of the calls, and so the spend and the cost metrics
+    if declared.declared and declared.file is not None:   # the prices of the calls, so the spend and the cost metrics
         shared.append(declared.file)
     shared += [p for p in _instruction_files(project) if p.is_file() and p not in shared]
     subagents = {p for entity in project.agents.values() for sub in entity.spec.subagents     # any agent may run
@@ -192,7 +193,8 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
     for check in series.spec.checks:
         if check.is_judge:
             from .judges import judge_files
-            judges[f"judge:{check.id}"] = sorted(judge_files(project, series.experiment, check.inference))
+            stem = cast(str, check.inference)     # a judge check has one
+            judges[f"judge:{check.id}"] = sorted(judge_files(project, series.experiment, stem))
     paths = {
         "experiment": inputs._files(series.experiment.file.parent),
         "dataset": [root / "datasets" / f"{series.spec.cases.dataset}.yaml"],
@@ -209,7 +211,7 @@ def input_paths(project: Project, series: SeriesPlan) -> dict[str, list[Path]]:
 
 
 def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] | None = None,
-             data: dict[Path, bytes] | None = None) -> dict[str, str]:
+             data: dict[Path, bytes] | None = None) -> dict[str, str | list[str] | None]:
     """Hashes of everything the series runs on: of `data` (the bytes read at its start, by resolved path)
     when given, else of the files as they are now (the end compares the two)."""
     root = project.root.resolve()

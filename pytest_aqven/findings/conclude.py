@@ -28,13 +28,20 @@ class Conclusion:
     note: str | None = None                   # why there is no verdict, or what else to know
     facts: stats.SeriesFacts | None = None    # what the verdict was decided with
     table: TallyTable | None = None           # the samples decided from: cases named by their salted key
-    question: object = None                   # the stats question decided
+    question: stats.Threshold | stats.Pair | stats.Look | None = None   # the stats question decided
     spend_usd: float = 0.0                    # what the priced calls cost
     unpriced_calls: int = 0                   # calls nothing priced: spend_usd is then a lower bound
 
     @property
     def state(self) -> str | None:
         return self.verdict.state if self.verdict else None
+
+    def decided(self) -> tuple[stats.Threshold | stats.Pair | stats.Look, stats.Verdict, stats.SeriesFacts,
+                               TallyTable]:
+        """The question, verdict, facts and table of a decided series (what a finding is built from)."""
+        if self.question is None or self.verdict is None or self.facts is None or self.table is None:
+            raise ValueError(f"series {self.series_id} is not decided")
+        return self.question, self.verdict, self.facts, self.table
 
 
 def conclude(project: Project, series_id: str, attempts: SeriesTally | list[AttemptRecord], *,
@@ -45,7 +52,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
     tally = attempts if isinstance(attempts, SeriesTally) else SeriesTally.of(attempts)
     store = Store(project.root)
     try:
-        series = store.series(series_id)
+        series = store.known_series(series_id)
         total = len(series["cases"]) * series["repeats"] * len(series["variants"])
         conclusion = Conclusion(series["experiment_id"], series_id, series["split"], tally.done, total)
         conclusion.spend_usd = tally.spend
@@ -60,7 +67,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
             elif series["status"] == "cancelled":
                 conclusion.note = f"series {series_id} was cancelled: {series['verdict']['text']}"
             return conclusion
-        experiment = project.experiments[series["experiment_id"]]
+        experiment = project.runnable_experiment(series["experiment_id"])
         spec = experiment.spec
         try:
             now = planning.snapshot(project, planning.plan(project, experiment, series["split"], None,
@@ -80,9 +87,9 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
             changed_inputs=inputs.named(touched, project.root),
             salt=stats.experiment_salt(project.package, experiment.id))
         table = tally.table(facts.salt, facts.check_kinds)
-        conclusion.question = question_of(spec)
+        conclusion.question = question = question_of(spec)
         from ..stats.verdicts import decide_table  # noqa: PLC0415
-        verdict = decide_table(conclusion.question, table, facts)
+        verdict = decide_table(question, table, facts)
         conclusion.verdict, conclusion.facts, conclusion.table = verdict, facts, table
         status = "failed" if tally.infra_errors == tally.done else "done"
         from .publish import record  # noqa: PLC0415  (the finding document builds on this module)
@@ -90,9 +97,9 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
         held = record(store, project, series, conclusion, tally, status, {
             "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
         if held == "cancelled" and not (facts.cancelled or facts.inputs_changed):   # while it was being decided
-            why = _stopped(store.series(series_id))                                 # final, for its reason
+            why = _stopped(store.known_series(series_id))                           # final, for its reason
             facts = dataclasses.replace(facts, cancelled=why == "cancelled", inputs_changed=why == "inputs_changed")
-            conclusion.verdict, conclusion.facts = decide_table(conclusion.question, table, facts), facts
+            conclusion.verdict, conclusion.facts = decide_table(question, table, facts), facts
         return conclusion
     finally:
         store.close()

@@ -24,9 +24,9 @@ def _iso(ts: float) -> str:
 def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
     from ..stats import evidence  # numpy: imported when a finding is built, not when a worker collects
-    experiment = project.experiments[conclusion.experiment]
+    experiment = project.runnable_experiment(conclusion.experiment)
     spec = experiment.spec
-    verdict = conclusion.verdict
+    _, verdict, facts, table = conclusion.decided()
     what = spec.varies.what if spec.varies else None
     # the inputs are those the series started on (else the verdict is invalid and there is no finding): the
     # judges' and llm nodes' prompts hashed now are the ones the attempts read
@@ -73,7 +73,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
             "case_names_sha256": case_names_sha,
             # every case the series ran, by salted key: without the project database (a fresh clone) a held-out
             # run still knows these cases are spent
-            "case_keys": sorted(case_key(conclusion.facts.salt, name) for name in series["cases"]),
+            "case_keys": sorted(case_key(facts.salt, name) for name in series["cases"]),
             **({"respent_from": list(series["respent_from"])} if series.get("respent_from") else {}),
             "started_at": _iso(tally.started_at),
             "finished_at": _iso(tally.finished_at),
@@ -82,7 +82,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
         "inputs": dict(series["snapshot"]),
         "spend_usd": str(spend.quantize(Decimal("0.000001")).normalize()),
         "method": method(conclusion),
-        "data": evidence.sufficient_data(conclusion.table, conclusion.facts, verdict.metrics),
+        "data": evidence.sufficient_data(table, facts, verdict.metrics),
     }
 
 
@@ -91,9 +91,9 @@ def method(conclusion: Conclusion) -> dict:
     from ..stats import betting, evidence
     from ..stats.estimates import RESAMPLES
     from ..stats.intervals import ALPHA
-    facts = conclusion.facts
+    question, _, facts, _ = conclusion.decided()
     return {
-        "question": evidence.question_dict(conclusion.question),
+        "question": evidence.question_dict(question),
         "family": facts.family,
         "alpha": ALPHA,
         "salt": facts.salt,

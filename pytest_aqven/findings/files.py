@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,8 @@ def examine(root: Path, package: str | None = None) -> list[tuple[Path, Any, lis
         key = (str(path), stat.st_mtime_ns, stat.st_size, package)
         if key not in _EXAMINED:
             from .verify import problems  # noqa: PLC0415  (verify decides again: numpy and scipy, only when a file is there)
+            text: str | None
+            unreadable: str | None
             try:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
@@ -270,7 +273,7 @@ def overwrite_finding_file(root: Path, path: Path, text: str) -> None:
     _atomic_write(path, text)
 
 
-def refresh_findings_md(root: Path, package: str | None, generated: set[str] = frozenset(),
+def refresh_findings_md(root: Path, package: str | None, generated: Set[str] = frozenset(),
                         force: bool = False) -> str:
     """Regenerate FINDINGS.md from the findings that stand; returns its sha.
 
@@ -297,7 +300,7 @@ def refresh_findings_md(root: Path, package: str | None, generated: set[str] = f
 
 
 def write_finding(root: Path, experiment_id: str, series_id: str, document: dict,
-                  package: str | None = None, generated: set[str] = frozenset()) -> Path:
+                  package: str | None = None, generated: Set[str] = frozenset()) -> Path:
     """Write the finding once and regenerate FINDINGS.md from every finding that stands."""
     before = render_findings_md(root, read_findings(root, package))
     path = write_finding_file(root, experiment_id, series_id, finding_text(document))

@@ -56,7 +56,7 @@ class Reshuffle:
 
 
 def halves(project: Project, experiment_id: str) -> Halves:
-    spec = project.experiments[experiment_id].spec
+    spec = project.runnable_experiment(experiment_id).spec
     dataset_id = spec.cases.dataset
     cases = splitting.selected(project.datasets[dataset_id].spec, dict(spec.cases.tags))
     side = {c.name: splitting.split_of(project.package, dataset_id, c.name) for c in cases}
@@ -72,7 +72,7 @@ def halves(project: Project, experiment_id: str) -> Halves:
 
 def reshuffles(project: Project, experiment_id: str) -> list[Reshuffle]:
     """The held-out findings of the experiment whose halves are not today's."""
-    spec = project.experiments[experiment_id].spec
+    spec = project.runnable_experiment(experiment_id).spec
     dataset_id = spec.cases.dataset
     dataset = project.datasets.get(dataset_id)
     names = [c.name for c in splitting.selected(dataset.spec, dict(spec.cases.tags))] if dataset else []

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..experiments.plan import file_hash
-from ..project.loader import Experiment, Project, inference_path, judge_levels
+from ..project.loader import Experiment, Project, RunnableExperiment, inference_path, judge_levels
 from ..project.specs import LlmNode
 
 IDENTITY = ("agent", "model", "inference", "prompt_sha256")     # what makes two judges the same judge
@@ -35,7 +35,7 @@ def identity(project: Project, experiment: Experiment, check) -> dict:
             "validated_by": check.validated_by}
 
 
-def llm_nodes(project: Project, experiment: Experiment, assembly) -> list[dict]:
+def llm_nodes(project: Project, experiment: RunnableExperiment, assembly) -> list[dict]:
     """Every llm node a variant runs (its subject's with the variant's agents and prompts in the slots, and
     those of the flows it calls) with the judge identity of each: a calibration experiment measures them."""
     from ..experiments.plan import flows_run
@@ -125,7 +125,7 @@ def stale(project: Project, experiment: Experiment, finding: dict) -> str | None
     return None
 
 
-def unvalidated(project: Project, experiment: Experiment) -> dict[str, str]:
+def unvalidated(project: Project, experiment: RunnableExperiment) -> dict[str, str]:
     """Judge check id -> why it is not validated, for every judge check of `experiment` that is not."""
     from .files import read_findings
 

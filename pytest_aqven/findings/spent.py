@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import storage
-from ..project.loader import Experiment, Project
+from ..project.loader import Project, RunnableExperiment
 from ..series.spent import Spent
 from .files import finding_files, parse
 
 
-def spent(project: Project, experiment: Experiment) -> Spent:
+def spent(project: Project, experiment: RunnableExperiment) -> Spent:
     out = Spent()
     root = project.root
     seen: set[str] = set()
@@ -35,11 +35,16 @@ def spent(project: Project, experiment: Experiment) -> Spent:
     return out
 
 
+def _dict(value: object) -> dict:
+    """The value when a finding file holds a mapping there, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _keys(document: dict) -> set[str]:
-    scope = document.get("scope") if isinstance(document.get("scope"), dict) else {}
+    scope = _dict(document.get("scope"))
     keys = {k for k in scope.get("case_keys") or [] if isinstance(k, str)}
-    data = document.get("data") if isinstance(document.get("data"), dict) else {}
-    variants = data.get("variants") if isinstance(data.get("variants"), dict) else {}
+    data = _dict(document.get("data"))
+    variants = _dict(data.get("variants"))
     for metrics in variants.values():
         for per_case in (metrics.values() if isinstance(metrics, dict) else []):
             if isinstance(per_case, dict):
@@ -48,7 +53,7 @@ def _keys(document: dict) -> set[str]:
 
 
 def _summary(document: dict, path: str | None) -> dict:
-    scope = document.get("scope") if isinstance(document.get("scope"), dict) else {}
+    scope = _dict(document.get("scope"))
     return {"series": str(document.get("series")), "state": document.get("state"),
             "statement": document.get("statement"), "path": path, "finished_at": scope.get("finished_at"),
             "cases": scope.get("cases"), "keys": _keys(document)}
@@ -71,6 +76,6 @@ def _open_held_out(root: Path, experiment_id: str) -> bool:
         return False
 
 
-def spent_for(project: Project, experiment: Experiment, split: str) -> Spent | None:
+def spent_for(project: Project, experiment: RunnableExperiment, split: str) -> Spent | None:
     """What a SeriesRun of this split takes as `spent`: the spent cases of the held-out half, None for the dev half."""
     return spent(project, experiment) if split == "holdout" else None

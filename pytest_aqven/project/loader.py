@@ -89,6 +89,18 @@ class Experiment:
 
 
 @dataclass
+class RunnableExperiment(Experiment):
+    """An experiment whose experiment.yaml loaded: what plans, runs, concludes and writes findings reads
+    (`RunnableProject.experiment`). check/ reads any Experiment, broken or not."""
+    doc: YamlDoc
+    spec: specs.ExperimentSpec
+
+
+class NotRunnable(ValueError):
+    """A project or experiment whose file did not load was asked to run (aqven check says why)."""
+
+
+@dataclass
 class Project:
     root: Path
     spec: specs.ProjectSpec | None = None
@@ -135,6 +147,28 @@ class Project:
                 if spec is not None:
                     found[stem] = spec
         return found
+
+
+    def runnable_experiment(self, experiment_id: str) -> RunnableExperiment:
+        """The experiment to plan, run or decide; KeyError: no such experiment."""
+        experiment = self.experiments[experiment_id]
+        if not isinstance(experiment, RunnableExperiment):
+            raise NotRunnable(f"experiment {experiment_id}: experiment.yaml does not load (aqven check says why)")
+        return experiment
+
+
+@dataclass
+class RunnableProject(Project):
+    """A project whose aqven.yaml loaded (`runnable`): what runs its experiments reads (providers, research)."""
+    spec: specs.ProjectSpec
+    doc: YamlDoc
+
+
+def runnable(project: Project) -> RunnableProject:
+    """The project, to run its experiments."""
+    if not isinstance(project, RunnableProject):
+        raise NotRunnable(f"{PROJECT_FILE} does not load (aqven check says why)")
+    return project
 
 
 def documents(project: Project):
@@ -190,9 +224,11 @@ def _yaml_files(folder: Path, pattern: str = "*.yaml") -> list[Path]:
 
 def load_project(root: Path) -> Project:
     root = root.resolve()
-    project = Project(root, loaded_ns=time.time_ns())
-    sink = project.diagnostics
-    project.spec, project.doc = _read(root / PROJECT_FILE, root, specs.ProjectSpec, "project", sink)
+    loaded_ns = time.time_ns()
+    sink: list[Diagnostic] = []
+    spec, doc = _read(root / PROJECT_FILE, root, specs.ProjectSpec, "project", sink)
+    project = (Project if spec is None or doc is None else RunnableProject)(root, spec, doc, diagnostics=sink,
+                                                                            loaded_ns=loaded_ns)
 
     type_specs: dict[str, Any] = {}
     for path in _yaml_files(root / "types", "**/*.yaml"):
@@ -221,9 +257,9 @@ def load_project(root: Path) -> Project:
         else:
             project.unreadable["agent"].add(path.stem)
 
-    for kind, folder, annotation in (("tool", "tools", specs.ToolSpec), ("mcp_server", "mcp", specs.McpServerSpec)):
+    for kind, where, annotation in (("tool", "tools", specs.ToolSpec), ("mcp_server", "mcp", specs.McpServerSpec)):
         entities = project.tools if kind == "tool" else project.mcp_servers
-        for path in _yaml_files(root / folder):
+        for path in _yaml_files(root / where):
             spec, doc = _read(path, root, annotation, f"{kind.replace('_', ' ')} {path.stem}", sink)
             if spec is not None:
                 entities[path.stem] = Entity(spec, doc)
@@ -394,7 +430,7 @@ def judge_levels(project: Project, experiment: Experiment) -> list[Path]:
     folder (its nodes, prompts and local flows), then the subject flow's (a project flow), then the project
     outside experiments/. Never another experiment's folder."""
     subject = experiment.spec.subject.flow if experiment.spec is not None else None
-    flow = project.flows.get(subject) if subject not in experiment.flows else None
+    flow = project.flows.get(subject) if subject is not None and subject not in experiment.flows else None
     return [experiment.folder, *([flow.folder] if flow is not None else []), project.root]
 
 
@@ -427,10 +463,10 @@ def load_inference(project: Project, stem: str, sink: list[Diagnostic], levels: 
 
 
 def load_experiment(folder: Path, root: Path, package: str = "") -> Experiment:
-    exp = Experiment(folder.name, folder)
-    sink = exp.diagnostics
-    exp.spec, exp.doc = _read(folder / "experiment.yaml", root, specs.ExperimentSpec,
-                              f"experiment {folder.name}", sink)
+    sink: list[Diagnostic] = []
+    spec, doc = _read(folder / "experiment.yaml", root, specs.ExperimentSpec, f"experiment {folder.name}", sink)
+    exp = (Experiment if spec is None or doc is None else RunnableExperiment)(folder.name, folder, doc, spec,
+                                                                              diagnostics=sink)
     for flow_folder in sorted(p for p in (folder / "flows").glob("*") if p.is_dir()) if (folder / "flows").is_dir() else []:
         flow = load_flow(flow_folder, root, sink, local_to=exp.id, package=package)
         if flow is not None:
@@ -459,7 +495,7 @@ def inference_flow(project, flow_id: str, node_id: str, agent: str, stem: str, d
         raise LookupError(f"inference {stem} has no file {stem}.inference.yaml in {where}")
     sink: list = []
     inference, doc = load_inference(project, stem, sink, levels, strict)
-    if inference is None:
+    if inference is None or doc is None:      # (never one alone)
         raise LookupError(f"inference {stem} does not load: " + "; ".join(d.message for d in sink))
     prompt = found.parent / f"{stem}.prompt.md"
     if not prompt.is_file() and inference.prompt is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import keyword
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -100,7 +101,7 @@ class Registry:
         self._built[type_id] = t
         return t
 
-    def record(self, name: str, fields: list[specs.FieldDecl]) -> type[BaseModel]:
+    def record(self, name: str, fields: Sequence[specs.FieldDecl]) -> type[BaseModel]:
         """The model of a field list (a node's out, an inference's in), built once per list."""
         key = (name, id(fields))
         cached = self._records.get(key)
@@ -108,7 +109,7 @@ class Registry:
             cached = self._records[key] = (fields, self._model(name, fields))
         return cached[1]
 
-    def _model(self, name: str, fields: list[specs.FieldDecl], base: type[BaseModel] = Record,
+    def _model(self, name: str, fields: Sequence[specs.FieldDecl], base: type[BaseModel] = Record,
                extra: dict[str, Any] | None = None) -> type[BaseModel]:
         definitions: dict[str, Any] = dict(extra or {})
         for f in fields:

@@ -102,7 +102,7 @@ class YamlDoc:
         return Diagnostic(code, self.file, tuple(path), message, line, col, hint)
 
 
-def _key_index(mapping: dict, key: str) -> int:
+def _key_index(mapping: dict, key: str | int) -> int:
     for k, name in enumerate(mapping):
         if name == key:
             return k
@@ -222,7 +222,7 @@ class _Builder:
         get_event, typed = loader.get_event, self._typed
         data = None
         stack: list[list] = []      # frames [container, is mapping, entry holding it, pending key, its entry]
-        top = None                  # stack[-1]
+        top: list[Any] | None = None    # stack[-1]
         depth = documents = 0
         building = True
         while True:                 # the hot loop of reading a large dataset: kept flat on purpose

@@ -14,10 +14,12 @@ import os
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-from .base import ModelRequest, ModelResponse, ProviderError, ToolCall
+from .base import AttemptIdentity, Message, ModelRequest, ModelResponse, Part, Provider, ProviderError, ToolCall
 from .secrets import scrub_data
 
 MODES = ("record", "replay", "record_missing")
@@ -31,13 +33,13 @@ def _segment(name: str) -> str:
 
 
 def request_key(provider: str, request: ModelRequest) -> str:
-    def part(p):
+    def part(p: str | Part) -> str | dict[str, Any]:
         if isinstance(p, str):
             return p
         return {"kind": p.kind, "text": p.text, "media_type": p.media_type, "name": p.name,
                 "sha256": hashlib.sha256(p.data).hexdigest() if p.data else None}
 
-    def message(m):
+    def message(m: Message) -> list[Any]:
         content = m.content if isinstance(m.content, str) else [part(p) for p in m.content]
         return [m.role, content, [asdict(c) for c in getattr(m, "tool_calls", ())], getattr(m, "tool_call_id", None)]
     canonical = {"provider": provider, "model": request.model, "node": request.node,
@@ -54,9 +56,9 @@ class Cassettes:
         assert mode in MODES
         self.folder = root / FOLDER
         self.mode = mode
-        self._files: dict[Path, dict] = {}
+        self._files: dict[Path, dict[str, Any]] = {}
         self._fresh: set[Path] = set()            # record mode: files this process started anew
-        self._seen: dict[tuple, int] = defaultdict(int)
+        self._seen: dict[tuple[AttemptIdentity, str], int] = defaultdict(int)
         self._lock = threading.Lock()
 
     def path(self, request: ModelRequest) -> Path:
@@ -64,7 +66,7 @@ class Cassettes:
         return (self.folder / _segment(a.experiment or "_") / _segment(a.variant or "_") / _segment(a.case or "_")
                 / f"{int(a.repeat)}.json")
 
-    def _load(self, path: Path) -> dict:
+    def _load(self, path: Path) -> dict[str, Any]:
         if path not in self._files:
             try:
                 self._files[path] = json.loads(path.read_text(encoding="utf-8"))["calls"]
@@ -80,13 +82,13 @@ class Cassettes:
             self._seen[(request.attempt, key)] += 1
         return self.path(request), f"{key}#{index}"
 
-    def get(self, path: Path, entry: str) -> dict | None:
+    def get(self, path: Path, entry: str) -> dict[str, Any] | None:
         if self.mode == "record":
             return None
         with self._lock:
             return self._load(path).get(entry)
 
-    def put(self, path: Path, entry: str, value: dict) -> None:
+    def put(self, path: Path, entry: str, value: dict[str, Any]) -> None:
         with self._lock:
             if self.mode == "record" and path not in self._fresh:
                 self._files[path] = {}
@@ -99,13 +101,13 @@ class Cassettes:
             os.replace(tmp, path)
 
 
-def _response_dict(response: ModelResponse) -> dict:
+def _response_dict(response: ModelResponse) -> dict[str, Any]:
     out = asdict(response)
     out.pop("retries", None)             # transport facts of the recording, not of the answer
     return out
 
 
-def _response(data: dict) -> ModelResponse:
+def _response(data: Mapping[str, Any]) -> ModelResponse:
     data = dict(data)
     data["tool_calls"] = tuple(ToolCall(**c) for c in data.get("tool_calls") or ())
     known = ModelResponse.__dataclass_fields__
@@ -115,7 +117,7 @@ def _response(data: dict) -> ModelResponse:
 class CassetteProvider:
     """Answers from the cassettes; calls the live provider only when recording (or recording what is missing)."""
 
-    def __init__(self, provider_id: str, live, cassettes: Cassettes):
+    def __init__(self, provider_id: str, live: Provider | ProviderError, cassettes: Cassettes):
         self.provider_id = provider_id
         self.live = live                   # a provider, or the ProviderError that building it raised
         self.cassettes = cassettes

@@ -40,7 +40,7 @@ class AnswerTooLarge(Exception):
     """The answer is longer than the limit, counted after decompression."""
 
 
-def tls_setting(verify, root: Path) -> bool | ssl.SSLContext:
+def tls_setting(verify: object, root: Path) -> bool | ssl.SSLContext:
     """The provider's `verify`: true (the system's or SSL_CERT_FILE's certificates, as httpx reads them),
     false (no verification), or the path of a CA bundle (a file or a folder), relative to the module root."""
     if isinstance(verify, bool):
@@ -90,7 +90,7 @@ class Client:
         except aiohttp.ClientError as exc:              # what the transport does not map to httpx's errors
             raise HTTPTransportError(f"{type(exc).__name__}: {exc}") from None
 
-    async def _read(self, response) -> bytes:
+    async def _read(self, response: httpx.Response) -> bytes:
         """The decoded body, at most `max_answer` bytes of it. gzip and deflate (what the client asks for) are
         inflated here, STEP bytes at a time: httpx's decoders inflate a 16 KB chunk at once, and a bomb's chunk
         is 16 MB (three times that in zlib's buffers while it is made)."""
@@ -153,7 +153,7 @@ def _trusted(cafile: str | None, capath: str | None) -> ssl.SSLContext:
     return httpx.create_ssl_context(verify=True, trust_env=True)
 
 
-def _failure(exc) -> Exception:
+def _failure(exc: httpx.RequestError) -> Exception:
     """httpx's error, or the aiohttp error the transport raised it from (it maps a dropped connection to
     ConnectTimeout): a timeout, or a transport error with the underlying cause's name."""
     cause = exc.__cause__ if exc.__cause__ is not None else exc

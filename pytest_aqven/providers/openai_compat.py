@@ -11,21 +11,29 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import itertools
 import json
 import random
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from .. import storage
-from .base import CALLS_IN_FLIGHT, OUTPUT_TOOL, ModelRequest, ModelResponse, ProviderError, ToolCall
+from .base import CALLS_IN_FLIGHT, OUTPUT_TOOL, Message, ModelRequest, ModelResponse, Part, ProviderError, ToolCall
 from .http_client import MAX_ANSWER, AnswerTooLarge, Client, HTTPTimeout, HTTPTransportError, tls_setting
 from .limits import SharedLimiter
 from .pricing import PriceList, genai_cost
 from .secrets import scrub
+
+if TYPE_CHECKING:
+    import ssl
+
+    from ..project.specs import ProviderSpec
+    from .catalog import Entry
 
 RETRIABLE = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 # a lower bound of a request's input tokens: one per this many bytes of its text (ordinary text takes about
@@ -50,7 +58,7 @@ class OpenAICompatProvider:
                  timeout_s: float = 60.0, retry: RetryPolicy = RetryPolicy(),
                  limiter: SharedLimiter | None = None, price_list: PriceList | None = None,
                  headers: dict[str, str] | None = None, extra_body: dict[str, Any] | None = None,
-                 max_answer: int = MAX_ANSWER, verify=True, proxy: str | None = None):
+                 max_answer: int = MAX_ANSWER, verify: bool | ssl.SSLContext = True, proxy: str | None = None):
         self.provider_id = provider_id
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.catalog = catalog
@@ -65,7 +73,8 @@ class OpenAICompatProvider:
         self.max_answer = max_answer     # bytes of an answer after decompression
         self.verify = verify             # httpx's verify: True, False or an SSLContext
         self.proxy = proxy               # None: the environment's proxy settings
-        self._clients: dict = {}         # event loop -> (its client, the async generator that closes it)
+        # event loop -> (its client, the async generator that closes it)
+        self._clients: dict[asyncio.AbstractEventLoop, tuple[Client, AsyncGenerator[None, None]]] = {}
 
     def __repr__(self) -> str:          # never shows the key
         return f"OpenAICompatProvider({self.provider_id!r}, {self.url!r})"
@@ -85,7 +94,8 @@ class OpenAICompatProvider:
             await anext(held[1])
         return held[0]
 
-    async def _closes_with_loop(self, loop, client: Client):
+    async def _closes_with_loop(self, loop: asyncio.AbstractEventLoop,
+                                client: Client) -> AsyncGenerator[None, None]:
         try:
             yield
         finally:
@@ -105,7 +115,8 @@ class OpenAICompatProvider:
         retries: list[tuple[str, float]] = []
         waited = 0.0
         policy = self.retry
-        for attempt in itertools.count():      # ends: every retry is bounded by its policy
+        attempt = 0
+        while True:      # ends: every retry is bounded by its policy
             retry_after = None
             slot = self.limiter.slot(request.model) if self.limiter else _nothing()
             async with slot:
@@ -155,6 +166,7 @@ class OpenAICompatProvider:
             retries.append((cause, round(wait, 3)))
             waited += wait
             await asyncio.sleep(wait)
+            attempt += 1
 
     async def input_cost(self, request: ModelRequest, left_usd: float) -> float | None:
         """A lower bound of what the request's input costs at the model's known price (None: no price is
@@ -188,7 +200,7 @@ class OpenAICompatProvider:
         return body
 
     # --- response -------------------------------------------------------------------------
-    def parse(self, request: ModelRequest, response, latency_ms: float,
+    def parse(self, request: ModelRequest, response: httpx.Response, latency_ms: float,
               retries: tuple[tuple[str, float], ...]) -> ModelResponse:
         try:
             data = response.json()
@@ -236,7 +248,8 @@ class OpenAICompatProvider:
                              refusal=refusal, tool_calls=tuple(calls), retries=retries,
                              error=scrub(str(data["error"])) if finish_reason == "error" and data.get("error") else None)
 
-    def cost(self, model: str, usage: dict, tokens_in: int, tokens_out: int, cached: int) -> tuple[float | None, str]:
+    def cost(self, model: str, usage: dict[str, Any], tokens_in: int, tokens_out: int,
+             cached: int) -> tuple[float | None, str]:
         """The price chain: the provider's own report, its price list, genai-prices, else unknown."""
         reported = usage.get("cost")
         if isinstance(reported, (int, float)) and not isinstance(reported, bool) and reported >= 0:
@@ -252,10 +265,10 @@ class OpenAICompatProvider:
 
 
 class _nothing:
-    async def __aenter__(self):
+    async def __aenter__(self) -> None:
         return None
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> bool:
         return False
 
 
@@ -277,7 +290,7 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _error_text(response) -> str:
+def _error_text(response: httpx.Response) -> str:
     try:
         data = response.json()
         text = (data.get("error") or {}).get("message") if isinstance(data.get("error"), dict) else data.get("error")
@@ -287,7 +300,7 @@ def _error_text(response) -> str:
     return scrub(str(text)[:500])
 
 
-def _message(m) -> dict[str, Any]:
+def _message(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role}
     content = m.content
     out["content"] = content if isinstance(content, str) else [_part(p) for p in content]
@@ -302,11 +315,11 @@ def _message(m) -> dict[str, Any]:
     return out
 
 
-def _data_url(part) -> str:
+def _data_url(part: Part) -> str:
     return f"data:{part.media_type or 'application/octet-stream'};base64,{base64.b64encode(part.data or b'').decode()}"
 
 
-def _part(p) -> dict[str, Any]:
+def _part(p: Part) -> dict[str, Any]:
     if p.kind == "text":
         return {"type": "text", "text": p.text or ""}
     if p.kind == "image":
@@ -319,7 +332,7 @@ def _part(p) -> dict[str, Any]:
     return {"type": "file", "file": {"filename": p.name or "document", "file_data": _data_url(p)}}
 
 
-def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvider:
+def build(spec: ProviderSpec, entry: Entry | None, *, root: Path, api_key: str | None) -> OpenAICompatProvider:
     """From a ProviderSpec (and its catalog entry, None for openai_compatible)."""
     params = dict(spec.params or {})
     knobs = {"retries": "retries", "retry_base_s": "base_s", "retry_cap_s": "cap_s", "retry_total_s": "total_s"}
@@ -342,7 +355,9 @@ def build(spec, entry, *, root: Path, api_key: str | None) -> OpenAICompatProvid
     if limits is not None and (limits.rpm or limits.concurrency):
         limiter = SharedLimiter(storage.limits(root), spec.id, rpm=limits.rpm,
                                 concurrency=limits.concurrency, lease_s=timeout_s + 60)
-    base_url = spec.base_url or entry.base_url
+    base_url = spec.base_url or (entry.base_url if entry is not None else None)
+    if not base_url:     # never: an openai_compatible spec has one, and so has every supported catalog entry
+        raise ValueError("no base_url")
     price_list = None
     if entry is not None and entry.price_list:
         price_list = PriceList(base_url.rstrip("/") + "/models", root / ".aqven" / "cache" / f"{spec.id}-models.json")

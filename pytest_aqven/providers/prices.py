@@ -18,8 +18,12 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .base import ModelRequest, ModelResponse
+from .base import ModelRequest, ModelResponse, Provider
+
+if TYPE_CHECKING:
+    from ..project.specs import ProviderSpec
 
 TABLE = "[tool.aqven.prices]"
 KEY = re.compile(r"^[a-z][a-z0-9_-]*:.+$")      # an agent's model: "<provider id>:<model name>"
@@ -117,12 +121,12 @@ def _problem(text: str, key: str, message: str) -> PriceProblem:
 class PricedProvider:
     """A provider whose calls nothing else priced are priced by the project's declaration."""
 
-    def __init__(self, provider_id: str, inner, prices: ProjectPrices):
+    def __init__(self, provider_id: str, inner: Provider, prices: ProjectPrices):
         self.provider_id = provider_id
         self.inner = inner
         self.prices = prices
 
-    def __getattr__(self, name: str):       # resolve_mode, aclose, ... are the provider's own
+    def __getattr__(self, name: str) -> Any:       # resolve_mode, aclose, ... are the provider's own
         return getattr(self.inner, name)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -134,7 +138,7 @@ class PricedProvider:
         return response
 
 
-def unpriced_reason(provider, model: str, declared: ProjectPrices) -> str | None:
+def unpriced_reason(provider: ProviderSpec, model: str, declared: ProjectPrices) -> str | None:
     """Why no call of `model` on `provider` (its ProviderSpec) can get a price, known before any call; None
     when one can: a declared price, OpenRouter (it reports each call's cost and lists its prices), a model
     genai-prices knows, or a function provider (its own code reports a cost, or not: known after a call)."""

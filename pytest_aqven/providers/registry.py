@@ -2,20 +2,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..project import coderefs
 from ..project.specs import ProviderSpec
 from . import prices, secrets
 from .base import Provider, ProviderError
-from .catalog import CATALOG
+from .catalog import CATALOG, Entry
 from .function import FunctionProvider
 
 if TYPE_CHECKING:
     from .cassettes import Cassettes
 
 _cassettes: dict[tuple[Path, str], "Cassettes"] = {}
-_built: dict[tuple, Provider] = {}      # one provider (so one pooled client) per declaration and process
+# one provider (so one pooled client) per declaration and process
+_built: dict[tuple[Path, str, str | None], Provider] = {}
 
 
 def build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | None = None) -> Provider:
@@ -50,6 +51,7 @@ def _build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | Non
     from .cassettes import CassetteProvider, Cassettes
     if (root, cassettes) not in _cassettes:
         _cassettes[(root, cassettes)] = Cassettes(root, cassettes)
+    live: Provider | ProviderError
     try:
         live = _live(spec, package=package, root=root)
     except ProviderError as exc:
@@ -62,7 +64,8 @@ def _build(spec: ProviderSpec, *, package: str, root: Path, cassettes: str | Non
 def _live(spec: ProviderSpec, *, package: str, root: Path) -> Provider:
     if spec.kind == "code":
         try:
-            fn = coderefs.resolve(spec.run, package=package, root=root, here=root / "aqven.py")
+            run = cast(str, spec.run)       # the spec's validator: kind code has run
+            fn = coderefs.resolve(run, package=package, root=root, here=root / "aqven.py")
         except coderefs.CodeRefError as exc:
             raise ProviderError("code_invalid", f"provider {spec.id}: {exc}") from None
         return FunctionProvider(fn)
@@ -83,7 +86,7 @@ def _live(spec: ProviderSpec, *, package: str, root: Path) -> Provider:
         raise ProviderError("provider_config_invalid", f"provider {spec.id}: params: {exc}") from None
 
 
-def key_variables(spec: ProviderSpec, entry) -> tuple[tuple[str, ...], bool]:
+def key_variables(spec: ProviderSpec, entry: Entry | None) -> tuple[tuple[str, ...], bool]:
     """The variables the key is read from, and whether one is required."""
     if spec.api_key is not None:
         name = secrets.env_name(spec.api_key)
@@ -96,7 +99,7 @@ def key_variables(spec: ProviderSpec, entry) -> tuple[tuple[str, ...], bool]:
     return entry.key_vars, entry.key_required
 
 
-def api_key(spec: ProviderSpec, entry, root: Path) -> str | None:
+def api_key(spec: ProviderSpec, entry: Entry | None, root: Path) -> str | None:
     """From the process environment, else the module root's .env; provider_key_missing names the variable."""
     names, required = key_variables(spec, entry)
     for name in names:

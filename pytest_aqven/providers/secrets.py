@@ -13,11 +13,12 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 REDACTED = "[REDACTED]"
 _known: set[str] = set()
 _lock = threading.Lock()
-_pattern: re.Pattern | None = None
+_pattern: re.Pattern[str] | None = None
 _secrets: tuple[str, ...] = ()      # _known as the scrubbing threads read it
 # an Authorization header, or a bearer token, whatever its value
 _AUTH = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?:bearer\s+|basic\s+)?[^\s\"',;}]+|\bbearer\s+[^\s\"',;}]+")
@@ -49,7 +50,7 @@ def register_environment(root: Path | None = None) -> None:
             register(value)
 
 
-def scrub(text):
+def scrub(text: str) -> str:
     """The text without any registered key value and without Authorization header values."""
     if not isinstance(text, str) or len(text) < MIN_SECRET:     # too short for a key or a header value
         return text
@@ -75,7 +76,7 @@ def _clean(text: str) -> bool:
 _PLAIN = frozenset({int, float, bool, type(None)})     # hold no text: kept without a call per value
 
 
-def scrub_data(value, limit: int | None = None):
+def scrub_data(value: Any, limit: int | None = None) -> Any:
     """scrub() applied to every string of a JSON-like value; with `limit`, each string is then cut to at most
     that many characters (clip)."""
     if isinstance(value, str):

@@ -59,7 +59,7 @@ def verdict_section(entry: dict, look_table: str = "") -> str:
     return "".join(parts)
 
 
-def look_html(split: str, records: list[dict], kinds: dict[str, str]) -> str:
+def look_html(split: str, records: list[AttemptRecord], kinds: dict[str, str]) -> str:
     """A look's table as the terminal prints it (report/look.py), with every reason whole; a failed row in red.
     A held-out look's says why it has none."""
     if split == "holdout":

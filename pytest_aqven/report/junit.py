@@ -77,7 +77,7 @@ def _number(value) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
-def look_properties(split: str, records: list[dict], kinds: dict[str, str]) -> list[tuple[str, str]]:
+def look_properties(split: str, records: list[AttemptRecord], kinds: dict[str, str]) -> list[tuple[str, str]]:
     """A look's table on its verdict testcase: one property per case and variant (`aqven_look.<case>.<variant>`,
     its outcome then each column as `name=cell`); a held-out look's only says why there is none."""
     if split == "holdout":

@@ -33,9 +33,9 @@ def rows(records: list[AttemptRecord], kinds: dict[str, str]) -> list[dict]:
     return out
 
 
-def _mean(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def _outcome(attempts: list[AttemptRecord]) -> str:

@@ -2,6 +2,7 @@
 $GITHUB_STEP_SUMMARY, a GitLab or Buildkite annotation). Appended, as those files expect."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from .junit import against
@@ -14,10 +15,10 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def rows(entries: list[dict], unrun: list[tuple[str, str, str]], standing: list[dict] = ()) -> list[tuple[str, ...]]:
+def rows(entries: list[dict], unrun: list[tuple[str, str, str]], standing: Sequence[dict] = ()) -> list[tuple[str, ...]]:
     """One row per experiment: its primary cell (the first, when every variant has one); a held-out experiment
     whose cases are spent, the finding that stands (nothing ran)."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for entry in entries:
         primary = next((c for c in entry["cells"] if c["role"] == "primary"), None)
         estimate = span = bound = "-"
@@ -38,7 +39,7 @@ def rows(entries: list[dict], unrun: list[tuple[str, str, str]], standing: list[
     return out
 
 
-def markdown(entries: list[dict], unrun: list[tuple[str, str, str]], standing: list[dict] = ()) -> str:
+def markdown(entries: list[dict], unrun: list[tuple[str, str, str]], standing: Sequence[dict] = ()) -> str:
     lines = ["### aqven verdicts", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows(entries, unrun, standing)]
     sentences = [(e["experiment"], e["verdict"]["sentence"] if e["verdict"] else e["note"]) for e in entries]
@@ -48,7 +49,7 @@ def markdown(entries: list[dict], unrun: list[tuple[str, str, str]], standing: l
     return "\n".join(lines) + "\n\n"
 
 
-def append(path: Path, entries: list[dict], unrun: list[tuple[str, str, str]], standing: list[dict] = ()) -> None:
+def append(path: Path, entries: list[dict], unrun: list[tuple[str, str, str]], standing: Sequence[dict] = ()) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         f.write(markdown(entries, unrun, standing))

@@ -1,6 +1,7 @@
 """The `aqven verdicts` section of pytest's terminal summary."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 COLOURS = {"confirmed": {"green": True}, "refuted": {"red": True}, "inconclusive": {"yellow": True},
@@ -107,7 +108,7 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def summary(tr, entries: list[dict], unrun: list[tuple[str, str, str]] = ()) -> None:
+def summary(tr, entries: list[dict], unrun: Sequence[tuple[str, str, str]] = ()) -> None:
     """The table (one row per experiment), then each verdict's sentence and, unless confirmed, what to do
     next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats. `unrun`:
     (experiment, split, why) of the verdicts that no attempt reached: why each is open."""

@@ -90,5 +90,6 @@ def pair_words(cell: dict, short: bool = False) -> str:
         head = amount if short else (f"{cand} {amount} than {base} ({better})" if d else f"{cand} the same as {base}")
         if missing:
             return f"{head}; {missing}"
-        span = _span(*sorted((_raw(cell, low), _raw(cell, high))), unit)
+        lo, hi = sorted((_raw(cell, low), _raw(cell, high)))
+        span = _span(lo, hi, unit)
     return f"{head} [{span}]" if short else f"{head}; 95% CI {span}"

@@ -167,6 +167,13 @@ class Store:
         status, record, created_at, finished_at = row
         return {**record, "status": status, "created_at": created_at, "finished_at": finished_at}
 
+    def known_series(self, series_id: str) -> dict:
+        """`series` of a series known to exist (its attempts ran); KeyError when it does not."""
+        found = self.series(series_id)
+        if found is None:
+            raise KeyError(f"no series {series_id} in the project database")
+        return found
+
     def status(self, series_id: str) -> str | None:
         with self.read() as db:
             return db.series_status(series_id)

@@ -7,7 +7,8 @@ from .. import stats, storage
 from ..engine.checks import CheckInvalid, CompiledCheck
 from ..experiments import inputs, plan as planning
 from ..experiments.checks import compile_check
-from ..project.loader import Experiment, Project
+from ..experiments.judges import JudgeCheck
+from ..project.loader import RunnableExperiment, RunnableProject
 from ..providers import registry
 from ..providers.base import ProviderError
 from ..record import AttemptRecord
@@ -23,7 +24,7 @@ BIG_DATASET = 2000       # more selected cases than this without plan.cases: the
 
 
 class SeriesRun:
-    def __init__(self, project: Project, experiment: Experiment, split: str, *,
+    def __init__(self, project: RunnableProject, experiment: RunnableExperiment, split: str, *,
                  cases: int | None = None, repeats: int | None = None, cap: SeriesCap | None = None,
                  fresh_for: str | None = None, cassettes: str | None = None, run: str | None = None,
                  respend: bool = False, spent: Spent | None = None):
@@ -88,7 +89,7 @@ class SeriesRun:
         return out
 
     @cached_property
-    def checks(self) -> list[CompiledCheck] | CheckInvalid:
+    def checks(self) -> list[CompiledCheck | JudgeCheck] | CheckInvalid:
         try:
             return [compile_check(c, self.project, self.experiment) for c in self.experiment.spec.checks]
         except CheckInvalid as exc:
@@ -146,7 +147,7 @@ class SeriesRun:
                 record=record, status="awaiting_approval" if cap.needs_approval else "running",
                 fresh_for=self.fresh_for, scope_key=planning.canonical_hash(scope), run=self.run)
             if not self.created:
-                series = self.store.series(self._series_id)
+                series = self.store.known_series(self._series_id)
                 recorded = series["snapshot"]
                 if recorded != snapshot:    # another process of this run started it on other inputs
                     differ = sorted(k for k in snapshot if snapshot[k] != recorded.get(k))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..project.loader import Experiment
+from ..project.loader import RunnableExperiment
 from ..stats.model import case_key
 
 
@@ -43,7 +43,7 @@ class Standing:
     """A held-out run of an experiment whose held-out cases already gave a finding: nothing runs, the latest
     finding's verdict is reported, and the reason says which finding and how to get fresh cases."""
 
-    def __init__(self, experiment: Experiment, used: Spent, held_out: int, *, fresh_wanted: bool = False):
+    def __init__(self, experiment: RunnableExperiment, used: Spent, held_out: int, *, fresh_wanted: bool = False):
         self.experiment = experiment.id
         self.finding = used.latest or {}
         self.fresh_wanted = fresh_wanted

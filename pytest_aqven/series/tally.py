@@ -15,6 +15,7 @@ import math
 from array import array
 from decimal import Decimal
 from itertools import compress
+from typing import TypeGuard
 
 from .. import codes
 from ..record import AttemptRecord
@@ -24,7 +25,7 @@ COUNTED = frozenset(codes.COUNTED)
 INFRA = codes.UNCOUNTED
 
 
-def _known(x) -> bool:
+def _known(x: float | None) -> TypeGuard[float]:
     return x is not None and x == x         # None and NaN are unknown: left out of the metric
 
 

@@ -7,7 +7,7 @@ from ..record import AttemptRecord
 from ..stats.model import case_key
 
 
-def question_of(spec: ExperimentSpec):
+def question_of(spec: ExperimentSpec) -> stats.Threshold | stats.Pair | stats.Look:
     q = spec.question
     if isinstance(q, LookQuestion):
         return stats.Look()

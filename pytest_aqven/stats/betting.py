@@ -10,12 +10,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 TRUNCATION = 0.95  # c: the largest fraction of capital ever bet
 ORDERS = 1  # case orders the wealth is averaged over (docs/statistics.md: averaged vs single order)
 STEPS = 42  # bits of the bound on [0, 1]: resolution 2e-13 (divisible by 1, 2 and 3 bits a round)
+
+Bound = np.ndarray | np.floating  # over leading axes, or one series' number
+Bet = tuple[Bound, Bound]  # (low, high) of the betting interval
+K = TypeVar("K", bound=Hashable)
 
 
 def case_order(salt: str, cases: Sequence[str]) -> list[int]:
@@ -38,7 +44,8 @@ def _bets(x: np.ndarray, a: float) -> np.ndarray:
     mu = (0.5 + np.cumsum(x, axis=-1)) / (t + 1)
     s2 = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1)
     s2_prev = np.concatenate([np.full(x.shape[:-1] + (1,), 0.25), s2[..., :-1]], axis=-1)
-    return np.sqrt(2.0 * np.log(1.0 / a) / (n * s2_prev))
+    lam: np.ndarray = np.sqrt(2.0 * np.log(1.0 / a) / (n * s2_prev))
+    return lam
 
 
 def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.ndarray:
@@ -72,7 +79,7 @@ def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.nd
     return lo
 
 
-def rejects(x: np.ndarray, m, alpha: float = 0.05, floor: bool = True) -> np.ndarray:
+def rejects(x: np.ndarray, m: npt.ArrayLike, alpha: float = 0.05, floor: bool = True) -> np.ndarray:
     """Whether the mean m is rejected as too small, i.e. whether lower_bound(x) > m (up to bisection
     precision): one capital process instead of a bisection. The launch plan's power uses it."""
     x = np.asarray(x, dtype=float)
@@ -82,7 +89,8 @@ def rejects(x: np.ndarray, m, alpha: float = 0.05, floor: bool = True) -> np.nda
     g = 1.0 / np.sqrt(n) if floor else 0.0
     f = np.minimum(TRUNCATION, np.maximum(g, _bets(x, a) * mm))
     log_k = np.cumsum(np.log1p(f * (x / mm - 1.0)), axis=-1)
-    return log_k.max(axis=-1) >= np.log(1.0 / a)
+    rejected: np.ndarray = log_k.max(axis=-1) >= np.log(1.0 / a)
+    return rejected
 
 
 def interval(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -93,12 +101,12 @@ def interval(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> tuple[np
     return low, 1.0 - flipped
 
 
-def intervals(rows: Mapping[Hashable, np.ndarray], alpha: float = 0.05) -> dict:
+def intervals(rows: Mapping[K, np.ndarray], alpha: float = 0.05) -> dict[K, Bet]:
     """`interval` of every row, rows of the same length stacked into one vectorised call."""
-    by_length: dict[int, list] = {}
+    by_length: dict[int, list[K]] = {}
     for key, x in rows.items():
         by_length.setdefault(len(x), []).append(key)
-    out = {}
+    out: dict[K, Bet] = {}
     for keys in by_length.values():
         low, high = interval(np.stack([rows[key] for key in keys]), alpha)
         out.update({key: (low[i], high[i]) for i, key in enumerate(keys)})

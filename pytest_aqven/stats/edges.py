@@ -25,11 +25,18 @@ def interval_verdict(low: float | None, high: float | None, edge: float) -> str:
     return str(interval_verdicts(bound_or_nan(low), bound_or_nan(high), edge))
 
 
+def threshold_bound(question: Threshold) -> float:
+    """The declared bound, above or below."""
+    if question.above is not None:
+        return question.above
+    return cast(float, question.below)     # a threshold has a bound above or below
+
+
 def threshold_edge(question: Threshold) -> float:
     """bound + margin above, bound - margin below: the value the interval must clear."""
     if question.above is not None:
         return question.above + question.margin
-    return cast(float, question.below) - question.margin     # a threshold has a bound above or below
+    return threshold_bound(question) - question.margin
 
 
 def threshold_verdicts(question: Threshold, low: ArrayLike, high: ArrayLike) -> NDArray[np.str_]:

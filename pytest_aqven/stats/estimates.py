@@ -12,10 +12,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import Any, SupportsFloat
 
 import numpy as np
+import numpy.typing as npt
 
 from . import betting, intervals
+from .betting import Bet
 from .model import Estimate
 from .samples import Sample, bounded_unit, positive_unbounded
 
@@ -37,26 +40,29 @@ def stat_seed(salt: str, *parts: str, data: tuple[Sample, ...] = ()) -> int:
     return int.from_bytes(digest.digest()[:8], "big")
 
 
-def degenerate(reason: str, method: str, sample_cases: int, attempts: int, unit: str, value=None, family="model"):
+def degenerate(reason: str, method: str, sample_cases: int, attempts: int, unit: str, value: float | None = None,
+               family: str = "model") -> Estimate:
     return Estimate(
         value=value, low=None, high=None, method=method, cases=sample_cases, attempts=attempts,
         reliability="degenerate", family=family, degenerate=reason, unit=unit,
     )
 
 
-def _f(x) -> float | None:
+def _f(x: SupportsFloat | None) -> float | None:
     if x is None:
         return None
-    x = float(x)
-    return None if math.isnan(x) else x
+    number = float(x)
+    return None if math.isnan(number) else number
 
 
 def with_hull(
-    value, low, high, *, method, cases, attempts, n_eff, reliability, unit, family, bet, seed=None, resamples=None
+    value: SupportsFloat | None, bounds_low: SupportsFloat | None, bounds_high: SupportsFloat | None, *, method: str,
+    cases: int, attempts: int, n_eff: SupportsFloat | None, reliability: str, unit: str, family: str,
+    bet: Bet | None, seed: int | None = None, resamples: int | None = None,
 ) -> Estimate:
     """Build an Estimate; under the robust family widen to the hull with the betting interval `bet`."""
-    low, high = _f(low), _f(high)
-    fields = dict(
+    low, high = _f(bounds_low), _f(bounds_high)
+    fields: dict[str, Any] = dict(
         value=_f(value), method=method, cases=cases, attempts=attempts, n_eff=_f(n_eff),
         reliability=reliability, unit=unit, seed=seed, resamples=resamples, model_low=low, model_high=high,
     )
@@ -75,7 +81,8 @@ def with_hull(
     )
 
 
-def hull(model_low, model_high, bet_low, bet_high):
+def hull(model_low: npt.ArrayLike, model_high: npt.ArrayLike, bet_low: npt.ArrayLike,
+         bet_high: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The robust family's interval: the hull of the model-based and the betting interval."""
     return np.minimum(model_low, bet_low), np.maximum(model_high, bet_high)
 
@@ -91,7 +98,7 @@ class Interval:
     value: np.ndarray
     model_low: np.ndarray
     model_high: np.ndarray
-    bet: tuple[np.ndarray, np.ndarray] | None = None
+    bet: Bet | None = None
     n_eff: np.ndarray | None = None
     flag: np.ndarray | bool = False  # M1 / M2: low reliability
 
@@ -109,7 +116,8 @@ def in_order(x: np.ndarray, order: np.ndarray | None) -> np.ndarray:
     return x if order is None else x[..., order]
 
 
-def rate_interval(k, n, family: str, order: np.ndarray | None = None, bet=None) -> Interval:
+def rate_interval(k: npt.ArrayLike, n: npt.ArrayLike, family: str, order: np.ndarray | None = None,
+                  bet: Bet | None = None) -> Interval:
     """Single rate (threshold questions, the metrics table): M1, hulled under "robust" with the betting
     interval over the case rates taken in `order` (`bet`: that interval, when computed already)."""
     p, low, high, n_eff, flag = intervals.m1(k, n)
@@ -120,8 +128,8 @@ def rate_interval(k, n, family: str, order: np.ndarray | None = None, bet=None) 
     return Interval(p, low, high, bet, n_eff, flag)
 
 
-def mean_interval(x, family: str, bounded: bool, skewed: bool = False, order: np.ndarray | None = None,
-                  bet=None) -> Interval:
+def mean_interval(x: npt.ArrayLike, family: str, bounded: bool, skewed: bool = False,
+                  order: np.ndarray | None = None, bet: Bet | None = None) -> Interval:
     """Mean of case means: t(C-1), or the skewness-corrected t for positive unbounded metrics (`skewed`),
     hulled under "robust" with the betting interval when the values are bounded in [0, 1]."""
     if skewed:
@@ -133,13 +141,14 @@ def mean_interval(x, family: str, bounded: bool, skewed: bool = False, order: np
     return Interval(mean, low, high, betting.interval(in_order(np.asarray(x, float), order)) if bet is None else bet)
 
 
-def ratio_interval(y, x) -> Interval:
+def ratio_interval(y: npt.ArrayLike, x: npt.ArrayLike) -> Interval:
     """cost_of_pass, a ratio of case totals: M7 (no distribution-free interval for an unbounded ratio)."""
     ratio, low, high = intervals.m7(y, x)
     return Interval(ratio, low, high)
 
 
-def clears(model_low, model_high, values, span, family: str, bounded: bool, edge: float, above: bool):
+def clears(model_low: np.ndarray, model_high: np.ndarray, values: np.ndarray, span: tuple[float, float],
+           family: str, bounded: bool, edge: float, above: bool) -> np.ndarray:
     """Whether the (hulled) interval clears `edge` on the good side, without computing the hull.
 
     The model bound must clear the edge and, under "robust" for bounded values in `span`, the betting
@@ -158,11 +167,13 @@ def clears(model_low, model_high, values, span, family: str, bounded: bool, edge
         scaled = (hi - values) / (hi - lo)
     if m < 0:
         return ok  # the edge lies below every possible mean: the betting bound clears it
-    return ok & betting.rejects(scaled, max(m, 1e-12))
+    cleared: np.ndarray = ok & betting.rejects(scaled, max(m, 1e-12))
+    return cleared
 
 
 def ordered(sample: Sample, salt: str) -> np.ndarray:
-    return np.array(betting.case_order(salt, sample.cases), dtype=int)
+    order: np.ndarray = np.array(betting.case_order(salt, sample.cases), dtype=int)
+    return order
 
 
 def betting_input(sample: Sample, salt: str, family: str) -> np.ndarray | None:
@@ -172,11 +183,12 @@ def betting_input(sample: Sample, salt: str, family: str) -> np.ndarray | None:
         return None
     shape = sample.info.shape
     if shape == "rate" or (shape == "mean" and sample.n_cases >= MIN_MEAN_CASES and bounded_unit(sample)):
-        return sample.case_means()[ordered(sample, salt)]
+        values: np.ndarray = sample.case_means()[ordered(sample, salt)]
+        return values
     return None
 
 
-def single(sample: Sample, salt: str, family: str = "robust", bet=None) -> Estimate:
+def single(sample: Sample, salt: str, family: str = "robust", bet: Bet | None = None) -> Estimate:
     """The single-variant estimate of one metric (threshold questions and the metrics table).
 
     `bet`: the betting interval of `betting_input(sample, ...)` when the caller computed it already
@@ -218,14 +230,15 @@ def single(sample: Sample, salt: str, family: str = "robust", bet=None) -> Estim
     # quantile
     if cases == 0:
         return degenerate("no_data", "M5", 0, 0, unit)
-    values = sample.flat
-    point = float(np.quantile(values, info.quantile, method="inverted_cdf"))   # the quantile M5 inverts
+    values, q = sample.flat, info.quantile
+    assert q is not None, "a quantile metric's info names its quantile"
+    point = float(np.quantile(values, q, method="inverted_cdf"))   # the quantile M5 inverts
     if attempts < info.min_attempts:
         return degenerate("too_few_attempts", "M5", cases, attempts, unit, value=point)
     if cases < 2:
         return degenerate("too_few_cases", "M5", cases, attempts, unit, value=point)
-    low, high, n_above = intervals.woodruff(values, sample.case_index, cases, info.quantile)
-    low_reliability = n_above < 5 or (info.quantile >= 0.9 and cases < FEW_CASES) or low is None or high is None
+    low, high, n_above = intervals.woodruff(values, sample.case_index, cases, q)
+    low_reliability = n_above < 5 or (q >= 0.9 and cases < FEW_CASES) or low is None or high is None
     reliability = "degenerate" if float(np.ptp(values)) == 0.0 else ("low" if low_reliability else "ok")
     return with_hull(point, low, high, method="M5", cases=cases, attempts=attempts, n_eff=float(cases),
                      reliability=reliability, unit=unit, family=family, bet=None)

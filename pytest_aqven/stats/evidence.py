@@ -10,41 +10,45 @@ cells, bound for bound.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from .model import Guardrail, Look, Pair, SeriesFacts, Threshold
-from .samples import MetricInfo, Sample, metric_info
+from .samples import MetricInfo, Sample, SampleTable, metric_info
 
 
-def _number(x: float):
+def _number(x: float) -> int | float:
     """An int when the float is one (compact YAML), else the float itself (repr round-trips exactly)."""
     x = float(x)
     return int(x) if x.is_integer() and abs(x) < 2**53 else x
 
 
-def _numbers(values: np.ndarray) -> list:
+def _numbers(values: np.ndarray) -> list[int | float]:
     """`_number` of every value, at numpy's speed."""
-    out = values.tolist()
+    out: list[int | float] = values.tolist()
     whole = (values == np.floor(values)) & (np.abs(values) < 2**53)
     if whole.all():
-        return values.astype(np.int64).tolist()
+        ints: list[int | float] = values.astype(np.int64).tolist()
+        return ints
     for i in np.flatnonzero(whole).tolist():
         out[i] = int(out[i])
     return out
 
 
-def sample_data(sample: Sample) -> dict:
+def sample_data(sample: Sample) -> dict[str, Any]:
     """{case key: data} of one variant's sample of one metric."""
     shape = sample.info.shape
     sizes = sample.sizes.tolist()
     if shape == "rate":
         return {case: [k, n] for case, k, n in zip(sample.cases, _numbers(sample.sums()), sizes)}
-    flat = _numbers(sample.flat)
+    flat: list[Any] = _numbers(sample.flat)
     if shape == "ratio":
+        assert sample.flat_passes is not None, "a ratio's sample holds its passes"
         flat = list(map(list, zip(flat, _numbers(sample.flat_passes))))
-    out, start = {}, 0
+    out: dict[str, Any] = {}
+    start = 0
     for case, n in zip(sample.cases, sizes):
         end = start + n
         out[case] = flat[start:end]
@@ -52,7 +56,7 @@ def sample_data(sample: Sample) -> dict:
     return out
 
 
-def data_sample(info: MetricInfo, data: Mapping[str, list]) -> Sample:
+def data_sample(info: MetricInfo, data: Mapping[str, Sequence[Any]]) -> Sample:
     """The Sample that `sample_data` was taken from (rates: successes first; nothing reads their order)."""
     cases = sorted(data)
     if info.shape == "rate":
@@ -64,10 +68,11 @@ def data_sample(info: MetricInfo, data: Mapping[str, list]) -> Sample:
     return Sample.from_groups(info, cases, [[float(v) for v in data[c]] for c in cases])
 
 
-def sufficient_data(table, facts: SeriesFacts, metrics: Mapping[str, Mapping]) -> dict:
+def sufficient_data(table: SampleTable, facts: SeriesFacts, metrics: Mapping[str, Mapping[str, object]]
+                    ) -> dict[str, Any]:
     """Tallies and per-case data of every metric of every variant of `metrics` (a Verdict's table)."""
     finished, settled, errors = table.tallies()
-    variants = {}
+    variants: dict[str, dict[str, dict[str, Any]]] = {}
     for variant in facts.variants:
         names = sorted(metrics.get(variant, {}))
         variants[variant] = {m: sample_data(table.sample(variant, metric_info(m, facts.check_kinds))) for m in names}
@@ -77,7 +82,7 @@ def sufficient_data(table, facts: SeriesFacts, metrics: Mapping[str, Mapping]) -
 class EvidenceTable:
     """What `decide_table` reads, from a finding's sufficient data."""
 
-    def __init__(self, data: Mapping, check_kinds: Mapping[str, str]):
+    def __init__(self, data: Mapping[str, Any], check_kinds: Mapping[str, str]):
         self.data = data
         self.check_kinds = check_kinds
 
@@ -89,7 +94,7 @@ class EvidenceTable:
         return data_sample(info, per_case)
 
 
-def question_dict(question: Threshold | Pair | Look) -> dict:
+def question_dict(question: Threshold | Pair | Look) -> dict[str, Any]:
     kind = "look" if isinstance(question, Look) else "threshold" if isinstance(question, Threshold) else question.kind
     fields = dataclasses.asdict(question)
     if "guardrails" in fields:      # a list, as YAML reads it back (the same text and hash as the tuple)
@@ -97,7 +102,7 @@ def question_dict(question: Threshold | Pair | Look) -> dict:
     return {"kind": kind, **fields}
 
 
-def question_from(d: Mapping) -> Threshold | Pair | Look:
+def question_from(d: Mapping[str, Any]) -> Threshold | Pair | Look:
     fields = {k: v for k, v in d.items() if k != "kind"}
     if d["kind"] == "look":
         return Look()

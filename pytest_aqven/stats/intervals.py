@@ -9,11 +9,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 ALPHA = 0.05
 Z = 1.959963984540054
 SPARSE_CASES = 5  # M1 sparse guard: fewer informative cases -> n_eff = C
 LOW_N_EFF = 30  # NCHS-style reliability: n_eff below this is flagged "low"
+
+Bounds = tuple[np.ndarray, np.ndarray, np.ndarray]  # (estimate, low, high) over the leading axes
 
 
 # scipy.special's t and beta quantiles directly: the values of stats.t.ppf / stats.beta.ppf (which
@@ -21,12 +24,13 @@ LOW_N_EFF = 30  # NCHS-style reliability: n_eff below this is flagged "low"
 # Imported where used: scipy costs a --collect-only that decides nothing a third of its time.
 
 
-def t_crit(df) -> np.ndarray:
+def t_crit(df: npt.ArrayLike) -> np.ndarray:
     from scipy import special
-    return special.stdtrit(np.maximum(df, 1), 1 - ALPHA / 2)
+    crit: np.ndarray = special.stdtrit(np.maximum(df, 1), 1 - ALPHA / 2)
+    return crit
 
 
-def m1(k: np.ndarray, n: np.ndarray):
+def m1(k: npt.ArrayLike, n: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Korn-Graubard interval on the effective sample size with df adjustment and sparse guard (§4.4).
 
     k, n: successes and attempts per case, shape (..., C). Returns (p, low, high, n_eff, low_reliability).
@@ -58,7 +62,7 @@ def m1(k: np.ndarray, n: np.ndarray):
     return p, low, high, n_eff, flag
 
 
-def t_mean(x: np.ndarray):
+def t_mean(x: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Mean of case means +- t(C-1) * sd / sqrt(C). Returns (mean, low, high, half)."""
     x = np.asarray(x, dtype=float)
     cases = x.shape[-1]
@@ -67,7 +71,7 @@ def t_mean(x: np.ndarray):
     return mean, mean - half, mean + half, half
 
 
-def skewness(x: np.ndarray) -> np.ndarray:
+def skewness(x: npt.ArrayLike) -> np.ndarray:
     """Adjusted sample skewness G1 over the last axis; 0 where undefined (fewer than 3 cases, no spread)."""
     x = np.asarray(x, dtype=float)
     cases = x.shape[-1]
@@ -78,10 +82,11 @@ def skewness(x: np.ndarray) -> np.ndarray:
     m3 = (c * c * c).mean(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         g1 = np.where(m2 > 0, m3 / np.sqrt(np.where(m2 > 0, m2, 1.0)) ** 3, 0.0)
-    return g1 * math.sqrt(cases * (cases - 1)) / (cases - 2)
+    adjusted: np.ndarray = g1 * math.sqrt(cases * (cases - 1)) / (cases - 2)
+    return adjusted
 
 
-def _hall_inverse(v, gamma, cases: int):
+def _hall_inverse(v: np.ndarray, gamma: np.ndarray, cases: int) -> np.ndarray:
     """Inverse of Hall's (1992) monotone cubic g(t) = t + a t^2 + a^2 t^3 / 3 + b, where
     a = gamma / (3 sqrt C) and b = gamma / (6 sqrt C): g(T) of the studentized mean is
     t-distributed to second order when the cases have skewness gamma."""
@@ -92,7 +97,7 @@ def _hall_inverse(v, gamma, cases: int):
     return np.where(flat, v - b, (np.cbrt(1 + 3 * safe * (v - b)) - 1) / safe)
 
 
-def skew_t_mean(x: np.ndarray, right_skewed: bool = False):
+def skew_t_mean(x: npt.ArrayLike, right_skewed: bool = False) -> Bounds:
     """Skewness-corrected t on case means (Hall 1992 transformation, Willink 2005 form), vectorised.
 
     Both bounds invert Hall's transformation with the adjusted sample skewness G1. A sample that
@@ -118,7 +123,8 @@ def skew_t_mean(x: np.ndarray, right_skewed: bool = False):
     return mean, low, high
 
 
-def mover(est1, low1, high1, est2, low2, high2, r):
+def mover(est1: np.ndarray, low1: np.ndarray, high1: np.ndarray, est2: np.ndarray, low2: np.ndarray,
+          high2: np.ndarray, r: np.ndarray) -> Bounds:
     """MOVER (Zou & Donner 2008) interval for est1 - est2 with correlation r between the estimators."""
     diff = est1 - est2
     a, b = est1 - low1, high2 - est2
@@ -128,7 +134,7 @@ def mover(est1, low1, high1, est2, low2, high2, r):
     return diff, low, high
 
 
-def case_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def case_correlation(x: npt.ArrayLike, y: npt.ArrayLike) -> np.ndarray:
     """Correlation of two arms' case means over the same cases; 0 where undefined."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -140,7 +146,8 @@ def case_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return r
 
 
-def m2(k1, n1, k2, n2, scale1: float = 1.0, scale2: float = 1.0):
+def m2(k1: npt.ArrayLike, n1: npt.ArrayLike, k2: npt.ArrayLike, n2: npt.ArrayLike, scale1: float = 1.0,
+       scale2: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """M2: MOVER over two M1 intervals for scale1*p1 - scale2*p2, paired by case (§5.1, §5.3).
 
     The scales give the relative-margin contrast p_c - (1-m) p_b without a ratio approximation.
@@ -153,7 +160,8 @@ def m2(k1, n1, k2, n2, scale1: float = 1.0, scale2: float = 1.0):
     return diff, low, high, f1 | f2
 
 
-def woodruff(values: np.ndarray, case_index: np.ndarray, cases: int, q: float):
+def woodruff(values: np.ndarray, case_index: np.ndarray, cases: int,
+             q: float) -> tuple[float | None, float | None, int]:
     """M5: Woodruff interval for a pooled quantile with cluster-robust t(C-1) (§6.1).
 
     values: all attempts' values; case_index: their case (0..cases-1). Returns (low, high, n_above)
@@ -175,14 +183,14 @@ def woodruff(values: np.ndarray, case_index: np.ndarray, cases: int, q: float):
     return low, high, n_above
 
 
-def ratio_linearised(y: np.ndarray, x: np.ndarray):
+def ratio_linearised(y: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ratio of sums sum(y)/sum(x) and its per-case linearised values g_i (§6.2)."""
     ratio = y.sum(axis=-1) / x.sum(axis=-1)
     g = (y - ratio[..., None] * x) / x.mean(axis=-1, keepdims=True)
     return ratio, g
 
 
-def m7(y: np.ndarray, x: np.ndarray):
+def m7(y: npt.ArrayLike, x: npt.ArrayLike) -> Bounds:
     """M7: log-scale linearised interval for a ratio of case totals, t(C-1)."""
     y = np.asarray(y, dtype=float)
     x = np.asarray(x, dtype=float)
@@ -196,7 +204,8 @@ def m7(y: np.ndarray, x: np.ndarray):
     return ratio, low, high
 
 
-def paired_ratio(y_c, x_c, y_b, x_b, log: bool):
+def paired_ratio(y_c: npt.ArrayLike, x_c: npt.ArrayLike, y_b: npt.ArrayLike, x_b: npt.ArrayLike,
+                 log: bool) -> Bounds:
     """Paired linearised interval for R_c - R_b (log=False) or log(R_c / R_b) (log=True)."""
     cases = np.asarray(y_c).shape[-1]
     r_c, g_c = ratio_linearised(np.asarray(y_c, float), np.asarray(x_c, float))
@@ -218,7 +227,8 @@ def case_weights(idx: np.ndarray, cases: int) -> np.ndarray:
     return np.bincount((idx + offsets).ravel(), minlength=rows * cases).reshape(rows, cases).astype(np.float32)
 
 
-def bootstrap_quantiles(values: np.ndarray, case_index: np.ndarray, cases: int, q: float, weights: np.ndarray):
+def bootstrap_quantiles(values: np.ndarray, case_index: np.ndarray, cases: int, q: float,
+                        weights: np.ndarray) -> np.ndarray:
     """Pooled inverted-CDF quantile of each cluster-bootstrap resample (rows of `weights`).
 
     Counts-matrix trick (§10): W[b, i] = times case i is drawn, cum[i, j] = attempts of case i at or
@@ -242,5 +252,6 @@ def bootstrap_quantiles(values: np.ndarray, case_index: np.ndarray, cases: int, 
         if start > 0:
             inside = inside and not np.any(weights @ cum[:, start - 1] >= target)
         if inside:
-            return distinct[start + np.argmax(reached, axis=1)]
+            answers: np.ndarray = distinct[start + np.argmax(reached, axis=1)]
+            return answers
         pad *= 2

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from . import betting, intervals
 from .edges import decided_by, interval_verdict, no_point_pass
 from .estimates import RESAMPLES, Interval, degenerate, in_order, stat_seed, with_hull
 from .model import Cell, Estimate, Guardrail, Pair, SeriesFacts
-from .samples import LOWER, AttemptTable, Sample, bounded_unit, metric_info
+from .samples import LOWER, MetricInfo, Sample, SampleTable, bounded_unit, metric_info
 
 MIN_PAIR_CASES = 2
 
@@ -34,7 +35,8 @@ def contrast_scale(sign: float, relative_margin: float | None) -> float:
     return (1 - relative_margin) if sign > 0 else (1 + relative_margin)
 
 
-def contrast(mc, mb, sign: float, scale_b: float):
+def contrast(mc: np.ndarray, mb: np.ndarray, sign: float,
+             scale_b: float) -> tuple[np.ndarray, tuple[float, float]]:
     """Per-case good-direction contrast of case means and the range it lies in when they lie in [0, 1]:
     mc - scale_b * mb in [-scale_b, 1] (higher is better), scale_b * mb - mc in [-1, scale_b] (lower)."""
     if sign > 0:
@@ -42,7 +44,8 @@ def contrast(mc, mb, sign: float, scale_b: float):
     return scale_b * mb - mc, (-1.0, scale_b)
 
 
-def pair_rate_interval(kc, nc, kb, nb, sign: float, scale_b: float, family: str,
+def pair_rate_interval(kc: npt.ArrayLike, nc: npt.ArrayLike, kb: npt.ArrayLike, nb: npt.ArrayLike, sign: float,
+                       scale_b: float, family: str,
                        order: np.ndarray | None = None) -> Interval:
     """Paired rates: M2 on the good-direction contrast, hulled under "robust" with the betting interval
     over the per-case contrast taken in `order` (None: as given)."""
@@ -57,7 +60,7 @@ def pair_rate_interval(kc, nc, kb, nb, sign: float, scale_b: float, family: str,
     return Interval(value, low, high, betting.interval_on(in_order(per_case, order), *span), flag=flag)
 
 
-def paired_mean_interval(mc, mb, sign: float, scale_b: float, family: str, bounded: bool,
+def paired_mean_interval(mc: np.ndarray, mb: np.ndarray, sign: float, scale_b: float, family: str, bounded: bool,
                          order: np.ndarray | None = None) -> Interval:
     """Paired means: t on the per-case good-direction contrast, hulled under "robust" with the betting
     interval when the case means are bounded in [0, 1]."""
@@ -68,14 +71,15 @@ def paired_mean_interval(mc, mb, sign: float, scale_b: float, family: str, bound
     return Interval(value, low, high, betting.interval_on(in_order(per_case, order), *span))
 
 
-def paired_ratio_interval(yc, xc, yb, xb, sign: float, log: bool) -> Interval:
+def paired_ratio_interval(yc: np.ndarray, xc: np.ndarray, yb: np.ndarray, xb: np.ndarray, sign: float,
+                          log: bool) -> Interval:
     """cost_of_pass of two variants: the paired linearised R_c - R_b, or log(R_c / R_b) for a relative
     margin, on the good-direction scale."""
     est, low, high = intervals.paired_ratio(yc, xc, yb, xb, log=log)
     return Interval(sign * est, np.minimum(sign * low, sign * high), np.maximum(sign * low, sign * high))
 
 
-def no_interval(mb, mc, shape: str) -> np.ndarray:
+def no_interval(mb: npt.ArrayLike, mc: npt.ArrayLike, shape: str) -> np.ndarray:
     """The §4.4 guards of paired case means (cases on the last axis): "uninformative" when every case of
     a rate passes, or every case fails, for both variants; "no_discordance" when the variants agree on
     every case; "" when an interval is computed."""
@@ -152,7 +156,8 @@ def pair_estimate(
     return _quantile(base, cand, sign, relative, method, unit, cases, attempts, seed, resamples)
 
 
-def _mean_like(base, cand, mb, mc, sign, margin, method, unit, salt, family, shape) -> Estimate:
+def _mean_like(base: Sample, cand: Sample, mb: np.ndarray, mc: np.ndarray, sign: float, margin: float | None,
+               method: str, unit: str, salt: str, family: str, shape: str) -> Estimate:
     cases = len(mb)
     attempts = base.n_attempts + cand.n_attempts
     scale_b = contrast_scale(sign, margin)
@@ -169,7 +174,8 @@ def _mean_like(base, cand, mb, mc, sign, margin, method, unit, salt, family, sha
                      n_eff=float(cases), reliability=reliability, unit=unit, family=family, bet=iv.bet)
 
 
-def _ratio(base, cand, sign, relative, method, unit, cases, attempts) -> Estimate:
+def _ratio(base: Sample, cand: Sample, sign: float, relative: bool, method: str, unit: str, cases: int,
+           attempts: int) -> Estimate:
     yb, xb, yc, xc = base.sums(), base.pass_counts(), cand.sums(), cand.pass_counts()
     if relative and (yb.sum() <= 0 or yc.sum() <= 0):
         return degenerate("no_data", method, cases, attempts, unit)
@@ -179,7 +185,7 @@ def _ratio(base, cand, sign, relative, method, unit, cases, attempts) -> Estimat
                      bet=None)
 
 
-def m6(base: Sample, cand: Sample, q: float, seed: int, resamples: int, log: bool):
+def m6(base: Sample, cand: Sample, q: float, seed: int, resamples: int, log: bool) -> np.ndarray:
     """M6: paired cluster bootstrap (case indices drawn once for both arms), percentile interval.
 
     Returns the bootstrap replicates of q_c - q_b (or log(q_c / q_b)).
@@ -192,11 +198,14 @@ def m6(base: Sample, cand: Sample, q: float, seed: int, resamples: int, log: boo
     for arm in (cand, base):
         reps.append(intervals.bootstrap_quantiles(arm.flat, arm.case_index, cases, q, weights))
     qc, qb = reps
-    return np.log(qc / qb) if log else qc - qb
+    replicates: np.ndarray = np.log(qc / qb) if log else qc - qb
+    return replicates
 
 
-def _quantile(base, cand, sign, relative, method, unit, cases, attempts, seed, resamples) -> Estimate:
+def _quantile(base: Sample, cand: Sample, sign: float, relative: bool, method: str, unit: str, cases: int,
+              attempts: int, seed: int, resamples: int) -> Estimate:
     q = base.info.quantile
+    assert q is not None, "a quantile metric's info names its quantile"
     point_c = float(np.quantile(cand.flat, q))
     point_b = float(np.quantile(base.flat, q))
     if relative and (point_c <= 0 or point_b <= 0 or min(base.flat.min(), cand.flat.min()) <= 0):
@@ -222,7 +231,8 @@ def guardrail_edge(guard: Guardrail, direction: str, unit: str) -> float:
     return relative_edge(direction, guard.margin) if unit == "log_ratio" else 0.0
 
 
-def _cell(metric, role, question: Pair, direction, margin, relative, estimate, edge) -> Cell:
+def _cell(metric: str, role: str, question: Pair, direction: str, margin: float, relative: bool,
+          estimate: Estimate, edge: float) -> Cell:
     verdict = no_point_pass(estimate, interval_verdict(estimate.low, estimate.high, edge))
     return Cell(
         metric=metric, role=role, variant=question.candidate, baseline=question.baseline, direction=direction,
@@ -231,11 +241,11 @@ def _cell(metric, role, question: Pair, direction, margin, relative, estimate, e
     )
 
 
-def pair_cells(question: Pair, table: AttemptTable, facts: SeriesFacts) -> tuple[list[Cell], list[Cell]]:
+def pair_cells(question: Pair, table: SampleTable, facts: SeriesFacts) -> tuple[list[Cell], list[Cell]]:
     kinds = facts.check_kinds
     names = (question.baseline, question.candidate)
 
-    def samples(metric):
+    def samples(metric: str) -> tuple[Sample, Sample, MetricInfo]:
         info = metric_info(metric, kinds)
         return table.sample(question.baseline, info), table.sample(question.candidate, info), info
 

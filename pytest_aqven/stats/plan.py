@@ -16,14 +16,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from .edges import threshold_bound
 from .estimates import clears, mean_interval, rate_interval
 from .model import Attempt, LaunchPlan, Look, ObservedPlan, Pair, Threshold
 from .pairs import contrast, orientation, pair_rate_interval, paired_mean_interval
-from .samples import SERIES_METRICS, build_sample, metric_info
+from .samples import SERIES_METRICS, MetricInfo, build_sample, metric_info
 
 Z = 1.959963984540054
 Z_POWER = 0.8416212335729143
@@ -33,6 +35,9 @@ SIMULATED_SERIES = 1000  # per candidate number of cases: MC error of a power ne
 MAX_SIMULATED_CASES = 3000  # beyond this the closed form stands (the answer is "far more cases" anyway)
 LOGIT_EFFECT_SD = 0.5  # case-to-case spread of a pair's effect on the logit scale (statistics.md §5.2)
 SEARCH_VERSION = 1  # bump when simulated_power or search_cases change what they compute
+
+Truth = Mapping[str, Any]  # what a plan is powered for (`planning_truth`): edge, value, spreads, flags
+Searched = Callable[[Truth, int], tuple[int | None, float | None]]
 
 
 def design_effect(repeats: int, icc: float) -> float:
@@ -75,12 +80,13 @@ def _times_text(repeats: int) -> str:
 # simulated series: (S, C) arrays fed to the verdict pipeline's own interval functions
 
 
-def beta_binomial_rates(rng, mean: float, icc: float, shape: tuple[int, int]) -> np.ndarray:
+def beta_binomial_rates(rng: np.random.Generator, mean: float, icc: float, shape: tuple[int, int]) -> np.ndarray:
     """Case pass rates with the given mean and beta-binomial ICC."""
     if icc <= 0:
         return np.full(shape, mean)
     if icc >= 1:
-        return (rng.random(shape) < mean).astype(float)
+        rates: np.ndarray = (rng.random(shape) < mean).astype(float)
+        return rates
     k = 1 / icc - 1
     return rng.beta(mean * k, (1 - mean) * k, size=shape)
 
@@ -100,7 +106,8 @@ def logit_location(mean: float, sd: float) -> float:
     return (lo + hi) / 2
 
 
-def logit_pair_rates(rng, base_mean: float, diff: float, icc: float, effect_sd: float, shape):
+def logit_pair_rates(rng: np.random.Generator, base_mean: float, diff: float, icc: float, effect_sd: float,
+                     shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """Paired case rates (statistics.md §5.2 DGP): shared logit case effects, a spread-out effect.
 
     sd_case from the ICC on the latent scale; the locations are solved so that the population means
@@ -116,7 +123,8 @@ def logit_pair_rates(rng, base_mean: float, diff: float, icc: float, effect_sd: 
     return special.expit(a_b + theta), special.expit(a_c + theta + u)
 
 
-def simulated_power(question, info, cases: int, repeats: int, truth: Mapping, family: str, seed: int,
+def simulated_power(question: Threshold | Pair, info: MetricInfo, cases: int, repeats: int, truth: Truth,
+                    family: str, seed: int,
                     series: int = SIMULATED_SERIES) -> float:
     """P(the primary cell passes) over simulated series at `cases`, through the verdict's own
     interval functions (M1 / M2 / t, and the betting test under the robust family)."""
@@ -155,7 +163,7 @@ def simulated_power(question, info, cases: int, repeats: int, truth: Mapping, fa
     return float(np.mean(passed))
 
 
-def search_cases(power_at, start: int, limit: int = MAX_SIMULATED_CASES) -> tuple[int, float]:
+def search_cases(power_at: Callable[[int], float], start: int, limit: int = MAX_SIMULATED_CASES) -> tuple[int, float]:
     """Smallest C with power_at(C) >= POWER: geometric steps from the closed form, then bisection."""
     cache: dict[int, float] = {}
 
@@ -166,8 +174,8 @@ def search_cases(power_at, start: int, limit: int = MAX_SIMULATED_CASES) -> tupl
 
     c = max(2, min(start, limit))
     if power(c) >= POWER:
-        hi, lo = c, None
-        while lo is None:
+        hi = c
+        while True:     # down until a number of cases falls short: lo
             nxt = max(2, int(hi * 0.8))
             if nxt == hi:
                 return hi, power(hi)
@@ -175,16 +183,17 @@ def search_cases(power_at, start: int, limit: int = MAX_SIMULATED_CASES) -> tupl
                 hi = nxt
             else:
                 lo = nxt
+                break
     else:
-        lo, hi = c, None
-        while hi is None:
+        lo = c
+        while True:     # up until a number of cases reaches the power: hi
             nxt = min(limit, max(lo + 1, math.ceil(lo * 1.25)))
             if power(nxt) >= POWER:
                 hi = nxt
-            elif nxt >= limit:
+                break
+            if nxt >= limit:
                 return limit, power(limit)  # not reached within the limit
-            else:
-                lo = nxt
+            lo = nxt
     while hi - lo > max(1, int(0.02 * hi)):
         mid = (lo + hi) // 2
         if power(mid) >= POWER:
@@ -197,13 +206,14 @@ def search_cases(power_at, start: int, limit: int = MAX_SIMULATED_CASES) -> tupl
 # ---------------------------------------------------------------------------------------------
 
 
-def _target(question) -> tuple[str, float | None]:
+def _target(question: Threshold | Pair) -> tuple[str, float | None]:
     if isinstance(question, Threshold):
         return question.metric, question.margin
     return question.primary, question.margin
 
 
-def _history_groups(history: Sequence[Attempt], variant: str, info, kinds) -> list[np.ndarray]:
+def _history_groups(history: Sequence[Attempt], variant: str, info: MetricInfo,
+                    kinds: Mapping[str, str]) -> list[np.ndarray]:
     return list(build_sample(history, variant, info, kinds).values)
 
 
@@ -226,8 +236,8 @@ def launch_plan(
     The simulated search's result is read from `cache` (keyed by `search_inputs`), else computed when
     `simulate` (and stored in `cache`), else left out: the plan then rests on the closed form."""
     attempts = cases * repeats * variants
-    base = dict(cases=cases, repeats=repeats, variants=variants, attempts=attempts, available=available,
-                family=family)
+    base: dict[str, Any] = dict(cases=cases, repeats=repeats, variants=variants, attempts=attempts,
+                                available=available, family=family)
     if isinstance(question, Look):
         text = f"a look runs {_cases_text(cases)} {_times_text(repeats)} each and gives no verdict"
         return LaunchPlan(**base, half_width=None, mde=None, margin=None, spread=None, spread_source="none",
@@ -265,15 +275,14 @@ def launch_plan(
             spread, source = float(np.std(values, ddof=1)), "history"
     if spread is None and known:
         if info.shape == "rate" and isinstance(question, Threshold):
-            bound = question.above if question.above is not None else question.below
-            s = min(max(bound, 0.05), 0.95)
+            s = min(max(threshold_bound(question), 0.05), 0.95)
             spread, source = math.sqrt(s * (1 - s)), "prior"
         elif info.shape == "rate":
             spread, source = 0.5, "prior"
         else:
             spread, source = 0.25, "prior"
 
-    def plan(**fields) -> LaunchPlan:
+    def plan(**fields: Any) -> LaunchPlan:
         return LaunchPlan(**base, margin=margin, spread=spread, spread_source=source, icc=icc, **fields)
 
     if margin is None or margin <= 0:
@@ -290,7 +299,7 @@ def launch_plan(
     closed = closed_form_cases(spread, margin, repeats, icc)
     truth = planning_truth(question, info, margin, spread, icc, repeats, history, check_kinds)
 
-    def searched(truth: Mapping, start: int) -> tuple[int | None, float | None]:
+    def searched(truth: Truth, start: int) -> tuple[int | None, float | None]:
         """(cases, power) of the simulated search from `start`, from the cache, or (None, None) when not run."""
         if start > MAX_SIMULATED_CASES:
             return None, None
@@ -328,10 +337,10 @@ def launch_plan(
                 search_pending=pending, capped=power is not None and power < POWER, observed=observed)
 
 
-def _weakest(question: Threshold, info, history: Sequence[Attempt], kinds) -> str | None:
+def _weakest(question: Threshold, info: MetricInfo, history: Sequence[Attempt], kinds: Mapping[str, str]) -> str | None:
     """The tested variant the plan is for, when every variant must clear: the one observed furthest on the
     wrong side (ties by name), so the plan never depends on the order the history was read in."""
-    means = {}
+    means: dict[str, float] = {}
     for variant in sorted({a.variant for a in history}):
         sample = build_sample(history, variant, info, kinds)
         if sample.n_cases:
@@ -342,7 +351,9 @@ def _weakest(question: Threshold, info, history: Sequence[Attempt], kinds) -> st
     return min(sorted(means), key=worse)
 
 
-def observed_plan(question, info, margin, spread, icc, repeats, history, kinds, truth, searched) -> ObservedPlan | None:
+def observed_plan(question: Threshold | Pair, info: MetricInfo, margin: float, spread: float, icc: float,
+                  repeats: int, history: Sequence[Attempt], kinds: Mapping[str, str], truth: Truth,
+                  searched: Searched) -> ObservedPlan | None:
     """The cases that give 80% power at the rates observed so far (the history's own primary value, on the good
     side of the edge), by the same closed form and simulated search as the pre-registered figure."""
     found = _observed(question, info, history, kinds)
@@ -373,7 +384,7 @@ def observed_plan(question, info, margin, spread, icc, repeats, history, kinds, 
         return ObservedPlan(value, seen, edge, closed, None, closed,
                             text=f"{where}, about {closed} cases give an {POWER:.0%} chance to confirm (closed form: "
                                  f"past the {MAX_SIMULATED_CASES} cases the search tries)")
-    if cases is None:       # the closed form alone can be many times too few for these intervals: no figure
+    if cases is None or power is None:  # the closed form alone can be many times too few for these intervals
         return ObservedPlan(value, seen, edge, None, None, closed, search_pending=True,
                             text=f"{where}, `aqven plan` gives the cases for an {POWER:.0%} chance to confirm (a "
                                  "simulated search: the closed form is too optimistic for these intervals to say)")
@@ -385,7 +396,8 @@ def observed_plan(question, info, margin, spread, icc, repeats, history, kinds, 
                         text=f"{where}, about {cases} cases give an {POWER:.0%} chance to confirm (simulated)")
 
 
-def _observed(question, info, history, kinds) -> tuple[float, int, float | None] | None:
+def _observed(question: Threshold | Pair, info: MetricInfo, history: Sequence[Attempt],
+              kinds: Mapping[str, str]) -> tuple[float, int, float | None] | None:
     """(the primary's value, cases, the baseline's mean for a pair) from the history's samples."""
     if isinstance(question, Threshold):
         tested = question.variant or _weakest(question, info, history, kinds)
@@ -404,7 +416,8 @@ def _observed(question, info, history, kinds) -> tuple[float, int, float | None]
     return sign * float(np.mean(diff)), len(shared), float(np.mean(base))
 
 
-def search_inputs(question, info, repeats: int, truth: Mapping, family: str, seed: int, closed: int) -> str:
+def search_inputs(question: Threshold | Pair, info: MetricInfo, repeats: int, truth: Truth, family: str, seed: int,
+                  closed: int) -> str:
     """Everything the simulated search reads, as one canonical string: the cache key of its result."""
     inputs = {"version": SEARCH_VERSION, "series": SIMULATED_SERIES, "power": POWER, "limit": MAX_SIMULATED_CASES,
               "effect_sd": LOGIT_EFFECT_SD, "question": [type(question).__name__, dataclasses.asdict(question)],
@@ -413,12 +426,13 @@ def search_inputs(question, info, repeats: int, truth: Mapping, family: str, see
     return json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=repr)
 
 
-def planning_truth(question, info, margin, spread, icc, repeats, history, kinds) -> dict:
+def planning_truth(question: Threshold | Pair, info: MetricInfo, margin: float, spread: float, icc: float,
+                   repeats: int, history: Sequence[Attempt], kinds: Mapping[str, str]) -> dict[str, Any]:
     """The truth the plan is powered for: one margin beyond the edge, on the good side."""
     case_sd = spread * math.sqrt(design_effect(repeats, icc) / repeats)
     if isinstance(question, Threshold):
         above = question.above is not None
-        declared = question.above if above else question.below
+        declared = threshold_bound(question)
         edge = declared + margin if above else declared - margin
         value = edge + margin if above else edge - margin
         if info.shape == "rate":  # keep the planned truth inside (0, 1)
@@ -442,7 +456,7 @@ def planning_truth(question, info, margin, spread, icc, repeats, history, kinds)
     return dict(edge=edge, value=value, icc=icc, case_sd=case_sd, base=base, direction=direction, bounded=bounded)
 
 
-def _bounded_history(history, info, kinds) -> bool:
+def _bounded_history(history: Sequence[Attempt], info: MetricInfo, kinds: Mapping[str, str]) -> bool:
     """Score checks are planned as [0, 1] judge scores unless history shows values outside."""
     if info.shape != "mean" or info.name not in kinds:
         return False
@@ -450,7 +464,7 @@ def _bounded_history(history, info, kinds) -> bool:
     return all(0.0 <= s <= 1.0 for s in scores)
 
 
-def _positive_unbounded_history(history, info, kinds) -> bool:
+def _positive_unbounded_history(history: Sequence[Attempt], info: MetricInfo, kinds: Mapping[str, str]) -> bool:
     """Whether the verdict will use the skewness-corrected t (samples.positive_unbounded) for this mean."""
     if info.shape != "mean":
         return False

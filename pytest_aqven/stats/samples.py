@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, repeat as endless
 from operator import attrgetter
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -66,6 +67,9 @@ def metric_info(name: str, check_kinds: Mapping[str, str]) -> MetricInfo:
     return MetricInfo(name, "rate", HIGHER, "rate")
 
 
+Group = Sequence[float] | np.ndarray  # one case's values
+
+
 @dataclass(frozen=True, eq=False)
 class Sample:
     """Per-case groups of one metric for one variant, stored flat.
@@ -82,9 +86,10 @@ class Sample:
     flat_passes: np.ndarray | None = None
 
     @classmethod
-    def from_groups(cls, info: MetricInfo, cases: Sequence[str], values: Sequence, passes: Sequence | None = None):
+    def from_groups(cls, info: MetricInfo, cases: Sequence[str], values: Sequence[Group],
+                    passes: Sequence[Group] | None = None) -> Sample:
         """Build from one array per case (values[i] = case i's attempts)."""
-        def join(groups):
+        def join(groups: Sequence[Group]) -> np.ndarray:
             return np.concatenate([np.asarray(g, dtype=float) for g in groups]) if len(groups) else np.zeros(0)
 
         sizes = np.array([len(v) for v in values], dtype=int)
@@ -118,7 +123,8 @@ class Sample:
         return tuple(np.split(self.flat_passes, self.starts[1:])) if self.n_cases else ()
 
     def _per_case(self, flat: np.ndarray) -> np.ndarray:
-        return np.add.reduceat(flat, self.starts) if self.n_cases else np.zeros(0)
+        sums: np.ndarray = np.add.reduceat(flat, self.starts) if self.n_cases else np.zeros(0)
+        return sums
 
     def counts(self) -> np.ndarray:
         return self.sizes.astype(float)
@@ -127,7 +133,8 @@ class Sample:
         return self._per_case(self.flat)
 
     def case_means(self) -> np.ndarray:
-        return self.sums() / self.counts()
+        means: np.ndarray = self.sums() / self.counts()
+        return means
 
     def pass_counts(self) -> np.ndarray:
         assert self.flat_passes is not None
@@ -180,6 +187,14 @@ _UNKNOWN = len(_OUTCOMES)  # the code of any other outcome
 _COUNTED_CODES = np.array([name in COUNTED_OUTCOMES for name in _OUTCOMES] + [False])
 
 
+class SampleTable(Protocol):
+    """What a verdict reads: an AttemptTable, or a finding's sufficient data (`evidence.EvidenceTable`)."""
+
+    def tallies(self) -> tuple[int, int, int]: ...
+
+    def sample(self, variant: str, info: MetricInfo) -> Sample: ...
+
+
 class AttemptTable:
     """Attempts as numpy columns, sorted by variant, case name and repeat: read once, sampled per metric.
 
@@ -191,10 +206,10 @@ class AttemptTable:
         attempts = list(attempts) or [_NOTHING]
         self.check_kinds = check_kinds
 
-        def column(name: str) -> list:
+        def column(name: str) -> list[Any]:
             return list(map(attrgetter(name), attempts))
 
-        variant, case, repeat, finished, outcome, passed, cost, latency, schema, checks = map(column, _COLUMNS)
+        variant, case, repeats, finishes, outcomes, passes, cost, latency, schema, checks = map(column, _COLUMNS)
         size = len(attempts)
         self.variants = sorted(set(variant))
         self.names = sorted(set(case))
@@ -202,23 +217,23 @@ class AttemptTable:
         c_code = {name: i for i, name in enumerate(self.names)}
         variant_index = np.fromiter(map(v_code.__getitem__, variant), int, size)
         case_index = np.fromiter(map(c_code.__getitem__, case), int, size)
-        repeat = np.fromiter(repeat, int, size)
+        repeat = np.fromiter(repeats, int, size)
         repeat -= repeat.min()
         key = (variant_index * len(self.names) + case_index) * (int(repeat.max()) + 1) + repeat
         order = np.argsort(key, kind="stable")
         self.variant_index = variant_index[order]
         self.case_index = case_index[order]
-        finished = np.fromiter(finished, bool, size)[order]
+        finished = np.fromiter(finishes, bool, size)[order]
         self.finished = int(finished.sum())
-        outcome = np.fromiter(map(_OUTCOME_CODES.get, outcome, endless(_UNKNOWN)), int, size)[order]
+        outcome = np.fromiter(map(_OUTCOME_CODES.get, outcomes, endless(_UNKNOWN)), int, size)[order]
         self.settled = finished & (outcome != _OUTCOME_CODES["cancelled"])
         self.counted = finished & _COUNTED_CODES[outcome]
-        self.infra_error = outcome == _OUTCOME_CODES["infra_error"]
+        self.infra_error: np.ndarray = outcome == _OUTCOME_CODES["infra_error"]
         self.cost = np.array(cost, dtype=float)[order]
         self.latency = np.array(latency, dtype=float)[order]
         self.schema = np.array(schema, dtype=float)[order]
         self._checks, self._order = checks, order  # check columns are read when first asked for
-        passed = np.array(passed, dtype=float)[order]
+        passed = np.array(passes, dtype=float)[order]
         unset = np.flatnonzero(np.isnan(passed))
         if unset.size:  # derived from the binary checks, as attempt_passed does
             ok = outcome[unset] == _OUTCOME_CODES["ok"]
@@ -230,7 +245,7 @@ class AttemptTable:
         """(finished, settled, settled with an infrastructure error) attempts."""
         return self.finished, int(self.settled.sum()), int((self.settled & self.infra_error).sum())
 
-    def _check(self, name: str):
+    def _check(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scored, passed, value) of one check on every attempt; value NaN when unset."""
         if name not in self._check_columns:
             found = [c.get(name, _ABSENT) for c in self._checks]
@@ -271,7 +286,7 @@ class AttemptTable:
         return Sample(info, cases, values[keep], sizes[present], None if passes is None else passes[keep])
 
 
-def _all_binary_passed(checks: Mapping, check_kinds: Mapping[str, str]) -> bool:
+def _all_binary_passed(checks: Mapping[str, CheckValue], check_kinds: Mapping[str, str]) -> bool:
     return all(
         value.state == "passed"
         for check, value in checks.items()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from . import betting, wording
 from .edges import bound_or_nan, decided_by, no_point_pass, threshold_edge, threshold_verdicts
 from .estimates import betting_input, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
 from .pairs import pair_cells
-from .samples import SERIES_METRICS, AttemptTable, metric_info
+from .samples import SERIES_METRICS, AttemptTable, SampleTable, metric_info
 
 INFRA_SHARE_LIMIT = 0.05
 
@@ -26,7 +27,7 @@ def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direct
     )
 
 
-def all_metrics(table: AttemptTable, facts: SeriesFacts, extra: Sequence[str] = ()) -> dict:
+def all_metrics(table: SampleTable, facts: SeriesFacts, extra: Sequence[str] = ()) -> dict[str, dict[str, Estimate]]:
     """Every series metric and every check metric, per variant, single-variant estimates."""
     names = list(SERIES_METRICS) + [c for c in facts.check_kinds if c not in SERIES_METRICS]
     names += [m for m in extra if m not in names]
@@ -51,7 +52,7 @@ def _below_mde(cell: Cell) -> bool:
         return True
     if cell.margin > 0:
         return (est.high - est.low) / 2 > cell.margin
-    return est.low <= cell.edge <= est.high
+    return est.low <= cast(float, cell.edge) <= est.high    # every primary cell has its edge
 
 
 def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
@@ -70,7 +71,7 @@ def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts
     return decide_table(question, AttemptTable(attempts, facts.check_kinds), facts)
 
 
-def decide_table(question: Threshold | Pair | Look, table, facts: SeriesFacts) -> Verdict:
+def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: SeriesFacts) -> Verdict:
     """The verdict from a table of per-case samples: an AttemptTable, or a finding's sufficient data
     (`evidence.EvidenceTable`) when `aqven check` recomputes it."""
     extra: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import cast
 
 from .model import Cell, Estimate
 from .samples import LOWER
@@ -118,12 +119,13 @@ def _undecided_tail(cell: Cell, tail: str) -> str:
 
 
 def threshold_phrase(cell: Cell, unit: str) -> str:
+    """A threshold cell (its threshold is always set) in words."""
     tail = THRESHOLD_TAILS[cell.verdict]
     if cell.verdict == "unclear":
         tail = _undecided_tail(cell, tail)
     return (
         f"{cell.variant}: {cell.metric} is {number(cell.estimate.value, unit)} "
-        f"({interval_text(cell.estimate, unit, edge=cell.edge)}) against {cell.bound} {declared(cell.threshold, unit)} "
+        f"({interval_text(cell.estimate, unit, edge=cell.edge)}) against {cell.bound} {declared(cast(float, cell.threshold), unit)} "
         f"with margin {declared(cell.margin, unit)}: {tail}"
     )
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from pytest_aqven.checker import check_root
 from pytest_aqven.diagnostics import Diagnostic, render_text
 
+from ..projects import write_files
+
 
 def _record(description: str, *fields: tuple[str, str]) -> str:
     lines = ['apiVersion: "aqven/v1"', 'kind: "Type"', 'type: "record"', f'description: "{description}"', "fields:"]
@@ -524,9 +526,7 @@ class Showcase:
     """A copy of the showcase project in a folder, with small edits and an in-process `aqven check`."""
 
     def __init__(self, root: Path):
-        self.root = root
-        for rel, text in FILES.items():
-            self.write(rel, text)
+        self.root = write_files(root, FILES)
 
     def path(self, rel: str) -> Path:
         return self.root / rel

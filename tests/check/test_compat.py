@@ -13,13 +13,6 @@ from pytest_aqven.checker import check_root
 from pytest_aqven.diagnostics import render_text
 from pytest_aqven.project.loader import load_project
 
-from ..compat_project import write_project
-
-
-@pytest.fixture
-def spoke(tmp_path):
-    return write_project(tmp_path / "spoke")
-
 
 def codes(root) -> list[str]:
     return sorted(d.code for d in check_root(root))

@@ -17,11 +17,6 @@ from ..compat_project import write_project
 from .test_compat import edit
 
 
-@pytest.fixture
-def spoke(tmp_path):
-    return write_project(tmp_path / "spoke")
-
-
 @pytest.mark.parametrize("rel, code", [
     ("flows/repair/nodes/draft/draft.prompt.md", "E_FILE_UNREADABLE"),
     ("flows/repair/nodes/triage/triage.variants/tone/spoken.md", "E_FILE_UNREADABLE"),

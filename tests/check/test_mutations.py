@@ -4,14 +4,13 @@ tests/compat_project.py. Every row gives exactly the diagnostics listed, at the 
 (the hint lines are left out here: other tests pin them), and nothing else."""
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from pytest_aqven.checker import check_root
 from pytest_aqven.diagnostics import Diagnostic
 
 from ..compat_project import write_project
+from ..projects import write_files
 from .showcase import Showcase
 
 G = "flows/gather/nodes/"
@@ -296,8 +295,7 @@ def apply(root, edits) -> None:
     for rel, old, new, *every in edits:
         path = root / rel
         if old is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(textwrap.dedent(new), encoding="utf-8")
+            write_files(root, {rel: new})
             continue
         text = path.read_text(encoding="utf-8")
         assert text.count(old) > 1 if every else text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"

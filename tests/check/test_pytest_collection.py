@@ -25,7 +25,6 @@ def cli_lines(showcase, capsys) -> list[str]:
     return capsys.readouterr().out.splitlines()
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_check_errors_and_warnings_in_pytest(pytester, project, capsys, xdist):
     cli = cli_lines(project, capsys)
     assert cli[-1] == "errors: 1, warnings: 1"

@@ -21,7 +21,7 @@ BUILDERS = {
     "spoke": compat_project.write_project,
     "support_case": lambda root: support_case.make(root, "supportcase"),
     "lumenlike": showcase_experiments.write,
-    "testproj": lambda root: projects.write(root, {**projects.dataset(projects.cases(4)), **projects.experiment()}),
+    "testproj": lambda root: projects.make(root, 4),
 }
 
 

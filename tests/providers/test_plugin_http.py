@@ -55,12 +55,11 @@ def make(pytester, server, case_list, **kw):
 
 
 def make_files(root, server, case_list, *, limits="", repeats=1, key=CANARY, **exp):
-    files = {**projects.dataset(case_list), **projects.experiment(repeats=repeats, **exp),
-             "aqven.yaml": aqven_yaml(server.url, limits),
-             "agents/bot.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "A model"\n'
-                                'model: "local:m1"\nsettings: {temperature: 0, seed: 7}\n',
-             "flows/rate/nodes/clean/clean.py": LEAKY_CLEAN}
-    projects.write(root, files, package=PACKAGE)
+    projects.make(root, case_list, repeats=repeats, package=PACKAGE, **exp, files={
+        "aqven.yaml": aqven_yaml(server.url, limits),
+        "agents/bot.yaml": 'apiVersion: "aqven/v1"\nkind: "Agent"\ndescription: "A model"\n'
+                           'model: "local:m1"\nsettings: {temperature: 0, seed: 7}\n',
+        "flows/rate/nodes/clean/clean.py": LEAKY_CLEAN})
     (root / "provider.py").unlink()
     (root / ".env").write_text(f"LOCAL_LLM_KEY={key}\n")
     server.responder = labeller

@@ -87,7 +87,6 @@ def calls(root) -> list[dict]:
     return [c for r in rows for n in r["trace"]["nodes"] for c in n["calls"]]
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 def test_a_server_that_reports_tokens_only_is_warned_before_the_first_attempt(pytester, server, xdist):
     """vLLM and Ollama report tokens, not costs: without a declared price the header says so before any
     attempt, with and without xdist, and the spend is a lower bound."""

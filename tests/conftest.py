@@ -1,0 +1,19 @@
+import pytest
+
+from .compat_project import write_project
+
+# The two ways a user runs a project where the plugin aggregates across processes (verdicts, findings, exit
+# code): in one process, and on two xdist workers. The arguments go on the command line of the run.
+XDIST = {"no-xdist": (), "n2": ("-n", "2")}
+
+
+@pytest.fixture(params=XDIST.values(), ids=XDIST.keys())
+def xdist(request) -> tuple[str, ...]:
+    """A test that takes it runs twice: once without xdist, once with `-n 2`."""
+    return request.param
+
+
+@pytest.fixture
+def spoke(tmp_path):
+    """A fresh copy of the showcase-shaped project of tests/compat_project.py (package spoke)."""
+    return write_project(tmp_path / "spoke")
