@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .check.run import check_root
+from .checker import check_root
 from .diagnostics import render_github, render_json, render_text
 from .project.loader import PROJECT_FILE, find_root
 from .series.commands import _project_path, project_argument
@@ -106,8 +106,8 @@ def _root_of(command: str, path: str) -> Path | None:
 def run_findings_rebuild(args: argparse.Namespace) -> int:
     from .diagnostics import Diagnostic  # noqa: PLC0415
     from .findings.files import FindingsRefused  # noqa: PLC0415
+    from .findings.publish import edited, rebuild, restore  # noqa: PLC0415
     from .project.loader import load_project  # noqa: PLC0415
-    from .series.findings import edited, rebuild, restore  # noqa: PLC0415
 
     root = _root_of("findings rebuild", _project_path(args))
     if root is None:
@@ -190,10 +190,10 @@ def add_plan(commands) -> None:
 def run_plan(args: argparse.Namespace) -> int:
     import os
 
-    from .check.rules import check_project
+    from .checker import check_project
+    from .launch import plan_experiments
     from .project.loader import load_project
     from .report.terminal import plan_lines
-    from .series.launch import plan_experiments
     if args.cases is not None and args.cases < 1 or args.repeats is not None and not 1 <= args.repeats <= 20:
         print("aqven plan: --cases must be at least 1 and --repeats between 1 and 20", file=sys.stderr)
         return 2

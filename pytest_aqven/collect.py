@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import internals
-from .check.rules import check_project, internal_error
+from .check.context import internal_error
 from .check.scope import collection_errors
+from .checker import check_project
 from .diagnostics import Diagnostic
 from .experiments.plan import PlanError
+from .findings.publish import repair as repair_findings
+from .findings.spent import spent_for
 from .project.loader import Project, load_project, runnable
 from .record import AttemptRecord
 from .report import attempts, junit
 from .series.cap import CapError, series_cap
-from .series.findings import repair as repair_findings
 from .series.lifecycle import SeriesRun
 from .stats.model import case_key
 
@@ -119,7 +121,8 @@ class ExperimentFile(pytest.File):
                                     repeats=opt("aqven_repeats"), cap=cap,
                                     fresh_for=run_token(self.config) if opt("aqven_new_series") else None,
                                     cassettes=cassette_mode(self.config), run=run_token(self.config),
-                                    respend=opt("aqven_respend_holdout"))
+                                    respend=opt("aqven_respend_holdout"),
+                                    spent=spent_for(project, experiment, split))
         except PlanError as exc:
             raise self.CollectError(f"{project.rel(experiment.file)}: error: {exc}") from None
         except CapError as exc:

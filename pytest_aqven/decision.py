@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import storage
+from .findings.conclude import Conclusion, conclude
 from .findings.files import FindingsRefused
+from .findings.publish import write_finding_for
+from .findings.spent import spent_for
 from .project.loader import Project, RunnableExperiment, load_project, runnable
 from .record import AttemptRecord
 from .report import data, terminal
-from .series.conclude import Conclusion, conclude
 from .series.db import Store
-from .series.findings import write_finding_for
 from .series.ledger import LEASE_SECONDS, cancel, series_spend
 from .series.lifecycle import SeriesRun
 from .series.tally import SeriesTally
@@ -143,7 +144,8 @@ def _entry(project: Project, conclusion: Conclusion, tally: SeriesTally, family:
 
 def quick_plan(project: Project, experiment: RunnableExperiment, split: str, layout: dict, family: str):
     """The launch plan in closed form (instant), with this experiment's history."""
-    run = SeriesRun(runnable(project), experiment, split, cases=layout["cases"] or None, repeats=layout["repeats"])
+    run = SeriesRun(runnable(project), experiment, split, cases=layout["cases"] or None, repeats=layout["repeats"],
+                    spent=spent_for(project, experiment, split))
     try:
         return run.launch_plan(family, simulate=False)
     finally:
@@ -245,8 +247,9 @@ def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int |
             if not lines:
                 yield root, cap, None
                 continue
-            run = SeriesRun(runnable(project), project.runnable_experiment(path.parent.name), split, cases=cases,
-                            repeats=repeats)
+            experiment = project.runnable_experiment(path.parent.name)
+            run = SeriesRun(runnable(project), experiment, split, cases=cases, repeats=repeats,
+                            spent=spent_for(project, experiment, split))
             try:
                 line = terminal.plan_line(path.parent.name, split, run.launch_plan(family, simulate=False))
             finally:

@@ -129,7 +129,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     roots = [root for root in options.project_roots(config) if calls_over_http(root)]
     if not roots:
         return []
-    from .check.prices import before_the_run
+    from .providers.price_rules import before_the_run
     return [f"aqven: {line}" for root in roots for line in before_the_run(root)]
 
 

@@ -18,7 +18,7 @@ from .report.progress import Progress
 from .running import LOOP_ENDED, collect_module
 
 if TYPE_CHECKING:
-    from .series.conclude import Conclusion
+    from .findings.conclude import Conclusion
     from .series.tally import SeriesTally
 
 
@@ -263,7 +263,7 @@ class VerdictReporter(Reporter):
 
 # what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
 # thread once the attempts are collected, while they run, so the session end only decides
-DECIDING = ("series.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "series.findings", "decision")
+DECIDING = ("findings.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "findings.publish", "decision")
 
 
 def _decision():

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from pytest_aqven.findings.conclude import conclude
+from pytest_aqven.findings.publish import write_finding_for
+from pytest_aqven.findings.spent import spent
 from pytest_aqven.project.loader import load_project
-from pytest_aqven.series.conclude import conclude
 from pytest_aqven.series.db import Store, attempt_row
-from pytest_aqven.series.findings import write_finding_for
 from pytest_aqven.series.lifecycle import SeriesRun
 
 from . import projects
@@ -46,7 +47,8 @@ def records_for(run: SeriesRun, series_id: str, passed, t0: float = 1_790_000_00
 def held_out(root: Path, experiment: str = "rate_ok", passed=passes_with(0.97)) -> tuple[str, list[dict]]:
     """Open (or continue) the held-out series of the experiment and save every attempt's record."""
     project = load_project(root)
-    run = SeriesRun(project, project.experiments[experiment], "holdout")
+    exp = project.experiments[experiment]
+    run = SeriesRun(project, exp, "holdout", spent=spent(project, exp))
     series_id = run.series_id
     records = records_for(run, series_id, passed)
     save(run.store, [r for r in records

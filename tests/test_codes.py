@@ -26,12 +26,17 @@ def _strings(node: ast.AST) -> list[str]:
     return []
 
 
+def aqven_check(path) -> bool:
+    """A module of `aqven check`, whose codes are diagnostics: check/, each layer's *_rules.py, checker.py."""
+    return "check" in path.relative_to(PACKAGE).parts or path.name.endswith("_rules.py") or path.name == "checker.py"
+
+
 def used_codes() -> dict[str, str]:
     """Every string the package passes or assigns as a runtime error code -> where (file:line)."""
     found: dict[str, str] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).parts          # relative: the checkout itself may sit under a check/ folder
-        if "compat" in parts or "check" in parts or path.name == "codes.py":   # check/: diagnostics (docs/check.md)
+        if "compat" in parts or aqven_check(path) or path.name == "codes.py":   # diagnostics (docs/check.md)
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         where = path.relative_to(PACKAGE.parent).as_posix()
@@ -150,7 +155,7 @@ def used_words(holders: set[str], tree: ast.AST) -> list[tuple[str, int]]:
 def _package_trees():
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).parts
-        if "compat" in parts or "scaffold" in parts or "check" in parts:    # check/: diagnostics, not runtime
+        if "compat" in parts or "scaffold" in parts or aqven_check(path):    # diagnostics, not runtime
             continue
         yield path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_aqven.check.run import check_root
+from pytest_aqven.checker import check_root
 from pytest_aqven.scaffold import create
 
 REPO = Path(__file__).resolve().parent.parent

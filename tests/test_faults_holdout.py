@@ -12,8 +12,9 @@ import sys
 import pytest
 
 from pytest_aqven.experiments.split import split_of
+from pytest_aqven.findings.spent import spent
 from pytest_aqven.project.loader import load_project
-from pytest_aqven.series.spent import spent
+from pytest_aqven.series.lifecycle import SeriesRun
 from pytest_aqven.stats.model import experiment_salt
 
 from . import faults
@@ -186,3 +187,14 @@ def test_spent_cases_are_known_from_the_finding_files_alone(tmp_path):
     used = spent(project, project.experiments["rate_a"])
     names = [c.name for c in project.datasets["reviews"].spec.cases]
     assert used.names == set() and used.among(names, experiment_salt(faults.PACKAGE, "rate_a")) == ran
+
+
+def test_a_held_out_series_run_is_built_with_what_is_spent(tmp_path):
+    """series/ reads no finding file: its caller hands a held-out SeriesRun the spent cases (findings.spent), and
+    one that forgets fails at once instead of running spent cases again."""
+    root = faults.make(tmp_path, cases=16, experiments=("rate_a",))
+    project = load_project(root)
+    with pytest.raises(TypeError, match="spent="):
+        SeriesRun(project, project.experiments["rate_a"], "holdout")
+    assert SeriesRun(project, project.experiments["rate_a"], "holdout",
+                     spent=spent(project, project.experiments["rate_a"])).plan.cases

@@ -8,9 +8,10 @@ import signal
 
 import pytest
 
+from pytest_aqven.findings import publish as series_findings
+from pytest_aqven.findings.conclude import conclude
 from pytest_aqven.project.loader import load_project
-from pytest_aqven.series import findings as series_findings, ledger as ledgers
-from pytest_aqven.series.conclude import conclude
+from pytest_aqven.series import ledger as ledgers
 from pytest_aqven.series.db import Store
 
 from . import faults, findings_util

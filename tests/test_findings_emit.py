@@ -107,7 +107,7 @@ def test_tuples_are_block_sequences_and_read_back_as_lists():
 
 
 def test_only_a_decided_finding_skips_being_read_back(tmp_path):
-    """examine() trusts a text it made only when series/findings.record decided it: a document hashed by
+    """examine() trusts a text it made only when findings/publish.record decided it: a document hashed by
     finding_text alone (what a forger can do) is parsed and decided again like any file."""
     forged = {"experiment": "e", "series": "s", "state": "confirmed", "statement": "x", "cells": [],
               "variants": [], "scope": {}, "method": {}, "data": {}}

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import yaml
 
-from pytest_aqven.check.run import check_root
+from pytest_aqven.checker import check_root
 
 from . import projects
 
@@ -111,7 +111,7 @@ CRASH_CONFTEST = '''
 import os
 import signal
 
-import pytest_aqven.series.findings as published
+import pytest_aqven.findings.publish as published
 
 POINT = os.environ.get("CRASH_AT")
 

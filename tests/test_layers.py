@@ -22,32 +22,23 @@ LAYERS = [
     {"stats"},
     {"storage"},                            # the database interface: series/ and the providers' limits share it
     {"project", "compat"},                  # compat: only install(), which puts the stand-in on sys.path
+    {"check"},                              # the check context and the rules of the project alone; each layer
+                                            # above holds its own rules (engine/flow_rules.py ...), checker.py runs them
     {"providers"},
     {"engine"},                             # with the evaluators and policies
     {"experiments"},
     {"series"},
     {"findings"},
-    {"check"},                              # aqven check reads every layer below it: see KNOWN_UPWARD
     {"report", "internals"},                # internals: the one adapter of pytest's and xdist's internals
-    # the top: deciding a series (the pytest layer's and `aqven series decide`'s), the pytest glue, the CLI,
-    # the stand-in of AQVEN's API that user code imports, the scaffold
-    {"", "compat.aqven", "decision", "hooks", "options", "running", "verdict_reporter", "collect",
+    # the top: every layer's aqven check rules run in one order (checker), deciding a series (the pytest layer's
+    # and `aqven series decide`'s), the launch plans of `aqven plan`, the pytest glue, the CLI, the stand-in of
+    # AQVEN's API that user code imports, the scaffold
+    {"", "compat.aqven", "checker", "decision", "launch", "hooks", "options", "running", "verdict_reporter", "collect",
      "plugin", "cli", "scaffold"},
 ]
 
 # the edges the layers still have, each named so a new one fails and a mended one must leave the list
-KNOWN_UPWARD: set[tuple[str, str]] = {
-    # series/ reads and writes finding files: the held-out cases a finding spent, the judges a finding
-    # validated, and the transaction that publishes a finding (series/findings.py, which belongs in findings/
-    # once the storage interface of issue 25's i25b bullet gives findings/ the database)
-    ("series.spent", "findings.files"),
-    ("series.conclude", "findings.judges"),
-    ("series.findings", "findings.document"),
-    ("series.findings", "findings.files"),
-    # `aqven series show` prints an attempt as the reports do: the CLI commands of series/commands.py belong
-    # beside cli.py
-    ("series.commands", "report.attempt_text"),
-}
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 KNOWN_CYCLES: list[set[str]] = []
 
 

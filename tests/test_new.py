@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.check.run import check_root
+from pytest_aqven.checker import check_root
 from pytest_aqven.cli import main
 from pytest_aqven.scaffold import package_name, template
 

@@ -150,7 +150,7 @@ def test_a_working_series_exports_without_reveal(pytester, capsys):
 
 
 def test_nested_node_executions_are_indented_under_their_container():
-    from pytest_aqven.report.attempt_text import nodes_lines
+    from pytest_aqven.series.attempt_text import nodes_lines
 
     def node(name, kind, parent=None, **extra):
         return {"node": name, "kind": kind, "status": "ok", "latency_ms": 5.0, "input": {"x": 1}, "output": {"y": 2},

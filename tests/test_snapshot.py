@@ -13,8 +13,9 @@ import yaml
 
 from pytest_aqven.experiments import plan as planning
 from pytest_aqven.experiments.attempt import run_attempt
+from pytest_aqven.findings.conclude import conclude
+from pytest_aqven.findings.spent import spent
 from pytest_aqven.project.loader import load_project
-from pytest_aqven.series.conclude import conclude
 from pytest_aqven.series.lifecycle import SeriesRun
 
 from . import projects
@@ -135,7 +136,7 @@ def test_a_later_series_records_exactly_what_it_ran(pytester, monkeypatch):
     assert all("EDITED-PROMPT" in c for c in received(root))
     [finding] = (root / "experiments/rate_ok/findings").glob("*.yaml")
     project = load_project(root)
-    run = SeriesRun(project, project.experiments["rate_ok"], "holdout")
+    run = SeriesRun(project, project.experiments["rate_ok"], "holdout", spent=spent(project, project.experiments["rate_ok"]))
     assert yaml.safe_load(finding.read_text())["inputs"] == planning.snapshot(project, run.plan)
 
 
@@ -180,7 +181,8 @@ def test_a_module_outside_the_project_changed_mid_series_runs_as_imported_and_in
     inputs = yaml.safe_load(finding.read_text())["inputs"]
     assert str(helper) in inputs["modules"] and "negative" in helper.read_text()
     project = load_project(root)
-    assert inputs == planning.snapshot(project, SeriesRun(project, project.experiments["rate_ok"], "holdout").plan)
+    rate_ok = project.experiments["rate_ok"]
+    assert inputs == planning.snapshot(project, SeriesRun(project, rate_ok, "holdout", spent=spent(project, rate_ok)).plan)
     assert "label is 0.00" in verdict_line(again)      # the edited helper answered the later series
 
 

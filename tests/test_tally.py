@@ -13,8 +13,8 @@ import pytest
 from pytest_aqven import stats
 from pytest_aqven.record import AttemptRecord
 from pytest_aqven.report import data
-from pytest_aqven.series.conclude import to_attempt
 from pytest_aqven.series.tally import SeriesTally
+from pytest_aqven.series.to_stats import to_attempt
 from pytest_aqven.stats import evidence
 from pytest_aqven.stats.samples import SERIES_METRICS, AttemptTable, metric_info
 from pytest_aqven.stats.verdicts import decide_table

@@ -1,42 +1,14 @@
-"""The rules of `aqven check` over a loaded project: project-level ones here, flows in flows.py,
-experiments (and their variants) in experiments.py."""
+"""The rules of `aqven check` that need only the project (aqven.yaml's providers, types, agents, tools and
+datasets); the rules that need a higher layer live in it (engine/flow_rules.py, experiments/experiment_rules.py,
+providers/price_rules.py ...), and checker.py runs them all in one order."""
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic
-from ..project.loader import Experiment, Project
 from ..project.specs import RecordTypeSpec, UnionTypeSpec
-from .context import CheckContext, internal_error, text_problem
-from .experiments import ExperimentRules, merge_case_findings
-from .flows import FlowView, compile_flow
-from .halves import halves_rules
-from .paths import path_rules
-from .prices import price_rules
-from .secrets import secret_rules
-
-__all__ = ["check_project", "experiment_rules", "internal_error", "project_rules"]
+from .context import CheckContext, text_problem
 
 
-def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Diagnostic]:
-    ctx = ctx or CheckContext(project)
-    out: list[Diagnostic] = []
-    if project.spec is None:
-        return out
-    out += ctx.guarded("aqven.yaml", "checking providers and agents", lambda: _providers_and_agents(ctx))
-    out += ctx.guarded("aqven.yaml", "checking for literal secrets", lambda: secret_rules(ctx))
-    out += ctx.guarded("types", "checking types", lambda: _types(ctx))
-    out += ctx.guarded("agents", "checking agents", lambda: _agents(ctx))
-    out += ctx.guarded("pyproject.toml", "checking prices", lambda: price_rules(ctx))
-    out += ctx.guarded("tools", "checking tools", lambda: _tools(ctx))
-    out += ctx.guarded("datasets", "checking datasets", lambda: _datasets(ctx))
-    out += ctx.guarded("aqven.yaml", "checking paths", lambda: path_rules(ctx))
-    for flow in project.flows.values():
-        out += ctx.guarded(flow.doc.file, f"checking flow {flow.id}",
-                           lambda flow=flow: compile_flow(ctx, FlowView.of(flow, project.flows.get,
-                                                                           project.unreadable["flow"])))
-    return out
-
-
-def _providers_and_agents(ctx: CheckContext) -> list[Diagnostic]:
+def providers_and_agents(ctx: CheckContext) -> list[Diagnostic]:
     project, out = ctx.project, []
     for i, provider in enumerate(project.spec.providers):
         if provider.kind == "code" and provider.run:
@@ -54,7 +26,7 @@ def _providers_and_agents(ctx: CheckContext) -> list[Diagnostic]:
     return out
 
 
-def _types(ctx: CheckContext) -> list[Diagnostic]:
+def type_rules(ctx: CheckContext) -> list[Diagnostic]:
     out = []
     for type_id, (spec, doc) in ctx.project.type_docs.items():
         if isinstance(spec, RecordTypeSpec):
@@ -76,7 +48,7 @@ def _unknown(ctx: CheckContext, kind: str, name: str, known: dict) -> bool:
     return name not in known and not ctx.unreadable(kind, name)
 
 
-def _agents(ctx: CheckContext) -> list[Diagnostic]:
+def agent_rules(ctx: CheckContext) -> list[Diagnostic]:
     """What an agent names exists: tools, MCP servers, subagents (agent and inference), approved tools and
     the instructions file."""
     from ..project.loader import load_inference
@@ -124,7 +96,7 @@ def _agents(ctx: CheckContext) -> list[Diagnostic]:
     return out
 
 
-def _tools(ctx: CheckContext) -> list[Diagnostic]:
+def tool_rules(ctx: CheckContext) -> list[Diagnostic]:
     project, out = ctx.project, []
     for tool_id, tool in project.tools.items():
         spec, doc, who = tool.spec, tool.doc, f"tool {tool_id}"
@@ -154,7 +126,7 @@ def _tools(ctx: CheckContext) -> list[Diagnostic]:
     return out
 
 
-def _datasets(ctx: CheckContext) -> list[Diagnostic]:
+def dataset_rules(ctx: CheckContext) -> list[Diagnostic]:
     project, out = ctx.project, []
     for ds in project.datasets.values():
         seen: dict[str, int] = {}
@@ -169,45 +141,3 @@ def _datasets(ctx: CheckContext) -> list[Diagnostic]:
                                    f"name a flow of the project ({', '.join(sorted(project.flows)) or 'none yet'}), or "
                                    "remove flow for a dataset that local flows of experiments run"))
     return out
-
-
-def experiment_rules(project: Project, exp: Experiment, ctx: CheckContext | None = None) -> list[Diagnostic]:
-    """One experiment's diagnostics (its dataset cases' problems included)."""
-    rules = _experiment(project, exp, ctx or CheckContext(project))
-    return rules[0] + merge_case_findings({exp.id: rules[1]})[exp.id]
-
-
-def _experiment(project: Project, exp: Experiment, ctx: CheckContext) -> tuple[list[Diagnostic], list]:
-    if exp.spec is None:
-        return [], []
-    rules = ExperimentRules(ctx, exp)
-    return rules.run(), rules.case_findings
-
-
-def check_project(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
-    """Project-level diagnostics, and each experiment's own. A problem of a dataset case that several
-    experiments select is one diagnostic naming them all, with the count of the cases that share it."""
-    ctx = CheckContext(project)
-    project_level = list(project.diagnostics) + project_rules(project, ctx)    # first: shared files are theirs
-    found = {eid: _experiment(project, exp, ctx) for eid, exp in project.experiments.items()}
-    cases = merge_case_findings({eid: f[1] for eid, f in found.items()})
-    per_experiment = {eid: list(exp.diagnostics) + found[eid][0] + cases[eid]
-                      for eid, exp in project.experiments.items()}
-    project_level += ctx.shared
-    finding_diags, per_finding_experiment = _findings(project)
-    for eid, diags in per_finding_experiment.items():
-        per_experiment.setdefault(eid, []).extend(diags)
-    for eid, diags in ctx.guarded("experiments", "checking the halves of findings", lambda: [halves_rules(project)])[0].items():
-        per_experiment.setdefault(eid, []).extend(diags)
-    return project_level + finding_diags, per_experiment
-
-
-def _findings(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
-    """E_FINDING_TAMPERED / W_FINDINGS_STALE (check/findings.py); a bug there is an internal error, never a traceback."""
-    if project.spec is None:
-        return [], {}
-    from .findings import finding_rules  # noqa: PLC0415  (decides findings again: numpy and scipy)
-    try:
-        return finding_rules(project)
-    except Exception as exc:
-        return [internal_error("FINDINGS.md", "checking findings", exc)], {}

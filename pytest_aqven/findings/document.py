@@ -13,8 +13,8 @@ from . import judges
 from .fields import cell_dict, estimate_dict
 from .files import read_findings
 
-if TYPE_CHECKING:     # the conclusion series/ reaches, which series/findings.py hands to build()
-    from ..series.conclude import Conclusion
+if TYPE_CHECKING:     # the conclusion conclude.py reaches, which publish.py hands to build()
+    from .conclude import Conclusion
 
 
 def _iso(ts: float) -> str:

@@ -233,7 +233,7 @@ def _inside(root: Path, path: Path) -> None:
 
 def finding_text(document: dict, decided: bool = False) -> str:
     """The bytes of a finding: canonical YAML with its self hash. `decided`: the document was built from a
-    verdict this process decided (series/findings.record), so examine() need not read it back."""
+    verdict this process decided (findings/publish.record), so examine() need not read it back."""
     document = {**document, "self_sha256": ""}
     document["self_sha256"] = self_hash(document)
     try:

@@ -104,6 +104,15 @@ def why_not_validated(project: Project, judge: dict, findings: list[dict]) -> st
     return None
 
 
+def why_unvalidated(project: Project, experiment: Experiment, check) -> str | None:
+    """W_JUDGE_UNVALIDATED's reason (experiments/experiment_rules.py, handed this by checker.py): why the judge of
+    `check` has no standing, confirmed held-out finding of its validated_by for this very judge, or None."""
+    from .files import read_findings  # noqa: PLC0415  (findings decide again: numpy)
+
+    findings = [f for _, f in read_findings(project.root, project.package)]
+    return why_not_validated(project, identity(project, experiment, check), findings)
+
+
 def stale(project: Project, experiment: Experiment, finding: dict) -> str | None:
     """What changed since the finding of `experiment` was written that it speaks for (its question and its
     cases: experiment.yaml, the dataset), or None. Its judge is compared apart (IDENTITY)."""

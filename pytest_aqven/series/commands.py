@@ -214,7 +214,7 @@ def _show_case(store: Store, s: dict, args) -> int:
         print(json.dumps(records, ensure_ascii=False, indent=1, default=str))
         return 0
     from ..record import AttemptRecord
-    from ..report.attempt_text import attempt_lines
+    from .attempt_text import attempt_lines
     print(f"series {sid}: case {args.case}, {len(records)} attempt{'s' if len(records) != 1 else ''}")
     for record in records:
         print()

@@ -228,3 +228,11 @@ class Store:
         flush_all()
         with self.read() as db:
             return db.history(experiment_id, limit)
+
+
+def unpublished_series(store: Store, plan_key: str) -> str | None:
+    """A series with this plan key whose finding was recorded but never published by the run that decided
+    it (a crash): the rerun continues it instead of running the held-out half again."""
+    with store.transaction() as db:
+        db.ensure_findings()
+        return db.unpublished_finding(plan_key)

@@ -14,12 +14,11 @@ from ..providers.base import ProviderError
 from ..record import AttemptRecord
 from ..stats.model import experiment_salt
 from .cap import SeriesCap, series_cap
-from .conclude import question_of, to_attempt
-from .db import Store
-from .findings import unpublished_series
+from .db import Store, unpublished_series
 from .ledger import apply_cap
 from .plans import SearchCache
-from .spent import Standing, spent
+from .spent import Spent, Standing
+from .to_stats import question_of, to_attempt
 
 BIG_DATASET = 2000       # more selected cases than this without plan.cases: the launch plan warns
 
@@ -28,14 +27,18 @@ class SeriesRun:
     def __init__(self, project: RunnableProject, experiment: RunnableExperiment, split: str, *,
                  cases: int | None = None, repeats: int | None = None, cap: SeriesCap | None = None,
                  fresh_for: str | None = None, cassettes: str | None = None, run: str | None = None,
-                 respend: bool = False):
+                 respend: bool = False, spent: Spent | None = None):
+        """`spent`: held-out, the cases that already gave a finding (findings.spent.spent, which reads the
+        finding files); a held-out series needs it, so that its cases are spent once."""
         self.project = project
         self.experiment = experiment
         self.plan = planning.plan(project, experiment, split, cases, repeats)
         self.standing: Standing | None = None     # held-out: the finding that stands instead of a new series
         self.respent_from: list[str] = []           # held-out, --aqven-respend-holdout: the findings run again
         if split == "holdout":
-            self._spend_once(cases, repeats, fresh=fresh_for is not None, respend=respend)
+            if spent is None:
+                raise TypeError("a held-out SeriesRun needs spent=findings.spent.spent(project, experiment)")
+            self._spend_once(spent, cases, repeats, fresh=fresh_for is not None, respend=respend)
         self.cap = cap or series_cap(project.root, project.spec, experiment_cap=experiment.spec.cap_usd)
         self.fresh_for = fresh_for          # --aqven-new-series: the run token that may continue a series
         self.run = run                      # this run's token (the same on every xdist worker): joins its series
@@ -43,11 +46,11 @@ class SeriesRun:
         self._series_id: str | None = None
         self.cassettes = cassettes          # record | replay | record_missing | None (live)
 
-    def _spend_once(self, cases: int | None, repeats: int | None, *, fresh: bool, respend: bool) -> None:
+    def _spend_once(self, used: Spent, cases: int | None, repeats: int | None, *, fresh: bool,
+                    respend: bool) -> None:
         """Held-out cases are spent once (series/spent.py): a rerun continues an open held-out series or
         reports the finding that stands; --aqven-new-series runs only fresh held-out cases;
         --aqven-respend-holdout runs the spent ones again, recorded in the new finding."""
-        used = spent(self.project, self.experiment)
         if not used:
             return
         salt = experiment_salt(self.project.package, self.experiment.id)

@@ -4,15 +4,13 @@ finding starts no new held-out series unless a person asks for one, and then onl
 
 What is spent is known from the project database (the cases of every series with a recorded finding) or,
 without one (a fresh clone, a database set aside), from the committed finding files: each names its cases
-by salted keys (`scope.case_keys`, and the keys of its per-case data). Nothing here writes anything."""
+by salted keys (`scope.case_keys`, and the keys of its per-case data): findings/spent.py reads both. Nothing
+here writes anything."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from .. import storage
-from ..findings.files import finding_files, parse
-from ..project.loader import Project, RunnableExperiment
+from ..project.loader import RunnableExperiment
 from ..stats.model import case_key
 
 
@@ -39,72 +37,6 @@ class Spent:
     @property
     def latest(self) -> dict | None:
         return max(self.findings, key=lambda f: (f["finished_at"] or "", f["series"]), default=None)
-
-
-def spent(project: Project, experiment: RunnableExperiment) -> Spent:
-    out = Spent()
-    root = project.root
-    seen: set[str] = set()
-    for path in finding_files(root):
-        if path.parent.parent.name != experiment.id:
-            continue
-        try:
-            document, _ = parse(path.read_text(encoding="utf-8"), path.name)
-        except (OSError, UnicodeDecodeError):
-            continue
-        if isinstance(document, dict):          # any finding file that reads, standing or not: its cases ran
-            out.keys |= _keys(document)
-            seen.add(str(document.get("series")))
-            out.findings.append(_summary(document, path.relative_to(root).as_posix()))
-    for series_id, record, text in _recorded(root, experiment.id):
-        out.names |= set(record.get("cases") or [])
-        if series_id not in seen:               # recorded, its file not written (yet)
-            document, _ = parse(text, "finding")
-            if isinstance(document, dict):
-                out.findings.append(_summary(document, record.get("finding_path")))
-    out.open_series = _open_held_out(root, experiment.id)
-    return out
-
-
-def _dict(value: object) -> dict:
-    """The value when a finding file holds a mapping there, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
-def _keys(document: dict) -> set[str]:
-    scope = _dict(document.get("scope"))
-    keys = {k for k in scope.get("case_keys") or [] if isinstance(k, str)}
-    data = _dict(document.get("data"))
-    variants = _dict(data.get("variants"))
-    for metrics in variants.values():
-        for per_case in (metrics.values() if isinstance(metrics, dict) else []):
-            if isinstance(per_case, dict):
-                keys |= {k for k in per_case if isinstance(k, str)}
-    return keys
-
-
-def _summary(document: dict, path: str | None) -> dict:
-    scope = _dict(document.get("scope"))
-    return {"series": str(document.get("series")), "state": document.get("state"),
-            "statement": document.get("statement"), "path": path, "finished_at": scope.get("finished_at"),
-            "cases": scope.get("cases"), "keys": _keys(document)}
-
-
-def _recorded(root: Path, experiment_id: str) -> list[tuple[str, dict, str]]:
-    """(series id, series record, finding text) of every held-out series of the experiment with a finding."""
-    try:
-        with storage.peek(root) as db:
-            return [] if db is None else db.held_out_findings(experiment_id)
-    except storage.ERRORS:      # a database from before findings were recorded in it
-        return []
-
-
-def _open_held_out(root: Path, experiment_id: str) -> bool:
-    try:
-        with storage.peek(root) as db:
-            return db is not None and db.has_open_held_out(experiment_id)
-    except storage.ERRORS:
-        return False
 
 
 class Standing:

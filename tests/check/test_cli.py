@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from pytest_aqven.check import experiments
 from pytest_aqven.cli import main
+from pytest_aqven.experiments import experiment_rules as experiments
 
 
 def test_json_format(showcase, capsys):

@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from pytest_aqven.check.rules import check_project
-from pytest_aqven.check.run import check_root
 from pytest_aqven.check.scope import collection_errors
+from pytest_aqven.checker import check_project, check_root
 from pytest_aqven.diagnostics import render_text
 from pytest_aqven.project.loader import load_project
 

@@ -79,7 +79,7 @@ def test_dynamic_routers_have_no_price():
 
 def test_only_the_subjects_unpriced_calls_make_an_attempts_cost_unknown():
     from pytest_aqven.record import AttemptRecord
-    from pytest_aqven.series.conclude import to_attempt
+    from pytest_aqven.series.to_stats import to_attempt
     base = {"series_id": "s", "experiment": "e", "split": "dev", "started_at": 1.0, "finished_at": 2.0,
             "variant": "v", "case": "c", "repeat": 1, "outcome": "ok", "passed": True, "checks": {},
             "latency_ms": 5.0, "schema_valid_first_try": True, "cost_usd": 0.01}

@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import storage
-from ..findings import document
-from ..findings.files import (
+from ..project.loader import Project
+from ..series.db import Store, known_series
+from ..series.tally import SeriesTally
+from . import document
+from .files import (
     FindingsRefused,
     examine,
     finding_path,
@@ -26,9 +29,6 @@ from ..findings.files import (
     text_sha,
     write_finding_file,
 )
-from ..project.loader import Project
-from .db import Store, known_series
-from .tally import SeriesTally
 
 if TYPE_CHECKING:      # conclude.py records its conclusion through record() below
     from .conclude import Conclusion
@@ -97,14 +97,6 @@ def write_finding_for(project: Project, conclusion: Conclusion) -> Path | None:
         return _publish_rows(project, store, [(conclusion.series_id, conclusion.experiment, text)], mark=True)[0]
     finally:
         store.close()
-
-
-def unpublished_series(store: Store, plan_key: str) -> str | None:
-    """A series with this plan key whose finding was recorded but never published by the run that decided
-    it (a crash): the rerun continues it instead of running the held-out half again."""
-    with store.transaction() as db:
-        db.ensure_findings()
-        return db.unpublished_finding(plan_key)
 
 
 def recorded(root: Path) -> list[tuple[str, str, str]]:

@@ -8,7 +8,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..record import AttemptRecord
-from .text import usd
+from ..stats.wording import usd as _usd
+
+
+def usd(v: float | None) -> str:
+    return "n/a" if v is None else _usd(v, False)       # as the reports print a cost (report/text.py)
 
 
 def value(v: Any) -> str:

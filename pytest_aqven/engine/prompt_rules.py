@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
+from ..check.context import CheckContext
 from ..diagnostics import Diagnostic
-from ..engine import prompts as engine_prompts
 from ..project import shapes, specs
-from .context import CheckContext
+from . import prompts as engine_prompts
 
 GLOBALS = ("output_format", "variants")
 _INCLUDE = re.compile(r"""{%-?\s*include\s+["']([^"']+)["']""")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..experiments.plan import PlanError
-from ..project.loader import NotRunnable, load_project, runnable
-from .lifecycle import SeriesRun
+from .experiments.plan import PlanError
+from .findings.spent import spent_for
+from .project.loader import NotRunnable, load_project, runnable
+from .series.lifecycle import SeriesRun
 
 
 def plan_experiments(root: Path, experiment_ids: list[str], split: str, *, cases: int | None = None,
@@ -24,8 +25,9 @@ def plan_experiments(root: Path, experiment_ids: list[str], split: str, *, cases
 def _plan_one(root: str, experiment_id: str, split: str, cases, repeats, family):
     project = load_project(Path(root))
     try:
-        run = SeriesRun(runnable(project), project.runnable_experiment(experiment_id), split, cases=cases,
-                        repeats=repeats)
+        experiment = project.runnable_experiment(experiment_id)
+        run = SeriesRun(runnable(project), experiment, split, cases=cases, repeats=repeats,
+                        spent=spent_for(project, experiment, split))
     except (PlanError, NotRunnable) as exc:
         return f"{project.rel(project.experiments[experiment_id].file)}: error: {exc}"
     try:

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..diagnostics import Diagnostic, DiagnosticError
-from ..findings.files import REBUILD_HINT, TAMPERED_HINT, examine, finding_path, render_findings_md
 from ..project.loader import Project
 from ..project.yamlpos import parse_yaml
+from .files import REBUILD_HINT, TAMPERED_HINT, examine, finding_path, render_findings_md
 
 
 def finding_rules(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
     """(project-level diagnostics, diagnostics per experiment id). A finding's errors belong to the
     experiment whose folder holds it (a collection error of that experiment in pytest)."""
-    from ..series.findings import recorded  # noqa: PLC0415  (series builds on check for its plans)
+    from .publish import recorded  # noqa: PLC0415  (the series store: only when findings are checked)
 
     root = project.root
     per_experiment: dict[str, list[Diagnostic]] = {}

@@ -1,5 +1,5 @@
 """After the last attempt: the verdict of a series from its attempts (folded in a SeriesTally as they came),
-and its end in the database."""
+and its end in the database, in the transaction that records its finding (publish.record)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,13 +8,12 @@ from pathlib import Path
 
 from .. import stats
 from ..experiments import inputs, plan as planning
-from ..findings.judges import unvalidated
 from ..project.loader import Project
-from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
 from ..record import AttemptRecord
-from ..stats.model import case_key
-from .db import Store
-from .tally import SeriesTally, TallyTable
+from ..series.db import Store
+from ..series.tally import SeriesTally, TallyTable
+from ..series.to_stats import question_of
+from .judges import unvalidated
 
 
 @dataclass
@@ -45,33 +44,6 @@ class Conclusion:
         return self.question, self.verdict, self.facts, self.table
 
 
-def question_of(spec: ExperimentSpec) -> stats.Threshold | stats.Pair | stats.Look:
-    q = spec.question
-    if isinstance(q, LookQuestion):
-        return stats.Look()
-    if isinstance(q, ThresholdQuestion):
-        return stats.Threshold(q.metric, q.above, q.below, q.margin, q.variant, q.direction)
-    assert isinstance(q, CompareQuestion)
-    return stats.Pair(q.kind, q.baseline, q.candidate, q.primary, q.margin, q.direction,
-                      tuple(stats.Guardrail(g.metric, g.margin, g.direction, g.relative) for g in q.guardrails))
-
-
-def to_attempt(record: AttemptRecord, salt: str | None = None) -> stats.Attempt:
-    """The record as statistics reads it; with a salt, the case is named by its salted key (what a finding
-    records), so that deciding again from the finding's data gives the same verdict."""
-    if salt is None:
-        case = record.case
-    else:
-        case = case_key(salt, record.case)
-    return stats.Attempt(
-        variant=record.variant, case=case, repeat=record.repeat, outcome=record.outcome, passed=record.passed,
-        checks={k: stats.CheckValue(v.state, v.value) for k, v in record.checks.items()},
-        # a call nothing priced makes the attempt's cost unknown: cost metrics leave it out, never count it free
-        cost_usd=record.cost_usd if record.cost_known else None,
-        latency_ms=record.latency_ms,
-        schema_valid_first_try=record.schema_valid_first_try)
-
-
 def conclude(project: Project, series_id: str, attempts: SeriesTally | list[AttemptRecord], *,
              family: str = "robust") -> Conclusion:
     """Decide a series whose attempts all finished; leave it running (no verdict) when some did not.
@@ -89,7 +61,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
             conclusion.note = (f"{tally.done} of {total} attempts ran in this session; the series stays open "
                                "and the same command continues it")
             if series["status"] == "awaiting_approval":
-                from .ledger import pause_text, spend
+                from ..series.ledger import pause_text, spend
                 with store.transaction() as db:
                     conclusion.note = pause_text(series_id, series, spend(db, series_id))
             elif series["status"] == "cancelled":
@@ -120,7 +92,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
         verdict = decide_table(question, table, facts)
         conclusion.verdict, conclusion.facts, conclusion.table = verdict, facts, table
         status = "failed" if tally.infra_errors == tally.done else "done"
-        from .findings import record  # noqa: PLC0415  (the finding document builds on this module)
+        from .publish import record  # noqa: PLC0415  (the finding document builds on this module)
         # the series is marked done in the transaction that records its finding, unless a cancel won
         held = record(store, project, series, conclusion, tally, status, {
             "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})

@@ -3,8 +3,8 @@ findings (findings/halves.py), so its held-out half now holds cases a working se
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic
-from ..findings.halves import reshuffles
 from ..project.loader import Project
+from .halves import reshuffles
 
 
 def halves_rules(project: Project) -> dict[str, list[Diagnostic]]:

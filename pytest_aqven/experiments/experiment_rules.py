@@ -8,25 +8,24 @@ import inspect
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from ..check.context import CheckContext, internal_error
+from ..check.typeinfo import OPAQUE
 from ..diagnostics import Diagnostic
 from ..engine.checks import CheckInvalid, params_model
 from ..engine.evaluators import EvalContext
+from ..engine.flow_rules import EVALUATOR_PARAMS, FlowView, compile_flow, judge_rules, node_outputs, parse_steps
 from ..engine.refs import RefError, lex
-from ..experiments.factors import use_nodes
-from ..experiments.split import selected
 from ..project import specs
 from ..project.loader import Experiment, Flow, InferenceAmbiguous, judge_levels, level_names, load_inference
 from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
 from ..project.types import BUILTINS as BUILTIN_TYPES
 from ..project.yamlpos import YamlDoc
-from .builtins import EVALUATOR_PARAMS
-from .context import CheckContext, internal_error
-from .flows import FlowView, compile_flow, judge_rules, node_outputs, parse_steps
-from .typeinfo import OPAQUE
+from .factors import use_nodes
+from .split import selected
 
 WANTED_KIND = {"agent": "llm", "prompt": "llm", "flow": "call"}
 RATE_METRICS = ("success_rate", "schema_valid_first_try", "infra_error_rate")
@@ -46,9 +45,15 @@ def _names(values) -> str:
     return ", ".join(values) or "none"
 
 
+# why a check's judge is not validated by a held-out finding of its validated_by, or None (the findings layer's
+# rule, findings/judges.py why_unvalidated, handed in by checker.py: the finding files are read above here)
+Unvalidated = Callable[[Experiment, Any], "str | None"]
+
+
 class ExperimentRules:
-    def __init__(self, ctx: CheckContext, exp: Experiment):
+    def __init__(self, ctx: CheckContext, exp: Experiment, unvalidated: Unvalidated):
         self.ctx = ctx
+        self.unvalidated = unvalidated
         self.project = ctx.project
         self.exp = exp
         self.spec: specs.ExperimentSpec = exp.spec
@@ -735,12 +740,7 @@ class ExperimentRules:
     def validation(self, i: int, c) -> None:
         """W_JUDGE_UNVALIDATED: validated_by names an experiment without a standing, confirmed held-out finding
         for this very judge (agent, model, inference, prompt): verdicts resting on it stay signals."""
-        from ..findings.files import read_findings  # noqa: PLC0415  (findings decide again: numpy)
-        from ..findings.judges import identity, why_not_validated
-
-        judge = identity(self.project, self.exp, c)
-        findings = [f for _, f in read_findings(self.project.root, self.project.package)]
-        why = why_not_validated(self.project, judge, findings)
+        why = self.unvalidated(self.exp, c)
         if why is not None:
             self.diag("W_JUDGE_UNVALIDATED", ("checks", i, "validated_by"),
                       f"{self.e}: check {c.id}: judge {c.inference} ({c.agent}) {why}; a verdict resting on it is at "

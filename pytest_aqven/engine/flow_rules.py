@@ -12,15 +12,19 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
+from ..check.context import CheckContext, text_problem
 from ..diagnostics import Diagnostic
-from ..engine import policies, refs
 from ..project import shapes, specs
 from ..project.loader import Flow, Node
 from ..project.shapes import Seq, Shape, describe
 from ..project.typesmodule import code_stem
-from .builtins import EVALUATOR_PARAMS
-from .context import CheckContext, text_problem
-from .prompts import prompt_rules
+from . import policies, refs
+from .evaluators import BUILTINS
+from .prompt_rules import prompt_rules
+
+# the `with:` models of AQVEN's eleven built-in evaluators, the runtime's own, so the checker and the runner never
+# disagree (the built-in container policies and their parameter models are the engine's too: policies.BUILTINS)
+EVALUATOR_PARAMS = {name: model for name, (_, model) in BUILTINS.items()}
 
 
 @dataclass

@@ -4,17 +4,20 @@ the spend of its series is then a lower bound that the spend cap cannot hold."""
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 from pathlib import Path
 
+from ..check.context import CheckContext
 from ..diagnostics import Diagnostic
-from ..providers import prices
-from .context import CheckContext
+from . import prices
 
 
 def price_rules(ctx: CheckContext) -> list[Diagnostic]:
-    project = ctx.project
+    project, spec = ctx.project, ctx.project.spec
+    out: list[Diagnostic] = []
+    if spec is None:            # aqven.yaml did not load: its own diagnostics say why
+        return out
     declared = prices.load(project.root)
-    out = []
     if declared.file is not None:
         file = os.path.relpath(declared.file, project.root).replace(os.sep, "/")
         for p in declared.problems:
@@ -26,16 +29,15 @@ def price_rules(ctx: CheckContext) -> list[Diagnostic]:
         for path, model in [(("model",), agent.spec.model),
                             *((("fallback_models", i), m) for i, m in enumerate(agent.spec.fallback_models))]:
             provider_id, name = model.split(":", 1)
-            provider = next((p for p in project.spec.providers if p.id == provider_id), None)
+            provider = next((p for p in spec.providers if p.id == provider_id), None)
             why = provider and prices.unpriced_reason(provider, name, declared)
             if why:
-                out.append(agent.doc.diag("W_PRICE_UNKNOWN", path, unpriced_message(agent_id, model, why, project),
-                                          prices.what_to_do(model, declared, project.root)))
+                message = unpriced_message(agent_id, model, why, spec.research.spend_cap_usd)
+                out.append(agent.doc.diag("W_PRICE_UNKNOWN", path, message, prices.what_to_do(model, declared, project.root)))
     return out
 
 
-def unpriced_message(agent_id: str, model: str, why: str, project) -> str:
-    cap = project.spec.research.spend_cap_usd
+def unpriced_message(agent_id: str, model: str, why: str, cap: Decimal) -> str:
     return (f"agent {agent_id}: the calls of {model} have no known price: {why}, and {prices.TABLE} does not name "
             f"it; unless the server reports each call's cost, a series that calls it spends at least what it shows, "
             f"and the spend cap (${cap:.2f}) counts only priced calls, so it cannot stop that series")

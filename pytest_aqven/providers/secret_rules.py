@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
+from ..check.context import CheckContext
 from ..diagnostics import Diagnostic
-from ..providers.secrets import env_name
-from .context import CheckContext
+from .secrets import env_name
 
 # keys whose value is a credential (the last word of the key: api_key, x_api_key, access_token, ...)
 SECRET_KEY = re.compile(r"(?:^|[_-])(api[_-]?key|apikey|token|secret|password|passwd|authorization|credentials?|"
@@ -21,7 +21,7 @@ HINT = "write ref:env/<NAME> and set NAME in the environment or in .env beside a
 URL_HINT = "take the password out of the URL: a provider's key goes in api_key: \"ref:env/<NAME>\""
 
 
-def _strings(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
+def _strings(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):
@@ -32,7 +32,7 @@ def _strings(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
             yield from _strings(v, path + (i,))
 
 
-def literal(path: tuple, value: str) -> str | None:
+def literal(path: tuple[str | int, ...], value: str) -> str | None:
     """What makes this string a literal secret, or None."""
     if not value.strip() or env_name(value) is not None:
         return None

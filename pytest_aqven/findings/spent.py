@@ -1,0 +1,81 @@
+"""Which held-out cases of an experiment are spent (series/spent.py says what that means): those named by its
+finding files, and by the findings the project database recorded, whose files may not be written yet."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import storage
+from ..project.loader import Project, RunnableExperiment
+from ..series.spent import Spent
+from .files import finding_files, parse
+
+
+def spent(project: Project, experiment: RunnableExperiment) -> Spent:
+    out = Spent()
+    root = project.root
+    seen: set[str] = set()
+    for path in finding_files(root):
+        if path.parent.parent.name != experiment.id:
+            continue
+        try:
+            document, _ = parse(path.read_text(encoding="utf-8"), path.name)
+        except (OSError, UnicodeDecodeError):
+            continue
+        if isinstance(document, dict):          # any finding file that reads, standing or not: its cases ran
+            out.keys |= _keys(document)
+            seen.add(str(document.get("series")))
+            out.findings.append(_summary(document, path.relative_to(root).as_posix()))
+    for series_id, record, text in _recorded(root, experiment.id):
+        out.names |= set(record.get("cases") or [])
+        if series_id not in seen:               # recorded, its file not written (yet)
+            document, _ = parse(text, "finding")
+            if isinstance(document, dict):
+                out.findings.append(_summary(document, record.get("finding_path")))
+    out.open_series = _open_held_out(root, experiment.id)
+    return out
+
+
+def _dict(value: object) -> dict:
+    """The value when a finding file holds a mapping there, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _keys(document: dict) -> set[str]:
+    scope = _dict(document.get("scope"))
+    keys = {k for k in scope.get("case_keys") or [] if isinstance(k, str)}
+    data = _dict(document.get("data"))
+    variants = _dict(data.get("variants"))
+    for metrics in variants.values():
+        for per_case in (metrics.values() if isinstance(metrics, dict) else []):
+            if isinstance(per_case, dict):
+                keys |= {k for k in per_case if isinstance(k, str)}
+    return keys
+
+
+def _summary(document: dict, path: str | None) -> dict:
+    scope = _dict(document.get("scope"))
+    return {"series": str(document.get("series")), "state": document.get("state"),
+            "statement": document.get("statement"), "path": path, "finished_at": scope.get("finished_at"),
+            "cases": scope.get("cases"), "keys": _keys(document)}
+
+
+def _recorded(root: Path, experiment_id: str) -> list[tuple[str, dict, str]]:
+    """(series id, series record, finding text) of every held-out series of the experiment with a finding."""
+    try:
+        with storage.peek(root) as db:
+            return [] if db is None else db.held_out_findings(experiment_id)
+    except storage.ERRORS:      # a database from before findings were recorded in it
+        return []
+
+
+def _open_held_out(root: Path, experiment_id: str) -> bool:
+    try:
+        with storage.peek(root) as db:
+            return db is not None and db.has_open_held_out(experiment_id)
+    except storage.ERRORS:
+        return False
+
+
+def spent_for(project: Project, experiment: RunnableExperiment, split: str) -> Spent | None:
+    """What a SeriesRun of this split takes as `spent`: the spent cases of the held-out half, None for the dev half."""
+    return spent(project, experiment) if split == "holdout" else None
