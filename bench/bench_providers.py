@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pytest_aqven.experiments.attempt import outcome_of  # noqa: E402
+from pytest_aqven.codes import outcome_of  # noqa: E402
 from pytest_aqven.providers.base import Message, ModelRequest, ProviderError, ToolDef  # noqa: E402
 from pytest_aqven.providers.openai_compat import OpenAICompatProvider, RetryPolicy  # noqa: E402
 from tests.providers.openai_server import Server  # noqa: E402
