@@ -43,7 +43,8 @@ class FlowView:
         return node_id in self.flow.unreadable
 
     @classmethod
-    def of(cls, flow: Flow, find_flow: Callable[[str], Flow | None], broken_flows: Collection[str] = frozenset()) -> "FlowView":
+    def of(cls, flow: Flow, find_flow: Callable[[str], Flow | None],
+           broken_flows: Collection[str] = frozenset()) -> "FlowView":
         return cls(flow, dict(flow.nodes), find_flow, broken_flows=set(broken_flows))
 
     @property
@@ -343,7 +344,8 @@ class FlowCompiler:
 
         for slot, v in inf.variants.items():
             in_field(("variants", slot, "on"), v.selector, f"variant slot {slot}: on")
-            files: list[tuple[Path_, str]] = [(("variants", slot, "cases", case), name) for case, name in v.cases.items()]
+            files: list[tuple[Path_, str]] = [(("variants", slot, "cases", case), name)
+                                              for case, name in v.cases.items()]
             if v.default is not None:
                 files.append((("variants", slot, "default"), v.default))
             for path, name in files:

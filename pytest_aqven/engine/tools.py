@@ -58,7 +58,7 @@ async def tool(runner: "Runner", tool_id: str, node: "Node", node_id: str) -> To
                            f"(it has {', '.join(sorted(connection.tools)) or 'none'})")
         return Tool(tool_id, ToolDef(tool_id, spec.description, found.definition.parameters), found.run)
     here = runner.project.root / "tools" / f"{tool_id}.py"
-    fn = _function(runner, cast(str, spec.run), here, node_id, f"tool {tool_id}")   # the spec's validator: no mcp, a run
+    fn = _function(runner, cast(str, spec.run), here, node_id, f"tool {tool_id}")   # the validator: no mcp, a run
     poll = _function(runner, spec.wait.poll, here, node_id, f"tool {tool_id}: wait.poll") if spec.wait else None
     in_model = runner.record(f"{pascal(tool_id)}In", spec.in_) if spec.in_ else None
     out_model = runner.record(f"{pascal(tool_id)}Out", spec.out)
