@@ -13,7 +13,7 @@ from .engine.flow_rules import FlowView, compile_flow
 from .experiments.experiment_rules import ExperimentRules, merge_case_findings
 from .findings.halves_rules import halves_rules
 from .findings.judges import why_unvalidated
-from .project.loader import Experiment, Project, load_project
+from .project.loader import Experiment, Project, RunnableExperiment, load_project
 from .providers.price_rules import price_rules
 from .providers.secret_rules import secret_rules
 
@@ -52,7 +52,7 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
 
 
 def _experiment(project: Project, exp: Experiment, ctx: CheckContext) -> tuple[list[Diagnostic], list]:
-    if exp.spec is None:
+    if not isinstance(exp, RunnableExperiment):     # its experiment.yaml did not load: the loader's diagnostics say why
         return [], []
     rules = ExperimentRules(ctx, exp, lambda experiment, check: why_unvalidated(project, experiment, check))
     return rules.run(), rules.case_findings

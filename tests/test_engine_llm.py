@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from pytest_aqven.codes import outcome_of
+from pytest_aqven.project.loader import load_project
 
 from .engine_projects import agent, flow, inference, load, node, record, run, write
 
@@ -114,6 +115,18 @@ def test_a_prompt_that_does_not_render_is_prompt_invalid(tmp_path, prompt, probl
     p = project(tmp_path, f"bad{abs(hash(prompt)) % 10**6}", prompt=prompt)
     result = run(p, "qa", ASK)
     assert result.error.code == "prompt_invalid" and problem in result.error.message
+
+
+def test_an_inference_without_its_prompt_file_is_plan_missing(tmp_path):
+    # aqven check stops such a run first (E_PROMPT_MISSING); the engine alone names the missing file too
+    p = project(tmp_path, "noprompt")
+    (p.root / "flows/qa/nodes/answer/answer.prompt.md").unlink()
+    p = load_project(p.root)
+    assert [d.code for d in p.diagnostics] == ["E_PROMPT_MISSING"]
+    result = run(p, "qa", ASK)
+    assert result.error.code == "PLAN_MISSING", result.error
+    assert result.error.message == "node answer: inference answer has no prompt file answer.prompt.md"
+    assert seen("noprompt") == []
 
 
 def test_media_inputs_are_content_parts_of_the_last_user_message(tmp_path):

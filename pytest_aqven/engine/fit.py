@@ -76,7 +76,7 @@ def yaml_at(doc, path: tuple) -> str | None:
     return f"{doc.file}:{line}" if line else doc.file
 
 
-_RETURNS: dict[Any, tuple[str, list[tuple[int, set[str] | None]]] | None] = {}
+_RETURNS: dict[Any, tuple[str, list[tuple[int, set[object] | None]]] | None] = {}
 
 
 def returned_at(fn: Callable, exc: ValidationError | None = None) -> str | None:
@@ -107,7 +107,7 @@ def returned_at(fn: Callable, exc: ValidationError | None = None) -> str | None:
     return f"{file}:{line}"
 
 
-def _returns(code) -> tuple[str, list[tuple[int, set[str] | None]]] | None:
+def _returns(code) -> tuple[str, list[tuple[int, set[object] | None]]] | None:
     """The function's own `return` statements (not those of nested functions): line, keys of a dict literal."""
     try:
         lines, first = inspect.getsourcelines(code)
@@ -117,16 +117,17 @@ def _returns(code) -> tuple[str, list[tuple[int, set[str] | None]]] | None:
     body = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
     if body is None:
         return None
-    out: list[tuple[int, set[str] | None]] = []
-    todo = list(body.body)
+    out: list[tuple[int, set[object] | None]] = []
+    todo: list[ast.AST] = list(body.body)
     while todo:
         node = todo.pop(0)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             continue
         if isinstance(node, ast.Return):
-            keys = None
-            if isinstance(node.value, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.value.keys):
-                keys = {k.value for k in node.value.keys}
+            keys: set[object] | None = None
+            if isinstance(node.value, ast.Dict):
+                consts = [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+                keys = set(consts) if len(consts) == len(node.value.keys) else None
             out.append((first + node.lineno - 1, keys))
         todo.extend(ast.iter_child_nodes(node))
     out.sort()

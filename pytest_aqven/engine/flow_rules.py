@@ -8,7 +8,7 @@ import inspect
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection, cast
 
 from pydantic import ValidationError
 
@@ -18,6 +18,7 @@ from ..project import shapes, specs
 from ..project.loader import Flow, Node
 from ..project.shapes import Seq, Shape, describe
 from ..project.typesmodule import code_stem
+from ..project.yamlpos import Path_, YamlDoc
 from . import policies, refs
 from .evaluators import BUILTINS
 from .prompt_rules import prompt_rules
@@ -42,7 +43,8 @@ class FlowView:
         return node_id in self.flow.unreadable
 
     @classmethod
-    def of(cls, flow: Flow, find_flow: Callable[[str], Flow | None], broken_flows: set[str] = frozenset()) -> "FlowView":
+    def of(cls, flow: Flow, find_flow: Callable[[str], Flow | None],
+           broken_flows: Collection[str] = frozenset()) -> "FlowView":
         return cls(flow, dict(flow.nodes), find_flow, broken_flows=set(broken_flows))
 
     @property
@@ -275,7 +277,8 @@ class FlowCompiler:
             if node.inference.prompt is not None:
                 self._code_ref(node.inference_doc, ("prompt",), node.inference.prompt, node.inference_py_path,
                                f"inference {stem}")
-            self._inference(stem, node)
+            assert node.inference_doc is not None       # the loader reads an inference from its file: both or neither
+            self._inference(stem, node.inference, node.inference_doc)
         prompt = self.view.prompts.get(node_id, node.prompt_path)
         if prompt is not None and node.inference is not None and node.inference.prompt is None:
             self.out += prompt_rules(self.ctx, prompt, node.inference, spec.inference or node.id,
@@ -312,10 +315,10 @@ class FlowCompiler:
                                          f"{who}: on_timeout default value does not fit the form {spec.form}: {problem}",
                                          f"give a value of type {spec.form}: it is the node's answer when nobody answers"))
 
-    def _inference(self, stem: str, node: Node) -> None:
+    def _inference(self, stem: str, inf: specs.InferenceSpec, doc: YamlDoc) -> None:
         """The keys of an inference file beyond in/out: variants, allowed_sets, examples, checks,
         display and Dynamic outputs. Each is checked once per inference file."""
-        inf, doc, who = node.inference, node.inference_doc, f"inference {stem}"
+        who = f"inference {stem}"
         if doc.file in self.ctx.inferences_seen:
             return
         self.ctx.inferences_seen.add(doc.file)
@@ -341,7 +344,8 @@ class FlowCompiler:
 
         for slot, v in inf.variants.items():
             in_field(("variants", slot, "on"), v.selector, f"variant slot {slot}: on")
-            files = [(("variants", slot, "cases", case), name) for case, name in v.cases.items()]
+            files: list[tuple[Path_, str]] = [(("variants", slot, "cases", case), name)
+                                              for case, name in v.cases.items()]
             if v.default is not None:
                 files.append((("variants", slot, "default"), v.default))
             for path, name in files:
@@ -459,8 +463,11 @@ class FlowCompiler:
             hint = typing.get_type_hints(fn).get("return")
         except Exception:          # hints naming what does not exist: the runtime never reads them
             return
+        if hint is None:           # no return annotation
+            return
         declared = shapes.record(f"the out fields of node {node_id}", self.registry, spec.out)
         fields = getattr(hint, "__aqven_fields__", None)
+        returned: Shape
         if fields is not None:
             name, returned = hint.__name__, shapes.record(hint.__name__, self.registry, fields)
         elif isinstance(hint, type) and hint in PLAIN_RETURNS:
@@ -667,17 +674,17 @@ class FlowCompiler:
         if policy.use not in builtins and fn is None:
             return
         try:
-            policies.load(role, policy, lambda _: fn)
+            policies.load(role, policy, lambda _: cast(Callable, fn))   # only a run policy's, and then fn is set
         except policies.PolicyError as exc:
             model = builtins[policy.use][1] if policy.use in builtins else None
-            key = exc.loc[:1] if exc.loc and exc.loc[0] in policy.with_ else ()
+            where = exc.loc[:1] if exc.loc and exc.loc[0] in policy.with_ else ()
             if model is None:
                 hint = f"write {policy.run} as (state, params): its last parameter takes the with: values"
             elif model.model_fields:
                 hint = f"the parameters of {role} policy {policy.use}: {', '.join(model.model_fields)}"
             else:
                 hint = f"{role} policy {policy.use} takes no parameters: remove with"
-            self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with",) + key, f"{who}: {exc}", hint))
+            self.out.append(doc.diag("E_POLICY_PARAMS", path + ("with",) + where, f"{who}: {exc}", hint))
             return
         except Exception:            # hints that do not resolve: the engine reads them the same way at run time
             return
@@ -762,7 +769,9 @@ class FlowCompiler:
             return ({f.name: f.type for f in tool.spec.in_}, f"tool {spec.tool}") if tool and tool.spec.run else None
         if isinstance(spec, specs.CallNode):
             called = self.view.find_flow(self.view.called(node_id, node))
-            fields = self.ctx.types.fields(called.spec.input) if called else None
+            if called is None:
+                return None
+            fields = self.ctx.types.fields(called.spec.input)
             return (fields, f"the input {called.spec.input} of flow {called.id}") if fields is not None else None
         if isinstance(spec, (specs.CodeNode, specs.HumanNode)):
             return {f.name: f.type for f in spec.in_ if f.type}, f"node {node_id}"
@@ -875,7 +884,7 @@ def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str) -> lis
     from ..project.loader import inference_path, load_inference
 
     inference, inf_doc = load_inference(ctx.project, stem, [])
-    if inference is None:
+    if inference is None or inf_doc is None:     # read from its file: both or neither
         return []
     out = []
     score = next((f for f in inference.out if f.name == "score"), None)
@@ -899,7 +908,7 @@ def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str) -> lis
     return out
 
 
-PLAIN_RETURNS = {str: "Text", int: "Int", float: "Float", bool: "Bool", list: Seq(None)}
+PLAIN_RETURNS: dict[type, Shape] = {str: "Text", int: "Int", float: "Float", bool: "Bool", list: Seq(None)}
 
 
 def _short(value: Any) -> str:

@@ -88,6 +88,8 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                                              "prompt_invalid")
     try:
         if inference.prompt is None:
+            if prompt_path is None:         # the loader's E_PROMPT_MISSING: aqven check stops such a run first
+                raise RunError("PLAN_MISSING", f"node {node_id}: inference {stem} has no prompt file {stem}.prompt.md")
             escape = runner.sources.outside(root, prompt_path)
             if escape is not None:
                 raise prompts.PromptError(f"prompt file {prompt_path.name} {escape}: refused")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Literal, TypeVar
+from typing import Any, Callable, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError, model_validator
 from pydantic_core import to_jsonable_python
@@ -44,7 +44,8 @@ class JoinState(Generic[T]):
     @property
     def values(self) -> tuple[T, ...]:
         """The outputs of the branches that succeeded (a branch may succeed with an empty output)."""
-        return tuple(b.value for b in self.completed if b.error is None)
+        # a branch without an error holds its output, a T (which may itself admit None)
+        return tuple(cast(T, b.value) for b in self.completed if b.error is None)
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -276,6 +277,7 @@ class Policy:
 
 def load(slot: str, ref, resolve_code: Callable[[str], Callable]) -> Policy:
     """A PolicyRef ({use|run, with}) of one slot -> the function and its validated parameters."""
+    model: type[BaseModel] | None
     if ref.use is not None:
         found = BUILTINS[slot].get(ref.use)
         if found is None:

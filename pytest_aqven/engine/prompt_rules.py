@@ -67,6 +67,7 @@ class Prompt:
             if getattr(exc, "outside", False):   # an include out of the project: E_PATH_OUTSIDE (check/paths.py)
                 return self.out
             token, first = exc.token, _first_line(exc)
+            name = None if exc.template_name is None else str(exc.template_name)   # liquid allows a Path; ours are str
             if isinstance(exc, TemplateNotFoundError):
                 code, message = "E_FRAGMENT_MISSING", f"include {first}: the project has no file {self.file_of(first)}"
                 hint = "write the fragment as fragments/<name>.md at the module root, and include it as \"fragments/<name>\""
@@ -74,7 +75,7 @@ class Prompt:
                 code, message = "E_PROMPT_SYNTAX", f"the template does not parse: {first}"
                 hint = ("fix the Liquid syntax: {{ variable }}, {% tag %} ... {% endtag %}, "
                         "{% message system|user|assistant %} ... {% endmessage %}")
-            self.at(code, exc.template_name, token.source if token else None, token.start_index if token else -1,
+            self.at(code, name, token.source if token else None, token.start_index if token else -1,
                     message, hint)
             return self.out
         self._variables(analysis)

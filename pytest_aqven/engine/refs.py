@@ -52,8 +52,7 @@ def parse(text: str) -> Ref:
         root, steps = lex(text)
     except RefError as exc:
         raise RefError(f"{text}: {exc}") from None
-    steps = list(steps)
-    if root == "run" and steps[:1] == ["context"]:
+    if root == "run" and steps[:1] == ("context",):
         root, steps = "run.context", steps[1:]
     if root == "branch" and not (steps and isinstance(steps[0], str)):
         raise RefError(f"{text}: a branch reference reads $branch.<branch key>")
@@ -61,7 +60,7 @@ def parse(text: str) -> Ref:
         if not steps or steps[0] != "out":
             raise RefError(f"{text}: a node reference reads $<node>.out")
         steps = steps[1:]
-    return Ref(text, root, tuple(steps))
+    return Ref(text, root, steps)
 
 
 def walk(value: Any, steps: tuple[str | int, ...]) -> Any:

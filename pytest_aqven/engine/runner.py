@@ -10,7 +10,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -40,7 +40,7 @@ class Assembly:
     @property
     def order(self) -> list[str]:
         order = list(self.flow.spec.order)
-        if self.start is None:
+        if self.start is None or self.end is None:     # a range sets both (the Subject's validator)
             return order
         return order[order.index(self.start): order.index(self.end) + 1]
 
@@ -107,7 +107,7 @@ class Runner:
                 top["input"] = self._input(assembly.flow, inputs)
             for node_id in assembly.order:
                 await self.run_node(frame, node_id)
-            if assembly.start is not None:
+            if assembly.end is not None:     # a range (its start is set with it)
                 result.output = top[assembly.end]
             else:
                 result.output = self._returns(assembly.flow, top)
@@ -291,7 +291,7 @@ class Runner:
                 raise RunError("tool_unknown", f"node {node_id}: MCP server {server_id} does not exist in mcp/")
             connection = self._mcp[server_id] = McpConnection(server_id, entity.spec, self.project.root)
             connection.opening = asyncio.ensure_future(connection.open(self.timeout(node)))
-        await asyncio.shield(connection.opening)
+        await asyncio.shield(cast(asyncio.Future, connection.opening))   # set with the connection (no await between)
         return connection
 
     async def close(self) -> None:

@@ -17,15 +17,16 @@ class Sources:
         self._texts: dict[Path, str] = {}
         self._outside: dict[tuple[Path, Path], str | None] = {}
 
-    def _get(self, path: Path) -> bytes | None:
+    @staticmethod
+    def _get(files: dict[Path, bytes], path: Path) -> bytes | None:
         # the engine's paths are built from the resolved project root: resolving is only needed on a miss
-        data = self.files.get(path)
-        return data if data is not None else self.files.get(Path(path).resolve())
+        data = files.get(path)
+        return data if data is not None else files.get(Path(path).resolve())
 
     def read_bytes(self, path: Path) -> bytes:
         if self.files is None:
             return Path(path).read_bytes()
-        data = self._get(path)
+        data = self._get(self.files, path)
         if data is None:
             raise FileNotFoundError(2, "not an input of the series (it was not there when the series started)",
                                     str(path))
@@ -50,7 +51,7 @@ class Sources:
         return self._outside[key]
 
     def is_file(self, path: Path) -> bool:
-        return Path(path).is_file() if self.files is None else self._get(path) is not None
+        return Path(path).is_file() if self.files is None else self._get(self.files, path) is not None
 
 
 LIVE = Sources()

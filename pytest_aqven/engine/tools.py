@@ -58,7 +58,7 @@ async def tool(runner: "Runner", tool_id: str, node: "Node", node_id: str) -> To
                            f"(it has {', '.join(sorted(connection.tools)) or 'none'})")
         return Tool(tool_id, ToolDef(tool_id, spec.description, found.definition.parameters), found.run)
     here = runner.project.root / "tools" / f"{tool_id}.py"
-    fn = _function(runner, spec.run, here, node_id, f"tool {tool_id}")
+    fn = _function(runner, cast(str, spec.run), here, node_id, f"tool {tool_id}")   # the validator: no mcp, a run
     poll = _function(runner, spec.wait.poll, here, node_id, f"tool {tool_id}: wait.poll") if spec.wait else None
     in_model = runner.record(f"{pascal(tool_id)}In", spec.in_) if spec.in_ else None
     out_model = runner.record(f"{pascal(tool_id)}Out", spec.out)
@@ -329,7 +329,7 @@ class McpConnection:
         from ..providers import secrets
         out = {}
         for header in self.spec.headers:
-            name = secrets.env_name(header.value)
+            name = cast(str, secrets.env_name(header.value))      # the spec's pattern: a ref:env/NAME
             value = secrets.lookup(name, self.root)
             if not value:
                 raise RunError("provider_key_missing", f"MCP server {self.server_id}: header {header.name} needs "
@@ -364,10 +364,11 @@ class McpConnection:
         except Exception as exc:  # the server did not start or broke the protocol: infra error of the run
             if not ready.done():
                 from ..providers.secrets import scrub
-                while isinstance(exc, BaseExceptionGroup) and exc.exceptions:   # the SDK's task groups
-                    exc = exc.exceptions[0]
+                cause: BaseException = exc
+                while isinstance(cause, BaseExceptionGroup) and cause.exceptions:   # the SDK's task groups
+                    cause = cause.exceptions[0]
                 ready.set_exception(RunError("provider_error", scrub(f"MCP server {self.server_id}: "
-                                                                           f"{type(exc).__name__}: {exc}")))
+                                                                           f"{type(cause).__name__}: {cause}")))
 
     def _runner_for(self, name: str):
         async def run(arguments: dict, node: "Node", node_id: str) -> Any:
@@ -386,7 +387,7 @@ class McpConnection:
         structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
         if structured is not None:
             return structured
-        texts = [getattr(c, "text", None) for c in result.content if getattr(c, "text", None) is not None]
+        texts = [text for text in (getattr(c, "text", None) for c in result.content) if text is not None]
         import json
         try:
             return json.loads(texts[0]) if len(texts) == 1 else {"text": "\n".join(texts)}

@@ -8,7 +8,7 @@ import inspect
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -20,7 +20,7 @@ from ..engine.evaluators import EvalContext
 from ..engine.flow_rules import EVALUATOR_PARAMS, FlowView, compile_flow, judge_rules, node_outputs, parse_steps
 from ..engine.refs import RefError, lex
 from ..project import specs
-from ..project.loader import Experiment, Flow, InferenceAmbiguous, judge_levels, level_names, load_inference
+from ..project.loader import Flow, InferenceAmbiguous, RunnableExperiment, judge_levels, level_names, load_inference
 from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
 from ..project.types import BUILTINS as BUILTIN_TYPES
 from ..project.yamlpos import YamlDoc
@@ -47,16 +47,16 @@ def _names(values) -> str:
 
 # why a check's judge is not validated by a held-out finding of its validated_by, or None (the findings layer's
 # rule, findings/judges.py why_unvalidated, handed in by checker.py: the finding files are read above here)
-Unvalidated = Callable[[Experiment, Any], "str | None"]
+Unvalidated = Callable[[RunnableExperiment, Any], "str | None"]
 
 
 class ExperimentRules:
-    def __init__(self, ctx: CheckContext, exp: Experiment, unvalidated: Unvalidated):
+    def __init__(self, ctx: CheckContext, exp: RunnableExperiment, unvalidated: Unvalidated):
         self.ctx = ctx
         self.unvalidated = unvalidated
         self.project = ctx.project
         self.exp = exp
-        self.spec: specs.ExperimentSpec = exp.spec
+        self.spec = exp.spec
         self.doc = exp.doc
         self.e = f"experiment {exp.id}"
         self.out: list[Diagnostic] = []
@@ -140,29 +140,31 @@ class ExperimentRules:
         s, order = self.spec.subject, self.subject.spec.order if self.subject else []
         return s.from_ is None or (s.from_ in order and s.to in order and order.index(s.from_) <= order.index(s.to))
 
-    def in_subject(self) -> set[str]:
+    # the rules below that read the subject take its view (`self.view`, None when the subject flow is not found;
+    # `view.flow` is the subject)
+    def in_subject(self, view: FlowView) -> set[str]:
         """Node ids the subject runs: the whole flow, or the top-level nodes of the range and their children."""
         s = self.spec.subject
-        if s.from_ is None or not self.range_ok:
-            return self.view.reachable()
-        order = self.subject.spec.order
+        if s.from_ is None or s.to is None or not self.range_ok:     # a range sets both (the Subject's validator)
+            return view.reachable()
+        order = view.flow.spec.order
         out: set[str] = set()
         for top in order[order.index(s.from_): order.index(s.to) + 1]:
-            self.view.descendants(top, out)
+            view.descendants(top, out)
         return out
 
-    def subject_output(self) -> tuple[dict[str, str] | None, str]:
+    def subject_output(self, view: FlowView) -> tuple[dict[str, str] | None, str]:
         """The subject's output fields and how to name it in messages."""
         s = self.spec.subject
         if s.to is None:
-            return self.ctx.types.fields(self.subject.spec.output), f"the output {self.subject.spec.output} of flow {s.flow}"
-        node = self.view.nodes.get(s.to)
-        fields = node_outputs(self.ctx, self.view, s.to, node) if node else None
+            return self.ctx.types.fields(view.flow.spec.output), f"the output {view.flow.spec.output} of flow {s.flow}"
+        node = view.nodes.get(s.to)
+        fields = node_outputs(self.ctx, view, s.to, node) if node else None
         return fields, f"the output of node {s.to}"
 
-    def subject_input(self) -> tuple[dict[str, str] | None, str]:
-        t = self.subject.spec.input
-        return self.ctx.types.fields(t), f"the input {t} of flow {self.subject.id}"
+    def subject_input(self, view: FlowView) -> tuple[dict[str, str] | None, str]:
+        t = view.flow.spec.input
+        return self.ctx.types.fields(t), f"the input {t} of flow {view.flow.id}"
 
     # --- cases ------------------------------------------------------------------------------
     def case_rules(self) -> None:
@@ -185,10 +187,10 @@ class ExperimentRules:
             self.diag("W_PLAN_EXCEEDS_CASES", ("plan", "cases"),
                       f"{e}: plan.cases is {self.spec.plan.cases}, but dataset {dataset.id} has {len(chosen)} selected cases",
                       "add cases to the dataset or lower plan.cases: a series runs each selected case at most once per repeat")
-        if self.subject is not None and not mismatch:
-            self.case_inputs(dataset, chosen)
-            self.range_fixtures(dataset, chosen)
-            self.expected_fit(dataset, chosen)
+        if self.view is not None and not mismatch:
+            self.case_inputs(self.view, dataset, chosen)
+            self.range_fixtures(self.view, dataset, chosen)
+            self.expected_fit(self.view, dataset, chosen)
         for i, check in enumerate(self.spec.checks):
             if check.use == "expected":
                 self.expected_missing(i, check, dataset, chosen)
@@ -218,9 +220,9 @@ class ExperimentRules:
                 return True
         return False
 
-    def case_inputs(self, dataset, chosen) -> None:
+    def case_inputs(self, view: FlowView, dataset, chosen) -> None:
         """Each selected case's inputs fit the subject's input type (only the given fields for a range)."""
-        type_id = self.subject.spec.input
+        type_id = view.flow.spec.input
         if self.ctx.types.problem(type_id):
             return
         try:
@@ -237,15 +239,15 @@ class ExperimentRules:
             loc, msg = errors[0]
             self.case_findings.append(CaseFinding(
                 "E_CASE_INPUTS_INVALID", dataset.doc, index[id(case)], case.name, ("inputs",) + loc,
-                f"inputs do not fit {self.subject_input()[1]}"
+                f"inputs do not fit {self.subject_input(view)[1]}"
                 + (" (a range subject reads the fields it is given)" if partial else "")
                 + f": {'.'.join(map(str, loc)) or 'inputs'}: {msg}",
                 f"fields of {type_id}: {_names(fields or [])}"))
 
-    def expected_fit(self, dataset, chosen) -> None:
+    def expected_fit(self, view: FlowView, dataset, chosen) -> None:
         """An expected_output the subject can never produce (an enum value that does not exist, a number
         where text is expected) would silently bias every metric that compares with it."""
-        fields, side = self.subject_output()
+        fields, side = self.subject_output(view)
         if fields is None:
             return
         index = {id(c): i for i, c in enumerate(dataset.spec.cases)}
@@ -271,19 +273,19 @@ class ExperimentRules:
                     f"expected_output does not fit {side}: {problem}",
                     f"fields of {side}: {_names(fields)}; a value the subject cannot produce biases the metric"))
 
-    def range_fixtures(self, dataset, chosen) -> None:
+    def range_fixtures(self, view: FlowView, dataset, chosen) -> None:
         """A range reads the nodes above it from each case's node_outputs: every such node must be there."""
         s = self.spec.subject
-        if s.from_ is None or not self.range_ok:
+        if s.from_ is None or s.to is None or not self.range_ok:     # a range sets both (the Subject's validator)
             return
-        order = self.subject.spec.order
+        order = view.flow.spec.order
         above = set(order[: order.index(s.from_)])
         inside: set[str] = set()
         for top in order[order.index(s.from_): order.index(s.to) + 1]:
-            self.view.descendants(top, inside)
+            view.descendants(top, inside)
         needed: dict[str, str] = {}                 # node above the range -> first reference to it
         for node_id in sorted(inside):
-            node = self.view.nodes.get(node_id)
+            node = view.nodes.get(node_id)
             for text in _refs(node.spec.model_dump(by_alias=True)) if node else ():
                 parsed = parse_steps(text)
                 if not isinstance(parsed, str) and parsed[0] in above and parsed[1][:1] == ("out",):
@@ -297,13 +299,13 @@ class ExperimentRules:
                           f"{dataset.id} has no node_outputs.{node_id}{more}",
                           f"add node_outputs.{node_id} to the cases of dataset {dataset.id}, or start the range at "
                           f"{node_id}: the nodes above a range do not run, their outputs come from each case")
-            self.fixture_types(dataset, chosen, node_id)
+            self.fixture_types(view, dataset, chosen, node_id)
 
-    def fixture_types(self, dataset, chosen, node_id: str) -> None:
+    def fixture_types(self, view: FlowView, dataset, chosen, node_id: str) -> None:
         """The node_outputs a range reads in place of a node fit that node's output: each given field its
         type (a fixture may give only the fields the range reads)."""
-        node = self.view.nodes.get(node_id)
-        fields = node_outputs(self.ctx, self.view, node_id, node) if node else None
+        node = view.nodes.get(node_id)
+        fields = node_outputs(self.ctx, view, node_id, node) if node else None
         if fields is None:
             return
         index = {id(c): i for i, c in enumerate(dataset.spec.cases)}
@@ -371,7 +373,7 @@ class ExperimentRules:
             return
         if self.view is None:
             return
-        inside = self.in_subject()
+        inside = self.in_subject(self.view)
         s = self.spec.subject
         wanted = WANTED_KIND.get(varies.what)
         for j, node_id in enumerate(varies.nodes):
@@ -410,12 +412,13 @@ class ExperimentRules:
                               f"add {slot} to varies.nodes or remove it from the variant: the variants of an experiment "
                               "change one factor on the nodes it declares")
                     continue
-                self.factor_ok[(i, slot)] = self.value_rules(v.id, path, slot, value)
+                self.factor_ok[(i, slot)] = self.value_rules(spec.varies.what, v.id, path, slot, value)
         self.duplicates()
 
-    def value_rules(self, variant: str, path: tuple, slot: str, value: str) -> bool:
-        """The value a variant puts in a slot exists and fits; True when the variant can be assembled."""
-        what, e, exp_id = self.spec.varies.what, self.e, self.exp.id
+    def value_rules(self, what: str, variant: str, path: tuple, slot: str, value: str) -> bool:
+        """The value a variant puts in a slot of the factor `what` exists and fits; True when the variant can be
+        assembled."""
+        e, exp_id = self.e, self.exp.id
         if what == "agent" and value not in self.project.agents and self.ctx.unreadable("agent", value):
             return False
         if what == "agent" and value not in self.project.agents:
@@ -565,9 +568,9 @@ class ExperimentRules:
                       f"{e}: check {c.id}: the built-in {c.use} passes or fails and gives no score, so as a {c.kind} "
                       f"check every attempt scores an error",
                       "set kind: binary (its metric is the pass rate)")
-        if c.use == "unique_items" and self.subject is not None:
+        if c.use == "unique_items" and self.view is not None:
             path = (c.with_ or {}).get("field")
-            item = self.item_type(path) if isinstance(path, str) else None
+            item = self.item_type(self.view, path) if isinstance(path, str) else None
             if item is not None and self.not_record(item):
                 self.diag("W_CHECK_ITEMS_NOT_RECORDS", ("checks", i, "with", "field"),
                           f"{e}: check {c.id}: unique_items compares the key {c.with_.get('key')} of each item, but the "
@@ -575,13 +578,13 @@ class ExperimentRules:
                           f"count as duplicates",
                           "point field at a list of records (key names one of their fields)")
 
-    def item_type(self, path: str) -> str | None:
+    def item_type(self, view: FlowView, path: str) -> str | None:
         """The item type of the list a $out/$in path leads to, or None when the checker cannot tell."""
         try:
             root, steps = lex(path)
         except RefError:
             return None
-        fields = (self.subject_output() if root == "out" else self.subject_input())[0]
+        fields = (self.subject_output(view) if root == "out" else self.subject_input(view))[0]
         if not steps or not isinstance(steps[0], str) or fields is None or steps[0] not in fields:
             return None
         current = fields[steps[0]]
@@ -634,7 +637,7 @@ class ExperimentRules:
 
     def check_paths(self, i: int, c) -> None:
         """Paths in with: start with a field of the subject's output ($out) or input ($in)."""
-        if self.subject is None:
+        if self.view is None:
             return
         for key, value in (c.with_ or {}).items():
             for text in (value if isinstance(value, list) else [value]):
@@ -642,7 +645,7 @@ class ExperimentRules:
                     continue
                 root, _, rest = text[1:].partition(".")
                 field = rest.split(".")[0].split("[")[0]
-                fields, side = self.subject_output() if root == "out" else self.subject_input()
+                fields, side = self.subject_output(self.view) if root == "out" else self.subject_input(self.view)
                 if fields is not None and field not in fields:
                     self.diag("E_CHECK_PATH_UNKNOWN", ("checks", i, "with", key),
                               f"{self.e}: check {c.id}: path {text} starts with {field}, which is not a field of {side}",
@@ -650,7 +653,7 @@ class ExperimentRules:
 
     def run_check(self, i: int, c) -> None:
         fn, problem = self.ctx.resolver.resolve(c.run, self.exp.folder / "checks.py")
-        if problem:
+        if problem or fn is None:          # (None, problem) or (fn, None)
             self.diag("E_CODE_REF_UNRESOLVED", ("checks", i, "run"), f"{self.e}: check {c.id}: evaluator {problem}",
                       "write @root.<module>:<function> or <package>.<module>:<function>, and make the module import cleanly")
             return
@@ -660,18 +663,18 @@ class ExperimentRules:
             self.diag("E_CODE_SIGNATURE_MISMATCH", ("checks", i, "run"), f"{self.e}: check {c.id}: {exc}",
                       "write def fn(value, context: EvalContext, params: <a pydantic model, or NoParams>) -> Verdict")
             return
-        if self.with_params(i, c, model, c.run) and self.subject is not None:
-            self.context_fit(i, c, fn)
+        if self.with_params(i, c, model, c.run) and self.view is not None:
+            self.context_fit(self.view, i, c, fn)
 
-    def context_fit(self, i: int, c, fn) -> None:
+    def context_fit(self, view: FlowView, i: int, c, fn) -> None:
         """W_CHECK_CONTEXT_MISMATCH: the function's hints for value and context fit the subject."""
         try:
             hints = typing.get_type_hints(fn)
             names = list(inspect.signature(fn).parameters)
         except Exception:         # hints naming something that does not exist: the runtime reads them lazily
             return
-        out_fields, out_side = self.subject_output()
-        in_fields, in_side = self.subject_input()
+        out_fields, out_side = self.subject_output(view)
+        in_fields, in_side = self.subject_input(view)
         checks = [(names[0], hints.get(names[0]), out_fields, out_side)]
         ctx_hint = hints.get(names[1])
         if typing.get_origin(ctx_hint) is EvalContext:
@@ -720,10 +723,10 @@ class ExperimentRules:
             self.out += sink
             return
         self.out += judge_rules(self.ctx, self.doc, ("checks", i, "inference"), c.inference, f"{e}: check {c.id}")
-        if self.subject is None:
+        if self.view is None:
             return
-        scope = set(self.subject_input()[0] or ()) | set(self.subject_output()[0] or ())
-        for top in self.subject.spec.order:
+        scope = set(self.subject_input(self.view)[0] or ()) | set(self.subject_output(self.view)[0] or ())
+        for top in self.view.flow.spec.order:
             node = self.view.nodes.get(top)
             if node is not None:
                 scope |= set(node_outputs(self.ctx, self.view, top, node) or ())
@@ -800,7 +803,8 @@ class ExperimentRules:
         smaller than the whole range of a rate difference."""
         e = self.e
         if isinstance(q, ThresholdQuestion):
-            side, bound = ("above", q.above) if q.above is not None else ("below", q.below)
+            # a threshold sets one of above and below (its validator)
+            side, bound = ("above", q.above) if q.above is not None else ("below", cast(float, q.below))
             edge = bound + q.margin if side == "above" else bound - q.margin
             scale = self.metric_range(q.metric)
             problem = None
@@ -819,7 +823,8 @@ class ExperimentRules:
                           "set the bound and margin inside the range of the metric: a question that cannot be "
                           "confirmed (or refuted) spends its cases on nothing")
         elif isinstance(q, CompareQuestion):
-            margins = [(("question", "margin"), q.primary, q.margin, q.kind, False)]
+            margins: list[tuple[tuple, str, float, str, bool]] = [
+                (("question", "margin"), q.primary, q.margin, q.kind, False)]
             margins += [(("question", "guardrails", i, "margin"), g.metric, g.margin, "guardrail", g.relative)
                         for i, g in enumerate(q.guardrails)]
             never = {"compare": "be confirmed", "noninferior": "be refuted", "guardrail": "break"}
@@ -847,7 +852,7 @@ class ExperimentRules:
                 if not self.factor_ok.get((i, slot)):
                     continue
                 slots.append((slot, value))
-                for d in compile_flow(self.ctx, self.assemble(slots)):
+                for d in compile_flow(self.ctx, self.assemble(self.view, self.spec.varies.what, slots)):
                     if _key(d) not in known:
                         known.add(_key(d))
                         found.setdefault(_key(d), (d, []))[1].append((i, slot))
@@ -859,10 +864,9 @@ class ExperimentRules:
                                        f"variant {self.spec.variants[i].id}: {location(d)}: {d.message}{also}",
                                        line, col, d.hint))
 
-    def assemble(self, slots: list[tuple[str, str]]) -> FlowView:
+    def assemble(self, subject: FlowView, what: str, slots: list[tuple[str, str]]) -> FlowView:
         """The subject as a variant runs it (the seed's four factors)."""
-        what = self.spec.varies.what
-        view = FlowView(self.subject, dict(self.view.nodes), self.find_flow, broken_flows=self.broken_flows)
+        view = FlowView(subject.flow, dict(subject.nodes), self.find_flow, broken_flows=self.broken_flows)
         for slot, value in slots:
             if what == "agent":
                 view.agents[slot] = value
