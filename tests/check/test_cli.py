@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from pytest_aqven import checker
 from pytest_aqven.cli import main
 from pytest_aqven.experiments import experiment_rules as experiments
 
@@ -56,6 +57,18 @@ def test_a_bug_in_a_rule_is_a_diagnostic_not_a_traceback(showcase, capsys, monke
     assert "Traceback" not in out
     assert ("experiments/reply_look/experiment.yaml: error E_CHECK_INTERNAL: the checker failed while checking "
             "experiment reply_look (question_rules): KeyError: 'boom'\n"
+            "  hint: this is a bug of pytest-aqven, not of the project: please report it with this file") in out
+
+
+def test_a_bug_in_the_halves_rules_is_a_diagnostic_not_a_traceback(showcase, capsys, monkeypatch):
+    def halves_rules(project):
+        raise KeyError("boom")
+    monkeypatch.setattr(checker, "halves_rules", halves_rules)
+    assert main(["check", str(showcase.root)]) == 1
+    out = capsys.readouterr().out
+    assert "Traceback" not in out
+    assert ("experiments: error E_CHECK_INTERNAL: the checker failed while checking the halves of findings: "
+            "KeyError: 'boom'\n"
             "  hint: this is a bug of pytest-aqven, not of the project: please report it with this file") in out
 
 
