@@ -120,6 +120,7 @@ def _includes(root: Path, path: Path, what: str, reported: set[str]) -> list[Dia
         name = match.group(2)
         rel = PurePosixPath(name)
         target = root / (rel if rel.suffix else rel.with_suffix(".md"))
+        problem: str | None
         if rel.is_absolute() or ".." in rel.parts:
             problem = "goes outside the project"
         elif _rel(root, target) in reported:

@@ -4,12 +4,15 @@ providers/price_rules.py ...), and checker.py runs them all in one order."""
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic
-from ..project.specs import RecordTypeSpec, UnionTypeSpec
+from ..project.specs import FieldDecl, RecordTypeSpec, UnionTypeSpec
 from .context import CheckContext, text_problem
 
 
 def providers_and_agents(ctx: CheckContext) -> list[Diagnostic]:
-    project, out = ctx.project, []
+    project = ctx.project
+    out: list[Diagnostic] = []
+    if project.spec is None or project.doc is None:     # aqven.yaml did not load: its own diagnostic says why
+        return out
     for i, provider in enumerate(project.spec.providers):
         if provider.kind == "code" and provider.run:
             _, problem = ctx.resolver.resolve(provider.run, project.root / "aqven.py")
@@ -29,6 +32,7 @@ def providers_and_agents(ctx: CheckContext) -> list[Diagnostic]:
 def type_rules(ctx: CheckContext) -> list[Diagnostic]:
     out = []
     for type_id, (spec, doc) in ctx.project.type_docs.items():
+        fields: list[tuple[tuple[str | int, ...], FieldDecl]]
         if isinstance(spec, RecordTypeSpec):
             fields = [(("fields", i, "type"), f) for i, f in enumerate(spec.fields)]
         elif isinstance(spec, UnionTypeSpec):

@@ -2,6 +2,8 @@
 path of steps ($x.a[0].b) lead somewhere in it."""
 from __future__ import annotations
 
+from collections.abc import Set
+
 from ..project import specs
 from ..project.types import BUILTINS, Registry, UnknownType
 
@@ -10,7 +12,7 @@ OPAQUE = {"Json", "Dynamic", "DynamicValue", "FieldSpec", "MapItemError", "Image
 
 
 class TypeInfo:
-    def __init__(self, registry: Registry, unreadable: set[str] = frozenset()):
+    def __init__(self, registry: Registry, unreadable: Set[str] = frozenset()):
         self.registry = registry
         self.unreadable = unreadable          # type files that exist but did not load
 

@@ -21,7 +21,7 @@ from ..engine.flow_rules import EVALUATOR_PARAMS, FlowView, compile_flow, judge_
 from ..engine.refs import RefError, lex
 from ..project import specs
 from ..project.loader import Flow, InferenceAmbiguous, RunnableExperiment, judge_levels, level_names, load_inference
-from ..project.specs import SERIES_METRICS, CompareQuestion, ThresholdQuestion
+from ..project.specs import SERIES_METRICS, PairQuestion, ThresholdQuestion
 from ..project.types import BUILTINS as BUILTIN_TYPES
 from ..project.yamlpos import YamlDoc
 from .factors import use_nodes
@@ -763,7 +763,7 @@ class ExperimentRules:
                 self.diag("E_VARIANT_INVALID", ("question", "variant"),
                           f"{e}: question names variant {q.variant}, which is not declared under variants",
                           f"declare it or name one of: {', '.join(variant_ids)}")
-        elif isinstance(q, CompareQuestion):
+        elif isinstance(q, PairQuestion):
             metrics.append((("question", "primary"), q.primary))
             metrics += [(("question", "guardrails", i, "metric"), g.metric) for i, g in enumerate(q.guardrails)]
             if len(spec.variants) < 2:
@@ -822,7 +822,7 @@ class ExperimentRules:
                 self.diag("E_QUESTION_RANGE", ("question", side), f"{e}: question threshold: {problem}",
                           "set the bound and margin inside the range of the metric: a question that cannot be "
                           "confirmed (or refuted) spends its cases on nothing")
-        elif isinstance(q, CompareQuestion):
+        elif isinstance(q, PairQuestion):
             margins: list[tuple[tuple, str, float, str, bool]] = [
                 (("question", "margin"), q.primary, q.margin, q.kind, False)]
             margins += [(("question", "guardrails", i, "margin"), g.metric, g.margin, "guardrail", g.relative)

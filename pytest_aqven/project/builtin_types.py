@@ -4,13 +4,13 @@ names; the types registry uses them for fields typed Image, FieldSpec, Dynamic, 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 NAME = r"^[a-z][a-z0-9_]{0,62}$"
 TYPE_REF = r"^[A-Z][A-Za-z0-9]*(\[\])*\??$"
-MEDIA_KEY = "$media"
+MEDIA_KEY: Final = "$media"
 
 
 class _Data(BaseModel):

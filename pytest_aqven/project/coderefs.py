@@ -27,7 +27,7 @@ def register_types(package: str, root: Path, module: Any) -> None:
     existing = sys.modules.get(package)
     if existing is not None and key[1] in [str(Path(p).resolve()) for p in getattr(existing, "__path__", [])]:
         sys.modules[f"{package}.types"] = module
-        existing.types = module
+        existing.__dict__["types"] = module       # a submodule is an attribute of its package
 
 
 def mount_package(package: str, root: Path) -> None:
@@ -40,9 +40,9 @@ def mount_package(package: str, root: Path) -> None:
     if existing is not None and str(root) in [str(Path(p).resolve()) for p in getattr(existing, "__path__", [])]:
         return
     init = root / "__init__.py"
-    if init.exists():
-        spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(root)])
-    else:
+    spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(root)]) \
+        if init.exists() else None
+    if spec is None:                      # no __init__.py: a package of the folder alone
         spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
         spec.submodule_search_locations = [str(root)]
     module = importlib.util.module_from_spec(spec)
@@ -52,7 +52,7 @@ def mount_package(package: str, root: Path) -> None:
     types_module = TYPES_MODULES.get((package, str(root)))
     if types_module is not None:          # before __init__.py runs: it may import .types itself
         sys.modules[f"{package}.types"] = types_module
-        module.types = types_module
+        module.__dict__["types"] = types_module
     if spec.loader is not None:
         spec.loader.exec_module(module)
 

@@ -181,7 +181,7 @@ def mismatch(registry: Registry, source: Shape, target: Shape, depth: int = 0) -
     if s is None or t is None or depth > 8:
         return None
     if s == "list" or t == "list":
-        if s != t:
+        if not (isinstance(source, Seq) and isinstance(target, Seq)):     # kind "list" is a Seq
             return (f"{describe(source)} is a list, but {describe(target)} is one value" if s == "list" else
                     f"{describe(source)} is one value, but {describe(target)} is a list")
         problem = mismatch(registry, source.item, target.item, depth + 1)
@@ -192,7 +192,8 @@ def mismatch(registry: Registry, source: Shape, target: Shape, depth: int = 0) -
         return _record_mismatch(registry, source, target, depth)
     if s == t:
         if s == "enum":
-            extra = [v for v in enum_values(registry, source) if v not in enum_values(registry, target)]
+            have, want = enum_values(registry, source) or [], enum_values(registry, target) or []  # both enums
+            extra = [v for v in have if v not in want]
             return extra and f"{describe(target)} has no value {', '.join(extra)} of {describe(source)}" or None
         if s == "media":
             return f"{source} media is not {target} media"

@@ -801,8 +801,9 @@ class GuardrailSpec(Spec):
     relative: bool = False
 
 
-class CompareQuestion(Spec):
-    kind: Literal["compare"]
+class PairQuestion(Spec):
+    # a question on two variants, what compare and noninferior share (neither kind is the other)
+    kind: Literal["compare", "noninferior"]
     baseline: Name
     candidate: Name
     primary: Name
@@ -817,7 +818,11 @@ class CompareQuestion(Spec):
         return self
 
 
-class NoninferiorQuestion(CompareQuestion):
+class CompareQuestion(PairQuestion):
+    kind: Literal["compare"]
+
+
+class NoninferiorQuestion(PairQuestion):
     kind: Literal["noninferior"]
     margin: Finite = Field(gt=0)
 

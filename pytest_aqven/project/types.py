@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import keyword
 import re
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal, Optional, Union
+from collections.abc import Sequence, Set
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -45,13 +45,14 @@ def attribute(name: str) -> str:
 
 class Record(BaseModel):
     model_config = GENERATED_CONFIG
+    __aqven_fields__: ClassVar[Sequence[specs.FieldDecl]]   # the declarations it was built from
 
 
 class Registry:
     """Type id -> python type. Records and union variants become pydantic models, enums Literal types,
     ids and value types constrained scalars. Every model is built once and cached."""
 
-    def __init__(self, type_specs: dict[str, Any], unreadable: set[str] = frozenset()):
+    def __init__(self, type_specs: dict[str, Any], unreadable: Set[str] = frozenset()):
         self.specs = type_specs            # type id -> TypeSpec
         self.unreadable = unreadable       # types whose file did not load: Any, so nothing cascades from them
         self._built: dict[str, Any] = {}
@@ -68,7 +69,7 @@ class Registry:
 
     def resolve(self, ref: str) -> Any:
         base, lists, optional = self.parse_ref(ref)
-        t = self.named(base)
+        t: Any = self.named(base)
         for _ in range(lists):
             t = list[t]
         return Optional[t] if optional else t
@@ -83,13 +84,13 @@ class Registry:
         spec = self.specs.get(type_id)
         if spec is None:
             raise UnknownType(f"type {type_id} is neither a built-in type nor a type of types/")
+        t: Any
         if isinstance(spec, specs.EnumTypeSpec):
-            t = Literal[tuple(v.value for v in spec.values)]  # type: ignore[misc]
+            t = Literal[tuple(v.value for v in spec.values)]
         elif isinstance(spec, specs.ValueTypeSpec):
             t = constrained(BUILTINS[spec.base], spec)
         elif isinstance(spec, specs.IdTypeSpec):
-            t = Annotated[str, Field(**{k: v for k, v in (("pattern", spec.pattern), ("max_length", spec.max_length))
-                                       if v is not None})]
+            t = Annotated[str, Field(pattern=spec.pattern, max_length=spec.max_length)]
         else:
             self._built[type_id] = None    # a recursive reference shows up as an error, not a loop
             try:
@@ -109,8 +110,8 @@ class Registry:
             cached = self._records[key] = (fields, self._model(name, fields))
         return cached[1]
 
-    def _model(self, name: str, fields: Sequence[specs.FieldDecl], base: type[BaseModel] = Record,
-               extra: dict[str, Any] | None = None) -> type[BaseModel]:
+    def _model(self, name: str, fields: Sequence[specs.FieldDecl], base: type[Record] = Record,
+               extra: dict[str, Any] | None = None) -> type[Record]:
         definitions: dict[str, Any] = dict(extra or {})
         for f in fields:
             t = self.resolve(f.type)
@@ -128,7 +129,7 @@ class Registry:
         """A tagged union: one model per variant (`<Type><Variant>`), the discriminator holding its name."""
         members = []
         for v in spec.variants:
-            tag = {spec.discriminator: (Literal[v.name], ...)}  # type: ignore[valid-type]
+            tag = {spec.discriminator: (Literal[v.name], ...)}
             members.append(self._model(f"{type_id}{pascal(v.name)}", v.fields, extra=tag))
         if len(members) == 1:
             return members[0]
@@ -173,14 +174,14 @@ def constrained(t: Any, f: Any) -> Any:
     if typing.get_origin(t) is Union and type(None) in typing.get_args(t):
         optional, t = True, next(a for a in typing.get_args(t) if a is not type(None))
     is_list = typing.get_origin(t) is list
-    item = typing.get_args(t)[0] if is_list else t
+    item: Any = typing.get_args(t)[0] if is_list else t
     item_kw: dict[str, Any] = {k2: getattr(f, k1) for k1, k2 in _SCALAR_KEYS if getattr(f, k1, None) is not None}
     for k1, k2 in (("min_length", "min_length"), ("max_length", "max_length")):
         if getattr(f, k1, None) is not None:
             item_kw[k2] = getattr(f, k1)
     enum = getattr(f, "enum", None)
     if enum:
-        item = Literal[tuple(enum)]  # type: ignore[misc]
+        item = Literal[tuple(enum)]
         item_kw = {}
     if item_kw and _scalar(item):
         item = Annotated[item, Field(**item_kw)]

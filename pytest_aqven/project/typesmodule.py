@@ -14,6 +14,7 @@ earlier shape) stays with the first. The runner validates with the very same (ca
 from __future__ import annotations
 
 import types as pytypes
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, NewType
 
 from . import specs
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 def code_stem(project: "Project", flow: "Flow", node: Any) -> str:
     """The generated name of a code node's shapes, without In/Out: `<Experiment><Node>` for a node of an
     experiment's nodes/ (a variant's), `<Experiment><Flow><Node>` in a local flow, else `<Flow><Node>`."""
-    parts = node.path.relative_to(project.root).parts if node.path.is_relative_to(project.root) else ()
+    parts: tuple[str, ...] = node.path.relative_to(project.root).parts if node.path.is_relative_to(project.root) else ()
     if len(parts) > 3 and parts[0] == "experiments" and parts[2] == "nodes":
         return f"{pascal(parts[1])}{pascal(node.id)}"
     if flow.local_to:
@@ -79,9 +80,18 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
     def new_type(type_id: str) -> Any:
         return id_types.setdefault(type_id, NewType(type_id, str))
 
+    def id_field(type_id: str) -> Any:
+        return _alias(f"{type_id}Field", _of(new_type(type_id), registry.named(type_id)))
+
+    def named_alias(type_id: str) -> Any:
+        return _alias(type_id, registry.named(type_id))
+
+    def variant(type_id: str, name: str) -> Any:
+        return registry.union_variants(type_id)[name]
+
     def shape(stem: str, inputs: list[Any], outputs: list[Any]) -> None:
         for side, fields in (("In", inputs), ("Out", outputs)):
-            add(f"{stem}{side}", lambda n=f"{stem}{side}", f=fields: registry.record(n, f))
+            add(f"{stem}{side}", partial(registry.record, f"{stem}{side}", fields))
 
     for type_id in registry.unreadable:
         add(type_id, lambda: Any)                  # its own diagnostic says why; importers still load
@@ -91,17 +101,16 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
         add(f"{pascal(tool_id)}Out", lambda: Any)
     for type_id, spec in registry.specs.items():
         if isinstance(spec, specs.IdTypeSpec):
-            add(type_id, lambda t=type_id: new_type(t))
-            add(f"{type_id}Field", lambda t=type_id: _alias(f"{t}Field", _of(new_type(t), registry.named(t))))
+            add(type_id, partial(new_type, type_id))
+            add(f"{type_id}Field", partial(id_field, type_id))
             continue
         if isinstance(spec, specs.RecordTypeSpec):
-            add(type_id, lambda t=type_id: registry.named(t))
+            add(type_id, partial(registry.named, type_id))
         else:                                      # enums, value types, unions: `type X = ...` in AQVEN's module
-            add(type_id, lambda t=type_id: _alias(t, registry.named(t)))
+            add(type_id, partial(named_alias, type_id))
         if isinstance(spec, specs.UnionTypeSpec):
             for v in spec.variants:
-                add(f"{type_id}{pascal(v.name)}", lambda t=type_id, n=f"{type_id}{pascal(v.name)}":  # noqa: B008  (binds the loop's values)
-                    registry.union_variants(t)[n])
+                add(f"{type_id}{pascal(v.name)}", partial(variant, type_id, f"{type_id}{pascal(v.name)}"))
     for inference_id, inference in sorted(project.inferences().items()):
         shape(pascal(inference_id), inference.in_, inference.out)
     for tool_id, tool in sorted(project.tools.items()):

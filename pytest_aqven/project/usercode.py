@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Iterator
 
 DEFAULT_TIMEOUT = 120.0          # seconds per user call, unless aqven.yaml or the node sets limits.seconds
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the pytest_aqven package
-_LIBS = tuple(os.path.dirname(m.__file__) for m in (asyncio, threading) if getattr(m, "__file__", None))
+_LIBS = tuple(os.path.dirname(file) for file in (asyncio.__file__, threading.__file__) if file)
 
 
 class UserCallTimeout(Exception):
@@ -188,4 +188,6 @@ async def call(fn: Callable, *args: Any, timeout: float | None = DEFAULT_TIMEOUT
                     raise user_error(exc) from None
             return value
     except TimeoutError:
+        if timeout is None:               # not the limit's (there is none): not a timeout of the call
+            raise
         raise UserCallTimeout(timeout) from None

@@ -295,9 +295,9 @@ class _Builder:
             elif cls is MappingEndEvent or cls is SequenceEndEvent:
                 depth -= 1
                 if building:
-                    if top[2] >= 0:
-                        after[top[2]] = len(marks)
-                    stack.pop()
+                    ended = stack.pop()
+                    if ended[2] >= 0:
+                        after[ended[2]] = len(marks)
                     top = stack[-1] if stack else None
             elif cls is StreamEndEvent:
                 break

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import stats
-from ..project.specs import CompareQuestion, ExperimentSpec, LookQuestion, ThresholdQuestion
+from ..project.specs import ExperimentSpec, LookQuestion, PairQuestion, ThresholdQuestion
 from ..record import AttemptRecord
 from ..stats.model import case_key
 
@@ -13,7 +13,7 @@ def question_of(spec: ExperimentSpec) -> stats.Threshold | stats.Pair | stats.Lo
         return stats.Look()
     if isinstance(q, ThresholdQuestion):
         return stats.Threshold(q.metric, q.above, q.below, q.margin, q.variant, q.direction)
-    assert isinstance(q, CompareQuestion)
+    assert isinstance(q, PairQuestion)
     return stats.Pair(q.kind, q.baseline, q.candidate, q.primary, q.margin, q.direction,
                       tuple(stats.Guardrail(g.metric, g.margin, g.direction, g.relative) for g in q.guardrails))
 

@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from pytest_aqven import checker
 from pytest_aqven.cli import main
 from pytest_aqven.experiments import experiment_rules as experiments
 
@@ -47,16 +48,21 @@ def test_bad_usage_is_exit_2(argv, capsys):
     assert "usage: aqven" in capsys.readouterr().err
 
 
-def test_a_bug_in_a_rule_is_a_diagnostic_not_a_traceback(showcase, capsys, monkeypatch):
-    def question_rules(self):
+@pytest.mark.parametrize("owner, rule, line", [
+    (experiments.ExperimentRules, "question_rules", "experiments/reply_look/experiment.yaml: error E_CHECK_INTERNAL: "
+     "the checker failed while checking experiment reply_look (question_rules): KeyError: 'boom'"),
+    (checker, "halves_rules", "experiments: error E_CHECK_INTERNAL: the checker failed while checking the halves of "
+     "findings: KeyError: 'boom'"),
+])
+def test_a_bug_in_a_rule_is_a_diagnostic_not_a_traceback(owner, rule, line, showcase, capsys, monkeypatch):
+    def broken(*args):
         raise KeyError("boom")
-    monkeypatch.setattr(experiments.ExperimentRules, "question_rules", question_rules)
+    broken.__name__ = rule                  # the diagnostic names the rule that failed
+    monkeypatch.setattr(owner, rule, broken)
     assert main(["check", str(showcase.root)]) == 1
     out = capsys.readouterr().out
     assert "Traceback" not in out
-    assert ("experiments/reply_look/experiment.yaml: error E_CHECK_INTERNAL: the checker failed while checking "
-            "experiment reply_look (question_rules): KeyError: 'boom'\n"
-            "  hint: this is a bug of pytest-aqven, not of the project: please report it with this file") in out
+    assert (line + "\n  hint: this is a bug of pytest-aqven, not of the project: please report it with this file") in out
 
 
 def test_an_empty_project_file_is_a_diagnostic(tmp_path, capsys):

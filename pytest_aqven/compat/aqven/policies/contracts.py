@@ -14,9 +14,10 @@ from ....engine.evaluators import EvalContext, NoParams, Verdict
 from ....project.builtin_types import MapItemError
 
 T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
 O = TypeVar("O")
 I = TypeVar("I")
-P = TypeVar("P", bound=BaseModel)
+P_contra = TypeVar("P_contra", bound=BaseModel, contravariant=True)    # params: a policy's argument
 
 POLICY_CONFIG = ConfigDict(extra="forbid", frozen=True)
 RefPath = Annotated[str, Field(pattern=r"^\$")]
@@ -35,24 +36,24 @@ StopDecision = Union[Continue, Stop]
 ItemDecision = Union[Skip, Fail, Default[O]]
 
 
-class JoinPolicy(Protocol[T, P]):
-    def __call__(self, state: JoinState[T], params: P, /) -> JoinDecision[T]: ...
+class JoinPolicy(Protocol[T, P_contra]):
+    def __call__(self, state: JoinState[T], params: P_contra, /) -> JoinDecision[T]: ...
 
 
-class StopPolicy(Protocol[P]):
-    def __call__(self, state: LoopState, params: P, /) -> StopDecision: ...
+class StopPolicy(Protocol[P_contra]):
+    def __call__(self, state: LoopState, params: P_contra, /) -> StopDecision: ...
 
 
-class SelectPolicy(Protocol[P]):
-    def __call__(self, state: LoopState, params: P, /) -> int: ...
+class SelectPolicy(Protocol[P_contra]):
+    def __call__(self, state: LoopState, params: P_contra, /) -> int: ...
 
 
-class ItemErrorPolicy(Protocol[T, O, P]):
-    def __call__(self, item: T, error: MapItemError, params: P, /) -> ItemDecision[O]: ...
+class ItemErrorPolicy(Protocol[T_contra, O, P_contra]):
+    def __call__(self, item: T_contra, error: MapItemError, params: P_contra, /) -> ItemDecision[O]: ...
 
 
-class Evaluator(Protocol[I, O, P]):
-    def __call__(self, value: O, context: EvalContext[I, O], params: P, /) -> Verdict: ...
+class Evaluator(Protocol[I, O, P_contra]):
+    def __call__(self, value: O, context: EvalContext[I, O], params: P_contra, /) -> Verdict: ...
 
 
 __all__ = ["POLICY_CONFIG", "BranchResult", "Continue", "Default", "Done", "EvalContext", "Evaluator", "Fail",

@@ -207,18 +207,18 @@ class RunFinished(RunEventBase):
     tokens_out: Count
 
 
-_EVENTS = (RunStartedEvent, NodeStarted, InferenceInputCaptured, InferencePromptCaptured, InferenceChecksCaptured,
-           NodeAttemptFailed, NodeProgress, MapItemRecovered, NodeOutputDelta, NodeAttemptDiscarded, NodeSuspended,
-           NodeResumed, NodeAnswerIgnored, NodeWaitTimedOut, NodeWaitEscalated, NodeFinished, LoopIterationFinished,
-           LoopExited, RunSuspended, RunResumed, RunFinished)
-RunEvent = Annotated[Union[_EVENTS], Field(discriminator="type")]
+RunEvent = Annotated[Union[RunStartedEvent, NodeStarted, InferenceInputCaptured, InferencePromptCaptured,
+                           InferenceChecksCaptured, NodeAttemptFailed, NodeProgress, MapItemRecovered, NodeOutputDelta,
+                           NodeAttemptDiscarded, NodeSuspended, NodeResumed, NodeAnswerIgnored, NodeWaitTimedOut,
+                           NodeWaitEscalated, NodeFinished, LoopIterationFinished, LoopExited, RunSuspended,
+                           RunResumed, RunFinished], Field(discriminator="type")]
 RunEventType = Literal["run_started", "node_started", "inference_input_captured", "inference_prompt_captured",
                        "inference_checks_captured", "node_attempt_failed", "node_progress", "map_item_recovered",
                        "node_output_delta", "node_attempt_discarded", "node_suspended", "node_resumed",
                        "node_answer_ignored", "node_wait_timed_out", "node_wait_escalated", "node_finished",
                        "loop_iteration_finished", "loop_exited", "run_suspended", "run_resumed", "run_finished"]
 RUN_EVENT_TYPES = frozenset(typing.get_args(RunEventType))
-RUN_EVENT_ADAPTER = TypeAdapter(RunEvent)
+RUN_EVENT_ADAPTER: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
 
 __all__ = ["OUTPUT_DELTA_BATCH_MS", "RUN_EVENT_ADAPTER", "RUN_EVENT_TYPES", "InferenceChecksCaptured",
            "InferenceInputCaptured", "InferencePromptCaptured", "LoopExited", "LoopIterationFinished",

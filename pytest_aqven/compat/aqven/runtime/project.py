@@ -23,7 +23,7 @@ from .executions import RunError
 from .human import HumanWait, HumanWaitDetail, ResumeRequest, ResumeResult
 from .options import RunOptions, RunResult
 from .values import InlineValue
-from .vocabulary import RunStatus
+from .vocabulary import FinishedExecutionStatus, RunStatus
 
 I = TypeVar("I", bound=BaseModel)
 O = TypeVar("O", bound=BaseModel)
@@ -67,10 +67,20 @@ class CheckReport:
         return not any(d.severity == "error" for d in self.diagnostics)
 
 
+def _result_model(output_model: type[O]) -> type[RunResult[O]]:
+    """`RunResult[output_model]`: pydantic parametrizes the generic model by a class known only at run time."""
+    model = RunResult.__class_getitem__(output_model)
+    assert isinstance(model, type) and issubclass(model, RunResult)     # a class: never a recursive reference
+    return model
+
+
 def _error(error: Any) -> RunError | None:
     if error is None:
         return None
     return RunError(code=error.code, message=error.message, address=node_address(error.node) if error.node else None)
+
+
+_NODE_STATUS: dict[str, FinishedExecutionStatus] = {"ok": "ok", "failed": "failed"}    # the rest: cancelled
 
 
 def _events(run_id: RunId, flow: Any, inputs: Any, result: Any) -> list[Any]:
@@ -83,7 +93,7 @@ def _events(run_id: RunId, flow: Any, inputs: Any, result: Any) -> list[Any]:
         address = ExecutionAddress(node_id=n.node, branch_key=n.branch, iteration=n.iteration, item_index=n.item)
         out.append(NodeStarted(seq=next(seq), at=now, run_id=run_id, address=address, kind=n.kind, attempt=1,
                                queued_ms=0))
-        status = {"ok": "ok", "failed": "failed"}.get(n.status, "cancelled")
+        status = _NODE_STATUS.get(n.status, "cancelled")
         out.append(NodeFinished(
             seq=next(seq), at=now, run_id=run_id, address=address, status=status, attempt=1,
             output_ref=InlineValue(value=n.output), cost_usd=Decimal(str(n.cost_usd)),
@@ -135,11 +145,11 @@ class Run(Generic[O]):
         try:
             result = await asyncio.shield(self.task)
         except asyncio.CancelledError:
-            return RunResult[self.output_model](run_id=self.run_id, status="cancelled", output=None, error=None,
-                                                cost_usd=Decimal(0), tokens_in=0, tokens_out=0)
+            return _result_model(self.output_model)(run_id=self.run_id, status="cancelled", output=None, error=None,
+                                                    cost_usd=Decimal(0), tokens_in=0, tokens_out=0)
         tokens_in, tokens_out = result.tokens
         output = None if result.error or result.output is None else self.output_model.model_validate(result.output)
-        return RunResult[self.output_model](
+        return _result_model(self.output_model)(
             run_id=self.run_id, status="failed" if result.error else "completed", output=output,
             error=_error(result.error), cost_usd=Decimal(str(result.cost_usd)), tokens_in=tokens_in,
             tokens_out=tokens_out)
@@ -237,7 +247,8 @@ class Project:
         """A handle whose input and output are the given models; they must validate as the flow's types do."""
         from ..spec.modelgen import normalized_schema
         spec = self.loaded_flow(flow_id).spec
-        sides = (("input", input_model, spec.input), ("output", output_model, spec.output))
+        sides: tuple[tuple[FlowSide, type[BaseModel], str], ...] = (("input", input_model, spec.input),
+                                                                    ("output", output_model, spec.output))
         mismatched = tuple(side for side, model, ref in sides
                            if normalized_schema(model) != normalized_schema(self.loaded_project().types.resolve(ref)))
         if mismatched:

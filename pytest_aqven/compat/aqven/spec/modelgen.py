@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any, Callable, Mapping, Optional, Protocol, Sequence
 
 from pydantic import BaseModel, Field, TypeAdapter, create_model
+from typing_extensions import TypeForm
 
 from ....project import specs
 from ....project.types import GENERATED_CONFIG, RESERVED_NAMES, Registry, UnknownType, constrained, attribute, pascal
@@ -90,13 +91,15 @@ def record_model(name: str, fields: Sequence[Any], resolve: Resolver) -> type[Ba
 
 def annotated_record(name: str, fields: Mapping[str, object]) -> type[BaseModel]:
     """A generated model from field names and annotations (each field required)."""
-    return create_model(name, __config__=GENERATED_CONFIG,
-                        **{attribute(k): (t, Field(alias=k if k in RESERVED_NAMES else None)) for k, t in fields.items()})
+    definitions: dict[str, Any] = {attribute(k): (t, Field(alias=k if k in RESERVED_NAMES else None))
+                                   for k, t in fields.items()}
+    return create_model(name, __config__=GENERATED_CONFIG, **definitions)
 
 
 def overridden_model(base: type[BaseModel], overrides: Mapping[str, tuple[object, Any]]) -> type[BaseModel]:
     """`base` with some fields given another annotation and field info (a Dynamic output made concrete)."""
-    return create_model(base.__name__, __base__=base, **dict(overrides))
+    definitions: dict[str, Any] = dict(overrides)
+    return create_model(base.__name__, __base__=base, **definitions)
 
 
 def dynamic_record(name: str, fields: Sequence[FieldSpec], resolve: Resolver) -> type[BaseModel]:
@@ -194,7 +197,7 @@ class TypeModels:
 
 def build_type_models(types: Mapping[TypeId, Any]) -> TypeModels:
     """Every buildable type of `types` (type id -> its TypeSpec), the others with their reason."""
-    registry = Registry(dict(types))
+    registry = Registry(dict(types.items()))
     built: dict[TypeId, object] = {}
     failures: dict[TypeId, str] = {}
     for type_id in types:
@@ -209,7 +212,7 @@ _DROPPED = frozenset({"title", "description", "examples", "default", "discrimina
 _NAMED = frozenset({"properties", "patternProperties", "dependentSchemas"})
 
 
-def normalized_schema(annotation: object) -> Any:
+def normalized_schema(annotation: TypeForm[Any]) -> Any:
     """The JSON schema of an annotation with its definitions inlined and titles, descriptions, examples and
     defaults dropped: two annotations that validate alike compare equal."""
     document = TypeAdapter(annotation).json_schema()

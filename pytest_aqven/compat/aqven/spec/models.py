@@ -312,7 +312,7 @@ SpecDocument = Union[ProjectSpec, RecordType, EnumType, UnionType, IdType, Value
                      CodeNodeSpec, ToolNodeSpec, HumanNodeSpec, ParallelNodeSpec, MapNodeSpec, SwitchNodeSpec,
                      LoopNodeSpec, CallNodeSpec, NarrowNodeSpec, DatasetFile, ExperimentSpec, InferenceSpec,
                      AgentSpec, ToolSpec, McpServerSpec, FindingSpec]
-SPEC_MODEL_BY_KIND = {
+SPEC_MODEL_BY_KIND: dict[SpecKind, TypeAdapter[Any]] = {      # each kind's own model
     SpecKind.PROJECT: TypeAdapter(ProjectSpec), SpecKind.TYPE: TypeAdapter(TypeSpec),
     SpecKind.FLOW: TypeAdapter(FlowSpec), SpecKind.NODE: TypeAdapter(NodeSpec),
     SpecKind.DATASET: TypeAdapter(DatasetFile), SpecKind.EXPERIMENT: TypeAdapter(ExperimentSpec),

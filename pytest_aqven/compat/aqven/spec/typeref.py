@@ -41,6 +41,7 @@ def parse_type_ref(text: str) -> TypeRef:
     if head is None:
         raise TypeRefSyntaxError(text, 0, "a type reference starts with a PascalCase identifier")
     suffix = _SUFFIX.match(text, head.end())
+    assert suffix is not None             # every part of _SUFFIX is optional: it matches anywhere
     if suffix.end() == len(text):
         return TypeRef(TypeId(head.group()), suffix.group("list") is not None, suffix.group("optional") is not None)
     rest = text[suffix.end():]
