@@ -52,8 +52,8 @@ def run_series_decide(args: argparse.Namespace) -> int:
     from .series.commands import _run, _series, _store
 
     def body(args) -> int:
-        series = _series(_store(args), args.series_id)
-        root = find_root(Path(args.project or "."))
+        store = _store(args)
+        series, root = _series(store, args.series_id), store.root
         decided = decide(load_project(root), series["series_id"], family=series.get("family") or "robust")
         if decided.error is not None:
             print(f"aqven series decide: {decided.error}", file=sys.stderr)
@@ -217,16 +217,17 @@ def run_plan(args: argparse.Namespace) -> int:
     if errors:
         print(render_text(errors))
     jobs = args.jobs or min(len(runnable), os.cpu_count() or 1)
+    unplanned: list[str] = []       # why an experiment has no launch plan
     for experiment, plan in plan_experiments(root, runnable, "holdout" if args.holdout else "dev",
                                              cases=args.cases, repeats=args.repeats, family=args.intervals,
                                              jobs=jobs):
         if isinstance(plan, str):
-            errors.append(plan)
+            unplanned.append(plan)
             print(plan)
             continue
         for line, _ in plan_lines(experiment, "holdout" if args.holdout else "dev", plan):
             print(line)
-    return 1 if errors else 0
+    return 1 if errors or unplanned else 0
 
 
 # what a terminal that cannot show them reads instead (the rest becomes "?")
@@ -234,7 +235,9 @@ ASCII = {"×": "x", "≥": ">=", "≤": "<=", "±": "+/-", "–": "-", "—": "-
          "“": '"', "”": '"', "²": "^2", "µ": "u"}
 
 
-def _ascii(error: UnicodeError):
+def _ascii(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):     # registered for the output streams only
+        raise error
     text = error.object[error.start:error.end]
     return "".join(ASCII.get(c, "?") for c in text), error.end
 

@@ -67,7 +67,8 @@ def nodes_lines(nodes: list[dict], indent: str) -> list[str]:
     depth: dict[str, int] = {}
     lines = []
     for n in nodes:
-        level = depth.get(n.get("parent"), -1) + 1 if n.get("parent") else 0
+        parent = n.get("parent")
+        level = depth.get(parent, -1) + 1 if parent else 0
         depth[n["node"]] = level
         pad = indent + "  " * level
         where = ", ".join(f"{k} {n[k]}" for k in ("branch", "iteration", "item") if n.get(k) is not None)

@@ -132,7 +132,7 @@ def _series(store: Store, prefix: str) -> dict:
         raise Refused(f"no series {prefix} in {store.db.location}")
     if len(rows) > 1:
         raise Refused(f"{prefix} names {len(rows)} series: give more of the id")
-    return store.series(rows[0])
+    return store.known_series(rows[0])
 
 
 def _run(fn, args) -> int:
