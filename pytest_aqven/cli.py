@@ -12,9 +12,9 @@ from pathlib import Path
 
 from . import __version__
 from .checker import check_root
+from .commands import project_argument, project_path
 from .diagnostics import render_github, render_json, render_text
 from .project.loader import PROJECT_FILE, find_root
-from .series.commands import _project_path, project_argument
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,9 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_check(commands)
     from .scaffold import add_new
     add_new(commands)
-    from .findings.cases import add_cases
+    from .commands.cases import add_cases
     add_cases(commands)
-    from .series.commands import add_db, add_series
+    from .commands.series import add_db, add_series
     add_series_decide(add_series(commands))
     add_db(commands)
     add_findings(commands)
@@ -47,9 +47,9 @@ def add_series_decide(series_commands) -> None:
 
 
 def run_series_decide(args: argparse.Namespace) -> int:
+    from .commands.series import _run, _series, _store
     from .decision import decide
     from .project.loader import load_project
-    from .series.commands import _run, _series, _store
 
     def body(args) -> int:
         store = _store(args)
@@ -109,7 +109,7 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     from .findings.publish import edited, rebuild, restore  # noqa: PLC0415
     from .project.loader import load_project  # noqa: PLC0415
 
-    root = _root_of("findings rebuild", _project_path(args))
+    root = _root_of("findings rebuild", project_path(args))
     if root is None:
         return 2
     project = load_project(root)
@@ -161,7 +161,7 @@ def add_check(commands) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    root = _root_of("check", _project_path(args))
+    root = _root_of("check", project_path(args))
     if root is None:
         return 2
     diagnostics = check_root(root)
@@ -197,7 +197,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.cases is not None and args.cases < 1 or args.repeats is not None and not 1 <= args.repeats <= 20:
         print("aqven plan: --cases must be at least 1 and --repeats between 1 and 20", file=sys.stderr)
         return 2
-    root = _root_of("plan", _project_path(args))
+    root = _root_of("plan", project_path(args))
     if root is None:
         return 2
     project = load_project(root)
