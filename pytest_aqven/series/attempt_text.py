@@ -8,11 +8,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..record import AttemptRecord
-from ..stats.wording import usd as _usd
 
 
 def usd(v: float | None) -> str:
-    return "n/a" if v is None else _usd(v, False)       # as the reports print a cost (report/text.py)
+    """A cost as every report prints it (report/text.py shows it from here), n/a when unknown."""
+    if v is None:
+        return "n/a"
+    from ..stats.wording import usd as _usd  # lazy: stats imports numpy, and the plugin imports the reports
+
+    return _usd(v, False)
 
 
 def value(v: Any) -> str:
