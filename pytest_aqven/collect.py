@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -207,19 +206,11 @@ class AttemptItem(pytest.Item):
         self.repeat = repeat
         self.record: AttemptRecord | None = None
         self.details: dict | None = None      # what pytest-html shows; None when held out
-
-    # the tree never changes: each looked up once (the attempts' loop reads them many times per attempt)
-    @cached_property
-    def case(self) -> CaseSpec:
-        return parent_of(self, CaseNode).case
-
-    @cached_property
-    def variant(self) -> str:
-        return parent_of(parent_of(self, CaseNode), VariantNode).name
-
-    @cached_property
-    def experiment_file(self) -> ExperimentFile:
-        return parent_of(parent_of(parent_of(self, CaseNode), VariantNode), ExperimentFile)
+        # the tree never changes: read once here (the attempts' loop reads them many times per attempt)
+        case = parent_of(self, CaseNode)
+        variant = parent_of(case, VariantNode)
+        self.case, self.variant = case.case, variant.name
+        self.experiment_file = parent_of(variant, ExperimentFile)
 
     def schedule(self, scheduler):
         return scheduler.submit(self.experiment_file.series, self.variant, self.case, self.repeat)
