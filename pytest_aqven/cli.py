@@ -12,9 +12,9 @@ from pathlib import Path
 
 from . import __version__
 from .checker import check_root
+from .commands import project_argument, project_path
 from .diagnostics import render_github, render_json, render_text
 from .project.loader import PROJECT_FILE, find_root
-from .series.commands import _project_path, project_argument
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,9 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_check(commands)
     from .scaffold import add_new
     add_new(commands)
-    from .findings.cases import add_cases
+    from .commands.cases import add_cases
     add_cases(commands)
-    from .series.commands import add_db, add_series
+    from .commands.series import add_db, add_series
     add_series_decide(add_series(commands))
     add_db(commands)
     add_findings(commands)
@@ -47,13 +47,13 @@ def add_series_decide(series_commands) -> None:
 
 
 def run_series_decide(args: argparse.Namespace) -> int:
+    from .commands.series import _run, _series, _store
     from .decision import decide
     from .project.loader import load_project
-    from .series.commands import _run, _series, _store
 
     def body(args) -> int:
-        series = _series(_store(args), args.series_id)
-        root = find_root(Path(args.project or "."))
+        store = _store(args)
+        series, root = _series(store, args.series_id), store.root
         decided = decide(load_project(root), series["series_id"], family=series.get("family") or "robust")
         if decided.error is not None:
             print(f"aqven series decide: {decided.error}", file=sys.stderr)
@@ -109,7 +109,7 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     from .findings.publish import edited, rebuild, restore  # noqa: PLC0415
     from .project.loader import load_project  # noqa: PLC0415
 
-    root = _root_of("findings rebuild", _project_path(args))
+    root = _root_of("findings rebuild", project_path(args))
     if root is None:
         return 2
     project = load_project(root)
@@ -161,7 +161,7 @@ def add_check(commands) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    root = _root_of("check", _project_path(args))
+    root = _root_of("check", project_path(args))
     if root is None:
         return 2
     diagnostics = check_root(root)
@@ -197,7 +197,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.cases is not None and args.cases < 1 or args.repeats is not None and not 1 <= args.repeats <= 20:
         print("aqven plan: --cases must be at least 1 and --repeats between 1 and 20", file=sys.stderr)
         return 2
-    root = _root_of("plan", _project_path(args))
+    root = _root_of("plan", project_path(args))
     if root is None:
         return 2
     project = load_project(root)
@@ -217,16 +217,17 @@ def run_plan(args: argparse.Namespace) -> int:
     if errors:
         print(render_text(errors))
     jobs = args.jobs or min(len(runnable), os.cpu_count() or 1)
+    unplanned: list[str] = []       # why an experiment has no launch plan
     for experiment, plan in plan_experiments(root, runnable, "holdout" if args.holdout else "dev",
                                              cases=args.cases, repeats=args.repeats, family=args.intervals,
                                              jobs=jobs):
         if isinstance(plan, str):
-            errors.append(plan)
+            unplanned.append(plan)
             print(plan)
             continue
         for line, _ in plan_lines(experiment, "holdout" if args.holdout else "dev", plan):
             print(line)
-    return 1 if errors else 0
+    return 1 if errors or unplanned else 0
 
 
 # what a terminal that cannot show them reads instead (the rest becomes "?")
@@ -234,7 +235,9 @@ ASCII = {"×": "x", "≥": ">=", "≤": "<=", "±": "+/-", "–": "-", "—": "-
          "“": '"', "”": '"', "²": "^2", "µ": "u"}
 
 
-def _ascii(error: UnicodeError):
+def _ascii(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):     # registered for the output streams only
+        raise error
     text = error.object[error.start:error.end]
     return "".join(ASCII.get(c, "?") for c in text), error.end
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -23,6 +23,7 @@ from .series.lifecycle import SeriesRun
 from .stats.model import case_key
 
 if TYPE_CHECKING:
+    from .project.specs import CaseSpec
     from .series.scheduler import Scheduler
 
 PROJECTS = pytest.StashKey[dict]()
@@ -33,6 +34,15 @@ RUN_TOKEN = pytest.StashKey[str]()        # the same on every xdist worker of on
 LAUNCH_NOTES = pytest.StashKey[dict]()    # experiment id -> lines the launch plan adds (cap, warnings)
 # xdist modes (and "no": one process) in which the items queued on a worker are all run by that worker
 KEEPS_ITS_QUEUE = frozenset({"no", "load", "loadscope", "loadfile", "loadgroup", "each"})
+Parent = TypeVar("Parent", bound=pytest.Collector)
+
+
+def parent_of(node: pytest.Item | pytest.Collector, kind: type[Parent]) -> Parent:
+    """The node's parent, of the kind this tree gives it (pytest types `parent` as any node, or None)."""
+    parent = node.parent
+    if not isinstance(parent, kind):
+        raise TypeError(f"{node.nodeid}: a {type(node).__name__} under {type(parent).__name__}, not {kind.__name__}")
+    return parent
 
 
 class LoadedProject:
@@ -41,7 +51,8 @@ class LoadedProject:
             self.project: Project = load_project(root)
         except Exception as exc:  # a loader bug: a collection error with its message, never a traceback
             self.project = Project(root)
-            self.diagnostics, self.experiment_diagnostics = [internal_error("aqven.yaml", "loading the project", exc)], {}
+            self.diagnostics = [internal_error("aqven.yaml", "loading the project", exc)]
+            self.experiment_diagnostics: dict[str, list[Diagnostic]] = {}
             return
         try:   # publish what a crash left recorded in the database but unwritten, before checking the files
             repair_findings(self.project)
@@ -178,7 +189,7 @@ def node_name(series: SeriesRun, case: str) -> str:
 
 
 class CaseNode(pytest.Collector):
-    def __init__(self, *, case, **kwargs):
+    def __init__(self, *, case: CaseSpec, **kwargs):
         super().__init__(**kwargs)
         self.case = case
 
@@ -195,20 +206,21 @@ class AttemptItem(pytest.Item):
         self.repeat = repeat
         self.record: AttemptRecord | None = None
         self.details: dict | None = None      # what pytest-html shows; None when held out
-
-    @property
-    def experiment_file(self) -> ExperimentFile:
-        return self.parent.parent.parent
+        # the tree never changes: read once here (the attempts' loop reads them many times per attempt)
+        case = parent_of(self, CaseNode)
+        variant = parent_of(case, VariantNode)
+        self.case, self.variant = case.case, variant.name
+        self.experiment_file = parent_of(variant, ExperimentFile)
 
     def schedule(self, scheduler):
-        return scheduler.submit(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
+        return scheduler.submit(self.experiment_file.series, self.variant, self.case, self.repeat)
 
     def look_further(self, scheduler, reach: int) -> int:
         """This attempt waits for another runner (a second pytest on the same series) that claimed it: while
         this process has free slots, schedule attempts beyond the look-ahead, so it takes the work nobody
         claimed instead of idling until the other runner's attempts end. Returns how far it now looks."""
-        series, variant = self.experiment_file.series, self.parent.parent.name
-        if not (scheduler.held_by_another_runner(series, variant, self.parent.case, self.repeat)
+        series, variant = self.experiment_file.series, self.variant
+        if not (scheduler.held_by_another_runner(series, variant, self.case, self.repeat)
                 and scheduler.has_free_slots()):
             return reach
         reach += scheduler.concurrency
@@ -224,18 +236,18 @@ class AttemptItem(pytest.Item):
         if internals.dist_mode(self.config) not in KEEPS_ITS_QUEUE:
             return []
         file = self.experiment_file
-        return [(item.parent.parent.name, item.parent.case.name, item.repeat) for item in upcoming(self, count + 1)[1:]
+        return [(item.variant, item.case.name, item.repeat) for item in upcoming(self, count + 1)[1:]
                 if isinstance(item, AttemptItem) and item.experiment_file is file]
 
     def forget(self, scheduler) -> None:
         """After its reports: its record, the scheduler's job and trace go (memory flat in attempts)."""
-        scheduler.forget(self.experiment_file.series, self.parent.parent.name, self.parent.case, self.repeat)
+        scheduler.forget(self.experiment_file.series, self.variant, self.case, self.repeat)
         self.record = self.details = None
 
     def runtest(self) -> None:
         file = self.experiment_file
         sched = scheduler(self.config)
-        outcome = sched.run_here(file.series, self.parent.parent.name, self.parent.case, self.repeat,
+        outcome = sched.run_here(file.series, self.variant, self.case, self.repeat,
                                  lambda: self.next_attempts(sched.claim_ahead)) \
             if sched.inline else None         # concurrency 1: here and now, no thread hops, nothing run ahead
         if outcome is not None and outcome.kind == "held":   # another runner works on this series: from now
@@ -253,7 +265,7 @@ class AttemptItem(pytest.Item):
         self.record = record = dataclasses.replace(record, trace=None, reused=reused, root=str(file.root),
                                                    file_nodeid=file.nodeid, **shown)
         if getattr(self.config.option, "htmlpath", None):      # only pytest-html shows them (and xdist ships them)
-            self.details = attempts.details(record, trace, self.parent.case.inputs)
+            self.details = attempts.details(record, trace, self.case.inputs)
         if record.outcome in attempts.INFRA:
             raise pytest.skip.Exception(attempts.reason(record), _use_item_location=True)
         if not record.passed:
@@ -285,7 +297,7 @@ class VerdictItem(pytest.Item):
 
     @property
     def standing(self) -> dict | None:
-        return self.parent.standing
+        return parent_of(self, ExperimentFile).standing
 
     def runtest(self) -> None:      # only a standing verdict runs: plugin.pytest_runtest_protocol skips the others
         standing = self.standing
@@ -298,7 +310,10 @@ class VerdictItem(pytest.Item):
         from .report import junit
         if junit.per_testcase(self.config):
             self.user_properties += junit.standing_properties(standing)
-        if state in self.config.pluginmanager.get_plugin("aqven-verdicts").fail_on:
+        reporter = self.config.pluginmanager.get_plugin("aqven-verdicts")
+        if reporter is None:
+            raise RuntimeError("the aqven-verdicts plugin is not registered")
+        if state in reporter.fail_on:
             raise StandingVerdict(text)
 
     def repr_failure(self, excinfo, style=None):

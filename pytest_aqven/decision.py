@@ -262,8 +262,11 @@ def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int |
 def tally_for(record: AttemptRecord) -> SeriesTally:
     """A new series' tally; a look's keeps its records (the question kind is in the series' database row;
     unknown: kept too)."""
-    kind = question_kind(record.root, record.series_id)
-    return SeriesTally(record.series_id, record.root, record.file_nodeid, record.experiment, record.split,
+    root, file_nodeid = record.root, record.file_nodeid
+    if root is None or file_nodeid is None:     # the session adds both where the attempt was reported
+        raise ValueError(f"an attempt record of series {record.series_id} without its module root or experiment file")
+    kind = question_kind(root, record.series_id)
+    return SeriesTally(record.series_id, root, file_nodeid, record.experiment, record.split,
                        keep_records=kind in ("look", None))
 
 

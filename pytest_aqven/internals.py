@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,14 @@ def _xdist_version() -> str:
 
 def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def worker_output(config: pytest.Config) -> dict[str, Any]:
+    """What an xdist worker sends its controller when it ends (xdist's `config.workeroutput`)."""
+    output = getattr(config, "workeroutput", None)
+    if output is None:
+        raise InternalsChanged("xdist's config.workeroutput")
+    return output
 
 
 def dist_mode(config: pytest.Config) -> str:

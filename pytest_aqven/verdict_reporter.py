@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from . import internals
 from .record import AttemptRecord
 from .report.progress import Progress
 from .running import LOOP_ENDED, collect_module
@@ -60,8 +61,9 @@ class WorkerReporter(Reporter):
     is_worker = True
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.config.workeroutput["aqven_warnings"] = _check_warnings(self.config)
-        self.config.workeroutput["aqven_discarded"] = self.discarded
+        output = internals.worker_output(self.config)
+        output["aqven_warnings"] = _check_warnings(self.config)
+        output["aqven_discarded"] = self.discarded
 
 
 class VerdictReporter(Reporter):

@@ -86,6 +86,14 @@ def test_a_worker_input_without_the_run_uid_fails_loudly():
     assert internals.run_uid(_config()) is None
 
 
+def test_a_worker_without_xdist_s_worker_output_fails_loudly():
+    with pytest.raises(InternalsChanged, match="workeroutput"):
+        internals.worker_output(_config(workerinput={}))
+    config = _config(workerinput={})
+    config.workeroutput = {}
+    assert internals.worker_output(config) is config.workeroutput
+
+
 def test_the_cache_plugins_without_their_fields_fail_loudly():
     lf = types.SimpleNamespace(lastfailed=["not a dict"])
     with pytest.raises(InternalsChanged, match="LFPlugin.lastfailed"):

@@ -31,10 +31,10 @@ LAYERS = [
     {"findings"},
     {"report", "internals"},                # internals: the one adapter of pytest's and xdist's internals
     # the top: every layer's aqven check rules run in one order (checker), deciding a series (the pytest layer's
-    # and `aqven series decide`'s), the launch plans of `aqven plan`, the pytest glue, the CLI, the stand-in of
-    # AQVEN's API that user code imports, the scaffold
+    # and `aqven series decide`'s), the launch plans of `aqven plan`, the pytest glue, the CLI and its subcommands,
+    # the stand-in of AQVEN's API that user code imports, the scaffold
     {"", "compat.aqven", "checker", "decision", "launch", "hooks", "options", "running", "verdict_reporter", "collect",
-     "plugin", "cli", "scaffold"},
+     "plugin", "cli", "commands", "scaffold"},
 ]
 
 # the edges the layers still have, each named so a new one fails and a mended one must leave the list

@@ -139,3 +139,13 @@ def test_the_look_table_is_in_junit_and_in_the_html_report(pytester, xdist):
         ("aqven_judges_cost_usd", "0.001")]
 
 
+
+
+def test_a_score_cell_is_the_mean_of_the_scores_that_carry_a_value():
+    from pytest_aqven.record import CheckScore
+    from pytest_aqven.report.look import _check_cell
+
+    assert _check_cell([CheckScore("passed", 4.0), CheckScore("failed", 2.5)], "ordinal") == ("3.25", None, True)
+    assert _check_cell([CheckScore("passed", 4.0), CheckScore("passed", None), CheckScore("failed", 2.0, "low")],
+                       "ordinal") == ("3", "low", True)
+    assert _check_cell([CheckScore("passed", None)], "continuous") == ("-", None, False)

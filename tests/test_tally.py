@@ -188,6 +188,15 @@ def test_the_tally_reports_what_the_records_report(seed):
     assert tally.records is None and SeriesTally.of(recs, keep_records=True).records == [AttemptRecord.from_wire(r) for r in unique]
 
 
+def test_a_record_without_times_leaves_the_span_alone():
+    unique = one_per_attempt(records(9))
+    timeless = [{**unique[0], "started_at": None, "finished_at": None}, *unique[1:]]
+    tally = SeriesTally.of(timeless)
+    assert tally.done == len(unique)
+    assert (tally.started_at, tally.finished_at) == (min(r["started_at"] for r in unique[1:]),
+                                                     max(r["finished_at"] for r in unique[1:]))
+
+
 def test_a_tally_keeps_no_record():
     """What it keeps grows with cases, not with the text of the attempts."""
     tally = SeriesTally.of(records(7))

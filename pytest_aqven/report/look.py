@@ -58,7 +58,8 @@ def _check_cell(results: list[CheckScore], kind: str) -> tuple[str, str | None, 
         passed = sum(1 for c in scored if c.state == "passed")
         text = ("pass" if passed else "FAIL") if len(scored) == 1 else f"{passed}/{len(scored)} pass"
     else:
-        text = f"{sum(c.value for c in scored) / len(scored):.3g}"
+        mean = _mean([c.value for c in scored])     # of the scores that carry a value
+        text = "-" if mean is None else f"{mean:.3g}"
         reason = reason or next((c.reason for c in scored if c.reason), None)
     if errors:
         text += f" ({errors} error{'s' if errors > 1 else ''})"

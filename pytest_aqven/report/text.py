@@ -1,6 +1,8 @@
 """Numbers as the verdict sentences print them (stats/wording.py), for figures shown outside a sentence."""
 from __future__ import annotations
 
+from ..series.attempt_text import usd as usd  # the one cost formatter, for the reports
+
 
 def figure(value: float | None, unit: str, signed: bool = False) -> str:
     from ..stats.wording import number  # lazy: stats imports numpy
@@ -18,14 +20,6 @@ def interval(estimate: dict, signed: bool = False) -> str:
     lo = "-inf" if low is None else figure(low, unit, signed)
     hi = "+inf" if high is None else figure(high, unit, signed)
     return f"[{lo}, {hi}]"
-
-
-def usd(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    from ..stats.wording import usd as _usd
-
-    return _usd(value, False)
 
 
 # How a pair cell reads in words. Internally every pair estimate is oriented "positive = the candidate better"

@@ -8,11 +8,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..record import AttemptRecord
-from ..stats.wording import usd as _usd
 
 
 def usd(v: float | None) -> str:
-    return "n/a" if v is None else _usd(v, False)       # as the reports print a cost (report/text.py)
+    """A cost as every report prints it (report/text.py shows it from here), n/a when unknown."""
+    if v is None:
+        return "n/a"
+    from ..stats.wording import usd as _usd  # lazy: stats imports numpy, and the plugin imports the reports
+
+    return _usd(v, False)
 
 
 def value(v: Any) -> str:
@@ -67,7 +71,8 @@ def nodes_lines(nodes: list[dict], indent: str) -> list[str]:
     depth: dict[str, int] = {}
     lines = []
     for n in nodes:
-        level = depth.get(n.get("parent"), -1) + 1 if n.get("parent") else 0
+        parent = n.get("parent")
+        level = depth.get(parent, -1) + 1 if parent else 0
         depth[n["node"]] = level
         pad = indent + "  " * level
         where = ", ".join(f"{k} {n[k]}" for k in ("branch", "iteration", "item") if n.get(k) is not None)

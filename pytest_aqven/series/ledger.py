@@ -118,7 +118,7 @@ def _record(db: Transaction, series_id: str) -> dict:
 
 def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
     pause = record.get("pause") or {}
-    cap = record.get("cap_usd")
+    cap = record["cap_usd"]         # every series record holds its cap (SeriesRun writes it at the start)
     if pause.get("reason") == "cap_above_project":
         return (f"series {series_id} waits for approval: its cap ${float(cap):.2f} is above the project cap "
                 f"${float(record.get('project_cap_usd', 0)):.2f} (cap_above_project). A person runs "
@@ -159,7 +159,8 @@ class Ledger:
         order = sorted(range(len(ops)), key=lambda i: ops[i][0] in ("start", "claim"))
         results: list = [None] * len(ops)
         try:
-            now, seen = time.time(), {}
+            seen: dict = {}
+            now = time.time()
             with self.store.transaction() as db:
                 for i in order:
                     results[i] = self._op(db, ops[i], now, seen)
@@ -178,7 +179,8 @@ class Ledger:
     def _op(self, db: Transaction, op: tuple, now: float, seen: dict):
         kind, *args = op
         if kind in ("start", "claim"):
-            return self._try_start(db, *args, now, seen, ahead=kind == "claim")
+            series_id, variant, case, repeat = args
+            return self._try_start(db, series_id, variant, case, repeat, now, seen, ahead=kind == "claim")
         seen.clear()        # what this transaction read of spend and claims
         if kind == "release":
             return self._release(db, *args)

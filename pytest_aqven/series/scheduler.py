@@ -15,13 +15,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from ..record import AttemptRecord
 from .db import Store
 from .ledger import CLAIMED_ELSEWHERE, Decision, Ledger, cancel
+
+if TYPE_CHECKING:
+    from .lifecycle import SeriesRun
 
 POLL_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
@@ -101,7 +104,7 @@ class Scheduler:
         self._claimed_lock = threading.Lock()                 # the heartbeat gives back what _decide did not start
         self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
-        self.runs: dict[int, object] = {}                     # the series runs of this process: their stores close with it
+        self.runs: dict[int, SeriesRun] = {}                  # the series runs of this process: their stores close with it
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
         self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
@@ -176,8 +179,9 @@ class Scheduler:
         self._beat.cancel()
         for run in list(self.runs.values()):
             self._call(run.close_store)
-        for root in list(self.ledgers):        # the last batch of finishes commits, then unstarted claims go
-            self._call(lambda r=root: (self.ledgers[r].close(), self.ledgers[r].store.close()))
+        for ledger in list(self.ledgers.values()):     # the last batch of finishes commits, then unstarted claims go
+            self._call(ledger.close)
+            self._call(ledger.store.close)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.db.shutdown(wait=True)

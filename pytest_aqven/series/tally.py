@@ -73,7 +73,8 @@ class _Case:
         self.latency: _Values | None = None
         self.checks: dict[str, _Check] = {}
         self.known = self.known_passed = 0      # attempts with `passed` set, and those that passed (stability)
-        self.first_known: int | None = None     # arrival number of the first of them (stability's case order)
+        self.first_known = 0                    # arrival number (from 1) of the first of them (stability's case
+                                                # order); 0 before it
         self.derive: list | None = None         # counted attempts without `passed`: derived from the checks
 
 
@@ -141,8 +142,10 @@ class SeriesTally:
         unpriced = record.unpriced_calls or 0
         self.unpriced_calls += unpriced
         self.unpriced_attempts += bool(unpriced)
-        self.started_at = min(self.started_at, record.started_at)
-        self.finished_at = max(self.finished_at, record.finished_at)
+        if record.started_at is not None:       # set on every finished attempt (the type allows a record without)
+            self.started_at = min(self.started_at, record.started_at)
+        if record.finished_at is not None:
+            self.finished_at = max(self.finished_at, record.finished_at)
         self.models.setdefault(variant, set()).update(record.models.values())
         self.per_variant[variant] = self.per_variant.get(variant, 0) + 1
         if outcome != "ok" and outcome != "cancelled":
@@ -154,7 +157,7 @@ class SeriesTally:
         if passed is not None:
             case.known += 1
             case.known_passed += bool(passed)
-            if case.first_known is None:
+            if not case.first_known:
                 case.first_known = self.done
         if outcome != "cancelled":
             case.settled |= bit
@@ -294,11 +297,11 @@ class TallyTable:
         elif shape == "quantile":
             values = [(key, case.latency, case) for key, case in rows if case.latency is not None]
         else:
-            checks = [(key, case.checks[name]) for key, case in rows if name in case.checks]
+            checks = [(key, case, case.checks[name]) for key, case in rows if name in case.checks]
             if shape == "rate":
-                masks = [(key, check.scored, check.passed) for key, check in checks]
+                masks = [(key, check.scored, check.passed) for key, _, check in checks]
             else:
-                values = [(key, check.values, None) for key, check in checks]
+                values = [(key, check.values, case) for key, case, check in checks]
         if masks is not None:
             counted = np.array([m for _, m, _ in masks], dtype=np.int64)
             ones = np.array([o for _, _, o in masks], dtype=np.int64)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..series.commands import _project_path, project_argument
+from . import project_argument, project_path
 
 
 def add_cases(commands) -> None:
@@ -21,9 +21,9 @@ def add_cases(commands) -> None:
 
 
 def run_cases(args: argparse.Namespace) -> int:
+    from ..findings.halves import halves, reshuffles
     from ..project.loader import PROJECT_FILE, find_root, load_project
-    from .halves import halves, reshuffles
-    where = _project_path(args)
+    where = project_path(args)
     root = find_root(Path(where)) if Path(where).exists() else None
     if root is None:
         print(f"aqven cases: no {PROJECT_FILE} in {where} or any folder above it", file=sys.stderr)

@@ -7,15 +7,12 @@ import json
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import storage
-from .cap import CapError, parse_usd
-from .db import Store
-from .ledger import approve, cancel, pause_text, series_spend
-
-if TYPE_CHECKING:
-    import argparse
+from ..series.cap import CapError, parse_usd
+from ..series.db import Store
+from ..series.ledger import approve, cancel, pause_text, series_spend
+from . import project_argument
 
 EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "error_code", "cost_usd",
                  "check_cost_usd", "unpriced_calls", "latency_ms", "tokens_in", "tokens_out", "started_at",
@@ -89,21 +86,6 @@ def _path(p) -> None:
     project_argument(p)
 
 
-def project_argument(p, positional: bool = False) -> None:
-    """`--project PATH` on every subcommand (`--path`, its old spelling on series and db, still works)."""
-    help_ = "the module root (the folder of aqven.yaml) or any file or folder inside it (default: .)"
-    if positional:
-        p.add_argument("path", nargs="?", default=None, metavar="PATH", help=help_ + "; the same as --project")
-    p.add_argument("--project", "--path", dest="project", default=None, metavar="PATH", help=help_)
-    p.add_argument("--store", default=None, metavar="URL",
-                   help="the PostgreSQL store, as pytest's --aqven-store (default: AQVEN_STORE, else the project's "
-                        "SQLite file)")
-    
-
-def _project_path(args: argparse.Namespace) -> str:
-    return getattr(args, "path", None) or args.project or "."
-
-
 class Refused(Exception):
     pass
 
@@ -132,7 +114,7 @@ def _series(store: Store, prefix: str) -> dict:
         raise Refused(f"no series {prefix} in {store.db.location}")
     if len(rows) > 1:
         raise Refused(f"{prefix} names {len(rows)} series: give more of the id")
-    return store.series(rows[0])
+    return store.known_series(rows[0])
 
 
 def _run(fn, args) -> int:
@@ -214,7 +196,7 @@ def _show_case(store: Store, s: dict, args) -> int:
         print(json.dumps(records, ensure_ascii=False, indent=1, default=str))
         return 0
     from ..record import AttemptRecord
-    from .attempt_text import attempt_lines
+    from ..series.attempt_text import attempt_lines
     print(f"series {sid}: case {args.case}, {len(records)} attempt{'s' if len(records) != 1 else ''}")
     for record in records:
         print()
