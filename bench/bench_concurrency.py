@@ -14,7 +14,9 @@ Per configuration (medians over rounds):
     PYTHONPATH=. python bench/bench_concurrency.py --only "concurrency 100" --marginal 200 --threads   # CPU per attempt
 
 --before DIR adds each configuration run with another checkout's pytest_aqven (DIR first on PYTHONPATH, e.g.
-a `git worktree add DIR <commit>`), in the same rounds, so before and after are measured side by side.
+a `git worktree add DIR <commit>`), in the same rounds, so before and after are measured side by side;
+--this DIR2 runs this code from a copy on PYTHONPATH too (`git archive HEAD pytest_aqven | tar -x -C DIR2`),
+so both sides pay the same for it (about 6% of CPU).
 """
 from __future__ import annotations
 
@@ -191,6 +193,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="*", help="configuration names to run (default: all)")
     parser.add_argument("--before", help="another checkout of the repository, measured side by side")
+    parser.add_argument("--this", metavar="DIR", help="run this code from DIR too (`git archive HEAD pytest_aqven`), "
+                        "so both sides pay the same for a package on PYTHONPATH")
     parser.add_argument("--marginal", type=int, metavar="SMALL", help="also run each configuration with SMALL "
                         "attempts (fewer cases of the same project), in the same rounds: the CPU per attempt "
                         "without what a session costs once (imports, the series start, the verdict)")
@@ -198,7 +202,7 @@ def main() -> None:
                         "its run loop (MainThread: pytest's items; aqven-attempts: the attempts' event loop; "
                         "aqven-db: the database; aqven-user-code: the user's code; aqven-imports: the verdicts' imports)")
     args = parser.parse_args()
-    versions = [("", None)] + ([(" (before)", args.before)] if args.before else [])
+    versions = [("", args.this)] + ([(" (before)", args.before)] if args.before else [])
     configs = [(name + label, label, config, path) for name, config in CONFIGS if not args.only or name in args.only
                for label, path in versions]
     server = SlowServer(args.delay)

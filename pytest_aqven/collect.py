@@ -213,7 +213,12 @@ class AttemptItem(pytest.Item):
         self.experiment_file = parent_of(variant, ExperimentFile)
 
     def schedule(self, scheduler):
-        return scheduler.submit(self.experiment_file.series, self.variant, self.case, self.repeat)
+        return scheduler.submit(*self.attempt)
+
+    @property
+    def attempt(self) -> tuple[SeriesRun, str, CaseSpec, int]:
+        """(series run, variant, case, repeat): what the scheduler runs for this item."""
+        return self.experiment_file.series, self.variant, self.case, self.repeat
 
     def look_further(self, scheduler, reach: int) -> int:
         """This attempt waits for another runner (a second pytest on the same series) that claimed it: while
@@ -344,14 +349,19 @@ def scheduler(config: pytest.Config):
     return config.stash[SCHEDULER]
 
 
-def new_in_window(session: pytest.Session, window: list[pytest.Item]) -> list[pytest.Item]:
-    """The items of the look-ahead window after the previous window's last one: the window moves an item at
-    a time, so each item schedules one attempt instead of 2N + 2 (a cost per attempt that grew with N)."""
+def new_in_window(session: pytest.Session, window: list[pytest.Item], keep: int = 0) -> list[pytest.Item]:
+    """The items of the look-ahead window after the previous window's last one, so each item is scheduled
+    once instead of 2N + 2 times (a cost per attempt that grew with N). None while more than `keep` items
+    scheduled earlier are ahead of the window's first: the window then moves in steps of about `keep` items,
+    one hand-over to the scheduler each instead of one per item."""
     last = session.stash.get(_WINDOW_END, None)
-    session.stash[_WINDOW_END] = window[-1] if window else None
     for i in range(len(window) - 1, -1, -1):
         if window[i] is last:
+            if i > keep:
+                return []
+            session.stash[_WINDOW_END] = window[-1]
             return window[i + 1:]
+    session.stash[_WINDOW_END] = window[-1] if window else None
     return window       # the first window, or one that moved otherwise: all of it (scheduling is idempotent)
 
 

@@ -149,9 +149,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
     sched = collect.scheduler(item.config)
     if sched.inline:            # concurrency 1: each attempt runs in its own item, nothing ahead
         return None
-    for later in collect.new_in_window(item.session, collect.upcoming(item, 2 * sched.concurrency + 2)):
-        if isinstance(later, collect.AttemptItem):
-            later.schedule(sched)
+    window = collect.upcoming(item, 2 * sched.concurrency + 2)
+    sched.submit_many([later.attempt for later in collect.new_in_window(item.session, window, sched.concurrency + 1)
+                       if isinstance(later, collect.AttemptItem)])
     return None
 
 

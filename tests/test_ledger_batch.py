@@ -131,10 +131,31 @@ def test_the_look_ahead_schedules_each_attempt_about_once_whatever_the_concurren
 
     from .test_series import make
     make(pytester.path, cases=80)                                   # 40 working cases, one repeat
-    submits = []
-    submit = scheduler.Scheduler.submit
+    submits, handovers = [], []
+    submit, submit_many = scheduler.Scheduler.submit, scheduler.Scheduler.submit_many
     monkeypatch.setattr(scheduler.Scheduler, "submit", lambda self, *a: submits.append(a) or submit(self, *a))
+    monkeypatch.setattr(scheduler.Scheduler, "submit_many",
+                        lambda self, batch: handovers.append(batch) or submit_many(self, batch))
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "16")
     result.assert_outcomes(passed=41)
-    # each item schedules the one new item of its window, and its own attempt: not the 34 of the window
-    assert len({(a[1], a[2].name, a[3]) for a in submits}) == 40 and len(submits) <= 2 * 40 + 34
+    # each attempt is handed to the scheduler once by the window and once by its own item, not the 34 of the
+    # window at every item; the window moves in steps of about 17 items, one wake-up of the loop each
+    handed = [(a[1], a[2].name, a[3]) for batch in handovers for a in batch]
+    assert len(set(handed)) == 40 and len(handed) <= 40 + 34
+    assert len({(a[1], a[2].name, a[3]) for a in submits}) == 40 and len(submits) <= 40
+    assert 1 < len([b for b in handovers if b]) <= 40 // 17 + 2
+
+
+def test_attempts_queued_behind_the_first_one_wait_for_its_end_without_asking_the_ledger_meanwhile(pytester,
+                                                                                                    monkeypatch):
+    from .test_series import make
+    make(pytester.path, cases=80, sleep=0.5)                        # 40 working cases; each call takes 0.5 s
+    starts = []
+    batch = ledgers.Ledger.batch
+    monkeypatch.setattr(ledgers.Ledger, "batch",
+                        lambda self, ops: starts.extend(op for op in ops if op[0] == "start") or batch(self, ops))
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "16")
+    result.assert_outcomes(passed=41)
+    # the first attempt runs alone for 0.5 s: each job queued behind it asks once, then once it ended (asking
+    # every 50 ms meanwhile made about 10 decisions a job)
+    assert len(starts) <= 2 * 40

@@ -43,6 +43,7 @@ from .db import Store, attempt_id, attempt_row, known_series
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
 CLAIMED_ELSEWHERE = "claimed by another runner"
+FIRST_ALONE = "the first attempt runs alone; its cost becomes the reserve"
 HOST = socket.gethostname()
 
 
@@ -210,7 +211,7 @@ class Ledger:
             db.drop_claim(aid)      # its runner died (not counted)
         s = seen.get(("spend", series_id)) or spend(db, series_id, self.runner_id, now, seen)
         if s.finished == 0 and s.running > 0:
-            return Decision("wait", why="the first attempt runs alone; its cost becomes the reserve")
+            return Decision("wait", why=FIRST_ALONE)
         cap = float(1.0 if cap is None else cap)
         committed = s.spent_usd + s.reserve_usd * s.running
         if committed >= float(NEAR) * cap:

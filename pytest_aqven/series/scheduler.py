@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import functools
 import signal
 import threading
 import time
@@ -21,7 +22,7 @@ from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from ..record import AttemptRecord
 from .db import Store
-from .ledger import CLAIMED_ELSEWHERE, Decision, Ledger, cancel
+from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, Decision, Ledger, cancel
 
 if TYPE_CHECKING:
     from .lifecycle import SeriesRun
@@ -126,6 +127,26 @@ class Scheduler:
             fut = asyncio.run_coroutine_threadsafe(self._job(key, run, variant, case, repeat), self.loop)
             self.jobs[key] = fut
         return fut
+
+    def submit_many(self, attempts: list[tuple]) -> None:
+        """`submit` for each (run, variant, case, repeat), with one wake-up of the loop for all of them (each
+        wake-up is a write to the loop's pipe and a thread switch)."""
+        new = []
+        for run, variant, case, repeat in attempts:
+            key = (id(run), variant, case.name, repeat)
+            if key not in self.jobs:
+                fut = self.jobs[key] = concurrent.futures.Future()
+                new.append((self._job(key, run, variant, case, repeat), fut))
+        if new:
+            self.loop.call_soon_threadsafe(self._start, new)
+
+    def _start(self, jobs: list[tuple]) -> None:
+        """On the loop: submit_many's jobs become tasks, each settling its future as run_coroutine_threadsafe's."""
+        for coro, fut in jobs:
+            if fut.cancelled():
+                coro.close()
+                continue
+            self.loop.create_task(coro).add_done_callback(functools.partial(_settle, fut))
 
     def run_here(self, run, variant: str, case, repeat: int, ahead=None) -> Outcome:
         """The attempt now, in the calling thread, on a loop of its own, its database calls made inline: the
@@ -264,13 +285,21 @@ class Scheduler:
         self._finished.set()
         self._finished = asyncio.Event()
 
-    async def _until_finished(self, finished: asyncio.Event) -> None:
+    async def _until_finished(self, finished: asyncio.Event, forever: bool = False) -> None:
         """Wait for an attempt of this process to finish (its spend and reserve may let a claim start), or at
-        most POLL_SECONDS (another process's)."""
+        most POLL_SECONDS (another process's). `forever`: what is waited for runs here (a series' first
+        attempt), so its end wakes this wait: 99 jobs asking the ledger every 50 ms cost more than that attempt."""
+        if forever:
+            await finished.wait()
+            return
         try:
             await asyncio.wait_for(finished.wait(), POLL_SECONDS)
         except TimeoutError:
             pass
+
+    def _runs_here(self, run_id: int) -> bool:
+        """An attempt of this series run is running in this process."""
+        return any(key[0] == run_id for key in self.running)
 
     async def _heartbeat(self) -> None:
         while True:
@@ -320,6 +349,7 @@ class Scheduler:
                         record = await self._attempt(run, variant, case, repeat, series_id, decision.limit_usd)
                     except BaseException:
                         await self._ledger_op(root, "release", series_id, variant, case.name, repeat)
+                        self._wake_waiters()
                         raise
                     finally:
                         self.running.discard(key)
@@ -339,7 +369,7 @@ class Scheduler:
                     return Outcome("reused", AttemptRecord.from_wire(wire))
             elif decision.kind in ("paused", "stopped"):
                 return Outcome(decision.kind, why=decision.why)
-            await self._until_finished(finished)
+            await self._until_finished(finished, forever=decision.why == FIRST_ALONE and self._runs_here(id(run)))
 
     async def _decide(self, key, run, series_id: str, variant: str, case: str, repeat: int, ahead) -> Decision:
         """Whether the attempt starts: a claim made ahead while the series still runs, else the ledger's
@@ -409,6 +439,18 @@ class HeldCtrlC:
         if self.installed and signal.getsignal(signal.SIGINT) == self._handler:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         self.installed = False
+
+
+def _settle(fut: concurrent.futures.Future, task: asyncio.Task) -> None:
+    """A job's task ended: its future says how (asyncio's own chaining of run_coroutine_threadsafe)."""
+    if task.cancelled():
+        fut.cancel()
+    if not fut.set_running_or_notify_cancel():
+        return
+    if task.exception() is not None:
+        fut.set_exception(task.exception())
+    else:
+        fut.set_result(task.result())
 
 
 def _answer(answers: list[tuple]) -> None:
