@@ -9,6 +9,7 @@
   other runner takes over once the lease passes, and finishes the series with every attempt paid once."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -82,6 +83,33 @@ def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, p
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr     # a checkout that ran nothing gets the file
     assert [p.read_text() for p in faults.finding_files(fresh / "proj")] == [found[0][0].read_text()]
     assert (fresh / "proj" / "FINDINGS.md").read_text() == (a / "proj" / "FINDINGS.md").read_text()
+
+
+def test_a_runner_whose_inputs_differ_closes_the_others_series_as_inputs_changed(tmp_path, postgres_url):
+    """Another commit of the dataset on the second machine: its runner starts a series on its own inputs and
+    closes the first machine's, invalid (inputs_changed, naming the file), in the transaction that opens its
+    own; the first runner starts nothing more in the series it held, as on one machine (SQLite)."""
+    a, b = copies(tmp_path, 2, cases=24, gate=2, sleep=0.02)
+    faults.add_cases(b / "proj", ["added"])
+    env = {"AQVEN_STORE": postgres_url}
+    first = faults.start(a, "--aqven-concurrency", "2", env=env)
+    faults.wait_until(lambda: len(faults.calls(a / "proj")) >= 2, first, what="the first runner calling")
+    (b / "proj" / "go").touch()
+    second = faults.run(b, "--aqven-concurrency", "2", env=env)
+    (a / "proj" / "go").touch()
+    out = first.communicate(timeout=300)[0]
+    assert second.returncode == 0, second.stdout
+    closed, new = (json.loads(r) | {"status": s} for s, r in rows(postgres_url, "SELECT status, record FROM "
+                                                                  "aqven_series ORDER BY created_at"))
+    assert closed["status"] == "cancelled" and closed["verdict"]["reason"] == "inputs_changed"
+    # another checkout's files: their content hashes, not their paths and times, say what changed
+    assert "its inputs changed since it started (dataset)" in closed["verdict"]["text"]
+    assert new["status"] == "done" and new["closed"] == [{"series": closed["series_id"],
+                                                          "changed": ["dataset"]}]
+    assert f"closed series {closed['series_id']}: its inputs changed since it started (dataset)" in second.stdout
+    assert "No finding: its inputs changed since it started (dataset)" in out      # the first runner says so
+    assert "Traceback" not in out + second.stdout
+    assert len(faults.calls(a / "proj")) < faults.attempts_planned(a / "proj", "dev")     # it stopped early
 
 
 @pytest.mark.slow
