@@ -156,7 +156,12 @@ def rerun(fn: Callable[P, T]) -> Callable[P, T]:
                 return fn(*args, **kwargs)
             except Interrupted:
                 continue
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except Interrupted as exc:
+            raise StoreAway(f"pytest-aqven: {exc} (the {RERUNS + 1}th time in a row), so the run stops here. What "
+                            f"was committed is kept: once the server holds its connections, run the same command; "
+                            f"it continues the series.") from None
     return again
 
 
@@ -190,9 +195,11 @@ def _has_password(url: str) -> bool:
     return parts.password is not None or "password" in parse_qs(parts.query)
 
 
-def choose(url: str | None, settings: str = "--aqven-store / aqven_store / AQVEN_STORE") -> None:
+def choose(url: str | None, settings: str = "--aqven-store / aqven_store / AQVEN_STORE",
+           say: Callable[[str], None] | None = None) -> None:
     """The store of this process from now on: a PostgreSQL URL, or None for SQLite in each project's .aqven/.
-    `settings`: where a person sets the store (the server's messages name them: pytest's, or the CLI's)."""
+    `settings`: where a person sets the store (the server's messages name them: pytest's, or the CLI's);
+    `say`: how a notice reaches the terminal now (a server away: the run waits), stderr by default."""
     global _chosen, ERRORS
     _chosen = url
     ERRORS = (sqlite3.Error, Interrupted, StoreAway)
@@ -204,6 +211,7 @@ def choose(url: str | None, settings: str = "--aqven-store / aqven_store / AQVEN
                                "'pytest-aqven[postgres]'") from None
         from . import postgres  # noqa: PLC0415
         postgres.SETTINGS = settings
+        postgres.SAY = say or postgres.stderr
         ERRORS = (*ERRORS, psycopg.Error)
 
 

@@ -36,6 +36,13 @@ AWAY_S = 300.0          # how long a run waits for a server that went away mid-s
 OPEN = "('running', 'awaiting_approval')"
 SETTINGS = "--aqven-store / aqven_store / AQVEN_STORE"     # where the store is set (storage.choose: the CLI's)
 T = TypeVar("T")
+
+
+def stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+SAY: Callable[[str], None] = stderr      # how a notice reaches the terminal now (storage.choose: past pytest's capture)
 _reached = False        # this process had a connection: a server away from now on is waited for (not at the start)
 _away: str | None = None    # the message once a server stayed away past AWAY_S: every store of the process stops
 
@@ -101,8 +108,8 @@ def reconnect(url: str) -> psycopg.Connection:
                 _away = away(where(url))
                 raise StoreAway(_away) from None
             if not said:
-                print(f"pytest-aqven: the PostgreSQL store {where(url)} is away ({_last_line(exc)}); "
-                      f"waiting up to {AWAY_S:.0f} s for it to return", file=sys.stderr, flush=True)
+                SAY(f"pytest-aqven: the PostgreSQL store {where(url)} is away ({_last_line(exc)}); waiting up to "
+                    f"{AWAY_S:.0f} s for it to return")
                 said = True
             time.sleep(1.0)
 
@@ -147,6 +154,18 @@ def migrate(conn: psycopg.Connection, url: str) -> tuple[int | None, int]:
     return before, schema.LATEST
 
 
+def cut(conn: psycopg.Connection, exc: BaseException) -> bool:
+    """Whether `exc` says the connection was cut (the server went away, restarted or ended this backend: SQLSTATE
+    class 08 or 57P), so what ran on it since BEGIN did not happen; such a connection is closed, to be opened
+    again. libpq may report a terminated backend before it marks the connection broken."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    if conn.broken or conn.closed or (exc.sqlstate or "").startswith(("08", "57P")):
+        conn.close()
+        return True
+    return False
+
+
 def opened(url: str) -> tuple[psycopg.Connection, tuple[int | None, int]]:
     """A connection to the store with its schema made current, and `migrate`'s versions; a cut while migrating
     (one transaction) migrates again on a new connection."""
@@ -154,9 +173,13 @@ def opened(url: str) -> tuple[psycopg.Connection, tuple[int | None, int]]:
         conn = connect(url)
         try:
             return conn, migrate(conn, url)
-        except psycopg.OperationalError:
-            if not conn.broken or not tries:
+        except psycopg.OperationalError as exc:
+            if not cut(conn, exc):
                 raise
+            if not tries:
+                raise StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} cut the connection {RERUNS + 1} "
+                                   f"times in a row while its schema was made current ({_last_line(exc)}); nothing "
+                                   f"was run.") from None
     raise AssertionError("unreachable: the last try returns or raises")
 
 
@@ -197,8 +220,8 @@ class PostgresDatabase:
                 row = _one(conn.execute("SELECT pg_advisory_xact_lock(%s)::text, pg_current_xact_id()::text",
                                         (WRITER_LOCK,)))
                 return conn, row[1]
-            except psycopg.OperationalError:
-                if not conn.broken:
+            except psycopg.OperationalError as exc:
+                if not cut(conn, exc):
                     raise
 
     def _committed(self, xid: str) -> bool:
@@ -215,8 +238,8 @@ class PostgresDatabase:
         """A read outside a transaction (a statement of its own): retried on a connection opened again."""
         try:
             return self._live().execute(query, params)
-        except psycopg.OperationalError:
-            if not self._conn.broken:
+        except psycopg.OperationalError as exc:
+            if not cut(self._conn, exc):
                 raise
             return self._live().execute(query, params)
 
@@ -228,20 +251,20 @@ class PostgresDatabase:
             try:
                 yield PostgresTransaction(conn)
             except BaseException as exc:
-                if conn.broken or conn.closed:
-                    if isinstance(exc, psycopg.Error):
-                        raise Interrupted(f"the connection to {self.location} was cut: {_last_line(exc)}") from exc
+                if cut(conn, exc):
+                    raise Interrupted(f"the connection to {self.location} was cut: {_last_line(exc)}") from exc
+                if conn.closed or conn.broken:
                     raise
                 try:
                     conn.execute("ROLLBACK")
-                except psycopg.OperationalError:
-                    if not conn.broken:
+                except psycopg.OperationalError as again:
+                    if not cut(conn, again):
                         raise
                 raise
             try:
                 conn.execute("COMMIT")
             except psycopg.OperationalError as exc:
-                if not conn.broken:
+                if not cut(conn, exc):
                     raise
                 if not self._committed(xid):
                     raise Interrupted(f"the connection to {self.location} was cut at COMMIT, which did not land") from exc
@@ -452,8 +475,8 @@ class PostgresLimits(SqliteLimits):
                     with conn.transaction():
                         conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
                         return fn(QMarks(conn.execute))
-                except psycopg.OperationalError:
-                    if self._link is None or not self._link.broken or not tries:
+                except psycopg.OperationalError as exc:
+                    if self._link is None or not cut(self._link, exc) or not tries:
                         raise
             raise AssertionError("unreachable: the last try returns or raises")
 

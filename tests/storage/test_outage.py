@@ -86,19 +86,17 @@ def test_the_limits_run_a_step_again_after_a_cut(postgres_url):
 
 
 def test_backends_terminated_mid_transaction_fail_no_attempt(tmp_path, postgres_url):
-    """Every backend of the run found inside a transaction is terminated, again and again, while 40 attempts
+    """The backends of the run found inside a transaction are terminated, again and again, while its attempts
     run 4 at a time: each interrupted transaction runs again, so every attempt passes and is paid once."""
-    cwd, = copies(tmp_path, 1, cases=80, sleep=0.05)
+    cwd, = copies(tmp_path, 1, cases=120, sleep=0.1)
     runner = faults.start(cwd, "--aqven-concurrency", "4", env={"AQVEN_STORE": postgres_url})
     cut, stop = [], threading.Event()
 
     def cutter() -> None:
-        while not stop.is_set():
-            try:
-                cut.append(terminate(postgres_url, f"{OURS} AND state LIKE 'idle in transaction%'"))
-            except psycopg.Error:       # the database is not there yet
-                pass
-            time.sleep(0.05)
+        faults.wait_until(lambda: faults.calls(cwd / "proj"), runner, what="attempts in flight")   # mid-series
+        while not stop.is_set():        # a cut every 0.2 s at most: a flaky network, not a dead server
+            cut.append(terminate(postgres_url, f"{OURS} AND state LIKE 'idle in transaction%'"))
+            time.sleep(0.2 if cut[-1] else 0.01)
     thread = threading.Thread(target=cutter)
     thread.start()
     try:
@@ -109,7 +107,7 @@ def test_backends_terminated_mid_transaction_fail_no_attempt(tmp_path, postgres_
     planned = faults.attempts_planned(cwd / "proj", "dev")
     paid = faults.calls(cwd / "proj")
     assert runner.returncode == 0, out
-    assert sum(cut) >= 3, cut                  # the cuts met transactions in flight
+    assert sum(cut) >= 2, cut                  # the cuts met transactions in flight
     assert " failed" not in out.splitlines()[-1] and "Traceback" not in out
     assert len(paid) == len(set(paid)) == planned == rows(postgres_url, "SELECT COUNT(*) FROM aqven_spend")[0][0]
     print(f"\n{sum(cut)} backends terminated mid-transaction: {len(paid)} calls for {planned} attempts, 0 failed")
@@ -136,6 +134,7 @@ def test_a_server_away_longer_than_the_wait_ends_the_run_with_one_message_and_th
         own.start()
         assert runner.returncode == pytest.ExitCode.USAGE_ERROR, out
         assert out.count("was away for more than 2 s, so the run stops here") == 1, out
+        assert "is away (" in out and "waiting up to 2 s for it to return" in out     # said as it waits
         assert "Traceback" not in out and "INTERNALERROR" not in out
         assert rows(url, "SELECT status FROM aqven_series") == [("running",)]    # not cancelled: it continues
         kept = rows(url, "SELECT COUNT(*) FROM aqven_spend")[0][0]
