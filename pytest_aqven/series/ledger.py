@@ -108,7 +108,7 @@ def spend(db: Transaction, series_id: str, me: str = "", now: float | None = Non
     """The running total (one row, kept by a trigger on aqven_spend) and the attempts running now."""
     row = db.spend_totals(series_id)
     spent, reserve, finished, unpriced = row or (0.0, 0.0, 0, 0)
-    now = time.time() if now is None else now
+    now = db.now() if now is None else now
     running = sum(n for runner, n in db.running_claims(series_id) if _alive(db, runner, me, now, seen))
     return Spend(spent, reserve, finished, unpriced, running)
 
@@ -143,17 +143,17 @@ class Ledger:
     @storage.rerun
     def _join(self) -> None:
         with self.store.transaction() as db:
-            db.add_runner(self.runner_id, HOST, os.getpid(), time.time())
+            db.add_runner(self.runner_id, HOST, os.getpid(), db.now())
 
     @storage.rerun
     def heartbeat(self) -> None:
         with self.store.transaction() as db:
-            db.beat(self.runner_id, time.time())
+            db.beat(self.runner_id, db.now())
 
     @storage.rerun
     def try_start(self, series_id: str, variant: str, case: str, repeat: int) -> Decision:
         with self.store.transaction() as db:
-            return self._try_start(db, series_id, variant, case, repeat, time.time(), {})
+            return self._try_start(db, series_id, variant, case, repeat, db.now(), {})
 
     def batch(self, ops: list[tuple]) -> list:
         """Several operations in one transaction: ("start", series_id, variant, case, repeat) -> Decision,
@@ -166,8 +166,9 @@ class Ledger:
         order = sorted(range(len(ops)), key=lambda i: ops[i][0] in ("start", "claim"))
         results: list = [None] * len(ops)
         try:
-            now, seen = time.time(), {}
+            seen: dict = {}
             with self.store.transaction() as db:
+                now = db.now()
                 for i in order:
                     results[i] = self._op(db, ops[i], now, seen)
             return results
@@ -184,7 +185,7 @@ class Ledger:
     @storage.rerun
     def _alone(self, op: tuple):
         with self.store.transaction() as db:
-            return self._op(db, op, time.time(), {})
+            return self._op(db, op, db.now(), {})
 
     def _op(self, db: Transaction, op: tuple, now: float, seen: dict):
         kind, *args = op

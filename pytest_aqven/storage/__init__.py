@@ -88,6 +88,9 @@ class Transaction(Protocol):
         """the latest decided series' records: at most `limit` per variant, by case name and repeat"""
 
     # --- ledger: runners, claims, spend ---------------------------------------------------------------
+    def now(self) -> float:
+        """The store's clock, by which heartbeats and claims are judged: this machine's for SQLite, the
+        server's for PostgreSQL (one clock for every machine: theirs may differ)."""
     def add_runner(self, runner_id: str, host: str, pid: int, at: float) -> None: ...
     def beat(self, runner_id: str, at: float) -> None: ...
     def runner(self, runner_id: str) -> tuple[str, int, float] | None:

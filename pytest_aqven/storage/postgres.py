@@ -210,16 +210,16 @@ class PostgresDatabase:
             self._conn = reconnect(self.url)
         return self._conn
 
-    def _begun(self) -> tuple[psycopg.Connection, str]:
-        """A connection inside BEGIN, holding the writer's lock, and the transaction's id. Nothing has run yet,
-        so a connection found dropped here (the server restarted while it was idle) is opened again."""
+    def _begun(self) -> tuple[psycopg.Connection, str, float]:
+        """A connection inside BEGIN, holding the writer's lock, the transaction's id and the server's clock then.
+        Nothing has run yet, so a connection found dropped here (the server restarted while idle) is opened again."""
         while True:
             conn = self._live()
             try:
                 conn.execute("BEGIN")
-                row = _one(conn.execute("SELECT pg_advisory_xact_lock(%s)::text, pg_current_xact_id()::text",
-                                        (WRITER_LOCK,)))
-                return conn, row[1]
+                row = _one(conn.execute("SELECT pg_advisory_xact_lock(%s)::text, pg_current_xact_id()::text, "
+                                        "extract(epoch FROM clock_timestamp())::float8", (WRITER_LOCK,)))
+                return conn, row[1], row[2]
             except psycopg.OperationalError as exc:
                 if not cut(conn, exc):
                     raise
@@ -247,9 +247,9 @@ class PostgresDatabase:
     def transaction(self) -> Iterator[PostgresTransaction]:
         """Interrupted when the connection is cut before the transaction commits: the server rolled it back."""
         with self._lock:
-            conn, xid = self._begun()
+            conn, xid, at = self._begun()
             try:
-                yield PostgresTransaction(conn)
+                yield PostgresTransaction(conn, at=at)
             except BaseException as exc:
                 if cut(conn, exc):
                     raise Interrupted(f"the connection to {self.location} was cut: {_last_line(exc)}") from exc
@@ -299,13 +299,21 @@ def _loads(text: str | None) -> Record:
 class PostgresTransaction(SqliteTransaction):
     """Every statement pytest-aqven runs on PostgreSQL: SQLite's, with psycopg's placeholders, where the SQL
     of both dialects is the same; its own words below where it is not (JSON records, upserts, counters).
-    `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly)."""
+    `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly);
+    `at`: the server's clock when the transaction took the writer's lock."""
 
-    def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None):
+    def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None,
+                 at: float | None = None):
         self.conn = conn
+        self._at, self._since = at, time.monotonic()
         self.raw = conn     # type: ignore[assignment]  # the connection (SQLite's class names sqlite3's)
         run: Callable[..., Any] = QMarks(execute or conn.execute).execute     # typed as SQLite's
         self._x = run
+
+    def now(self) -> float:
+        if self._at is None:
+            return float(_one(self._x("SELECT extract(epoch FROM clock_timestamp())::float8"))[0])
+        return self._at + (time.monotonic() - self._since)
 
     def _record(self, series_id: str) -> Record | None:
         row = self._x("SELECT record FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()

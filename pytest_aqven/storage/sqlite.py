@@ -280,6 +280,9 @@ class SqliteTransaction:
             "ORDER BY case_name, repeat LIMIT ?", (latest[0], variant, limit))]
 
     # --- ledger: runners, claims, spend ---------------------------------------------------------------
+    def now(self) -> float:
+        return time.time()
+
     def add_runner(self, runner_id: str, host: str, pid: int, at: float) -> None:
         self._x("INSERT OR REPLACE INTO aqven_runners VALUES (?, ?, ?, ?, ?)", (runner_id, host, pid, at, at))
 

@@ -16,12 +16,16 @@ import shlex
 import shutil
 import subprocess
 import time
+import types
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from pytest_aqven.series.ledger import LEASE_SECONDS
+from pytest_aqven import storage
+from pytest_aqven.series import ledger
+from pytest_aqven.series.db import Store
+from pytest_aqven.series.ledger import LEASE_SECONDS, Ledger
 
 from .. import faults
 from . import server as pg
@@ -110,6 +114,29 @@ def test_a_runner_whose_inputs_differ_closes_the_others_series_as_inputs_changed
     assert "No finding: its inputs changed since it started (dataset)" in out      # the first runner says so
     assert "Traceback" not in out + second.stdout
     assert len(faults.calls(a / "proj")) < faults.attempts_planned(a / "proj", "dev")     # it stopped early
+
+
+def test_claims_are_judged_by_the_servers_clock_so_a_machine_whose_clock_is_ahead_takes_over_nothing(
+        tmp_path, postgres_url, monkeypatch):
+    """Two machines, one an hour ahead: its runner finds the other's claim alive (the heartbeat and the look
+    are both the server's time), and takes it over only once the lease passed by the server's clock."""
+    storage.choose(postgres_url)
+    try:
+        here = Ledger(Store(tmp_path / "a"))
+        sid, _ = here.store.open_series(plan_key="k", experiment_id="e", flow_id="f", dataset_id="d", split="dev",
+                                        question="q", record={})
+        assert here.try_start(sid, "v", "c", 1).kind == "start"
+        monkeypatch.setattr(ledger, "time", types.SimpleNamespace(time=lambda: time.time() + 3600))
+        ahead = Ledger(Store(tmp_path / "b"))
+        waits = ahead.try_start(sid, "v", "c", 1)
+        assert (waits.kind, waits.why) == ("wait", ledger.CLAIMED_ELSEWHERE)
+        rows(postgres_url, f"UPDATE aqven_runners SET heartbeat_at = heartbeat_at - {LEASE_SECONDS + 1} "
+                           f"WHERE runner_id = '{here.runner_id}' RETURNING 1")
+        assert ahead.try_start(sid, "v", "c", 1).kind == "start"       # the lease passed, by the server's clock
+        for one in (here, ahead):
+            one.store.close()
+    finally:
+        storage.choose(None)
 
 
 @pytest.mark.slow
