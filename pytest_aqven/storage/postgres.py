@@ -94,7 +94,7 @@ def away(location: str) -> str:
 
 
 def reconnect(url: str) -> psycopg.Connection:
-    """A new connection to a server that may be away: waits up to AWAY_S for it (said once on stderr), then
+    """A new connection to a server that may be away: waits up to AWAY_S for it (said once, at once: SAY), then
     StoreAway, at once for every later call of this process."""
     global _away
     if _away is not None:
@@ -226,12 +226,15 @@ class PostgresDatabase:
 
     def _committed(self, xid: str) -> bool:
         """After a cut during COMMIT: whether the server committed the transaction (asked on a new connection;
-        its old backend may still hold it a moment)."""
+        its old backend may still hold it a moment: still undecided after AWAY_S, the run stops rather than
+        risk applying it twice)."""
         deadline = time.monotonic() + AWAY_S
         while True:
             state = self._read("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
-            if state is None or state[0] != "in progress" or time.monotonic() > deadline:
+            if state is None or state[0] != "in progress":
                 return state is not None and state[0] == "committed"
+            if time.monotonic() > deadline:
+                raise StoreAway(away(self.location))
             time.sleep(0.1)
 
     def _read(self, query: Any, params: Any = None) -> psycopg.Cursor[Any]:
@@ -312,7 +315,7 @@ class PostgresTransaction(SqliteTransaction):
 
     def now(self) -> float:
         if self._at is None:
-            return float(_one(self._x("SELECT extract(epoch FROM clock_timestamp())::float8"))[0])
+            return float(_one(self.conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8"))[0])
         return self._at + (time.monotonic() - self._since)
 
     def _record(self, series_id: str) -> Record | None:
@@ -468,7 +471,7 @@ class PostgresLimits(SqliteLimits):
     def _connected(self) -> psycopg.Connection:
         if self._link is not None and not (self._link.closed or self._link.broken):
             return self._link
-        self._link = conn = connect(self.url) if self._link is None else reconnect(self.url)
+        self._link = conn = connect(self.url)
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
             for statement in schema.script(schema.LIMITS, "postgresql"):
