@@ -493,3 +493,6 @@ class PostgresLimits(SqliteLimits):
 
     def _now(self, db: Any) -> float:
         return float(_one(db.execute("SELECT extract(epoch FROM clock_timestamp())::float8"))[0])
+
+    def _here(self, at: float, now: float) -> float:
+        return time.time() + (at - now)

@@ -446,8 +446,12 @@ class SqliteLimits:
             row = db.execute("SELECT next_at FROM aqven_provider_pacing WHERE provider = ?", (provider,)).fetchone()
             start: float = max(now, row[0]) if row else now
             db.execute(self.PACE, (provider, start + spacing_s))
-            return time.time() + (start - now)      # on this machine's clock, which the caller sleeps by
+            return self._here(start, now)
         return self._tx(take)
+
+    def _here(self, at: float, now: float) -> float:
+        """`at` of the store's clock (read as `now`) on this machine's, which the caller sleeps by."""
+        return at
 
     def try_lease(self, scope: str, concurrency: int, lease_s: float) -> str | None:
         def take(db: Executes) -> str | None:
