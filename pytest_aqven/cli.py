@@ -255,7 +255,7 @@ def _choose_store(args: argparse.Namespace) -> bool:
     value, source = (args.store, "--store") if getattr(args, "store", None) else (os.environ.get(storage.ENV),
                                                                                    storage.ENV)
     try:
-        storage.choose(storage.store_setting(value, source))
+        storage.choose(storage.store_setting(value, source), settings="--store / AQVEN_STORE")
     except storage.StorageError as exc:
         print(str(exc).removeprefix("pytest-aqven: "), file=sys.stderr)
         return False

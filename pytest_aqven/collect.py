@@ -18,9 +18,11 @@ from .findings.spent import spent_for
 from .project.loader import Project, load_project, runnable
 from .record import AttemptRecord
 from .report import attempts, junit
+from .running import store_away
 from .series.cap import CapError, series_cap
 from .series.lifecycle import SeriesRun
 from .stats.model import case_key
+from .storage import StorageError
 
 if TYPE_CHECKING:
     from .project.specs import CaseSpec
@@ -252,13 +254,16 @@ class AttemptItem(pytest.Item):
     def runtest(self) -> None:
         file = self.experiment_file
         sched = scheduler(self.config)
-        outcome = sched.run_here(file.series, self.variant, self.case, self.repeat,
-                                 lambda: self.next_attempts(sched.claim_ahead)) \
-            if sched.inline else None         # concurrency 1: here and now, no thread hops, nothing run ahead
-        if outcome is not None and outcome.kind == "held":   # another runner works on this series: from now
-            sched.inline, outcome = False, None               # on look ahead for work as a higher concurrency does
-        if outcome is None:
-            outcome = wait(self.schedule(sched), lambda reach: self.look_further(sched, reach))
+        try:
+            outcome = sched.run_here(file.series, self.variant, self.case, self.repeat,
+                                     lambda: self.next_attempts(sched.claim_ahead)) \
+                if sched.inline else None     # concurrency 1: here and now, no thread hops, nothing run ahead
+            if outcome is not None and outcome.kind == "held":   # another runner works on this series: from now
+                sched.inline, outcome = False, None           # on look ahead for work as a higher concurrency does
+            if outcome is None:
+                outcome = wait(self.schedule(sched), lambda reach: self.look_further(sched, reach))
+        except StorageError as exc:     # the store went away for longer than the run waits: one message, a stop
+            store_away(self.session, str(exc))
         if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
             raise pytest.skip.Exception(outcome.why, _use_item_location=True)
         record, reused = outcome.record, outcome.kind == "reused"

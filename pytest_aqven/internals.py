@@ -8,7 +8,9 @@ declares (.ci/matrix). Imports nothing heavy: pytest imports the plugin in every
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import os
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -168,3 +170,18 @@ def junit_xml(config: pytest.Config):
     if xml is not None and not (hasattr(xml, "node_reporter") and hasattr(xml, "add_global_property")):
         raise InternalsChanged("_pytest.junitxml's LogXML.node_reporter and add_global_property")
     return xml
+
+
+def past_capture(config: pytest.Config) -> Callable[[str], None]:
+    """A line to the terminal's stderr past pytest's capture, from any thread while a test runs (a notice the
+    run must show now: the store is away and the run waits): the stderr fd pytest's global capture saved
+    (`--capture=fd`, the default), the interpreter's own stderr under `--capture=sys`, else plain stderr."""
+    def say(text: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        err = getattr(getattr(capman, "_global_capturing", None), "err", None)
+        fd = getattr(err, "targetfd_save", None)
+        if isinstance(fd, int):
+            os.write(fd, f"{text}\n".encode(errors="replace"))
+        else:
+            print(text, file=sys.__stderr__ if err is not None else sys.stderr, flush=True)
+    return say

@@ -121,12 +121,12 @@ def _choose_store(config: pytest.Config) -> None:
     line, else the ini value, else the environment variable AQVEN_STORE, else SQLite in each project."""
     import os  # noqa: PLC0415
 
-    from . import storage  # noqa: PLC0415
+    from . import internals, storage  # noqa: PLC0415
     given = [(config.getoption("aqven_store"), "--aqven-store"), (config.getini("aqven_store"), "aqven_store (ini)"),
              (os.environ.get(storage.ENV), storage.ENV)]
     value, source = next(((v, s) for v, s in given if v), (None, storage.ENV))
     try:
-        storage.choose(storage.store_setting(value, source))
+        storage.choose(storage.store_setting(value, source), say=internals.past_capture(config))
     except storage.StorageError as exc:
         raise pytest.UsageError(str(exc)) from None
 

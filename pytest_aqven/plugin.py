@@ -8,6 +8,7 @@ file is collected, and the verdict machinery when there is a verdict to decide (
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -15,7 +16,7 @@ import pytest
 
 from . import internals, options
 from .hooks import SeriesStart
-from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, stop
+from .running import LOOP_ENDED, STORE_AWAY, JunitNames, Release, StopWatch, collect_module, stop
 from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:
@@ -157,7 +158,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
-    """Ctrl-C, -x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight."""
+    """Ctrl-C, -x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight. A store that
+    went away (running.store_away) cancels nothing: the run ends with its message and exit code 4."""
+    away = session.config.stash.get(STORE_AWAY, None)
+    if away is not None:
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if internals.is_worker(session.config):
+            session.config.workeroutput["aqven_store_away"] = away   # type: ignore[attr-defined]  # xdist's dict
+        from .storage import StorageError
+        with contextlib.suppress(StorageError):     # what was not committed runs again with the same command
+            stop(session, None)
+        return
     why = None
     # a stop the verdicts set off (-x, --sw on a failed verdict) came after every attempt: no series is cut short
     stopped = session.stash[LOOP_ENDED] if LOOP_ENDED in session.stash else (session.shouldstop or session.shouldfail)
@@ -166,6 +177,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     elif stopped:
         why = f"the run stopped early: {stopped}"
     stop(session, why)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist: a worker whose store went away stopped the run (its shouldstop); the controller ends it the same."""
+    away = getattr(node, "workeroutput", {}).get("aqven_store_away")
+    if away is not None:
+        node.config.stash[STORE_AWAY] = away
 
 
 @pytest.hookimpl(wrapper=True)

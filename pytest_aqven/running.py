@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import pytest
 
+from . import internals
+
 LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normally: shouldstop or shouldfail then
+STORE_AWAY = pytest.StashKey[str]()         # the store went away mid-run: its one message (config.stash)
 
 
 def collect_module():
@@ -104,3 +108,14 @@ def stop(session: pytest.Session, why: str | None) -> None:
     if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
         from .decision import cancel_all
         cancel_all(reporter.tallies, why)
+
+
+def store_away(session: pytest.Session, message: str) -> NoReturn:
+    """The series store stayed away longer than the run waits for it (storage.StoreAway): the run stops here
+    with that one message and the exit code of a store unreachable at the start, and cancels nothing, so the
+    same command continues every series. Under xdist the worker's shouldstop stops the controller too, and
+    `aqven_store_away` in its workeroutput tells the controller why (plugin.pytest_testnodedown)."""
+    session.config.stash[STORE_AWAY] = message
+    if internals.is_worker(session.config):     # an xdist worker: its controller stops at its shouldstop
+        session.shouldstop = message
+    pytest.exit(message.removeprefix("pytest-aqven: "), returncode=pytest.ExitCode.USAGE_ERROR)

@@ -16,7 +16,7 @@ import pytest
 from . import internals
 from .record import AttemptRecord
 from .report.progress import Progress
-from .running import LOOP_ENDED, collect_module
+from .running import LOOP_ENDED, STORE_AWAY, collect_module
 
 if TYPE_CHECKING:
     from .findings.conclude import Conclusion
@@ -239,7 +239,8 @@ class VerdictReporter(Reporter):
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         from .report import terminal
-        lines = _decision().spend_lines(self.tallies, self.discarded) if self.tallies else []
+        away = STORE_AWAY in self.config.stash      # the store went away: nothing more is read from it
+        lines = _decision().spend_lines(self.tallies, self.discarded) if self.tallies and not away else []
         if lines:
             terminalreporter.write_sep("=", "aqven series")
             for line in lines:

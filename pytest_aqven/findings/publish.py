@@ -40,6 +40,7 @@ def due(conclusion: Conclusion) -> bool:
             and conclusion.split == "holdout")
 
 
+@storage.rerun
 def record(store: Store, project: Project, series: dict, conclusion: Conclusion, tally: SeriesTally,
            status: str, updates: dict) -> str:
     """Mark the series finished and, when it has one, record its finding: one transaction, which reads the

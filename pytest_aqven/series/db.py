@@ -51,7 +51,16 @@ def flush_all() -> None:
         store.flush()
 
 
-atexit.register(flush_all)
+def _flush_at_exit() -> None:
+    try:
+        flush_all()
+    except Exception as exc:
+        if not isinstance(exc, (storage.StorageError, *storage.ERRORS)):
+            raise
+        # a store gone: what was not committed runs again with the same command
+
+
+atexit.register(_flush_at_exit)
 
 
 class Store:
@@ -95,6 +104,7 @@ class Store:
         with self._lock, self.db.read() as tx:
             yield tx
 
+    @storage.rerun
     def open_series(self, *, plan_key: str, experiment_id: str, flow_id: str, dataset_id: str, split: str,
                     question: str, record: dict, status: str = "running",
                     fresh_for: str | None = None, scope_key: str | None = None,
@@ -132,7 +142,10 @@ class Store:
             before = {k: v for k, v in recorded.items() if k != "cases_sha256"}
             if before == files or not files:
                 continue
-            touched = differing(marks, record.get("fingerprints") or {})
+            # fingerprints (mtimes) name the files a checkout edited; another checkout's (another machine's)
+            # differ in every path and time: the kinds of input whose hashes differ name the change then
+            here = any(self.root.resolve() in Path(p).parents for p in marks)
+            touched = differing(marks, record.get("fingerprints") or {}) if here else []
             changed = [named([p], self.root) for p in touched] or sorted(
                 k.removesuffix("_sha256") for k in files.keys() | before.keys()
                 if files.get(k) != before.get(k) and k.endswith("_sha256"))
@@ -202,6 +215,7 @@ class Store:
         except storage.ERRORS:      # the writes stay deferred: the next transaction (at the latest the run's end) retries
             pass
 
+    @storage.rerun
     def flush(self) -> None:
         """Commit the deferred writes in one transaction."""
         with self._lock:
@@ -230,6 +244,7 @@ class Store:
             return db.history(experiment_id, limit)
 
 
+@storage.rerun
 def unpublished_series(store: Store, plan_key: str) -> str | None:
     """A series with this plan key whose finding was recorded but never published by the run that decided
     it (a crash): the rerun continues it instead of running the held-out half again."""

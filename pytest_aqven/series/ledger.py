@@ -37,6 +37,7 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
+from .. import storage
 from ..storage import Transaction
 from .cap import NEAR
 from .db import Store, attempt_id, attempt_row, known_series
@@ -108,7 +109,7 @@ def spend(db: Transaction, series_id: str, me: str = "", now: float | None = Non
     """The running total (one row, kept by a trigger on aqven_spend) and the attempts running now."""
     row = db.spend_totals(series_id)
     spent, reserve, finished, unpriced = row or (0.0, 0.0, 0, 0)
-    now = time.time() if now is None else now
+    now = db.now() if now is None else now
     running = sum(n for runner, n in db.running_claims(series_id) if _alive(db, runner, me, now, seen))
     return Spend(spent, reserve, finished, unpriced, running)
 
@@ -138,17 +139,22 @@ class Ledger:
         self.store = store
         self.runner_id = runner_id or str(uuid.uuid4())
         self.discarded: list[tuple[str, str, str, int]] = []    # finishes whose claim another runner took
-        now = time.time()
-        with store.transaction() as db:
-            db.add_runner(self.runner_id, HOST, os.getpid(), now)
+        self._join()
 
+    @storage.rerun
+    def _join(self) -> None:
+        with self.store.transaction() as db:
+            db.add_runner(self.runner_id, HOST, os.getpid(), db.now())
+
+    @storage.rerun
     def heartbeat(self) -> None:
         with self.store.transaction() as db:
-            db.beat(self.runner_id, time.time())
+            db.beat(self.runner_id, db.now())
 
+    @storage.rerun
     def try_start(self, series_id: str, variant: str, case: str, repeat: int) -> Decision:
         with self.store.transaction() as db:
-            return self._try_start(db, series_id, variant, case, repeat, time.time(), {})
+            return self._try_start(db, series_id, variant, case, repeat, db.now(), {})
 
     def batch(self, ops: list[tuple]) -> list:
         """Several operations in one transaction: ("start", series_id, variant, case, repeat) -> Decision,
@@ -156,26 +162,31 @@ class Ledger:
         repeat) -> None. The deferred finishes go first, then the releases (a claim then sees the spend and
         the free reserve), then the rest in order. Returns the results
         in the order of `ops`, an exception in place of the result of an operation that failed: when one
-        fails, the transaction is rolled back and each operation is done again in a transaction of its own."""
+        fails (or a cut interrupts the transaction), it is rolled back and each operation is done again in a
+        transaction of its own, run again as a whole after a cut (storage.rerun)."""
         order = sorted(range(len(ops)), key=lambda i: ops[i][0] in ("start", "claim"))
         results: list = [None] * len(ops)
         try:
             seen: dict = {}
-            now = time.time()
             with self.store.transaction() as db:
+                now = db.now()
                 for i in order:
                     results[i] = self._op(db, ops[i], now, seen)
             return results
         except Exception as exc:     # noqa: BLE001 - one at a time, so each gets its own answer
-            if len(ops) == 1:
+            if len(ops) == 1 and not isinstance(exc, storage.Interrupted):
                 return [exc]
         for i in order:
             try:
-                with self.store.transaction() as db:
-                    results[i] = self._op(db, ops[i], time.time(), {})
+                results[i] = self._alone(ops[i])
             except Exception as exc:  # noqa: BLE001 - the caller raises it where the operation was asked for
                 results[i] = exc
         return results
+
+    @storage.rerun
+    def _alone(self, op: tuple):
+        with self.store.transaction() as db:
+            return self._op(db, op, db.now(), {})
 
     def _op(self, db: Transaction, op: tuple, now: float, seen: dict):
         kind, *args = op
@@ -257,6 +268,7 @@ class Ledger:
             row = db.claim_standing(series_id, attempt_id(series_id, variant, case, repeat), self.runner_id)
         return row is not None and row[0] == "running" and row[1] == generation
 
+    @storage.rerun
     def release(self, series_id: str, variant: str, case: str, repeat: int) -> None:
         """A claimed attempt that did not run to its end (stopped before any call was paid)."""
         with self.store.transaction() as db:
@@ -265,11 +277,13 @@ class Ledger:
     def _release(self, db: Transaction, series_id: str, variant: str, case: str, repeat: int) -> None:
         db.release_claim(attempt_id(series_id, variant, case, repeat), self.runner_id)
 
+    @storage.rerun
     def close(self) -> None:
         with self.store.transaction() as db:
             db.drop_runner(self.runner_id)
 
 
+@storage.rerun
 def cancel(store: Store, series_id: str, why: str) -> bool:
     """Ctrl-C, -x, --maxfail or `aqven series cancel`: the series is cancelled and its verdict invalid."""
     verdict = {"state": "invalid", "reason": "cancelled", "text": f"No finding: the series was cancelled ({why})."}
@@ -277,6 +291,7 @@ def cancel(store: Store, series_id: str, why: str) -> bool:
         return db.cancel_series(series_id, verdict, time.time())
 
 
+@storage.rerun
 def apply_cap(store: Store, series_id: str, cap) -> None:
     """An explicit cap on a series that continues: it runs under it; above the project cap it waits for approval."""
     with store.transaction() as db:
@@ -288,6 +303,7 @@ def apply_cap(store: Store, series_id: str, cap) -> None:
                    cap.needs_approval, pause if cap.needs_approval else None)
 
 
+@storage.rerun
 def approve(store: Store, series_id: str, cap_usd: Decimal, approved_by: str) -> tuple[bool, dict]:
     """(whether this approval changed the series, what the database holds after its transaction: status,
     cap_usd, approved_by). Only a series still awaiting approval is approved: a cancel or another approval
@@ -298,6 +314,7 @@ def approve(store: Store, series_id: str, cap_usd: Decimal, approved_by: str) ->
     return won, {"status": status, "cap_usd": cap, "approved_by": by}
 
 
+@storage.rerun
 def series_spend(store: Store, series_id: str) -> Spend:
     with store.transaction() as db:
         return spend(db, series_id)

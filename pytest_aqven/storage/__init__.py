@@ -6,7 +6,9 @@
   `Transaction`, whose typed methods are the only way the series, the ledger and the findings reach the data;
 - `peek(root)`: a read-only look at a database that may not exist (None), which creates nothing;
 - `limits(root) -> Limits`: the provider rate limits (rpm pacing, concurrency leases) shared by processes;
-- `ERRORS`: what a backend raises when the database fails (a caller that survives it catches these).
+- `ERRORS`: what a backend raises when the database fails (a caller that survives it catches these);
+- `rerun`: a function whose one effect is a transaction runs again, as a whole, when the connection was cut
+  before it committed (`Interrupted`); `StoreAway`: the server stayed away longer than the run waits.
 
 SQLite (`sqlite.py`) is the embedded default. PostgreSQL (`postgres.py`, psycopg 3, the extra
 `pytest-aqven[postgres]`) implements the same three protocols on the tables of `schema.py` rendered in its
@@ -16,19 +18,22 @@ pytest-aqven: the providers (limits) and the series (store, ledger) both build o
 """
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, ParamSpec, Protocol, TypeVar
 
 from . import disk
-from .disk import StorageError, check_file, database_path, forget, preflight_findings
+from .disk import RERUNS, Interrupted, StorageError, StoreAway, check_file, database_path, forget, preflight_findings
 from .schema import LATEST
 
 Record = dict[str, Any]      # a series' or an attempt's record, stored as JSON
+P = ParamSpec("P")
+T = TypeVar("T")
 
-ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error,)     # choose() adds psycopg.Error
+ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, Interrupted, StoreAway)     # choose() adds psycopg.Error
 ENV = "AQVEN_STORE"
 _chosen: str | None = None      # the PostgreSQL URL of this process's store; None: SQLite in each project
 
@@ -83,6 +88,9 @@ class Transaction(Protocol):
         """the latest decided series' records: at most `limit` per variant, by case name and repeat"""
 
     # --- ledger: runners, claims, spend ---------------------------------------------------------------
+    def now(self) -> float:
+        """The store's clock, by which heartbeats and claims are judged: this machine's for SQLite, the
+        server's for PostgreSQL (one clock for every machine: theirs may differ)."""
     def add_runner(self, runner_id: str, host: str, pid: int, at: float) -> None: ...
     def beat(self, runner_id: str, at: float) -> None: ...
     def runner(self, runner_id: str) -> tuple[str, int, float] | None:
@@ -140,6 +148,26 @@ class Limits(Protocol):
     def release(self, lease: str) -> None: ...
 
 
+def rerun(fn: Callable[P, T]) -> Callable[P, T]:
+    """For a function whose one effect is one store transaction: when the connection is cut before that
+    transaction commits (Interrupted: nothing of it was kept), the function runs again as a whole, on the
+    connection the store opens again (it waits up to postgres.AWAY_S for the server, then StoreAway)."""
+    @functools.wraps(fn)
+    def again(*args: P.args, **kwargs: P.kwargs) -> T:
+        for _ in range(RERUNS):
+            try:
+                return fn(*args, **kwargs)
+            except Interrupted:
+                continue
+        try:
+            return fn(*args, **kwargs)
+        except Interrupted as exc:
+            raise StoreAway(f"pytest-aqven: {exc} (the {RERUNS + 1}th time in a row), so the run stops here. What "
+                            f"was committed is kept: once the server holds its connections, run the same command; "
+                            f"it continues the series.") from None
+    return again
+
+
 def store_setting(value: str | None, source: str) -> str | None:
     """The PostgreSQL URL a setting names (None or '': SQLite, the default). `ref:env/NAME` reads the URL from
     that environment variable. A password is taken from the environment only (the variable AQVEN_STORE, a
@@ -170,19 +198,24 @@ def _has_password(url: str) -> bool:
     return parts.password is not None or "password" in parse_qs(parts.query)
 
 
-def choose(url: str | None) -> None:
-    """The store of this process from now on: a PostgreSQL URL, or None for SQLite in each project's .aqven/."""
+def choose(url: str | None, settings: str = "--aqven-store / aqven_store / AQVEN_STORE",
+           say: Callable[[str], None] | None = None) -> None:
+    """The store of this process from now on: a PostgreSQL URL, or None for SQLite in each project's .aqven/.
+    `settings`: where a person sets the store (the server's messages name them: pytest's, or the CLI's);
+    `say`: how a notice reaches the terminal now (a server away: the run waits), stderr by default."""
     global _chosen, ERRORS
     _chosen = url
+    ERRORS = (sqlite3.Error, Interrupted, StoreAway)
     if url is not None:
         try:
             import psycopg  # noqa: PLC0415
         except ImportError:
             raise StorageError("pytest-aqven: a PostgreSQL store needs psycopg 3: pip install "
                                "'pytest-aqven[postgres]'") from None
-        ERRORS = (sqlite3.Error, psycopg.Error)
-    else:
-        ERRORS = (sqlite3.Error,)
+        from . import postgres  # noqa: PLC0415
+        postgres.SETTINGS = settings
+        postgres.SAY = say or postgres.stderr
+        ERRORS = (*ERRORS, psycopg.Error)
 
 
 def chosen() -> str | None:
@@ -231,11 +264,9 @@ def migrate(root: Path) -> tuple[int | None, int]:
     it cannot be reached or is newer than this release's."""
     if _chosen is not None:
         from . import postgres  # noqa: PLC0415
-        conn = postgres.connect(_chosen)
-        try:
-            return postgres.migrate(conn, _chosen)
-        finally:
-            conn.close()
+        conn, versions = postgres.opened(_chosen)
+        conn.close()
+        return versions
     from .sqlite import version  # noqa: PLC0415
     before = version(database_path(root))
     open_database(root).close()
@@ -260,6 +291,6 @@ def preflight(root: Path, *, again: bool = False) -> None:
     migrate(root)
 
 
-__all__ = ["ENV", "ERRORS", "LATEST", "Database", "Limits", "StorageError", "Transaction", "check_file", "choose", "chosen",
-           "database_path", "exists", "forget", "limits", "location", "migrate", "open_database", "peek",
-           "preflight", "preflight_findings", "schema_version", "store_setting"]
+__all__ = ["ENV", "ERRORS", "LATEST", "Database", "Interrupted", "Limits", "StorageError", "StoreAway", "Transaction",
+           "check_file", "choose", "chosen", "database_path", "exists", "forget", "limits", "location", "migrate",
+           "open_database", "peek", "preflight", "preflight_findings", "rerun", "schema_version", "store_setting"]

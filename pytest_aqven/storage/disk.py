@@ -11,12 +11,21 @@ import time
 from pathlib import Path
 
 HEADER = b"SQLite format 3\x00"
+RERUNS = 10         # a transaction cut this many times in a row: the server keeps failing, which is said
 FOLDER = ".aqven"
 FILE = "aqven.sqlite"
 
 
 class StorageError(Exception):
     """The whole message a person reads: the file, what is wrong, what to do."""
+
+
+class StoreAway(StorageError):
+    """The store's server stayed away longer than the run waits for it: the run stops with this message."""
+
+
+class Interrupted(Exception):
+    """The connection was cut before the transaction committed: nothing of it was kept, so it may run again."""
 
 
 def database_path(root: Path) -> Path:

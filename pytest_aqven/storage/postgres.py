@@ -5,24 +5,26 @@ A transaction takes a transaction-scoped advisory lock first (`pg_advisory_xact_
 across every machine, as SQLite's BEGIN IMMEDIATE is across processes, so every ledger decision above (claims,
 the spend cap, the one finding) reads and writes as the only writer. Reads run without it (each statement sees
 what is committed). Records are JSON text, read and changed in Python under that lock, so their key order is
-the one SQLite keeps. A connection the server dropped is opened again by the next transaction: the series
-goes on when the server is back."""
+the one SQLite keeps.
+
+A server that goes away mid-series: the connection is opened again, waiting up to AWAY_S, and a transaction the
+cut interrupted raises Interrupted (rolled back: nothing of it was kept; a cut during COMMIT asks the server
+whether it committed) so that `storage.rerun` runs it again as a whole. A server away longer than AWAY_S is
+StoreAway, one message, for every store of the process at once."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
-import uuid
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import psycopg
 
 from . import schema
-from .disk import StorageError
-from .sqlite import SqliteTransaction
+from .disk import RERUNS, Interrupted, StorageError, StoreAway
+from .sqlite import SqliteLimits, SqliteTransaction
 
 if TYPE_CHECKING:
     from . import Record
@@ -30,9 +32,19 @@ if TYPE_CHECKING:
 WRITER_LOCK = 0x6171_7665_6E00      # 'aqven\0': the advisory lock key of the series' writer
 LIMITS_LOCK = 0x6171_7665_6E01      # the provider limits' writer (tables of their own, a turn of their own)
 CONNECT_TIMEOUT_S = 10
-AWAY_S = 300.0          # how long a run waits for a server that went away mid-series before it fails
+AWAY_S = 300.0          # how long a run waits for a server that went away mid-series before it stops
 OPEN = "('running', 'awaiting_approval')"
+SETTINGS = "--aqven-store / aqven_store / AQVEN_STORE"     # where the store is set (storage.choose: the CLI's)
 T = TypeVar("T")
+
+
+def stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+SAY: Callable[[str], None] = stderr      # how a notice reaches the terminal now (storage.choose: past pytest's capture)
+_reached = False        # this process had a connection: a server away from now on is waited for (not at the start)
+_away: str | None = None    # the message once a server stayed away past AWAY_S: every store of the process stops
 
 
 def where(url: str) -> str:
@@ -53,9 +65,13 @@ def _last_line(exc: BaseException) -> str:
 
 
 def connect(url: str) -> psycopg.Connection:
-    """A connection, or StorageError with what is wrong (unreachable, refused credentials) and what to do."""
+    """A connection, or StorageError with what is wrong (unreachable, refused credentials) and what to do.
+    In a process that was connected before, a server away is waited for (`reconnect`)."""
+    global _reached
+    if _reached:
+        return reconnect(url)
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
     except psycopg.OperationalError as exc:
         text = _last_line(exc)
         if "password" in text or "authentication" in text:
@@ -63,10 +79,39 @@ def connect(url: str) -> psycopg.Connection:
                                f"Give the password through the environment (PGPASSWORD, or AQVEN_STORE / "
                                f"ref:env/NAME holding the URL); nothing was run.") from None
         raise StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} cannot be reached ({text}). Start the "
-                           f"server or fix --aqven-store / aqven_store / AQVEN_STORE; nothing was run.") from None
+                           f"server or fix {SETTINGS}; nothing was run.") from None
     except psycopg.ProgrammingError as exc:
         raise StorageError(f"pytest-aqven: the store URL is not a PostgreSQL connection string ({exc}); "
                            f"nothing was run.") from None
+    _reached = True
+    return conn
+
+
+def away(location: str) -> str:
+    return (f"pytest-aqven: the PostgreSQL store {location} was away for more than {AWAY_S:.0f} s, so the run stops "
+            f"here. What was committed is kept: once the server is back, run the same command; it continues the "
+            f"series (the attempts the outage cut short run again).")
+
+
+def reconnect(url: str) -> psycopg.Connection:
+    """A new connection to a server that may be away: waits up to AWAY_S for it (said once, at once: SAY), then
+    StoreAway, at once for every later call of this process."""
+    global _away
+    if _away is not None:
+        raise StoreAway(_away)
+    deadline, said = time.monotonic() + AWAY_S, False
+    while True:
+        try:
+            return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
+        except psycopg.OperationalError as exc:
+            if time.monotonic() > deadline:
+                _away = away(where(url))
+                raise StoreAway(_away) from None
+            if not said:
+                SAY(f"pytest-aqven: the PostgreSQL store {where(url)} is away ({_last_line(exc)}); waiting up to "
+                    f"{AWAY_S:.0f} s for it to return")
+                said = True
+            time.sleep(1.0)
 
 
 def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
@@ -109,6 +154,35 @@ def migrate(conn: psycopg.Connection, url: str) -> tuple[int | None, int]:
     return before, schema.LATEST
 
 
+def cut(conn: psycopg.Connection, exc: BaseException) -> bool:
+    """Whether `exc` says the connection was cut (the server went away, restarted or ended this backend: SQLSTATE
+    class 08 or 57P), so what ran on it since BEGIN did not happen; such a connection is closed, to be opened
+    again. libpq may report a terminated backend before it marks the connection broken."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    if conn.broken or conn.closed or (exc.sqlstate or "").startswith(("08", "57P")):
+        conn.close()
+        return True
+    return False
+
+
+def opened(url: str) -> tuple[psycopg.Connection, tuple[int | None, int]]:
+    """A connection to the store with its schema made current, and `migrate`'s versions; a cut while migrating
+    (one transaction) migrates again on a new connection."""
+    for tries in range(RERUNS, -1, -1):
+        conn = connect(url)
+        try:
+            return conn, migrate(conn, url)
+        except psycopg.OperationalError as exc:
+            if not cut(conn, exc):
+                raise
+            if not tries:
+                raise StorageError(f"pytest-aqven: the PostgreSQL store {where(url)} cut the connection {RERUNS + 1} "
+                                   f"times in a row while its schema was made current ({_last_line(exc)}); nothing "
+                                   f"was run.") from None
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
 def status(url: str) -> tuple[str, int | None]:
     """(where, schema version or None) of a reachable store; StorageError when it is not."""
     conn = connect(url)
@@ -126,65 +200,77 @@ class PostgresDatabase:
         self.location = where(url)
         self._lock = threading.RLock()
         self._closed = False
-        self._conn = connect(url)
-        migrate(self._conn, url)
+        self._conn, _ = opened(url)
 
     def _live(self) -> psycopg.Connection:
-        """The connection; one the server dropped is opened again, waiting up to AWAY_S for the server to come
-        back (said once on stderr), so a series goes on where it was. psycopg.Error when it does not return."""
+        """The connection; one the server dropped is opened again (`reconnect`: the series goes on where it was)."""
         if self._closed:
             raise psycopg.OperationalError(f"the store {self.location} was closed")
-        if not (self._conn.closed or self._conn.broken):
-            return self._conn
-        deadline, said = time.monotonic() + AWAY_S, False
-        while True:
-            try:
-                self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                             application_name="aqven")
-                return self._conn
-            except psycopg.OperationalError as exc:
-                if time.monotonic() > deadline:
-                    raise
-                if not said:
-                    print(f"pytest-aqven: the PostgreSQL store {self.location} is away ({_last_line(exc)}); "
-                          f"waiting up to {AWAY_S:.0f} s for it to return", file=sys.stderr, flush=True)
-                    said = True
-                time.sleep(1.0)
+        if self._conn.closed or self._conn.broken:
+            self._conn = reconnect(self.url)
+        return self._conn
 
-    def _begun(self) -> psycopg.Connection:
-        """A connection inside BEGIN, holding the writer's lock. Nothing has run yet, so a connection found
-        dropped here (the server restarted while it was idle) is opened again and the BEGIN retried."""
-        for _ in range(2):
+    def _begun(self) -> tuple[psycopg.Connection, str, float]:
+        """A connection inside BEGIN, holding the writer's lock, the transaction's id and the server's clock then.
+        Nothing has run yet, so a connection found dropped here (the server restarted while idle) is opened again."""
+        while True:
             conn = self._live()
             try:
                 conn.execute("BEGIN")
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
-                return conn
-            except psycopg.OperationalError:
-                if not conn.broken:
+                row = _one(conn.execute("SELECT pg_advisory_xact_lock(%s)::text, pg_current_xact_id()::text, "
+                                        "extract(epoch FROM clock_timestamp())::float8", (WRITER_LOCK,)))
+                return conn, row[1], row[2]
+            except psycopg.OperationalError as exc:
+                if not cut(conn, exc):
                     raise
-        return self._begun()
+
+    def _committed(self, xid: str) -> bool:
+        """After a cut during COMMIT: whether the server committed the transaction (asked on a new connection;
+        its old backend may still hold it a moment: still undecided after AWAY_S, the run stops rather than
+        risk applying it twice)."""
+        deadline = time.monotonic() + AWAY_S
+        while True:
+            state = self._read("SELECT pg_xact_status(%s::xid8)", (xid,)).fetchone()
+            if state is None or state[0] != "in progress":
+                return state is not None and state[0] == "committed"
+            if time.monotonic() > deadline:
+                raise StoreAway(away(self.location))
+            time.sleep(0.1)
 
     def _read(self, query: Any, params: Any = None) -> psycopg.Cursor[Any]:
         """A read outside a transaction (a statement of its own): retried on a connection opened again."""
         try:
             return self._live().execute(query, params)
-        except psycopg.OperationalError:
-            if not self._conn.broken:
+        except psycopg.OperationalError as exc:
+            if not cut(self._conn, exc):
                 raise
             return self._live().execute(query, params)
 
     @contextmanager
     def transaction(self) -> Iterator[PostgresTransaction]:
+        """Interrupted when the connection is cut before the transaction commits: the server rolled it back."""
         with self._lock:
-            conn = self._begun()
+            conn, xid, at = self._begun()
             try:
-                yield PostgresTransaction(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if not conn.broken and not conn.closed:
+                yield PostgresTransaction(conn, at=at)
+            except BaseException as exc:
+                if cut(conn, exc):
+                    raise Interrupted(f"the connection to {self.location} was cut: {_last_line(exc)}") from exc
+                if conn.closed or conn.broken:
+                    raise
+                try:
                     conn.execute("ROLLBACK")
+                except psycopg.OperationalError as again:
+                    if not cut(conn, again):
+                        raise
                 raise
+            try:
+                conn.execute("COMMIT")
+            except psycopg.OperationalError as exc:
+                if not cut(conn, exc):
+                    raise
+                if not self._committed(xid):
+                    raise Interrupted(f"the connection to {self.location} was cut at COMMIT, which did not land") from exc
 
     @contextmanager
     def read(self) -> Iterator[PostgresTransaction]:
@@ -216,16 +302,21 @@ def _loads(text: str | None) -> Record:
 class PostgresTransaction(SqliteTransaction):
     """Every statement pytest-aqven runs on PostgreSQL: SQLite's, with psycopg's placeholders, where the SQL
     of both dialects is the same; its own words below where it is not (JSON records, upserts, counters).
-    `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly)."""
+    `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly);
+    `at`: the server's clock when the transaction took the writer's lock."""
 
-    def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None):
+    def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None,
+                 at: float | None = None):
         self.conn = conn
+        self._at, self._since = at, time.monotonic()
         self.raw = conn     # type: ignore[assignment]  # the connection (SQLite's class names sqlite3's)
-        run: Callable[..., Any] = execute or conn.execute
+        run: Callable[..., Any] = QMarks(execute or conn.execute).execute     # typed as SQLite's
+        self._x = run
 
-        def placeholders(query: str, params: Any = ()) -> Any:      # SQLite's ? is psycopg's %s
-            return run(query.replace("?", "%s"), params)
-        self._x = placeholders
+    def now(self) -> float:
+        if self._at is None:
+            return float(_one(self.conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8"))[0])
+        return self._at + (time.monotonic() - self._since)
 
     def _record(self, series_id: str) -> Record | None:
         row = self._x("SELECT record FROM aqven_series WHERE series_id = %s", (series_id,)).fetchone()
@@ -354,48 +445,54 @@ class PostgresTransaction(SqliteTransaction):
                 (sha256, at))
 
 
-class PostgresLimits:
-    """rpm pacing and concurrency leases in the shared database: one connection (opened on first use, again
-    after the server dropped it) for the threads of a process; each step is one short transaction."""
+class QMarks:
+    """A psycopg connection that runs SQLite's statements: their ? placeholders are psycopg's %s."""
+
+    def __init__(self, run: Callable[..., psycopg.Cursor[Any]]):
+        self.run = run
+
+    def execute(self, query: str, params: Any = ()) -> psycopg.Cursor[Any]:
+        return self.run(query.replace("?", "%s"), params)
+
+
+class PostgresLimits(SqliteLimits):
+    """rpm pacing and concurrency leases in the shared database, by SQLite's statements and the server's clock
+    (machines whose clocks differ still share one set of slots and leases): one connection (opened on first
+    use, again after the server dropped it) for the threads of a process; each step is one short transaction,
+    run again when a cut interrupts it (a lease whose COMMIT landed unseen expires after its lease_s)."""
+    PACE = ("INSERT INTO aqven_provider_pacing VALUES (?, ?) ON CONFLICT (provider) DO UPDATE SET "
+            "next_at = excluded.next_at")
 
     def __init__(self, url: str):
         self.url = url
         self._lock = threading.Lock()
-        self._conn: psycopg.Connection | None = None
+        self._link: psycopg.Connection | None = None
 
-    def _tx(self, fn: Callable[[psycopg.Connection], T]) -> T:
+    def _connected(self) -> psycopg.Connection:
+        if self._link is not None and not (self._link.closed or self._link.broken):
+            return self._link
+        self._link = conn = connect(self.url)
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
+            for statement in schema.script(schema.LIMITS, "postgresql"):
+                conn.execute(statement)
+        return conn
+
+    def _tx(self, fn: Callable[[Any], T]) -> T:
         with self._lock:
-            if self._conn is None or self._conn.closed or self._conn.broken:
-                self._conn = connect(self.url)
-                with self._conn.transaction():
-                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
-                    for statement in schema.script(schema.LIMITS, "postgresql"):
-                        self._conn.execute(statement)
-            with self._conn.transaction():
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
-                return fn(self._conn)
+            for tries in range(RERUNS, -1, -1):
+                try:
+                    conn = self._connected()
+                    with conn.transaction():
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
+                        return fn(QMarks(conn.execute))
+                except psycopg.OperationalError as exc:
+                    if self._link is None or not cut(self._link, exc) or not tries:
+                        raise
+            raise AssertionError("unreachable: the last try returns or raises")
 
-    def reserve(self, provider: str, spacing_s: float) -> float:
-        def take(db: psycopg.Connection) -> float:
-            now = time.time()
-            row = db.execute("SELECT next_at FROM aqven_provider_pacing WHERE provider = %s", (provider,)).fetchone()
-            start: float = max(now, row[0]) if row else now
-            db.execute("INSERT INTO aqven_provider_pacing VALUES (%s, %s) ON CONFLICT (provider) DO UPDATE SET "
-                       "next_at = excluded.next_at", (provider, start + spacing_s))
-            return start
-        return self._tx(take)
+    def _now(self, db: Any) -> float:
+        return float(_one(db.execute("SELECT extract(epoch FROM clock_timestamp())::float8"))[0])
 
-    def try_lease(self, scope: str, concurrency: int, lease_s: float) -> str | None:
-        def take(db: psycopg.Connection) -> str | None:
-            now = time.time()
-            db.execute("DELETE FROM aqven_provider_leases WHERE scope = %s AND expires_at < %s", (scope, now))
-            held = _one(db.execute("SELECT COUNT(*) FROM aqven_provider_leases WHERE scope = %s", (scope,)))[0]
-            if held >= concurrency:
-                return None
-            lease = f"{os.getpid()}-{uuid.uuid4().hex}"
-            db.execute("INSERT INTO aqven_provider_leases VALUES (%s, %s, %s)", (lease, scope, now + lease_s))
-            return lease
-        return self._tx(take)
-
-    def release(self, lease: str) -> None:
-        self._tx(lambda db: db.execute("DELETE FROM aqven_provider_leases WHERE lease_id = %s", (lease,)))
+    def _here(self, at: float, now: float) -> float:
+        return time.time() + (at - now)

@@ -13,7 +13,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
 from . import schema
 from .disk import StorageError
@@ -280,6 +280,9 @@ class SqliteTransaction:
             "ORDER BY case_name, repeat LIMIT ?", (latest[0], variant, limit))]
 
     # --- ledger: runners, claims, spend ---------------------------------------------------------------
+    def now(self) -> float:
+        return time.time()
+
     def add_runner(self, runner_id: str, host: str, pid: int, at: float) -> None:
         self._x("INSERT OR REPLACE INTO aqven_runners VALUES (?, ?, ?, ?, ?)", (runner_id, host, pid, at, at))
 
@@ -391,9 +394,15 @@ class SqliteTransaction:
         self._x("INSERT OR IGNORE INTO aqven_findings_md (sha256, written_at) VALUES (?, ?)", (sha256, at))
 
 
+class Executes(Protocol):
+    """What the limits' statements run on: a sqlite3 connection, or postgres.QMarks over a psycopg one."""
+    def execute(self, query: str, params: Any = ..., /) -> Any: ...
+
+
 class SqliteLimits:
     """rpm pacing and concurrency leases in the project database; one connection per thread (provider calls
-    run in worker threads). The tables are created on first use."""
+    run in worker threads). The tables are created on first use. PostgresLimits runs the same statements."""
+    PACE = "INSERT OR REPLACE INTO aqven_provider_pacing VALUES (?, ?)"
 
     def __init__(self, path: Path):
         self.path = path
@@ -413,7 +422,7 @@ class SqliteLimits:
                 self._ready = True
         return conn
 
-    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _tx(self, fn: Callable[[Executes], T]) -> T:
         conn = self._conn()
 
         def run() -> T:
@@ -427,18 +436,26 @@ class SqliteLimits:
             return out
         return _retry_locked(run)
 
+    def _now(self, db: Executes) -> float:
+        """The clock the slots and leases are kept by (PostgreSQL: the server's, one for every machine)."""
+        return time.time()
+
     def reserve(self, provider: str, spacing_s: float) -> float:
-        def take(db: sqlite3.Connection) -> float:
-            now = time.time()
+        def take(db: Executes) -> float:
+            now = self._now(db)
             row = db.execute("SELECT next_at FROM aqven_provider_pacing WHERE provider = ?", (provider,)).fetchone()
-            start = max(now, row[0]) if row else now
-            db.execute("INSERT OR REPLACE INTO aqven_provider_pacing VALUES (?, ?)", (provider, start + spacing_s))
-            return start
+            start: float = max(now, row[0]) if row else now
+            db.execute(self.PACE, (provider, start + spacing_s))
+            return self._here(start, now)
         return self._tx(take)
 
+    def _here(self, at: float, now: float) -> float:
+        """`at` of the store's clock (read as `now`) on this machine's, which the caller sleeps by."""
+        return at
+
     def try_lease(self, scope: str, concurrency: int, lease_s: float) -> str | None:
-        def take(db: sqlite3.Connection) -> str | None:
-            now = time.time()
+        def take(db: Executes) -> str | None:
+            now = self._now(db)
             db.execute("DELETE FROM aqven_provider_leases WHERE scope = ? AND expires_at < ?", (scope, now))
             held = db.execute("SELECT COUNT(*) FROM aqven_provider_leases WHERE scope = ?", (scope,)).fetchone()[0]
             if held >= concurrency:

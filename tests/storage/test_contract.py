@@ -298,7 +298,8 @@ def test_findings_written_by_one_connection_are_read_by_a_peek(backend, database
 def test_pacing_slots_are_spaced_per_provider_across_connections(backend):
     one, two = backend.limits(), backend.limits()
     starts = [(one if i % 2 else two).reserve("p", 10.0) for i in range(4)]
-    assert [round(b - a, 6) for a, b in zip(starts, starts[1:])] == [10.0, 10.0, 10.0]
+    # PostgreSQL keeps the slots by the server's clock and answers on this machine's: a round trip's jitter
+    assert [b - a for a, b in zip(starts, starts[1:])] == [pytest.approx(10.0, abs=0.1)] * 3
     assert backend.limits().reserve("q", 10.0) < starts[-1]
 
 

@@ -70,7 +70,7 @@ def test_an_unreachable_server_stops_the_run_with_one_message(tmp_path):
     result = run_project(tmp_path, "--aqven-store", AWAY)
     assert result.returncode == pytest.ExitCode.USAGE_ERROR
     assert "the PostgreSQL store postgresql://postgres@/nonexistent-aqven-socket:1/aqven cannot be reached" \
-        in result.stderr
+        in result.stderr and "Start the server or fix --aqven-store / aqven_store / AQVEN_STORE;" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr and not faults.calls(tmp_path / "proj")
 
 
@@ -131,6 +131,7 @@ def test_db_check_and_migrate_on_a_server(tmp_path, postgres_url):
 def test_db_check_of_an_unreachable_server_says_so(tmp_path):
     result = aqven(tmp_path, "db", "check", "--store", AWAY)
     assert result.returncode == 2 and "cannot be reached" in result.stderr and "Traceback" not in result.stderr
+    assert "Start the server or fix --store / AQVEN_STORE." in result.stderr        # the CLI's options, not pytest's
 
 
 def test_db_migrate_of_an_older_sqlite_file_says_from_which_version(tmp_path):

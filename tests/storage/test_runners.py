@@ -9,18 +9,23 @@
   other runner takes over once the lease passes, and finishes the series with every attempt paid once."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import time
+import types
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from pytest_aqven.series.ledger import LEASE_SECONDS
+from pytest_aqven import storage
+from pytest_aqven.series import ledger
+from pytest_aqven.series.db import Store
+from pytest_aqven.series.ledger import LEASE_SECONDS, Ledger
 
 from .. import faults
 from . import server as pg
@@ -82,6 +87,56 @@ def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, p
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr     # a checkout that ran nothing gets the file
     assert [p.read_text() for p in faults.finding_files(fresh / "proj")] == [found[0][0].read_text()]
     assert (fresh / "proj" / "FINDINGS.md").read_text() == (a / "proj" / "FINDINGS.md").read_text()
+
+
+def test_a_runner_whose_inputs_differ_closes_the_others_series_as_inputs_changed(tmp_path, postgres_url):
+    """Another commit of the dataset on the second machine: its runner starts a series on its own inputs and
+    closes the first machine's, invalid (inputs_changed, naming the file), in the transaction that opens its
+    own; the first runner starts nothing more in the series it held, as on one machine (SQLite)."""
+    a, b = copies(tmp_path, 2, cases=24, gate=2, sleep=0.02)
+    faults.add_cases(b / "proj", ["added"])
+    env = {"AQVEN_STORE": postgres_url}
+    first = faults.start(a, "--aqven-concurrency", "2", env=env)
+    faults.wait_until(lambda: len(faults.calls(a / "proj")) >= 2, first, what="the first runner calling")
+    (b / "proj" / "go").touch()
+    second = faults.run(b, "--aqven-concurrency", "2", env=env)
+    (a / "proj" / "go").touch()
+    out = first.communicate(timeout=300)[0]
+    assert second.returncode == 0, second.stdout
+    closed, new = (json.loads(r) | {"status": s} for s, r in rows(postgres_url, "SELECT status, record FROM "
+                                                                  "aqven_series ORDER BY created_at"))
+    assert closed["status"] == "cancelled" and closed["verdict"]["reason"] == "inputs_changed"
+    # another checkout's files: their content hashes, not their paths and times, say what changed
+    assert "its inputs changed since it started (dataset)" in closed["verdict"]["text"]
+    assert new["status"] == "done" and new["closed"] == [{"series": closed["series_id"],
+                                                          "changed": ["dataset"]}]
+    assert f"closed series {closed['series_id']}: its inputs changed since it started (dataset)" in second.stdout
+    assert "No finding: its inputs changed since it started (dataset)" in out      # the first runner says so
+    assert "Traceback" not in out + second.stdout
+    assert len(faults.calls(a / "proj")) < faults.attempts_planned(a / "proj", "dev")     # it stopped early
+
+
+def test_claims_are_judged_by_the_servers_clock_so_a_machine_whose_clock_is_ahead_takes_over_nothing(
+        tmp_path, postgres_url, monkeypatch):
+    """Two machines, one an hour ahead: its runner finds the other's claim alive (the heartbeat and the look
+    are both the server's time), and takes it over only once the lease passed by the server's clock."""
+    storage.choose(postgres_url)
+    try:
+        here = Ledger(Store(tmp_path / "a"))
+        sid, _ = here.store.open_series(plan_key="k", experiment_id="e", flow_id="f", dataset_id="d", split="dev",
+                                        question="q", record={})
+        assert here.try_start(sid, "v", "c", 1).kind == "start"
+        monkeypatch.setattr(ledger, "time", types.SimpleNamespace(time=lambda: time.time() + 3600))
+        ahead = Ledger(Store(tmp_path / "b"))
+        waits = ahead.try_start(sid, "v", "c", 1)
+        assert (waits.kind, waits.why) == ("wait", ledger.CLAIMED_ELSEWHERE)
+        rows(postgres_url, f"UPDATE aqven_runners SET heartbeat_at = heartbeat_at - {LEASE_SECONDS + 1} "
+                           f"WHERE runner_id = '{here.runner_id}' RETURNING 1")
+        assert ahead.try_start(sid, "v", "c", 1).kind == "start"       # the lease passed, by the server's clock
+        for one in (here, ahead):
+            one.store.close()
+    finally:
+        storage.choose(None)
 
 
 @pytest.mark.slow
