@@ -449,3 +449,22 @@ def _deselected(file: ExperimentFile) -> bool:
         return False
     except Exception:       # an expression we do not model: collect as usual
         return False
+
+
+def rerun_failed_verdicts(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--lf, --ff: a failed verdict's attempts count as last failed too; --sw continues from its experiment's
+    first attempt (a verdict decides only with its attempts)."""
+    lastfailed = internals.last_failed(config)
+    if lastfailed is not None:
+        failed = {str(key).rsplit("::", 1)[0] for key in lastfailed if str(key).endswith("::verdict")}
+        for item in items:
+            if isinstance(item, AttemptItem) and item.experiment_file.nodeid in failed:
+                lastfailed[internals.item_key(item)] = True
+    info = internals.stepwise_info(config)
+    last = info.last_failed if info is not None else None
+    if last is not None and str(last).endswith("::verdict"):
+        file_nodeid = str(last).rsplit("::", 1)[0]
+        first = next((i for i in items if isinstance(i, AttemptItem) and i.experiment_file.nodeid == file_nodeid),
+                     None)
+        if first is not None:
+            info.last_failed = internals.item_key(first) if not isinstance(last, str) else first.nodeid

@@ -47,6 +47,12 @@ def worker_output(config: pytest.Config) -> dict[str, Any]:
     return output
 
 
+def node_output(node: Any) -> dict[str, Any]:
+    """What a worker sent when it ended, read on the controller (xdist's `WorkerController.workeroutput`; absent
+    when the worker crashed)."""
+    return getattr(node, "workeroutput", {})
+
+
 def dist_mode(config: pytest.Config) -> str:
     """xdist's distribution mode of this run, on a worker too (xdist sets `dist` to "no" there: the controller
     sends it in the worker's input, pytest_configure_node); "no" without xdist."""

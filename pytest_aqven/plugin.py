@@ -8,7 +8,6 @@ file is collected, and the verdict machinery when there is a verdict to decide (
 """
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -16,7 +15,7 @@ import pytest
 
 from . import internals, options
 from .hooks import SeriesStart
-from .running import LOOP_ENDED, STORE_AWAY, JunitNames, Release, StopWatch, collect_module, stop
+from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, end_store_away, heard_store_away, stop
 from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:
@@ -75,22 +74,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """A failed verdict reruns its whole experiment: under --lf and --ff its attempts count as last failed
     too, and --sw continues from the experiment's first attempt (a verdict decides only with its attempts)."""
     collect = collect_module()
-    if collect is None:
-        return
-    lastfailed = internals.last_failed(config)
-    if lastfailed is not None:
-        failed = {str(key).rsplit("::", 1)[0] for key in lastfailed if str(key).endswith("::verdict")}
-        for item in items:
-            if isinstance(item, collect.AttemptItem) and item.experiment_file.nodeid in failed:
-                lastfailed[internals.item_key(item)] = True
-    info = internals.stepwise_info(config)
-    last = info.last_failed if info is not None else None
-    if last is not None and str(last).endswith("::verdict"):
-        file_nodeid = str(last).rsplit("::", 1)[0]
-        first = next((i for i in items if isinstance(i, collect.AttemptItem) and i.experiment_file.nodeid == file_nodeid),
-                     None)
-        if first is not None:
-            info.last_failed = internals.item_key(first) if not isinstance(last, str) else first.nodeid
+    if collect is not None:
+        collect.rerun_failed_verdicts(config, items)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -160,14 +145,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     """Ctrl-C, -x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight. A store that
     went away (running.store_away) cancels nothing: the run ends with its message and exit code 4."""
-    away = session.config.stash.get(STORE_AWAY, None)
-    if away is not None:
-        session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        if internals.is_worker(session.config):
-            session.config.workeroutput["aqven_store_away"] = away   # type: ignore[attr-defined]  # xdist's dict
-        from .storage import StorageError
-        with contextlib.suppress(StorageError):     # what was not committed runs again with the same command
-            stop(session, None)
+    if end_store_away(session):
         return
     why = None
     # a stop the verdicts set off (-x, --sw on a failed verdict) came after every attempt: no series is cut short
@@ -182,9 +160,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
     """xdist: a worker whose store went away stopped the run (its shouldstop); the controller ends it the same."""
-    away = getattr(node, "workeroutput", {}).get("aqven_store_away")
-    if away is not None:
-        node.config.stash[STORE_AWAY] = away
+    heard_store_away(node)
 
 
 @pytest.hookimpl(wrapper=True)

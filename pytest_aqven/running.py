@@ -2,6 +2,7 @@
 (-x, --maxfail) acted on at once, junit testcase names. Imports nothing heavy (registered at configure)."""
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import NoReturn
 
@@ -119,3 +120,25 @@ def store_away(session: pytest.Session, message: str) -> NoReturn:
     if internals.is_worker(session.config):     # an xdist worker: its controller stops at its shouldstop
         session.shouldstop = message
     pytest.exit(message.removeprefix("pytest-aqven: "), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def end_store_away(session: pytest.Session) -> bool:
+    """At the session's end after store_away: exit code 4, a worker tells its controller why, nothing is
+    cancelled (what was not committed runs again with the same command). False when the store stayed."""
+    away = session.config.stash.get(STORE_AWAY, None)
+    if away is None:
+        return False
+    session.exitstatus = pytest.ExitCode.USAGE_ERROR
+    if internals.is_worker(session.config):
+        internals.worker_output(session.config)["aqven_store_away"] = away
+    from .storage import StorageError
+    with contextlib.suppress(StorageError):
+        stop(session, None)
+    return True
+
+
+def heard_store_away(node) -> None:
+    """xdist's controller: a worker whose store went away stopped the run (its shouldstop); it ends the same."""
+    away = internals.node_output(node).get("aqven_store_away")
+    if away is not None:
+        node.config.stash[STORE_AWAY] = away

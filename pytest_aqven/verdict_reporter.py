@@ -232,7 +232,7 @@ class VerdictReporter(Reporter):
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
-        output = getattr(node, "workeroutput", {})
+        output = internals.node_output(node)
         self.worker_warnings += [tuple(w) for w in output.get("aqven_warnings", [])]
         for series_id, n in output.get("aqven_discarded", {}).items():
             self.discarded[series_id] = self.discarded.get(series_id, 0) + n
