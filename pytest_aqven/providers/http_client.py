@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import os
 import ssl
 import zlib
 from pathlib import Path
-from typing import Any
 
 import aiohttp  # imported with the provider (at the series start), not in its first call
 import httpx
@@ -40,25 +38,6 @@ class HTTPTransportError(Exception):
 
 class AnswerTooLarge(Exception):
     """The answer is longer than the limit, counted after decompression."""
-
-
-class Answer:
-    """An answer as the provider reads it: its status, its headers and its body, decoded."""
-    __slots__ = ("status_code", "headers", "content")
-
-    def __init__(self, status_code: int, headers: httpx.Headers, content: bytes):
-        self.status_code = status_code
-        self.headers = headers
-        self.content = content
-
-    def json(self) -> Any:
-        return json.loads(self.content)        # as httpx.Response.json
-
-    @property
-    def text(self) -> str:
-        """The body as text, in the charset the headers name (httpx's decoding): an error's or an odd answer's."""
-        headers = [(k, v) for k, v in self.headers.raw if k.lower() != b"content-encoding"]   # decoded already
-        return httpx.Response(self.status_code, headers=headers, content=self.content).text
 
 
 def tls_setting(verify: object, root: Path) -> bool | ssl.SSLContext:
@@ -96,16 +75,18 @@ class Client:
             limits=httpx.Limits(max_connections=size, max_keepalive_connections=size))
         self._timeout = self.http.timeout.as_dict()
 
-    async def post(self, body: bytes) -> Answer:
-        """The answer, its body read and decoded."""
+    async def post(self, body: bytes) -> httpx.Response:
+        """The answer, its body read and decoded (an httpx.Response whose content is the decoded bytes)."""
         try:
             async with asyncio.timeout(self.timeout_s):      # the whole exchange, not each read
                 response = await self.http.send(self._request(body), stream=True)
                 try:
                     content = await self._read(response)
+                    # decoded already: without Content-Encoding, httpx does not decode it again
+                    headers = [(k, v) for k, v in response.headers.raw if k.lower() != b"content-encoding"]
                 finally:
                     await response.aclose()
-            return Answer(response.status_code, response.headers, content)
+            return httpx.Response(response.status_code, headers=headers, content=content)
         except TimeoutError:
             raise HTTPTimeout(f"no answer within {self.timeout_s:g} s") from None
         except httpx.RequestError as exc:

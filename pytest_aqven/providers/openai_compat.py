@@ -20,9 +20,11 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
+
 from .. import storage
 from .base import CALLS_IN_FLIGHT, OUTPUT_TOOL, Message, ModelRequest, ModelResponse, Part, ProviderError, ToolCall
-from .http_client import MAX_ANSWER, Answer, AnswerTooLarge, Client, HTTPTimeout, HTTPTransportError, tls_setting
+from .http_client import MAX_ANSWER, AnswerTooLarge, Client, HTTPTimeout, HTTPTransportError, tls_setting
 from .limits import SharedLimiter
 from .pricing import PriceList, genai_cost
 from .secrets import scrub
@@ -198,7 +200,7 @@ class OpenAICompatProvider:
         return body
 
     # --- response -------------------------------------------------------------------------
-    def parse(self, request: ModelRequest, response: Answer, latency_ms: float,
+    def parse(self, request: ModelRequest, response: httpx.Response, latency_ms: float,
               retries: tuple[tuple[str, float], ...]) -> ModelResponse:
         try:
             data = response.json()
@@ -288,7 +290,7 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _error_text(response: Answer) -> str:
+def _error_text(response: httpx.Response) -> str:
     try:
         data = response.json()
         text = (data.get("error") or {}).get("message") if isinstance(data.get("error"), dict) else data.get("error")
