@@ -59,3 +59,37 @@ def test_many_calls_at_once_from_many_threads_all_finish():
     for t in outer:
         t.join(timeout=30)
     assert results == [[n * 2 for n in range(40)]]
+
+
+def test_calls_beside_other_waits_are_answered_through_the_loop(monkeypatch):
+    """Not alone on its loop, a call's answer comes back with one call into the loop (no concurrent future):
+    its result, the user's exception (SystemExit too, as the call's error), and its time limit."""
+    import time
+
+    import pytest
+
+    def not_this_way(fn):
+        raise AssertionError("a call beside other waits went through a concurrent.futures.Future")
+    monkeypatch.setattr(usercode._threads, "submit", not_this_way)
+
+    def boom():
+        raise ValueError("no")
+
+    def leave():
+        raise SystemExit(3)
+
+    async def main():
+        other = asyncio.ensure_future(usercode.waiting(asyncio.sleep(5)))     # another task waits outside
+        await asyncio.sleep(0)
+        try:
+            assert await usercode.call(lambda a, b: a + b, 2, 5) == 7
+            with pytest.raises(usercode.UserCodeError, match="ValueError: no"):
+                await usercode.call(boom)
+            with pytest.raises(usercode.UserCodeError, match="SystemExit"):
+                await usercode.call(leave)
+            with pytest.raises(usercode.UserCallTimeout):
+                await usercode.call(time.sleep, 0.5, timeout=0.05)
+            return await asyncio.gather(*(usercode.call(lambda n=n: n * n) for n in range(30)))
+        finally:
+            other.cancel()
+    assert asyncio.run(main()) == [n * n for n in range(30)]

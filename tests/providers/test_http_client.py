@@ -128,6 +128,27 @@ def test_content_length_chunked_gzip_and_deflate_bodies_on_one_kept_alive_connec
     assert {b"authorization: bearer k", b"content-length: 8", b"accept: application/json"} <= set(first.lower().split(b"\r\n"))
 
 
+def test_a_request_is_what_httpx_builds_and_a_cookie_the_server_sets_goes_back():
+    """Client._request builds the request from the headers merged once: the same bytes as httpx's own
+    build_request; once a server set a cookie, httpx's building sends it back, as an httpx client does."""
+    replies = {1: answer(BODY), 2: answer(BODY, "Set-Cookie: lb=node7; Path=/"), 3: answer(BODY)}
+
+    async def go():
+        async with RawServer(replies.get) as srv:
+            c = client(srv.url)
+            built = c.http.build_request("POST", c.url, content=b'{"a": 1}')
+            ours = c._request(b'{"a": 1}')
+            assert list(ours.headers.raw) == list(built.headers.raw) and ours.url == built.url
+            assert ours.extensions == built.extensions and ours.content == built.content
+            got = [await c.post(b'{"a": 1}') for _ in replies]
+            await c.aclose()
+            return srv, got
+    srv, got = run(go())
+    assert [r.json() for r in got] == [ANSWER] * 3 and srv.connections == 1
+    cookies = [[line for line in r.split(b"\r\n") if line.lower().startswith(b"cookie:")] for r in srv.requests]
+    assert cookies == [[], [], [b"cookie: lb=node7"]]
+
+
 def test_a_connection_the_server_closes_is_not_reused():
     async def go():
         async with RawServer(lambda n: answer(BODY, "Connection: close")) as srv:
