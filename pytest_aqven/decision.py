@@ -79,7 +79,7 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
             attempts = tally
             missing = tally.done - _committed(project.root, series_id)
         if missing > 0:
-            return Decided(series_id, error=unrecorded(series_id, missing, went_down))
+            return Decided(series_id, error=unrecorded(series_id, missing, went_down, reread))
         conclusion = conclude(project, series_id, attempts, family=family)
         if conclusion.verdict is not None:
             try:
@@ -119,11 +119,16 @@ def _committed(root: Path, series_id: str) -> int:
     return totals[2] if totals else 0
 
 
-def unrecorded(series_id: str, missing: int, went_down: tuple[str, ...]) -> str:
-    """Why a series is not decided: attempts reported to this run that the database never got."""
+def unrecorded(series_id: str, missing: int, went_down: tuple[str, ...], discarded: bool = False) -> str:
+    """Why a series is not decided: attempts reported to this run that the database does not hold."""
     them = "them" if missing != 1 else "it"
-    cause = (f"xdist worker {', '.join(went_down)} went down before committing {them}" if went_down
-             else f"the process that ran {them} ended before committing {them}")
+    if went_down:
+        cause = f"xdist worker {', '.join(went_down)} went down before committing {them}"
+    elif discarded:     # this runner was suspended past the lease: the runner that took the claims is not done
+        claims = "their claims" if missing != 1 else "its claim"
+        cause = f"another runner took {claims} while this run was suspended and has not recorded {them} yet"
+    else:
+        cause = f"{'their finishes were' if missing != 1 else 'its finish was'} never committed"
     return (f"series {series_id} is not decided: {missing} attempt{'s' if missing != 1 else ''} this run reported "
             f"{'are' if missing != 1 else 'is'} not recorded in the project database ({cause}); the series stays "
             f"running: run the same command, which runs {them} again and decides it (no recorded attempt runs again)")

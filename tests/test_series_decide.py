@@ -83,3 +83,6 @@ def test_a_tally_with_an_attempt_the_database_never_got_decides_nothing(pytester
                                         "in the project database (")
     assert "(xdist worker gw0 went down before committing it)" in decide(
         project, sid, SeriesTally.of([*records, lost]), went_down=("gw0",)).error
+    assert "(its finish was never committed)" in decide(project, sid, SeriesTally.of([*records, lost])).error
+    assert "(another runner took its claim while this run was suspended and has not recorded it yet)" \
+        in decide(project, sid, SeriesTally.of([*records, lost]), reread=True).error
