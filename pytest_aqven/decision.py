@@ -56,20 +56,30 @@ class Decided:
 
 
 def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *, family: str = "robust",
-           reread: bool = False, reports_root: Path | None = None) -> Decided:
+           reread: bool = False, went_down: tuple[str, ...] = (), reports_root: Path | None = None) -> Decided:
     """Decide the series from `tally` (its attempts as this run reported them) or, without one or with
     `reread` (some records of this run are not the ones the ledger counts), from the database; publish its
-    finding. `reports_root`: what the entry's project path is relative to (pytest's rootdir; default: the
-    project's root)."""
+    finding. A verdict rests only on committed records: an attempt of `tally` the database does not hold (its
+    process was killed between its report and its group commit) leaves the series undecided and running, for
+    the same command to run it again. `went_down`: the xdist workers of this run that went down mid-run (then
+    each attempt is looked up, not only counted). `reports_root`: what the entry's project path is relative to
+    (pytest's rootdir; default: the project's root)."""
     refused = None
     try:
         attempts: SeriesTally | list[AttemptRecord]
-        if tally is None or reread:
+        if tally is None or reread or went_down:
             attempts = records = _stored(project.root, series_id)
             if tally is None:
                 tally = _tally_of(project.root, series_id, records)
+            stored = {(r.variant, r.case, r.repeat) for r in records}
+            missing = len(tally.attempts() - stored)
+            if not reread:
+                attempts = tally
         else:
             attempts = tally
+            missing = tally.done - _committed(project.root, series_id)
+        if missing > 0:
+            return Decided(series_id, error=unrecorded(series_id, missing, went_down, reread))
         conclusion = conclude(project, series_id, attempts, family=family)
         if conclusion.verdict is not None:
             try:
@@ -95,6 +105,33 @@ def _stored(root: Path, series_id: str) -> list[AttemptRecord]:
         return [AttemptRecord.from_wire(wire) for wire in store.attempts(series_id)]
     finally:
         store.close()
+
+
+def _committed(root: Path, series_id: str) -> int:
+    """The series' finished attempts: its ledger rows (a finish writes its row and its record together), read
+    from the one row of running totals (a count of the attempts would read every record's pages)."""
+    store = Store(root)
+    try:
+        with store.read() as db:
+            totals = db.spend_totals(series_id)
+    finally:
+        store.close()
+    return totals[2] if totals else 0
+
+
+def unrecorded(series_id: str, missing: int, went_down: tuple[str, ...], discarded: bool = False) -> str:
+    """Why a series is not decided: attempts reported to this run that the database does not hold."""
+    them = "them" if missing != 1 else "it"
+    if went_down:
+        cause = f"xdist worker {', '.join(went_down)} went down before committing {them}"
+    elif discarded:     # this runner was suspended past the lease: the runner that took the claims is not done
+        claims = "their claims" if missing != 1 else "its claim"
+        cause = f"another runner took {claims} while this run was suspended and has not recorded {them} yet"
+    else:
+        cause = f"{'their finishes were' if missing != 1 else 'its finish was'} never committed"
+    return (f"series {series_id} is not decided: {missing} attempt{'s' if missing != 1 else ''} this run reported "
+            f"{'are' if missing != 1 else 'is'} not recorded in the project database ({cause}); the series stays "
+            f"running: run the same command, which runs {them} again and decides it (no recorded attempt runs again)")
 
 
 def _tally_of(root: Path, series_id: str, records: list[AttemptRecord]) -> SeriesTally:

@@ -53,6 +53,14 @@ def node_output(node: Any) -> dict[str, Any]:
     return getattr(node, "workeroutput", {})
 
 
+def node_name(node: Any) -> str:
+    """A worker's name on the controller (xdist's `WorkerController.gateway.id`: gw0, gw1, ...)."""
+    name = getattr(getattr(node, "gateway", None), "id", None)
+    if not isinstance(name, str):
+        raise InternalsChanged("xdist's WorkerController.gateway.id")
+    return name
+
+
 def dist_mode(config: pytest.Config) -> str:
     """xdist's distribution mode of this run, on a worker too (xdist sets `dist` to "no" there: the controller
     sends it in the worker's input, pytest_configure_node); "no" without xdist."""

@@ -88,6 +88,7 @@ class VerdictReporter(Reporter):
         self.selected: list[str] | None = None      # the verdict items collected and selected, in order
         self.unrecorded: dict[str, str] = {}        # experiment file -> why its first attempt without a record ran none
         self.unrun: list[tuple[str, str, str]] = []  # (experiment, split, why): selected verdicts no attempt reached
+        self.went_down: list[str] = []              # xdist workers that went down mid-run (kill -9, a crash)
         self._deciding_imported = False
 
     def _import_deciding(self) -> None:
@@ -173,7 +174,8 @@ class VerdictReporter(Reporter):
                     if look is not None:
                         self.looks.append(look)
                     decided = decision.decide(project, series_id, tally, family=self.family,
-                                              reread=series_id in self.discarded, reports_root=self.config.rootpath)
+                                              reread=series_id in self.discarded, went_down=tuple(self.went_down),
+                                              reports_root=self.config.rootpath)
                     self.report(session, tally.file_nodeid, decided, look, verdict_id if fire else None)
             except Exception as exc:    # another plugin's reporter failed: the other verdicts are still reported
                 errors.append(exc)
@@ -232,6 +234,8 @@ class VerdictReporter(Reporter):
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
+        if error is not None:       # its last records may have reached this process before their commit
+            self.went_down.append(internals.node_name(node))
         output = internals.node_output(node)
         self.worker_warnings += [tuple(w) for w in output.get("aqven_warnings", [])]
         for series_id, n in output.get("aqven_discarded", {}).items():

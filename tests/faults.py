@@ -259,6 +259,38 @@ def pytest_aqven_verdict(config, series, verdict, cells, finding_path):
     if os.environ.get("FAULT_KILL_AT_VERDICT") == "1":
         os.kill(os.getpid(), signal.SIGKILL)
 '''
+# a conftest.py: the process FAULT_KILL_AFTER_REPORT names ("gw0": that xdist worker; "main": a run without xdist)
+# holds back the finish of its third attempt (its record never commits, as in the group commit's window) and
+# kills itself with -9 right after that attempt's report went out (to the xdist controller)
+KILL_AFTER_REPORT = '''
+import os, signal
+import pytest
+from pytest_aqven.series import ledger
+
+HELD = []
+
+
+def pytest_configure(config):
+    me = config.workerinput["workerid"] if hasattr(config, "workerinput") else "main"
+    if me != os.environ.get("FAULT_KILL_AFTER_REPORT"):
+        return
+    finish_later, seen = ledger.Ledger.finish_later, []
+
+    def held_back(self, record, generation):
+        seen.append(1)
+        if len(seen) == 3:
+            HELD.append((record["series_id"], record["variant"], record["case"], record["repeat"]))
+        else:
+            finish_later(self, record, generation)
+    ledger.Ledger.finish_later = held_back
+
+
+@pytest.hookimpl(trylast=True)              # after xdist sent the report to its controller
+def pytest_runtest_logreport(report):
+    wire = getattr(report, "aqven_attempt", None)
+    if HELD and wire and (wire["series_id"], wire["variant"], wire["case"], wire["repeat"]) == HELD[0]:
+        os.kill(os.getpid(), signal.SIGKILL)
+'''
 # a conftest.py: a lease of 3 s, so a runner stopped for longer loses its claims in a test's time
 SHORT_LEASE = "from pytest_aqven.series import ledger\nledger.LEASE_SECONDS = 3.0\n"
 # a conftest.py: the disk fills up while a finding or FINDINGS.md is written (FAULT_DISK_FULL=1)

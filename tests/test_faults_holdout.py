@@ -97,6 +97,36 @@ def test_an_xdist_worker_killed_mid_series_then_the_same_command(tmp_path):
     assert len(faults.calls(root)) <= planned + 4         # only the calls the killed worker had in flight again
 
 
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_a_worker_killed_after_reporting_a_record_it_never_committed_decides_nothing_on_it(tmp_path, concurrency):
+    """The group commit's window: the controller got an attempt's record, its finish never committed. No
+    verdict rests on it: the series stays running, and the same command runs what is missing and decides it."""
+    root, planned = two_experiments(tmp_path, files={"conftest.py": faults.KILL_AFTER_REPORT})
+    args = (HOLDOUT, "-n", "2", "--aqven-concurrency", concurrency)
+    killed = faults.run(tmp_path, *args, env={"FAULT_KILL_AFTER_REPORT": "gw0"})
+    (open_series,) = [s for s in faults.series(root, "holdout") if s["status"] == "running"]
+    missing = planned - faults.finished(root)
+    assert killed.returncode == 1 and missing > 0 and len(faults.finding_files(root)) == 1, killed.stdout
+    assert f"series {open_series['series_id']} is not decided: " in killed.stdout
+    assert "not recorded in the project database (xdist worker gw0 went down before committing" in killed.stdout
+    paid = len(faults.calls(root))
+    again = faults.run(tmp_path, *args)
+    assert again.returncode == 0, again.stdout
+    assert len(faults.calls(root)) - paid == missing                  # only what the database did not have
+    assert_spent_once(root, planned)
+    assert f"{open_series['experiment']} (holdout, {planned // 2}/{planned // 2} attempts): confirmed" in again.stdout
+
+
+def test_the_one_process_killed_after_an_attempts_report_before_its_commit_decides_nothing(tmp_path):
+    """Without xdist the process that tallies is the one killed: no verdict, the same command completes it."""
+    root, planned = two_experiments(tmp_path, files={"conftest.py": faults.KILL_AFTER_REPORT})
+    killed = faults.run(tmp_path, HOLDOUT, env={"FAULT_KILL_AFTER_REPORT": "main"})
+    assert killed.returncode == -9 and faults.finding_files(root) == []
+    again = faults.run(tmp_path, HOLDOUT)
+    assert again.returncode == 0, again.stdout
+    assert_spent_once(root, planned)
+
+
 def publish_elsewhere(tmp_path, root):
     """A fresh clone: the project's files with its findings and FINDINGS.md, no .aqven/."""
     other = tmp_path / "clone"

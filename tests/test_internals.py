@@ -18,6 +18,11 @@ def pytest_collection_modifyitems(config, items):
     sw = internals.stepwise_info(config)
     print("AQVEN lf", type(lf).__name__, "sw", type(sw).__name__, "keys", sorted(map(str, lf or [])))
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    with open("nodes.txt", "a") as f:
+        f.write(internals.node_name(node) + "\\n")
+
 @pytest.fixture(autouse=True)
 def probe(request):
     config = request.config
@@ -43,6 +48,7 @@ def test_every_internal_is_found_in_the_installed_pytest_and_xdist(pytester):
     pytester.runpytest("-p", "no:randomly", "-n", "2", "--dist", "loadfile").assert_outcomes(passed=1, failed=1)
     lines = (pytester.path / "probe-True.txt").read_text().split()
     assert lines[:2] == ["loadfile", "list"] and lines[2] in ("True", "False")
+    assert sorted((pytester.path / "nodes.txt").read_text().split()) == ["gw0", "gw1"]
 
 
 def _config(plugins=(), named=None, workerinput=None, **options):
@@ -53,6 +59,11 @@ def _config(plugins=(), named=None, workerinput=None, **options):
     if workerinput is not None:
         config.workerinput = workerinput
     return config
+
+
+def test_a_worker_node_without_its_gateway_s_name_fails_loudly():
+    with pytest.raises(InternalsChanged, match="xdist's WorkerController.gateway.id"):
+        internals.node_name(types.SimpleNamespace(gateway=None))
 
 
 def test_a_worker_without_xdist_s_worker_queue_fails_loudly():

@@ -58,3 +58,31 @@ def test_deciding_an_unknown_series_says_so_and_exits_2(pytester, capsys):
     _run(pytester)
     code, out, err = decide(capsys, root, "nope")
     assert (code, out) == (2, []) and err.startswith("aqven series: no series nope in ")
+
+
+def test_a_tally_with_an_attempt_the_database_never_got_decides_nothing(pytester):
+    """A verdict rests only on committed records: an attempt a run tallied whose finish never committed (its
+    process was killed in the group commit's window) leaves the series undecided, counted or looked up."""
+    import dataclasses
+
+    from pytest_aqven.decision import _stored, decide
+    from pytest_aqven.project.loader import load_project
+    from pytest_aqven.series.tally import SeriesTally
+
+    root = make(pytester, projects.cases(8), repeats=1)
+    entry = _run(pytester)
+    sid = entry["series_id"]
+    records = _stored(root, sid)
+    project = load_project(root)
+    assert decide(project, sid, SeriesTally.of(records), went_down=("gw0",)).error is None
+    lost = dataclasses.replace(records[0], repeat=5)                # reported, never committed
+    for kw in ({}, {"went_down": ("gw0",)}, {"reread": True}):
+        decided = decide(project, sid, SeriesTally.of([*records, lost]), **kw)
+        assert decided.conclusion is None and decided.error is not None, kw
+        assert decided.error.startswith(f"series {sid} is not decided: 1 attempt this run reported is not recorded "
+                                        "in the project database (")
+    assert "(xdist worker gw0 went down before committing it)" in decide(
+        project, sid, SeriesTally.of([*records, lost]), went_down=("gw0",)).error
+    assert "(its finish was never committed)" in decide(project, sid, SeriesTally.of([*records, lost])).error
+    assert "(another runner took its claim while this run was suspended and has not recorded it yet)" \
+        in decide(project, sid, SeriesTally.of([*records, lost]), reread=True).error

@@ -112,6 +112,10 @@ class SeriesTally:
             tally.add(record)
         return tally
 
+    def attempts(self) -> set[tuple[str, str, int]]:
+        """(variant, case, repeat) of every attempt folded."""
+        return {(variant, case, r) for (variant, case), c in self.cases.items() for r in _bits(c.seen)}
+
     def add(self, record: AttemptRecord) -> bool:
         """Fold one attempt's record; False (and nothing folded) when that attempt was already."""
         variant, repeat = record.variant, record.repeat

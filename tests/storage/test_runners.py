@@ -216,3 +216,23 @@ def test_a_server_that_goes_away_mid_series_loses_nothing_and_the_run_goes_on_wh
         assert len(faults.finding_files(cwd / "proj")) == 1 and "Traceback" not in out
     finally:
         pg.destroy(own)
+
+
+def test_an_xdist_worker_killed_after_reporting_a_record_it_never_committed_on_postgresql(tmp_path, postgres_url):
+    """The group commit's window on the PostgreSQL store: the same code path as SQLite's
+    (tests/test_faults_holdout.py), so the verdict never rests on a record the server never got."""
+    (cwd,) = copies(tmp_path, 1, cases=24, experiments=("rate_a", "rate_b"),
+                    files={"conftest.py": faults.KILL_AFTER_REPORT})
+    args = ("--aqven-holdout", "-n", "2", "--aqven-concurrency", "2")
+    planned = faults.attempts_planned(cwd / "proj")
+    killed = faults.run(cwd, *args, env={"AQVEN_STORE": postgres_url, "FAULT_KILL_AFTER_REPORT": "gw0"})
+    finished = rows(postgres_url, "SELECT COUNT(*) FROM aqven_series_attempts WHERE state = 'finished'")[0][0]
+    assert killed.returncode == 1 and finished < planned, killed.stdout
+    assert "not recorded in the project database (xdist worker gw0 went down before committing" in killed.stdout
+    assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_findings") == [(1,)]
+    paid = len(faults.calls(cwd / "proj"))
+    again = faults.run(cwd, *args, env={"AQVEN_STORE": postgres_url})
+    assert again.returncode == 0, again.stdout
+    assert len(faults.calls(cwd / "proj")) - paid == planned - finished
+    assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_spend") == [(planned,)]
+    assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_findings") == [(2,)]
