@@ -14,9 +14,13 @@ LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normal
 STORE_AWAY = pytest.StashKey[str]()         # the store went away mid-run: its one message (config.stash)
 
 
+_COLLECT = f"{__package__}.collect"
+
+
 def collect_module():
-    """pytest_aqven.collect once this process collected an experiment file, else None."""
-    return sys.modules.get(f"{__package__}.collect")
+    """pytest_aqven.collect once this process collected an experiment file, else None (asked by several hooks
+    of every item)."""
+    return sys.modules.get(_COLLECT)
 
 
 class Release:

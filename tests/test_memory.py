@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_aqven import collect
+from pytest_aqven.record import AttemptRecord
 
 from . import projects
 
@@ -16,11 +17,17 @@ class Watch:
         self.jobs_left = None
         self.scored = 0
         self.teardown_properties = 0
+        self.wire = None
+        self.as_wire = 0        # records folded that equal their report's wire form read back
+        self.ran_here_left = None
 
     def pytest_aqven_attempt_scored(self, config, record):
         self.scored += 1
+        self.as_wire += record == AttemptRecord.from_wire(self.wire)
 
     def pytest_runtest_logreport(self, report):
+        if report.when == "call":
+            self.wire = getattr(report, "aqven_attempt", None)
         if report.when == "teardown" and any(name == "aqven_outcome" for name, _ in report.user_properties):
             self.teardown_properties += 1
 
@@ -28,6 +35,7 @@ class Watch:
     def pytest_runtestloop(self, session):
         result = yield
         self.jobs_left = len(session.config.stash[collect.SCHEDULER].jobs)
+        self.ran_here_left = len(session.config.pluginmanager.get_plugin("aqven-verdicts").ran_here)
         return result
 
 
@@ -39,7 +47,8 @@ def test_nothing_of_an_attempt_stays_after_it_reported(pytester):
     items = [i for i in reprec.getcalls("pytest_collection_finish")[0].session.items
              if isinstance(i, collect.AttemptItem)]
     calls = [r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call" and "::verdict" not in r.nodeid]
-    assert items and len(calls) == len(items) == watch.scored      # every attempt was folded
+    assert items and len(calls) == len(items) == watch.scored == watch.as_wire     # every attempt was folded
+    assert watch.ran_here_left == 0     # folded as they were run, without their wire round trip
     assert all(i.record is None and i.details is None and i.user_properties == [] for i in items)
     assert not any(hasattr(r, "aqven_attempt") or hasattr(r, "aqven_details") for r in calls)
     reports = [r for r in reprec.getreports("pytest_runtest_logreport") if "::verdict" not in r.nodeid]
