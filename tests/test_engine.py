@@ -38,6 +38,13 @@ def test_full_flow_runs_code_then_llm_and_returns_the_output_type(project):
     assert result.schema_valid_first_try is True
 
 
+def test_a_code_node_is_looked_up_by_the_path_of_its_node_made_once(project):
+    node = project.flows["rate"].nodes["clean"]
+    assert node.py_path == node.path.parent / "clean.py"
+    assert node.py_path is node.py_path            # not a new Path (and its hash) at every attempt
+    run(project, "fine")
+    assert [k for k in project.__dict__["_engine_cache"] if k[0] == "code"] == [("code", "clean", node.py_path)]
+
 def test_a_range_takes_upstream_outputs_from_node_outputs(project):
     assembly = Assembly(project.flows["rate"], start="judge", end="judge")
     result = run(project, "ignored", assembly=assembly, node_outputs={"clean": {"text": "wrong"}})
