@@ -38,6 +38,13 @@ def test_full_flow_runs_code_then_llm_and_returns_the_output_type(project):
     assert result.schema_valid_first_try is True
 
 
+def test_a_code_node_is_looked_up_by_the_path_of_its_node_made_once(project):
+    node = project.flows["rate"].nodes["clean"]
+    assert node.py_path == node.path.parent / "clean.py"
+    assert node.py_path is node.py_path            # not a new Path (and its hash) at every attempt
+    run(project, "fine")
+    assert [k for k in project.__dict__["_engine_cache"] if k[0] == "code"] == [("code", "clean", node.py_path)]
+
 def test_a_range_takes_upstream_outputs_from_node_outputs(project):
     assembly = Assembly(project.flows["rate"], start="judge", end="judge")
     result = run(project, "ignored", assembly=assembly, node_outputs={"clean": {"text": "wrong"}})
@@ -121,3 +128,19 @@ def test_the_snapshot_covers_every_file_of_an_alternative_node(tmp_path):
     after = snapshot(p, series)
     assert before["flows_sha256"] != after["flows_sha256"]
     assert {k for k in before if before[k] != after[k]} == {"flows_sha256", "experiment_folder_sha256"}
+
+
+def test_user_code_gets_its_hinted_types_and_an_exact_scalar_as_it_is():
+    import datetime
+
+    from pytest_aqven.project import typesmodule
+
+    def label(text: str, ratio: float, when: datetime.date, count: int, anything) -> None: ...
+    text = "a review " * 3
+    out = typesmodule.typed_arguments(label, {"text": text, "ratio": 3, "when": "2026-12-02", "count": 4,
+                                              "anything": "2026-12-02"})
+    assert out == {"text": text, "ratio": 3.0, "when": datetime.date(2026, 12, 2), "count": 4,
+                   "anything": "2026-12-02"}
+    assert out["text"] is text and type(out["ratio"]) is float
+    # an exact str or int is given as it is, with no adapter made for it; 3 for a float is still validated
+    assert {key[1] for key in typesmodule._ADAPTERS if key[0] == id(label)} == {"ratio", "when"}

@@ -93,3 +93,36 @@ def test_calls_beside_other_waits_are_answered_through_the_loop(monkeypatch):
         finally:
             other.cancel()
     assert asyncio.run(main()) == [n * n for n in range(30)]
+
+
+def test_whether_a_callable_is_awaited_is_asked_once_per_function_and_right_for_every_kind():
+    import gc
+
+    def plain(): return threading.get_ident()
+
+    async def coroutine(): return "awaited"
+
+    class Slotted:                  # no weak reference to it: asked each time
+        __slots__ = ()
+
+        async def __call__(self): return "awaited"
+
+    class Unhashable:
+        __eq__ = object.__eq__      # __eq__ without __hash__: unhashable
+        __hash__ = None             # type: ignore[assignment]
+
+        async def __call__(self): return "awaited"
+
+    async def main():
+        return [await usercode.call(fn) for fn in (plain, coroutine, Slotted(), Unhashable(), coroutine, plain)]
+    ident, *awaited, again, other = asyncio.run(main())
+    assert ident != threading.get_ident() and other != threading.get_ident()    # sync code: a worker thread
+    assert awaited == ["awaited"] * 3 and again == "awaited"
+    assert usercode._ASYNC[plain] is False and usercode._ASYNC[coroutine] is True
+
+    def gone(): pass
+    usercode.is_async(gone)
+    count = len(usercode._ASYNC)
+    del gone
+    gc.collect()
+    assert len(usercode._ASYNC) == count - 1     # the answer does not keep a function of a project alive

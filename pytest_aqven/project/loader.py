@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,8 @@ class Node:
     def kind(self) -> str:
         return self.spec.node
 
-    @property
-    def py_path(self) -> Path:
+    @cached_property
+    def py_path(self) -> Path:      # once per node: every attempt's code reference is looked up by it
         return self.path.parent / (self.id + ".py")
 
     @property

@@ -167,6 +167,7 @@ class TypesModule(pytypes.ModuleType):
 
 
 _ADAPTERS: dict[tuple[int, str], tuple[Any, Any]] = {}
+_AS_IS = (str, int, float, bool)     # a value of exactly its hint's scalar type: validating it gives it back
 _HINTS: dict[int, tuple[Any, dict, Any]] = {}
 
 
@@ -190,7 +191,7 @@ def typed_arguments(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str,
     out = dict(kwargs)
     for name, value in kwargs.items():
         hint = hints.get(name)
-        if hint is None or hint is Any or name not in params:
+        if hint is None or hint is Any or name not in params or (type(value) is hint and hint in _AS_IS):
             continue
         key = (id(fn), name)
         cached = _ADAPTERS.get(key)

@@ -15,6 +15,7 @@ import os
 import queue
 import threading
 import traceback
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterator
@@ -203,7 +204,22 @@ async def in_thread(fn: Callable[[], Any]) -> Any:
         return await _threads.run(fn)
 
 
+_ASYNC: weakref.WeakKeyDictionary[Callable, bool] = weakref.WeakKeyDictionary()
+
+
 def is_async(fn: Callable) -> bool:
+    """Whether `fn` is awaited; asked once per function (inspect's checks at every call of every attempt)."""
+    try:
+        return _ASYNC[fn]
+    except KeyError:
+        pass
+    except TypeError:                 # unhashable, or no weak reference to it: asked each time
+        return _is_async(fn)
+    known = _ASYNC[fn] = _is_async(fn)
+    return known
+
+
+def _is_async(fn: Callable) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004  (its method)
 
 
