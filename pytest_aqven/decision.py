@@ -68,13 +68,11 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
     try:
         attempts: SeriesTally | list[AttemptRecord]
         if tally is None or reread or went_down:
-            attempts = records = _stored(project.root, series_id)
+            records = _stored(project.root, series_id)
             if tally is None:
                 tally = _tally_of(project.root, series_id, records)
-            stored = {(r.variant, r.case, r.repeat) for r in records}
-            missing = len(tally.attempts() - stored)
-            if not reread:
-                attempts = tally
+            missing = len(tally.attempts() - {(r.variant, r.case, r.repeat) for r in records})
+            attempts = records if reread else tally
         else:
             attempts = tally
             missing = tally.done - _committed(project.root, series_id)
