@@ -200,7 +200,8 @@ def main() -> None:
                         "without what a session costs once (imports, the series start, the verdict)")
     parser.add_argument("--threads", action="store_true", help="also the CPU of each thread of the pytest process in "
                         "its run loop (MainThread: pytest's items; aqven-attempts: the attempts' event loop; "
-                        "aqven-db: the database; aqven-user-code: the user's code; aqven-imports: the verdicts' imports)")
+                        "aqven-db: the database; aqven-commit: the group commit's clock; aqven-user-code: the user's code; "
+                        "aqven-imports: the verdicts' imports)")
     args = parser.parse_args()
     versions = [("", args.this)] + ([(" (before)", args.before)] if args.before else [])
     configs = [(name + label, label, config, path) for name, config in CONFIGS if not args.only or name in args.only
@@ -264,7 +265,7 @@ def main() -> None:
         for name, *_ in configs:
             print(f"| {name} | {statistics.median(marginal[name]) / (args.attempts - args.marginal) * 1000:.2f} |")
     if args.threads:
-        names = ["MainThread", "aqven-attempts", "aqven-db", "aqven-user-code", "aqven-imports"]
+        names = ["MainThread", "aqven-attempts", "aqven-db", "aqven-commit", "aqven-user-code", "aqven-imports"]
         print("\nCPU ms per attempt of each thread of the pytest process in its run loop (medians; under -n 2 the "
               "controller's, its workers' are not counted):")
         print("| configuration | " + " | ".join(names) + " | other | all |")

@@ -85,6 +85,27 @@ def test_a_finish_waiting_for_its_batch_keeps_its_claim_running_so_its_reserve_c
     ledger.store.close()
 
 
+def test_the_group_commit_clock_is_one_thread_per_store_and_stops_with_it(tmp_path, monkeypatch):
+    """Each batch arms the store's flusher; no thread is started per batch (a timer thread each time made the
+    caller, the attempts' loop included, wait for the new thread to take the GIL)."""
+    import threading
+
+    monkeypatch.setattr(series_db, "GROUP_COMMIT_SECONDS", 0.02)
+    ledger = Ledger(Store(tmp_path))
+    sid = open_series(ledger.store)
+    for case in "abcde":
+        run(ledger, sid, case)
+        deadline = time.monotonic() + 10
+        while case not in committed(tmp_path, sid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert case in committed(tmp_path, sid)     # each batch committed by the flusher, within the interval
+    flushers = [t for t in threading.enumerate() if t.name == "aqven-commit" and t is ledger.store._flusher]
+    assert len(flushers) == 1
+    ledger.store.close()
+    flushers[0].join(timeout=5)
+    assert not flushers[0].is_alive()
+
+
 KILLED = """
     import os, signal, sys, time
     from pathlib import Path

@@ -130,3 +130,31 @@ def test_whether_a_callable_is_awaited_is_asked_once_per_function_and_right_for_
     # the answer does not keep a function of a project alive (a count of the table's entries would also see
     # other tests' functions the same collection frees)
     assert ref() is None
+
+
+def test_a_busy_pool_grows_from_its_own_thread_not_the_callers(monkeypatch):
+    """`Thread.start` waits until the new thread holds the GIL: the pool's threads are started by its spawner,
+    never by the event loop that hands a job over (a wave of 100 first calls stalled the attempts' loop)."""
+    starters: list[str] = []
+    start = threading.Thread.start
+
+    def recording_start(thread):
+        if thread.name == "aqven-user-code":
+            starters.append(threading.current_thread().name)
+        return start(thread)
+    monkeypatch.setattr(threading.Thread, "start", recording_start)
+    monkeypatch.setattr(usercode, "_threads", usercode._DaemonThreads())     # no idle thread of earlier tests
+    barrier = threading.Barrier(12)
+
+    def job(n):
+        barrier.wait(timeout=10)          # all twelve busy at once: the pool must have twelve threads
+        return n
+
+    async def main():
+        return await asyncio.gather(*(usercode.call(job, n, timeout=20) for n in range(12)))
+    results: list = []
+    loop_thread = threading.Thread(target=lambda: results.append(asyncio.run(main())), name="the-loop")
+    loop_thread.start()
+    loop_thread.join(timeout=30)
+    assert results == [list(range(12))]
+    assert len(starters) >= 12 and set(starters) == {"aqven-spawner"}

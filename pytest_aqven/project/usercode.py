@@ -113,12 +113,17 @@ class _DaemonThreads:
     """A small pool of daemon threads that grows when all are busy; a hung job just keeps its thread.
 
     An idle thread leaves a token in `_idle` (a deque: append and pop are atomic, no lock), and a job takes one
-    or starts a thread. A lock here made the event loop wait for a worker that held it while it waited for the
-    GIL: about 6% of the attempts' loop at 100 in flight."""
+    or asks for a thread. A lock here made the event loop wait for a worker that held it while it waited for the
+    GIL: about 6% of the attempts' loop at 100 in flight. New threads are started by a thread of the pool's own
+    (`_spawner`): `Thread.start` waits until the new thread holds the GIL, up to a switch interval, and a wave
+    of 100 attempts' first calls starting their threads from the attempts' loop stalled it 0.5 s."""
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._idle: collections.deque = collections.deque()
+        self._wanted: queue.SimpleQueue = queue.SimpleQueue()      # one entry per thread to start
+        self._spawner: threading.Thread | None = None
+        self._spawner_lock = threading.Lock()
 
     def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -134,11 +139,24 @@ class _DaemonThreads:
         return future
 
     def _put(self, future: concurrent.futures.Future | asyncio.Future, fn: Callable[[], Any]) -> None:
+        self._jobs.put((future, contextvars.copy_context(), fn))
         try:
             self._idle.pop()
-        except IndexError:
+        except IndexError:          # every thread is busy (or hung): one more, so this job never waits for them
+            self._wanted.put(None)
+            if self._spawner is None:
+                self._start_spawner()
+
+    def _start_spawner(self) -> None:
+        with self._spawner_lock:
+            if self._spawner is None:
+                self._spawner = threading.Thread(target=self._spawn, name="aqven-spawner", daemon=True)
+                self._spawner.start()
+
+    def _spawn(self) -> None:
+        while True:
+            self._wanted.get()
             threading.Thread(target=self._work, name="aqven-user-code", daemon=True).start()
-        self._jobs.put((future, contextvars.copy_context(), fn))
 
     def _work(self) -> None:
         while True:

@@ -72,11 +72,18 @@ class Store:
         self._lock = threading.RLock()         # one transaction at a time on this store (the flush timer)
         self._batch = threading.Lock()         # the deferred writes and their timer: never held while writing
         self._deferred: list[Callable[[Transaction], None]] = []    # writes of the batch not yet committed
-        self._timer: threading.Timer | None = None
+        # the group commit's clock: one thread per store, armed by the first write of a batch (a timer thread
+        # per batch made the caller wait for each new thread to take the GIL, the attempts' loop included)
+        self._armed = False
+        self._wake = threading.Event()
+        self._closing = threading.Event()
+        self._flusher: threading.Thread | None = None
         _STORES.add(self)
 
     def close(self) -> None:
         self.flush()
+        self._closing.set()
+        self._wake.set()
         _STORES.discard(self)
         self.db.close()
 
@@ -197,32 +204,39 @@ class Store:
 
     def defer(self, write: Callable[[Transaction], None]) -> None:
         """Group commit: `write(db)` joins the batch that the next transaction of this store runs first (the
-        next claim's, usually), committed within GROUP_COMMIT_SECONDS at the latest (a timer), or at flush().
+        next claim's, usually), committed within GROUP_COMMIT_SECONDS at the latest (the flusher), or at flush().
         A killed process loses at most that batch (docs/performance.md says what that means for attempts).
         Never waits for a transaction in progress: an event loop may call it."""
         with self._batch:
             self._deferred.append(write)
-            if self._timer is None:     # one timer at a time; a claim's transaction leaves it nothing to do
-                self._timer = threading.Timer(GROUP_COMMIT_SECONDS, self._timed_flush)
-                self._timer.daemon = True
-                self._timer.start()
+            if self._armed:             # the flusher commits this batch within the interval already
+                return
+            self._armed = True
+            if self._flusher is None:   # started once per store: the only wait for a thread to start
+                self._flusher = threading.Thread(target=self._flush_later, name="aqven-commit", daemon=True)
+                self._flusher.start()
+        self._wake.set()
 
-    def _timed_flush(self) -> None:
-        with self._batch:
-            self._timer = None
-        try:
-            self.flush()
-        except storage.ERRORS:      # the writes stay deferred: the next transaction (at the latest the run's end) retries
-            pass
+    def _flush_later(self) -> None:
+        """The flusher: each time it is armed, the interval, then a flush (the writes stay deferred when it
+        fails: the next transaction, at the latest the run's end, retries)."""
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closing.wait(GROUP_COMMIT_SECONDS):
+                return
+            with self._batch:
+                self._armed = False
+            try:
+                self.flush()
+            except storage.ERRORS:
+                pass
 
     @storage.rerun
     def flush(self) -> None:
         """Commit the deferred writes in one transaction."""
         with self._lock:
             with self._batch:
-                if self._timer is not None:
-                    self._timer.cancel()
-                    self._timer = None
                 pending = bool(self._deferred)
             if pending:
                 with self.transaction():
