@@ -90,6 +90,13 @@ def test_the_group_commit_clock_is_one_thread_per_store_and_stops_with_it(tmp_pa
     caller, the attempts' loop included, wait for the new thread to take the GIL)."""
     import threading
 
+    started: list[threading.Thread] = []
+    start = threading.Thread.start
+
+    def recording_start(thread):
+        started.append(thread)
+        return start(thread)
+    monkeypatch.setattr(threading.Thread, "start", recording_start)
     monkeypatch.setattr(series_db, "GROUP_COMMIT_SECONDS", 0.02)
     ledger = Ledger(Store(tmp_path))
     sid = open_series(ledger.store)
@@ -99,11 +106,10 @@ def test_the_group_commit_clock_is_one_thread_per_store_and_stops_with_it(tmp_pa
         while case not in committed(tmp_path, sid) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert case in committed(tmp_path, sid)     # each batch committed by the flusher, within the interval
-    flushers = [t for t in threading.enumerate() if t.name == "aqven-commit" and t is ledger.store._flusher]
-    assert len(flushers) == 1
+    assert [t.name for t in started] == ["aqven-commit"]      # five batches, one thread
     ledger.store.close()
-    flushers[0].join(timeout=5)
-    assert not flushers[0].is_alive()
+    started[0].join(timeout=5)
+    assert not started[0].is_alive()
 
 
 KILLED = """

@@ -69,8 +69,8 @@ class Store:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.db = storage.open_database(root)
-        self._lock = threading.RLock()         # one transaction at a time on this store (the flush timer)
-        self._batch = threading.Lock()         # the deferred writes and their timer: never held while writing
+        self._lock = threading.RLock()         # one transaction at a time on this store (the flusher's too)
+        self._batch = threading.Lock()         # the deferred writes and the flusher's arming: never held while writing
         self._deferred: list[Callable[[Transaction], None]] = []    # writes of the batch not yet committed
         # the group commit's clock: one thread per store, armed by the first write of a batch (a timer thread
         # per batch made the caller wait for each new thread to take the GIL, the attempts' loop included)
