@@ -7,7 +7,11 @@ Per configuration (medians over rounds):
   is the figure concurrency speeds up, and the one the target is about; against the ideal: that phase over
   the time the server's answers alone take (waves of as many calls as are in flight, each `delay` long);
 - pytest wall and CPU: the whole command (process start, imports, collection, verdict, xdist workers);
-- CPU ms per attempt: the command's CPU minus that of `--collect-only` on the same project, per attempt.
+- CPU ms per attempt: the command's CPU minus that of `--collect-only` on the same project, per attempt;
+- turnaround: on one keep-alive connection, from the server's answer to the next request (median and 90th
+  percentile, ms): what the client does between two calls of a slot (the answer's attempt finished, the next
+  claimed, its code node run, its prompt sent). At 100 in flight a wave of answers queues on the one GIL, so
+  this is where the CPU per attempt shows as wall time beyond the server's delay.
 
     PYTHONPATH=. python bench/bench_concurrency.py [--attempts 400] [--delay 0.05] [--rounds 3] [--before DIR]
     PYTHONPATH=. python bench/bench_concurrency.py --attempts 1000 --delay 0.5 --only "concurrency 100"   # ideal 5 s
@@ -30,6 +34,7 @@ import statistics
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,6 +77,7 @@ class SlowServer:
         self.requests = 0
         self.inflight = 0
         self.max_inflight = 0
+        self.turnarounds: list[float] = []     # seconds from an answer to the next request on its connection
         self.loop = asyncio.new_event_loop()
         self.server = self.loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=1024))
         self.port = self.server.sockets[0].getsockname()[1]
@@ -83,11 +89,14 @@ class SlowServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        answered = None
         try:
             while True:
                 line = await reader.readline()
                 if not line:
                     return
+                if answered is not None:
+                    self.turnarounds.append(time.perf_counter() - answered)
                 length = 0
                 while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
                     name, _, value = header.decode("latin-1").partition(":")
@@ -106,6 +115,7 @@ class SlowServer:
                     "usage": {"prompt_tokens": 20, "completion_tokens": 5, "cost": 0.0001}}).encode()
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                              + str(len(answer)).encode() + b"\r\n\r\n" + answer)
+                answered = time.perf_counter()
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
@@ -186,6 +196,13 @@ def attempts_phase(root: Path) -> tuple[float, int]:
     return last - first, n
 
 
+def _quantiles(seconds: list[float]) -> str:
+    if len(seconds) < 2:
+        return "-"
+    deciles = statistics.quantiles(seconds, n=10)
+    return f"{statistics.median(seconds) * 1000:.1f} / {deciles[-1] * 1000:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=400)
@@ -208,6 +225,7 @@ def main() -> None:
                for label, path in versions]
     server = SlowServer(args.delay)
     rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in configs}
+    turnaround: dict[str, list[float]] = {name: [] for name, *_ in configs}
     collect_cpu: list[float] = []
     marginal: dict[str, list[float]] = {name: [] for name, *_ in configs}     # CPU of N less that of SMALL attempts
     try:
@@ -226,6 +244,7 @@ def main() -> None:
                     root = roots[label]
                     plugin = ["-p", "benchthreads"] if args.threads else []
                     paths = os.pathsep.join(filter(None, [path, tmp if args.threads else None]))
+                    server.turnarounds = []
                     run = run_once(pytest_cmd(str(root), "--aqven-new-series", *plugin, *extra, *config), cwd=tmp,
                                    env={**env, "PYTHONPATH": paths} if paths else env)
                     if run.returncode != 0:
@@ -234,6 +253,7 @@ def main() -> None:
                     if n != args.attempts:
                         sys.exit(f"{name}: {n} attempts ran, not {args.attempts}")
                     rows[name].append((phase, run.wall, run.cpu))
+                    turnaround[name].extend(server.turnarounds)
                     if args.marginal:
                         small = [*extra[:1], str(args.marginal // 4), *extra[2:]]    # --aqven-cases, 4 repeats
                         cmd = pytest_cmd(str(root), "--aqven-new-series", *small, *config)
@@ -250,14 +270,14 @@ def main() -> None:
           f"round{'s' if args.rounds > 1 else ''}; the server saw at most {server.max_inflight} requests at once; "
           f"--collect-only CPU {cpu0:.2f} s")
     print("| configuration | attempts wall | against the ideal | speed-up | pytest wall | speed-up | pytest CPU "
-          "| CPU ms per attempt |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| CPU ms per attempt | turnaround ms, median / p90 |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, label, config, _ in configs:
         phase, wall, cpu = med[name]
         base_phase, base_wall, _ = med.get(CONFIGS[0][0] + label, med[configs[0][0]])   # its own concurrency 1
         print(f"| {name} | {phase:.2f} s | {phase / ideal(args.attempts, args.delay, config):.2f}x "
               f"| {base_phase / phase:.1f}x | {wall:.2f} s | {base_wall / wall:.1f}x "
-              f"| {cpu:.2f} s | {(cpu - cpu0) / args.attempts * 1000:.1f} |")
+              f"| {cpu:.2f} s | {(cpu - cpu0) / args.attempts * 1000:.1f} | {_quantiles(turnaround[name])} |")
     if args.marginal:
         print(f"\nCPU ms per attempt, marginal: the command's CPU at {args.attempts} attempts less its CPU at "
               f"{args.marginal}, per attempt between (medians of the pairs):")
