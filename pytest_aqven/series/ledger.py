@@ -248,18 +248,11 @@ class Ledger:
         row = attempt_row(record)
         self.store.defer(lambda db: self._finish(db, record, row, generation))
 
-    def holds(self, db: Transaction, attempt: str, generation: int) -> bool:
-        """This runner's claim of `generation` on the attempt still stands (in the caller's transaction)."""
-        return db.holds_claim(attempt, self.runner_id, generation)
-
     def _finish(self, db: Transaction, record: dict, row: tuple, generation: int) -> None:
-        aid = row[0]
-        if not self.holds(db, aid, generation):
-            self.discarded.append((record["series_id"], record["variant"], record["case"], record["repeat"]))
-            return
         amount = (record.get("cost_usd") or 0.0) + (record.get("check_cost_usd") or 0.0)
-        db.record_finish(record["series_id"], aid, self.runner_id, amount, record.get("unpriced_calls") or 0,
-                         record["outcome"], time.time(), row)
+        if not db.record_finish(record["series_id"], row[0], self.runner_id, amount, record.get("unpriced_calls") or 0,
+                                record["outcome"], time.time(), row, generation):
+            self.discarded.append((record["series_id"], record["variant"], record["case"], record["repeat"]))
 
     def still_holds(self, series_id: str, variant: str, case: str, repeat: int, generation: int) -> bool:
         """A read, no transaction: whether a claim made earlier may still start (nobody paused or cancelled

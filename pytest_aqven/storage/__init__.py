@@ -108,12 +108,12 @@ class Transaction(Protocol):
         """the runner's claim, while it still runs"""
     def claim(self, attempt_id: str, series_id: str, runner_id: str, at: float, limit_usd: float) -> int:
         """a running claim with the next generation of the database; returns that generation"""
-    def holds_claim(self, attempt_id: str, runner_id: str, generation: int) -> bool: ...
     def claim_standing(self, series_id: str, attempt_id: str, runner_id: str) -> tuple[str, int | None] | None:
         """(series status, generation of the runner's running claim or None); None without the series"""
     def record_finish(self, series_id: str, attempt_id: str, runner_id: str, spend_usd: float,
-                      unpriced_calls: int, outcome: str, at: float, row: tuple[Any, ...]) -> None:
-        """the spend row, the claim marked finished and the attempt saved (`row` as in save_attempts)"""
+                      unpriced_calls: int, outcome: str, at: float, row: tuple[Any, ...], generation: int) -> bool:
+        """the runner's running claim of `generation` marked finished, the spend row and the attempt saved (`row`
+        as in save_attempts); False, and nothing written, when the runner no longer holds that claim"""
 
     # --- findings ---------------------------------------------------------------------------------------
     def ensure_findings(self) -> None: ...

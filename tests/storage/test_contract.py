@@ -227,8 +227,6 @@ def test_a_claim_is_fenced_by_its_runner_and_generation(database):
     with database.transaction() as db:
         new_series(db, "s")
         first = db.claim("a", "s", "r1", 1.0, 0.8)
-        assert db.holds_claim("a", "r1", first) and not db.holds_claim("a", "r1", first + 1)
-        assert not db.holds_claim("a", "r2", first)
         assert tuple(db.claim_standing("s", "a", "r1")) == ("running", first)
         assert tuple(db.claim_standing("s", "a", "r2")) == ("running", None)
         assert db.claim_standing("nope", "a", "r1") is None
@@ -236,7 +234,12 @@ def test_a_claim_is_fenced_by_its_runner_and_generation(database):
         assert db.attempt_claim("a") == (False, "r1")
         db.drop_claim("a")                               # its runner died: anyone may take it
         second = db.claim("a", "s", "r2", 2.0, 0.8)
-        assert second > first and not db.holds_claim("a", "r1", first)
+        assert second > first and tuple(db.claim_standing("s", "a", "r1")) == ("running", None)
+        # a finish is fenced: not by the runner whose claim was taken, nor under another generation
+        assert not db.record_finish("s", "a", "r1", 0.5, 0, "ok", 3.0, row("s", "a", "c", 1), first)
+        assert not db.record_finish("s", "a", "r2", 0.5, 0, "ok", 3.0, row("s", "a", "c", 1), first)
+        assert db.spend_totals("s") is None and db.count_finished("s") == 0
+        assert tuple(db.claim_standing("s", "a", "r2")) == ("running", second)
         db.release_claim("a", "r2")
         assert db.attempt_claim("a") == (False, None)
 
@@ -248,8 +251,11 @@ def test_a_finish_records_the_spend_marks_the_claim_and_saves_the_attempt_and_th
         for n, (cost, unpriced) in enumerate([(0.25, 0), (0.5, 2), (0.125, 0)]):
             generation = db.claim(f"s|v|c{n}|1", "s", "r1", 1.0, 1.0)
             db.claim(f"s|v|d{n}|1", "s", "r2", 1.0, 1.0)
-            db.record_finish("s", f"s|v|c{n}|1", "r1", cost, unpriced, "ok", 3.0, row("s", "v", f"c{n}", 1))
-            assert not db.holds_claim(f"s|v|c{n}|1", "r1", generation)      # finished: no longer running
+            assert db.record_finish("s", f"s|v|c{n}|1", "r1", cost, unpriced, "ok", 3.0, row("s", "v", f"c{n}", 1),
+                                    generation)
+            assert tuple(db.claim_standing("s", f"s|v|c{n}|1", "r1")) == ("running", None)   # finished: not running
+            assert not db.record_finish("s", f"s|v|c{n}|1", "r1", cost, unpriced, "ok", 3.0,
+                                        row("s", "v", f"c{n}", 1), generation)              # and only once
         assert tuple(db.spend_totals("s")) == (pytest.approx(0.875), 0.5, 3, 1)
         assert sorted(tuple(r) for r in db.running_claims("s")) == [("r2", 3)]
         assert db.attempt_claim("s|v|c1|1") == (True, "r1")
