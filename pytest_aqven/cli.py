@@ -47,7 +47,7 @@ def add_series_decide(series_commands) -> None:
 
 
 def run_series_decide(args: argparse.Namespace) -> int:
-    from .commands.series import _run, _series, _store
+    from .commands.series import _run, _series, _store, unrecorded_line
     from .decision import decide
     from .project.loader import load_project
 
@@ -64,6 +64,8 @@ def run_series_decide(args: argparse.Namespace) -> int:
         if conclusion.verdict is None and series["status"] not in ("awaiting_approval", "cancelled"):
             print(f"verdict open: {conclusion.done} of {conclusion.total} attempts finished; the pytest command that "
                   "started the series continues it")
+            if missing := unrecorded_line(store, series):
+                print(missing)
             return 1
         print(decided.section())
         if conclusion.finding is not None:

@@ -119,6 +119,30 @@ def test_a_held_out_case_is_shown_only_with_reveal(pytester, capsys):
     assert {r["split"] for r in json.loads(out)} == {"holdout"}
 
 
+@pytest.mark.parametrize("holdout", [False, True])
+def test_an_undecided_series_names_the_attempts_it_has_no_record_of(pytester, capsys, holdout):
+    """A run cut short (here: the series set back to running, three of its records taken away): `show` and
+    `decide` say which attempts the database lacks; a held-out series' are counted, never named."""
+    sid, texts = _project(pytester, holdout=holdout)
+    db = sqlite3.connect(pytester.path / "proj/.aqven/aqven.sqlite")
+    gone = db.execute("SELECT attempt_id, case_name, repeat FROM aqven_series_attempts ORDER BY case_name, repeat "
+                      "LIMIT 3").fetchall()
+    for table in ("aqven_series_attempts", "aqven_claims", "aqven_spend"):
+        db.executemany(f"DELETE FROM {table} WHERE attempt_id = ?", [(aid,) for aid, _, _ in gone])
+    db.execute("UPDATE aqven_series SET status = 'running'")
+    db.commit()
+    db.close()
+    code, out, _ = show(capsys, sid, "--path", "proj")
+    named = ", ".join(f"bot {case} #{repeat}" for _, case, repeat in gone)
+    line = "not recorded: 3 attempts (bot 3; held-out cases are not named)" if holdout else f"not recorded: 3 attempts: {named}"
+    assert code == 0 and "status running" in out and "attempts 13/16" in out and f"\n  {line}\n" in out
+    assert not holdout or not any(name in out for name in texts)
+    capsys.readouterr()
+    assert main(["series", "decide", sid, "--path", "proj"]) == 1
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "verdict open: 13 of 16 attempts finished; the pytest command that started the series continues it", line]
+
+
 def export(capsys, *args: str) -> tuple[int, str, str]:
     capsys.readouterr()
     code = main(["series", "export", *args])

@@ -135,6 +135,26 @@ def _counts(store: Store, series: dict) -> tuple[int, int]:
     return done, len(series["cases"]) * series["repeats"] * len(series["variants"])
 
 
+def unrecorded_line(store: Store, series: dict, shown: int = 6) -> str | None:
+    """The attempts of an undecided series that the database holds no record of (still to run, running now, or
+    lost with a runner that went down): named, the first `shown` in plan order; a held-out series' only counted
+    by variant (held-out cases are never named one by one)."""
+    if series["status"] not in ("running", "awaiting_approval"):
+        return None
+    with store.read() as db:
+        finished = db.finished_keys(series["series_id"])
+    missing = [(v, c, r) for v in series["variants"] for c in series["cases"] for r in range(1, series["repeats"] + 1)
+               if (v, c, r) not in finished]
+    if not missing:
+        return None
+    head = f"not recorded: {len(missing)} attempt{'s' if len(missing) != 1 else ''}"
+    if series["split"] == "holdout":
+        by_variant = {v: sum(1 for m in missing if m[0] == v) for v in series["variants"]}
+        return f"{head} ({', '.join(f'{v} {n}' for v, n in by_variant.items() if n)}; held-out cases are not named)"
+    names = ", ".join(f"{v} {c} #{r}" for v, c, r in missing[:shown])
+    return f"{head}: {names}" + (f" and {len(missing) - shown} more" if len(missing) > shown else "")
+
+
 def run_list(args) -> int:
     def body(args):
         store = _store(args)
@@ -212,6 +232,8 @@ def _show_series(store: Store, s: dict) -> int:
     print(f"  attempts {done}/{total} ({len(s['cases'])} cases × {s['repeats']} repeats × "
           f"{len(s['variants'])} variants)")
     print(f"  spend {spent.text(s.get('cap_usd'))}" + (f", {spent.running} running" if spent.running else ""))
+    if missing := unrecorded_line(store, s):
+        print(f"  {missing}")
     if s.get("project_cap_usd") is not None:
         print(f"  project cap ${float(s['project_cap_usd']):.2f} ({s.get('project_cap_source')})")
     if s.get("approved_by"):

@@ -8,7 +8,6 @@ held-out half is never run again for it.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,12 +53,12 @@ def record(store: Store, project: Project, series: dict, conclusion: Conclusion,
         if held in ("cancelled", "done", "failed"):
             return held
         if text is not None and db.finding(conclusion.series_id) is None:
-            db.insert_finding(conclusion.series_id, conclusion.experiment, text, time.time())
+            db.insert_finding(conclusion.series_id, conclusion.experiment, text, db.now())
         merged = {**stored, **updates}
         if text is not None:
             merged["finding_path"] = finding_path(project.root, conclusion.experiment,
                                                   conclusion.series_id).relative_to(project.root).as_posix()
-        db.finish_series(conclusion.series_id, status, merged, time.time())
+        db.finish_series(conclusion.series_id, status, merged, db.now())
     return status
 
 
@@ -77,9 +76,9 @@ def _publish_rows(project: Project, store: Store, rows: list[tuple[str, str, str
         generated = db.findings_md_shas() | {before}
     sha = refresh_findings_md(root, project.package, generated, force=force_md)
     with store.transaction() as db:
-        db.add_findings_md(sha, time.time())
+        db.add_findings_md(sha, db.now())
         if mark:
-            db.mark_published([series_id for series_id, _, _ in rows], time.time())
+            db.mark_published([series_id for series_id, _, _ in rows], db.now())
     return paths
 
 

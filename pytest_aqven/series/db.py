@@ -5,7 +5,6 @@ import atexit
 import functools
 import json
 import threading
-import time
 import uuid
 import weakref
 from contextlib import contextmanager
@@ -159,7 +158,7 @@ class Store:
             text = (f"No finding: its inputs changed since it started ({', '.join(changed[:5])}"
                     f"{f' and {len(changed) - 5} more' if len(changed) > 5 else ''}); a later run started a "
                     f"new series on the new inputs.")
-            db.cancel_series(series_id, {"state": "invalid", "reason": "inputs_changed", "text": text}, time.time())
+            db.cancel_series(series_id, {"state": "invalid", "reason": "inputs_changed", "text": text}, db.now())
             closed.append({"series": series_id, "changed": changed})
         return closed
 
@@ -170,13 +169,13 @@ class Store:
             for old, token in rows:
                 if token != fresh_for:
                     db.cancel_series(old, {"state": "invalid", "reason": "cancelled", "text": "No finding: the "
-                                           "series was cancelled (--aqven-new-series started another)."}, time.time())
+                                           "series was cancelled (--aqven-new-series started another)."}, db.now())
             rows = [r for r in rows if r[1] == fresh_for]
         if rows:
             return rows[0][0], False
         series_id = str(uuid.uuid4())
         db.insert_series(series_id, experiment_id, flow_id, dataset_id, split, question, status, plan_key,
-                         time.time(), {**record, "series_id": series_id, "run_token": fresh_for, "scope_key": scope_key})
+                         db.now(), {**record, "series_id": series_id, "run_token": fresh_for, "scope_key": scope_key})
         return series_id, True
 
     def series(self, series_id: str) -> dict | None:

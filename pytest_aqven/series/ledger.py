@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-import time
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
@@ -251,7 +250,7 @@ class Ledger:
     def _finish(self, db: Transaction, record: dict, row: tuple, generation: int) -> None:
         amount = (record.get("cost_usd") or 0.0) + (record.get("check_cost_usd") or 0.0)
         if not db.record_finish(record["series_id"], row[0], self.runner_id, amount, record.get("unpriced_calls") or 0,
-                                record["outcome"], time.time(), row, generation):
+                                record["outcome"], db.now(), row, generation):
             self.discarded.append((record["series_id"], record["variant"], record["case"], record["repeat"]))
 
     def still_holds(self, series_id: str, variant: str, case: str, repeat: int, generation: int) -> bool:
@@ -281,7 +280,7 @@ def cancel(store: Store, series_id: str, why: str) -> bool:
     """Ctrl-C, -x, --maxfail or `aqven series cancel`: the series is cancelled and its verdict invalid."""
     verdict = {"state": "invalid", "reason": "cancelled", "text": f"No finding: the series was cancelled ({why})."}
     with store.transaction() as db:
-        return db.cancel_series(series_id, verdict, time.time())
+        return db.cancel_series(series_id, verdict, db.now())
 
 
 @storage.rerun
@@ -302,7 +301,7 @@ def approve(store: Store, series_id: str, cap_usd: Decimal, approved_by: str) ->
     cap_usd, approved_by). Only a series still awaiting approval is approved: a cancel or another approval
     that landed first wins, and the caller says so."""
     with store.transaction() as db:
-        won = db.approve_series(series_id, str(cap_usd), approved_by, time.time())
+        won = db.approve_series(series_id, str(cap_usd), approved_by, db.now())
         status, cap, by = db.approval(series_id)
     return won, {"status": status, "cap_usd": cap, "approved_by": by}
 

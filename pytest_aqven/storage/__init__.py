@@ -82,6 +82,8 @@ class Transaction(Protocol):
     def finished_attempts(self, series_id: str, *, case: str | None = None, variant: str | None = None,
                           repeat: int | None = None, by_finish: bool = False) -> list[Record]: ...
     def count_finished(self, series_id: str) -> int: ...
+    def finished_keys(self, series_id: str) -> set[tuple[str, str, int]]:
+        """(variant, case, repeat) of each finished attempt"""
     def outcome_counts(self, series_id: str) -> list[tuple[str, int]]:
         """most frequent first"""
     def history(self, experiment_id: str, limit: int) -> list[Record]:

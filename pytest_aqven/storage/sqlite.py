@@ -264,6 +264,10 @@ class SqliteTransaction:
                            (series_id,)).fetchone()[0]
         return out
 
+    def finished_keys(self, series_id: str) -> set[tuple[str, str, int]]:
+        return {(v, c, r) for v, c, r in self._x("SELECT variant_id, case_name, repeat FROM aqven_series_attempts "
+                                                 "WHERE series_id = ? AND state = 'finished'", (series_id,))}
+
     def outcome_counts(self, series_id: str) -> list[tuple[str, int]]:
         return self._x("SELECT outcome, COUNT(*) FROM aqven_series_attempts WHERE series_id = ? AND "
                        "state = 'finished' GROUP BY outcome ORDER BY COUNT(*) DESC, outcome", (series_id,)).fetchall()

@@ -16,7 +16,6 @@ import shlex
 import shutil
 import subprocess
 import time
-import types
 from pathlib import Path
 
 import psycopg
@@ -119,20 +118,25 @@ def test_a_runner_whose_inputs_differ_closes_the_others_series_as_inputs_changed
 def test_claims_are_judged_by_the_servers_clock_so_a_machine_whose_clock_is_ahead_takes_over_nothing(
         tmp_path, postgres_url, monkeypatch):
     """Two machines, one an hour ahead: its runner finds the other's claim alive (the heartbeat and the look
-    are both the server's time), and takes it over only once the lease passed by the server's clock."""
+    are both the server's time), and takes it over only once the lease passed by the server's clock; what it
+    stamps (a cancel's time) is the server's too."""
     storage.choose(postgres_url)
     try:
         here = Ledger(Store(tmp_path / "a"))
         sid, _ = here.store.open_series(plan_key="k", experiment_id="e", flow_id="f", dataset_id="d", split="dev",
                                         question="q", record={})
         assert here.try_start(sid, "v", "c", 1).kind == "start"
-        monkeypatch.setattr(ledger, "time", types.SimpleNamespace(time=lambda: time.time() + 3600))
+        monkeypatch.setattr(time, "time", lambda real=time.time: real() + 3600)     # this process: the machine ahead
         ahead = Ledger(Store(tmp_path / "b"))
         waits = ahead.try_start(sid, "v", "c", 1)
         assert (waits.kind, waits.why) == ("wait", ledger.CLAIMED_ELSEWHERE)
         rows(postgres_url, f"UPDATE aqven_runners SET heartbeat_at = heartbeat_at - {LEASE_SECONDS + 1} "
                            f"WHERE runner_id = '{here.runner_id}' RETURNING 1")
         assert ahead.try_start(sid, "v", "c", 1).kind == "start"       # the lease passed, by the server's clock
+        assert ledger.cancel(ahead.store, sid, "a test")
+        (skew,), = rows(postgres_url, f"SELECT finished_at - extract(epoch FROM clock_timestamp()) FROM aqven_series "
+                                      f"WHERE series_id = '{sid}'")
+        assert -60 < skew <= 0
         for one in (here, ahead):
             one.store.close()
     finally:
