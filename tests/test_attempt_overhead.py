@@ -19,6 +19,7 @@ from .test_series import (
     interrupt_and_see_it_cancelled,
     kill_9_mid_series_then_resume,
     make,
+    output,
     pytest_cmd,
     the_series,
     wait_for_calls,
@@ -145,7 +146,7 @@ def test_two_runs_at_concurrency_1_share_a_series_and_run_no_attempt_twice(pytes
         assert time.time() < deadline and all(r.poll() is None for r in runs), "the second run never made a call"
         time.sleep(0.05)
     (root / "go").touch()
-    outs = [r.communicate(timeout=300)[0] for r in runs]
+    outs = [output(r, 300) for r in runs]
     assert [r.returncode for r in runs] == [0, 0], outs
     assert len(calls(root)) == len(set(calls(root))) == 40
     assert the_series(root)["count"] == 1 and the_series(root)["status"] == "done"

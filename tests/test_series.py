@@ -106,8 +106,24 @@ def wait_for_calls(root: Path, n: int, proc: subprocess.Popen, timeout: float = 
     deadline = time.time() + timeout
     while len(calls(root)) < n:
         assert proc.poll() is None, "the run ended before it was interrupted"
-        assert time.time() < deadline, "no provider calls"
+        if time.time() > deadline:
+            output(proc, 0)
         time.sleep(0.05)
+
+
+def output(proc: subprocess.Popen, timeout: float) -> str:
+    """The run's output once it ended. One still running after `timeout` dumps its threads' stacks into the
+    failure (pytest's faulthandler, at SIGABRT) and ends: no run outlives its test."""
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            out = proc.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out = proc.communicate()[0]
+        pytest.fail(f"the run was still running after {timeout} s; its threads then:\n{out}")
 
 
 # --- the ledger, decision by decision -------------------------------------------------------------
@@ -319,7 +335,7 @@ def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):
     runs.append(start())
     until(lambda: len(runners()) == 2, "the second run never made a call while the first held its calls")
     (root / "go").touch()
-    outs = [r.communicate(timeout=300)[0] for r in runs]
+    outs = [output(r, 300) for r in runs]
     with capsys.disabled():
         print(f"\ntwo runs: {len(calls(root))} provider calls / {len(finished(root))} attempts")
     assert [r.returncode for r in runs] == [0, 0], outs
@@ -346,7 +362,9 @@ def wait_for_finished(root: Path, proc: subprocess.Popen, timeout: float = 120) 
     """Until some attempt is committed (group commit writes within 100 ms) while later answers are held."""
     deadline = time.time() + timeout
     while not (root / ".aqven" / "aqven.sqlite").exists() or not finished(root):
-        assert proc.poll() is None and time.time() < deadline, "no attempt finished"
+        assert proc.poll() is None, "the run ended before any attempt finished"
+        if time.time() > deadline:
+            output(proc, 0)
         time.sleep(0.05)
 
 
@@ -389,7 +407,7 @@ def test_ctrl_c_mid_series_stops_new_attempts_records_the_running_ones_and_cance
 def interrupt_and_see_it_cancelled(root: Path, proc: subprocess.Popen) -> None:
     """Ctrl-C the run: it exits interrupted, the series is cancelled, every paid call recorded, no claim left."""
     proc.send_signal(signal.SIGINT)
-    out = proc.communicate(timeout=120)[0]
+    out = output(proc, 120)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     s = the_series(root)
     assert s["status"] == "cancelled" and s["verdict"]["reason"] == "cancelled"
