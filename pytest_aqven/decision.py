@@ -258,11 +258,12 @@ def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int]) -> l
 
 
 def cancel_all(tallies: dict[str, SeriesTally], why: str) -> None:
-    """Every series a run touched is cancelled (its verdict invalid): the run stopped early."""
+    """The run stopped early: every series it touched and cut short is cancelled (its verdict invalid); one
+    whose every attempt is recorded stays for the same command to decide."""
     for series_id, tally in tallies.items():
         store = Store(Path(tally.root))
         try:
-            cancel(store, series_id, why)
+            cancel(store, series_id, why, unless_complete=True)
         finally:
             store.close()
 

@@ -100,7 +100,8 @@ class StopWatch:
 
 def stop(session: pytest.Session, why: str | None) -> None:
     """No new attempt starts; running ones finish, are paid and recorded. With `why`, every series this run
-    touched is cancelled (its verdict invalid). Idempotent."""
+    touched and cut short is cancelled (its verdict invalid); one with every attempt recorded is left for the
+    same command to decide. Idempotent."""
     collect = collect_module()
     sched = session.config.stash.get(collect.SCHEDULER, None) if collect else None
     if sched is not None:

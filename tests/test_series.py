@@ -415,6 +415,33 @@ def interrupt_and_see_it_cancelled(root: Path, proc: subprocess.Popen) -> None:
     assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
 
 
+@pytest.mark.parametrize("concurrency", ["1", "4"])
+def test_ctrl_c_once_every_attempt_is_recorded_cancels_nothing_and_the_same_command_decides(pytester, concurrency):
+    """A stop cancels the series it cut short; one whose every attempt is recorded stays for the rerun to decide,
+    with no call: cancelling it would throw away every attempt it paid for."""
+    root = make(pytester.path, sleep=0.01)
+    pytester.makeconftest('''
+        import os, signal
+        reported = []
+        def pytest_runtest_logreport(report):
+            if report.when == "call" and not report.nodeid.endswith("::verdict"):
+                reported.append(report.nodeid)
+                if len(reported) == 40:                 # the last attempt reported: Ctrl-C
+                    os.kill(os.getpid(), signal.SIGINT)
+    ''')
+    first = subprocess.run(pytest_cmd("--aqven-concurrency", concurrency), cwd=pytester.path, capture_output=True,
+                           text=True, timeout=300)
+    assert first.returncode == pytest.ExitCode.INTERRUPTED, first.stdout + first.stderr
+    assert the_series(root)["status"] == "running" and len(finished(root)) == len(calls(root)) == 40
+    (pytester.path / "conftest.py").unlink()
+    again = subprocess.run(pytest_cmd("--aqven-concurrency", concurrency), cwd=pytester.path, capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    s = the_series(root)
+    assert s["status"] == "done" and s["verdict"]["state"] != "invalid" and s["count"] == 1
+    assert len(calls(root)) == 40 and "40 attempts ran" not in again.stdout
+
+
 def test_x_stops_new_attempts_and_cancels_the_series(pytester):
     root = make(pytester.path, sleep=0.05)
     pytester.makeconftest('''

@@ -276,11 +276,23 @@ class Ledger:
 
 
 @storage.rerun
-def cancel(store: Store, series_id: str, why: str) -> bool:
-    """Ctrl-C, -x, --maxfail or `aqven series cancel`: the series is cancelled and its verdict invalid."""
+def cancel(store: Store, series_id: str, why: str, *, unless_complete: bool = False) -> bool:
+    """`aqven series cancel`, or a run stopped early (Ctrl-C, -x, --maxfail): the series is cancelled and its
+    verdict invalid. `unless_complete` (a stop): a series whose every attempt is recorded, this store's
+    deferred finishes included, was not cut short: it stays undecided, and the same command decides it
+    without a call, where a cancel would have thrown away every attempt it paid for."""
     verdict = {"state": "invalid", "reason": "cancelled", "text": f"No finding: the series was cancelled ({why})."}
     with store.transaction() as db:
+        if unless_complete and _complete(db, series_id):
+            return False
         return db.cancel_series(series_id, verdict, db.now())
+
+
+def _complete(db: Transaction, series_id: str) -> bool:
+    record = _record(db, series_id)
+    planned = len(record["variants"]) * len(record["cases"]) * int(record["repeats"])
+    totals = db.spend_totals(series_id)
+    return totals is not None and totals[2] >= planned
 
 
 @storage.rerun

@@ -181,7 +181,7 @@ class Scheduler:
 
     def stop(self, why: str | None = None, wait: float | None = None) -> None:
         """No new attempt starts; running ones finish, are paid and recorded (waits for them).
-        With `why`, every unfinished series this process touched is cancelled (its verdict invalid)."""
+        With `why`, every series this process touched that the stop cut short is cancelled (its verdict invalid)."""
         self.stopping = True
         try:
             for fut in list(self.jobs.values()):
@@ -193,7 +193,7 @@ class Scheduler:
             pass
         if why:
             for series_id, root in self.series.items():
-                self._call(lambda: cancel(self._ledger(root).store, series_id, why))
+                self._call(lambda: cancel(self._ledger(root).store, series_id, why, unless_complete=True))
 
     def close(self) -> None:
         self.stopping = True
