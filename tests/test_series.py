@@ -415,8 +415,9 @@ def interrupt_and_see_it_cancelled(root: Path, proc: subprocess.Popen) -> None:
     assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
 
 
-@pytest.mark.parametrize("concurrency", ["1", "4"])
-def test_ctrl_c_once_every_attempt_is_recorded_cancels_nothing_and_the_same_command_decides(pytester, concurrency):
+@pytest.mark.parametrize("run", [["--aqven-concurrency", "1"], ["--aqven-concurrency", "4"],
+                                 ["-n", "2", "--aqven-concurrency", "4"]], ids=["1", "4", "xdist"])
+def test_ctrl_c_once_every_attempt_is_recorded_cancels_nothing_and_the_same_command_decides(pytester, run):
     """A stop cancels the series it cut short; one whose every attempt is recorded stays for the rerun to decide,
     with no call: cancelling it would throw away every attempt it paid for."""
     root = make(pytester.path, sleep=0.01)
@@ -429,13 +430,11 @@ def test_ctrl_c_once_every_attempt_is_recorded_cancels_nothing_and_the_same_comm
                 if len(reported) == 40:                 # the last attempt reported: Ctrl-C
                     os.kill(os.getpid(), signal.SIGINT)
     ''')
-    first = subprocess.run(pytest_cmd("--aqven-concurrency", concurrency), cwd=pytester.path, capture_output=True,
-                           text=True, timeout=300)
+    first = subprocess.run(pytest_cmd(*run), cwd=pytester.path, capture_output=True, text=True, timeout=300)
     assert first.returncode == pytest.ExitCode.INTERRUPTED, first.stdout + first.stderr
     assert the_series(root)["status"] == "running" and len(finished(root)) == len(calls(root)) == 40
     (pytester.path / "conftest.py").unlink()
-    again = subprocess.run(pytest_cmd("--aqven-concurrency", concurrency), cwd=pytester.path, capture_output=True,
-                           text=True, timeout=300)
+    again = subprocess.run(pytest_cmd(*run), cwd=pytester.path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     s = the_series(root)
     assert s["status"] == "done" and s["verdict"]["state"] != "invalid" and s["count"] == 1
