@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import storage
 from ..series.cap import CapError, parse_usd
-from ..series.db import Store
+from ..series.db import Store, planned_attempts
 from ..series.ledger import approve, cancel, pause_text, series_spend
 from . import project_argument
 
@@ -132,7 +132,7 @@ def _run(fn, args) -> int:
 def _counts(store: Store, series: dict) -> tuple[int, int]:
     with store.read() as db:
         done = db.count_finished(series["series_id"])
-    return done, len(series["cases"]) * series["repeats"] * len(series["variants"])
+    return done, planned_attempts(series)
 
 
 def unrecorded_line(store: Store, series: dict, shown: int = 6) -> str | None:

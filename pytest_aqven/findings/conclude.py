@@ -10,7 +10,7 @@ from .. import stats
 from ..experiments import inputs, plan as planning
 from ..project.loader import Project
 from ..record import AttemptRecord
-from ..series.db import Store
+from ..series.db import Store, planned_attempts
 from ..series.tally import SeriesTally, TallyTable
 from ..series.to_stats import question_of
 from .judges import unvalidated
@@ -53,7 +53,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
     store = Store(project.root)
     try:
         series = store.known_series(series_id)
-        total = len(series["cases"]) * series["repeats"] * len(series["variants"])
+        total = planned_attempts(series)
         conclusion = Conclusion(series["experiment_id"], series_id, series["split"], tally.done, total)
         conclusion.spend_usd = tally.spend
         conclusion.unpriced_calls = tally.unpriced_calls

@@ -31,6 +31,11 @@ def attempt_row(record: dict) -> tuple:
             record["finished_at"], json.dumps(record))
 
 
+def planned_attempts(series: dict) -> int:
+    """Every attempt of a series' plan (its record, or the series as Store.known_series gives it)."""
+    return len(series["variants"]) * len(series["cases"]) * series["repeats"]
+
+
 def known_series(db: Transaction, series_id: str) -> tuple[str, dict, float, float | None]:
     """(status, record, created_at, finished_at) of a series that must exist (its id came from this database)."""
     row = db.series(series_id)

@@ -39,7 +39,7 @@ from decimal import Decimal
 from .. import storage
 from ..storage import Transaction
 from .cap import NEAR
-from .db import Store, attempt_id, attempt_row, known_series
+from .db import Store, attempt_id, attempt_row, known_series, planned_attempts
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
 CLAIMED_ELSEWHERE = "claimed by another runner"
@@ -289,10 +289,7 @@ def cancel(store: Store, series_id: str, why: str, *, unless_complete: bool = Fa
 
 
 def _complete(db: Transaction, series_id: str) -> bool:
-    record = _record(db, series_id)
-    planned = len(record["variants"]) * len(record["cases"]) * int(record["repeats"])
-    totals = db.spend_totals(series_id)
-    return totals is not None and totals[2] >= planned
+    return db.count_finished(series_id) >= planned_attempts(_record(db, series_id))
 
 
 @storage.rerun
