@@ -35,8 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import projects  # noqa: E402
+from bench_attempts import fresh  # noqa: E402
 from bench_floor import FLOOR, RECORD  # noqa: E402
-from sidebyside import private_temproot, pytest_cmd  # noqa: E402
+from sidebyside import private_temproot  # noqa: E402
 
 COLLECTED = re.compile(r"Collected : (\d+)")
 
@@ -51,11 +52,9 @@ def counted(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
 
 
 def command(target: str, code: str | None = None) -> list[str]:
-    """pytest on `target` under callgrind, after removing what an earlier run left (the project database,
-    the floor's)."""
-    path = f"PYTHONPATH={shlex.quote(str(Path(code).resolve()))} " if code else ""
-    grind = "valgrind --tool=callgrind --callgrind-out-file=/dev/null"
-    return ["sh", "-c", f'rm -rf proj/.aqven .floor && {path}exec {grind} "$@"', "sh", *pytest_cmd(target)]
+    """pytest on `target` under callgrind (bench_attempts.fresh's command: sh -c '... exec "$@"' sh pytest ...)."""
+    shell = fresh(target, code=code)
+    return [*shell[:4], "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *shell[4:]]
 
 
 def main() -> None:
