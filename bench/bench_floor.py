@@ -23,6 +23,12 @@ from the start, at most N at once, and each item waits for its own. The attempts
 end) and its speed-up over concurrency 1 are the most any implementation of DESIGN.md can reach here:
 
     python bench/bench_floor.py --concurrency [--attempts 400] [--rounds 3]
+    python bench/bench_floor.py --concurrency --attempts 1000 --delay 0.5 --levels 100    # the 0.5 s target
+    python bench/bench_floor.py --concurrency --attempts 1000 --marginal 200 --levels 100  # CPU an attempt
+
+--marginal SMALL also runs each side at SMALL attempts, and prints the CPU of an attempt between the two
+sizes (process and children, the difference over the attempts between): the floor's and the attempts' side by
+side, without what a session costs once (imports, collection, the series' start, the verdict).
 """
 from __future__ import annotations
 
@@ -154,38 +160,55 @@ RECORD = (
 def concurrency(args) -> None:
     from bench_concurrency import CONFIGS, SlowServer, attempts_phase, build
 
-    levels = (1, 32, 100)
-    server = SlowServer(0.05)
+    levels = args.levels
+    server = SlowServer(args.delay)
     phases: dict[str, list[float]] = {}
+    marginal: dict[str, list[float]] = {}     # CPU at --attempts less CPU at --marginal, per attempt between
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            extra = build(Path(tmp, "proj"), server.url, args.attempts)
-            for c in levels:
-                Path(tmp, f"test_floor_{c}.py").write_text(FLOOR % (args.attempts, c, server.port, RECORD))
+            sizes = [args.attempts] + ([args.marginal] if args.marginal else [])
+            extra = {n: build(Path(tmp, f"proj{n}"), server.url, n) for n in sizes}
+            for n in sizes:
+                for c in levels:
+                    Path(tmp, f"test_floor_{c}_{n}.py").write_text(FLOOR % (n, c, server.port, RECORD))
             env = private_temproot(tmp)
             for r in range(args.rounds):
                 for c in levels:
-                    floor = run_once(["sh", "-c", 'rm -rf .floor && exec "$@"', "sh",
-                                      *pytest_cmd(f"test_floor_{c}.py")], cwd=tmp, env=env)
-                    attempts = run_once(pytest_cmd("proj", "--aqven-new-series", *extra,
-                                                   *dict(CONFIGS)[f"concurrency {c}"]), cwd=tmp, env=env)
-                    if floor.returncode or attempts.returncode:
-                        sys.exit(f"concurrency {c}: pytest exited {floor.returncode} (floor), "
-                                 f"{attempts.returncode} (attempts)")
-                    phases.setdefault(f"floor, concurrency {c}", []).append(float(Path(tmp, ".floor/phase").read_text()))
-                    phases.setdefault(f"attempts, concurrency {c}", []).append(attempts_phase(Path(tmp, "proj"))[0])
+                    cpu = {}
+                    for n in sizes:
+                        floor = run_once(["sh", "-c", 'rm -rf .floor && exec "$@"', "sh",
+                                          *pytest_cmd(f"test_floor_{c}_{n}.py")], cwd=tmp, env=env)
+                        attempts = run_once(pytest_cmd(f"proj{n}", "--aqven-new-series", *extra[n],
+                                                       *dict(CONFIGS)[f"concurrency {c}"]), cwd=tmp, env=env)
+                        if floor.returncode or attempts.returncode:
+                            sys.exit(f"concurrency {c}: pytest exited {floor.returncode} (floor), "
+                                     f"{attempts.returncode} (attempts)")
+                        cpu[n] = (floor.cpu, attempts.cpu)
+                        if n == args.attempts:
+                            phases.setdefault(f"floor {c}", []).append(float(Path(tmp, ".floor/phase").read_text()))
+                            phases.setdefault(f"attempts {c}", []).append(attempts_phase(Path(tmp, f"proj{n}"))[0])
+                    if args.marginal:
+                        for i, side in enumerate(("floor", "attempts")):
+                            marginal.setdefault(f"{side} {c}", []).append(
+                                (cpu[args.attempts][i] - cpu[args.marginal][i]) / (args.attempts - args.marginal))
                 print(f"  round {r + 1}/{args.rounds}", file=sys.stderr)
     finally:
         server.stop()
     med = {k: statistics.median(v) for k, v in phases.items()}
-    print(f"{args.attempts} attempts against a server answering after 50 ms; the attempts' phase, medians of "
-          f"{args.rounds}:")
-    print("| concurrency | floor phase | floor speed-up | attempts phase | attempts speed-up |")
-    print("|---|---|---|---|---|")
+    mcpu = {k: statistics.median(v) * 1000 for k, v in marginal.items()}
+    base = levels[0]
+    print(f"{args.attempts} attempts against a server answering after {args.delay * 1000:.0f} ms; the attempts' phase, "
+          f"medians of {args.rounds}" + (f"; CPU ms an attempt between {args.marginal} and {args.attempts} attempts"
+                                         if args.marginal else "") + ":")
+    print(f"| concurrency | floor phase | floor speed-up over {base} | attempts phase | attempts speed-up over {base} |"
+          + (" floor CPU ms | attempts CPU ms | attempts / floor |" if args.marginal else ""))
+    print("|---|---|---|---|---|" + ("---|---|---|" if args.marginal else ""))
     for c in levels:
-        f, a = med[f"floor, concurrency {c}"], med[f"attempts, concurrency {c}"]
-        print(f"| {c} | {f:.2f} s | {med['floor, concurrency 1'] / f:.1f}x | {a:.2f} s "
-              f"| {med['attempts, concurrency 1'] / a:.1f}x |")
+        f, a = med[f"floor {c}"], med[f"attempts {c}"]
+        row = f"| {c} | {f:.2f} s | {med[f'floor {base}'] / f:.1f}x | {a:.2f} s | {med[f'attempts {base}'] / a:.1f}x |"
+        if args.marginal:
+            row += f" {mcpu[f'floor {c}']:.2f} | {mcpu[f'attempts {c}']:.2f} | {mcpu[f'attempts {c}'] / mcpu[f'floor {c}']:.2f}x |"
+        print(row)
 
 
 def main() -> None:
@@ -195,6 +218,10 @@ def main() -> None:
     ap.add_argument("--no-xdist", action="store_true", help="leave out the -n 2 runs")
     ap.add_argument("--concurrency", action="store_true", help="the floor under the concurrency target instead")
     ap.add_argument("--attempts", type=int, default=400, help="with --concurrency")
+    ap.add_argument("--delay", type=float, default=0.05, help="with --concurrency: the server's answer time, seconds")
+    ap.add_argument("--levels", type=int, nargs="+", default=[1, 32, 100], help="with --concurrency")
+    ap.add_argument("--marginal", type=int, metavar="SMALL", help="with --concurrency: also each side at SMALL "
+                    "attempts, for the CPU an attempt between SMALL and --attempts (without a session's fixed costs)")
     args = ap.parse_args()
     if args.concurrency:
         return concurrency(args)
