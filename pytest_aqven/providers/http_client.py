@@ -72,7 +72,7 @@ class _HttpxClient(HttpxAiohttpClient):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._jar = _Cookies(kwargs.get("cookies"))
+        self.cookies = kwargs.get("cookies")
 
     @property
     def cookies(self) -> httpx.Cookies:
