@@ -97,22 +97,16 @@ def clip(text: str, limit: int | None) -> str:
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines of a .env file; comments, blank lines and `export ` prefixes allowed."""
-    out: dict[str, str] = {}
+    """The variables of a .env file, as python-dotenv reads them (comments, quotes, `export `, `${VAR}`)."""
+    from dotenv import dotenv_values  # noqa: PLC0415 - only a run that reads a key needs it
+
+    if not path.is_file():
+        return {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        out[key.strip()] = value
-    return out
+        values = dotenv_values(path, encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def env_name(ref: str) -> str | None:

@@ -21,8 +21,11 @@ def test_provider_errors_are_scrubbed_where_they_are_created():
 
 
 def test_dotenv_lines(tmp_path):
-    (tmp_path / ".env").write_text("A=1\n# c\nexport B = \"two words\"\nbad line\nC='x=y'\n")
-    assert secrets.read_dotenv(tmp_path / ".env") == {"A": "1", "B": "two words", "C": "x=y"}
+    (tmp_path / ".env").write_text("A=1\n# c\nexport B = \"two words\"\nbad line\nC='x=y'\n"
+                                   "KEY=sk-abc123 # staging key\nD=\"a # not a comment\"\nE=${A}x\n")
+    assert secrets.read_dotenv(tmp_path / ".env") == {"A": "1", "B": "two words", "C": "x=y", "KEY": "sk-abc123",
+                                                      "D": "a # not a comment", "E": "1x"}
+    assert secrets.read_dotenv(tmp_path / "absent.env") == {}
 
 
 def test_scrub_data_reaches_every_string_of_a_record_and_keeps_every_other_value():
