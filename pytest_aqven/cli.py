@@ -167,9 +167,27 @@ def run_check(args: argparse.Namespace) -> int:
     if root is None:
         return 2
     diagnostics = check_root(root)
-    render = {"json": render_json, "github": render_github}.get(args.format, render_text)
-    print(render(diagnostics))
+    if args.format == "github":
+        print(render_github(diagnostics, repository_prefix(root)))
+    else:
+        print((render_json if args.format == "json" else render_text)(diagnostics))
     return 1 if any(d.severity == "error" for d in diagnostics) else 0
+
+
+def repository_prefix(root: Path) -> str:
+    """The module root's path from the repository's top level, as GitHub resolves an annotation's file:
+    `GITHUB_WORKSPACE` when the root lies inside it, else the nearest folder above holding `.git`, else the
+    current folder; "" when none holds the root (paths stay relative to the module root)."""
+    root = root.resolve()
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    tops = [Path(workspace).resolve()] if workspace else []
+    tops += [folder for folder in (root, *root.parents) if (folder / ".git").exists()][:1]
+    tops.append(Path.cwd().resolve())
+    for top in tops:
+        if root.is_relative_to(top):
+            relative = root.relative_to(top)
+            return "" if relative == Path() else relative.as_posix()
+    return ""
 
 
 def add_plan(commands) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import posixpath
 from dataclasses import asdict, dataclass, field
 
 
@@ -96,13 +97,14 @@ def _github_escape(text: str, property_: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if property_ else text
 
 
-def render_github(diagnostics: list[Diagnostic]) -> str:
-    """GitHub Actions workflow commands: one `::error` or `::warning` annotation per diagnostic, on its file,
+def render_github(diagnostics: list[Diagnostic], prefix: str = "") -> str:
+    """GitHub Actions workflow commands: one `::error` or `::warning` annotation per diagnostic, on its file
+    (`prefix`, the module root's path from the repository root, before the file's path from the module root),
     line and column, titled by its code (the hint on a second line), then the counts as text prints them."""
     report = Report(list(diagnostics))
     lines = []
     for d in report.sorted():
-        where = [f"file={_github_escape(d.file, True)}"]
+        where = [f"file={_github_escape(posixpath.join(prefix, d.file) if prefix else d.file, True)}"]
         if d.line is not None:
             where.append(f"line={d.line}")
             if d.column is not None:

@@ -92,3 +92,23 @@ def test_check_format_github_annotates_each_diagnostic(tmp_path, capsys):
     assert out[0].startswith("::error file=experiments/small_agent_accuracy/experiment.yaml,line=")
     assert ",title=E_METRIC_UNKNOWN::question.metric: experiment small_agent_accuracy: metric intnet " in out[0]
     assert "%0Ahint: name a check id" in out[0] and out[-1] == "errors: 1, warnings: 0"
+
+
+def test_check_format_github_names_files_from_the_repository_root(tmp_path, capsys, monkeypatch):
+    """GitHub resolves an annotation's file from the repository root: a project in a subfolder is prefixed with
+    it, found by the `.git` above it, or by GITHUB_WORKSPACE, which wins."""
+    repo = tmp_path / "repo"
+    root = repo / "evals" / "helpdesk"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".aqven"))
+    (repo / ".git").mkdir()
+    path = root / "experiments/small_agent_accuracy/experiment.yaml"
+    path.write_text(path.read_text().replace('metric: "intent"', 'metric: "intnet"'))
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    monkeypatch.chdir(root / "experiments")
+    assert main(["check", str(root), "--format", "github"]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("::error file=evals/helpdesk/experiments/small_agent_accuracy/experiment.yaml,line="), first
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(repo / "evals"))
+    assert main(["check", str(root), "--format", "github"]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("::error file=helpdesk/experiments/small_agent_accuracy/experiment.yaml,line="), first
