@@ -1,4 +1,4 @@
-"""junit of the example project, valid against pytest's own schema (tests/data/junit-10.xsd) in both families,
+"""junit of the example project, valid against pytest's own schema (tests/data/pytest-junit-10.xsd) in both families,
 with readable testcase names for CI reporters and the aqven data where each family allows it."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 etree = pytest.importorskip("lxml.etree")
 
 EXAMPLE = Path(__file__).parent.parent / "example_project"
-XSD = Path(__file__).parent / "data" / "junit-10.xsd"
+XSD = Path(__file__).parent / "data" / "pytest-junit-10.xsd"
 
 
 def schema(family: str):
@@ -74,3 +74,18 @@ def test_the_example_projects_junit_is_valid_with_readable_names(pytester, famil
         assert len(on_cases) == len(cases)
         verdict = next(c for c in cases if c.get("name") == "small_agent_accuracy::verdict")
         assert {p.get("name"): p.get("value") for p in verdict.iter("property")}["aqven_verdict"] == "confirmed"
+
+
+def test_the_users_own_testcases_keep_their_order(pytester):
+    """Only our testcases are put in one order; a user's own keep the places and order pytest wrote."""
+    shutil.copytree(EXAMPLE, pytester.path / "example_project", ignore=shutil.ignore_patterns(".aqven"))
+    pytester.makepyfile(test_user="def test_b():\n    pass\n\n\ndef test_a():\n    pass\n")
+    result = pytester.runpytest_subprocess("example_project", "test_user.py", "--junitxml=out.xml",
+                                           "-o", "junit_family=xunit1", "-p", "no:cacheprovider", timeout=300)
+    assert result.ret == pytest.ExitCode.OK
+    doc = validate("xunit1", pytester.path / "out.xml")
+    names = [c.get("name") for c in doc.findall(".//testcase")]
+    assert [n for n in names if n.startswith("test_")] == ["test_b", "test_a"]
+    ours = [n for n in names if "::" in n]
+    assert ours.index("small_agent_accuracy::verdict") < ours.index("small_replaces_large::small::defect_buzz#1")
+    assert ours[-1] == "small_replaces_large::verdict"

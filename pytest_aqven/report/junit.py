@@ -136,23 +136,29 @@ def _key(testcase: ET.Element) -> tuple:
     return (classname + ".\uffff" if name.endswith("verdict") else classname, name)
 
 
+def _ours(testcase: ET.Element) -> bool:
+    """An attempt's or a verdict's testcase: its name is the one `testcase_name` gives (`experiment::...`)."""
+    classname, name = testcase.get("classname", ""), testcase.get("name", "")
+    return ".experiment.yaml" in f"{classname}." and "::" in name
+
+
 def sort_testcases(path: Path) -> None:
-    """Testcases in one order (by class name, each experiment's verdict after its attempts), so a run
-    with and without -n N writes the same file apart from timings: xdist appends them as workers report."""
+    """Our testcases in one order (by class name, each experiment's verdict after its attempts), so a run
+    with and without -n N writes the same file apart from timings: xdist appends them as workers report.
+    They take the places ours held; every other testcase keeps its own place."""
     try:
         tree = ET.parse(path)
     except (OSError, ET.ParseError):
         return
     changed = False
     for suite in tree.getroot().iter("testsuite"):
-        cases = [c for c in suite if c.tag == "testcase"]
-        ordered = sorted(cases, key=_key)
-        if ordered != cases:
+        children = list(suite)
+        places = [i for i, c in enumerate(children) if c.tag == "testcase" and _ours(c)]
+        ordered = sorted((children[i] for i in places), key=_key)
+        if ordered != [children[i] for i in places]:
             changed = True
-            first = list(suite).index(cases[0])
-            for c in cases:
-                suite.remove(c)
-            for i, c in enumerate(ordered):
-                suite.insert(first + i, c)
+            for i, c in zip(places, ordered):
+                children[i] = c
+            suite[:] = children
     if changed:
         tree.write(path, encoding="utf-8", xml_declaration=True)
