@@ -192,10 +192,12 @@ def test_nested_node_executions_are_indented_under_their_container():
         node("pick", "code"),
     ], "")
     assert lines[0] == "drafts (parallel): ok, 5 ms"
-    assert lines[3] == "  drafts__gpt [branch gpt] (llm): ok, 5 ms, at least $0, answered by m:1"
+    assert lines[3] == "  drafts__gpt [branch gpt] (llm): ok, 5 ms, at least $0, m:1 did not answer"   # its call failed
     assert lines[6] == ("    call 1: m:1 error; tokens 3 in, 0 out; unpriced; 9 ms; after transport retries HTTP 429 "
                         "(waited 0.5 s); error HTTP 503; then fallback (error)")
     assert lines[7] == "    check tone (on_fail retry, answer 1): failed: too curt"
     assert lines[8] == "    drafts__gpt__fix [iteration 2] (code): failed, 5 ms"
     assert lines[10] == "      error: code_invalid: fix raised ValueError: no at fix.py:4"
+    answered = nodes_lines([node("ask", "llm", model="m:2", calls=[{"model": "m:2", "outcome": "refusal"}])], "")
+    assert answered[0] == "ask (llm): ok, 5 ms, at least $0, answered by m:2"
     assert lines[11] == "pick (code): ok, 5 ms"

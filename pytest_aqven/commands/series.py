@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from .. import storage
+from ..report.terminal import table
 from ..series.cap import CapError, parse_usd
 from ..series.db import Store, planned_attempts
 from ..series.ledger import approve, cancel, pause_text, series_spend
@@ -160,15 +161,17 @@ def run_list(args) -> int:
         store = _store(args)
         with store.read() as db:
             rows = db.series_ids()
+        if not rows:
+            print("no series")
+            return 0
+        lines = [("series", "experiment", "half", "status", "attempts", "spend", "verdict")]
         for series_id in rows:
             s = store.series(series_id)
             done, total = _counts(store, s)
             spent = series_spend(store, series_id)
-            verdict = (s.get("verdict") or {}).get("state") or "-"
-            print(f"{series_id}  {s['experiment_id']}  {s['split']}  {s['status']}  {done}/{total} attempts  "
-                  f"{spent.text(s.get('cap_usd'))}  verdict {verdict}")
-        if not rows:
-            print("no series")
+            lines.append((series_id, s["experiment_id"], s["split"], s["status"], f"{done}/{total}",
+                          spent.text(s.get("cap_usd")), (s.get("verdict") or {}).get("state") or "-"))
+        print("\n".join(table(lines)))
         return 0
     return _run(body, args)
 

@@ -80,8 +80,10 @@ def nodes_lines(nodes: list[dict], indent: str) -> list[str]:
         head = f"{pad}{n['node']}{f' [{where}]' if where else ''} ({n['kind']}): {n['status']}, {_ms(n.get('latency_ms'))}"
         if n.get("calls"):
             head += f", {'at least ' if any(c.get('cost_usd') is None for c in n['calls']) else ''}{usd(cost)}"
-        if n.get("model"):
-            head += f", answered by {n['model']}"
+        if n.get("model"):       # "answered by" only when a call brought an answer back
+            calls = n.get("calls") or []
+            answered = any(c.get("outcome") != "error" for c in calls) if calls else n.get("status") == "ok"
+            head += f", answered by {n['model']}" if answered else f", {n['model']} did not answer"
         lines.append(head)
         lines.append(f"{pad}  input: {value(n.get('input'))}")
         if n.get("status") == "ok" or n.get("output") is not None:
