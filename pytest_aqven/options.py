@@ -73,10 +73,11 @@ def check(config: pytest.Config) -> frozenset[str]:
         raise pytest.UsageError("--aqven-cases must be at least 1")
     if repeats is not None and not 1 <= repeats <= 20:
         raise pytest.UsageError("--aqven-repeats must be between 1 and 20")
-    _from_ini(config)
+    from_ini = _from_ini(config)
     _choose_store(config)
     if not 1 <= config.option.aqven_concurrency <= 1024:
-        raise pytest.UsageError("--aqven-concurrency must be between 1 and 1024")
+        where = "aqven_concurrency (ini)" if "aqven_concurrency" in from_ini else "--aqven-concurrency"
+        raise pytest.UsageError(f"{where} must be between 1 and 1024, not {config.option.aqven_concurrency}")
     if config.getoption("aqven_cap") is not None:
         from .series.cap import CapError, parse_usd
         try:
@@ -94,26 +95,33 @@ def check(config: pytest.Config) -> frozenset[str]:
     return _fail_on(config)
 
 
-def _from_ini(config: pytest.Config) -> None:
+def _ini(config: pytest.Config, name: str):
+    """An ini value as pytest types it; a value of the wrong type is a usage error naming the key and the value."""
+    try:
+        return config.getini(name)
+    except (TypeError, ValueError) as exc:
+        raise pytest.UsageError(f"{name} (ini): {exc}") from None
+
+
+def _from_ini(config: pytest.Config) -> set[str]:
     """Each option the command line left unset takes its ini value (typed, checked here once), so the rest of
-    the plugin reads `config.option` alone."""
-    opt = config.option
+    the plugin reads `config.option` alone; returns the names that came from the ini file."""
+    opt, from_ini = config.option, set()
     for name in ("aqven_concurrency", "aqven_progress", "aqven_intervals", "aqven_json", "aqven_summary"):
         if getattr(opt, name) is None:
-            try:
-                setattr(opt, name, config.getini(name) or None)
-            except (TypeError, ValueError) as exc:
-                raise pytest.UsageError(f"{name} (ini): {exc}") from None
+            setattr(opt, name, _ini(config, name) or None)
+            from_ini.add(name)
     opt.aqven_concurrency = opt.aqven_concurrency or 1
     opt.aqven_progress = 30.0 if opt.aqven_progress is None else opt.aqven_progress
     if opt.aqven_intervals not in (None, "robust", "model"):
         raise pytest.UsageError(f"aqven_intervals (ini): {opt.aqven_intervals!r} is neither robust nor model")
     opt.aqven_intervals = opt.aqven_intervals or "robust"
-    mode = config.getini("aqven_cassettes")
+    mode = _ini(config, "aqven_cassettes")
     if mode not in ("", "record", "record_missing", "replay"):
         raise pytest.UsageError(f"aqven_cassettes (ini): {mode!r} is none of record, record_missing, replay")
     if mode and not (opt.aqven_record or opt.aqven_record_missing or opt.aqven_replay):
         setattr(opt, f"aqven_{mode}", True)
+    return from_ini
 
 
 def _choose_store(config: pytest.Config) -> None:
@@ -122,7 +130,7 @@ def _choose_store(config: pytest.Config) -> None:
     import os  # noqa: PLC0415
 
     from . import internals, storage  # noqa: PLC0415
-    given = [(config.getoption("aqven_store"), "--aqven-store"), (config.getini("aqven_store"), "aqven_store (ini)"),
+    given = [(config.getoption("aqven_store"), "--aqven-store"), (_ini(config, "aqven_store"), "aqven_store (ini)"),
              (os.environ.get(storage.ENV), storage.ENV)]
     value, source = next(((v, s) for v, s in given if v), (None, storage.ENV))
     try:
@@ -133,11 +141,13 @@ def _choose_store(config: pytest.Config) -> None:
 
 def _fail_on(config: pytest.Config) -> frozenset[str]:
     raw = config.getoption("aqven_fail_on")
-    lines = [raw] if raw is not None else config.getini("aqven_fail_on")
+    lines = [raw] if raw is not None else _ini(config, "aqven_fail_on")
     states = frozenset(s.strip() for line in lines for s in str(line).split(",") if s.strip())
     unknown = states - set(STATES)
     if unknown:
-        raise pytest.UsageError(f"--aqven-fail-on: unknown verdict {', '.join(sorted(unknown))}")
+        where = "--aqven-fail-on" if raw is not None else "aqven_fail_on (ini)"
+        raise pytest.UsageError(f"{where}: unknown verdict {', '.join(sorted(unknown))} "
+                                f"(the verdicts: {', '.join(STATES)})")
     return states
 
 

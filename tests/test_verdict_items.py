@@ -144,9 +144,22 @@ def test_ini_values_are_checked_with_a_usage_error(pytester):
     make(pytester, projects.cases(4), repeats=1)
     for key, value, says in (("aqven_concurrency", "many", "many"),
                              ("aqven_intervals", "wide", "aqven_intervals (ini): 'wide' is neither"),
-                             ("aqven_fail_on", "refuted, wrong", "--aqven-fail-on: unknown verdict wrong"),
+                             ("aqven_fail_on", "refuted, wrong", "aqven_fail_on (ini): unknown verdict wrong*"),
+                             ("aqven_concurrency", "2000", "aqven_concurrency (ini) must be between 1 and 1024, "
+                                                          "not 2000"),
                              ("aqven_cassettes", "live", "aqven_cassettes (ini): 'live'")):
         pytester.makeini(f"[pytest]\n{key} = {value}\n")
         result = pytester.runpytest("proj", "-p", "no:cacheprovider")
         assert result.ret == pytest.ExitCode.USAGE_ERROR, key
         result.stderr.fnmatch_lines([f"*{says}*"])
+
+
+def test_an_ini_value_of_the_wrong_toml_type_is_a_usage_error_naming_the_key(pytester):
+    if pytest.version_tuple < (9,):
+        pytest.skip("native [tool.pytest] tables, whose values pytest types strictly, are pytest 9's")
+    make(pytester, projects.cases(4), repeats=1)
+    for key, value in (("aqven_fail_on", "3"), ("aqven_cassettes", "5"), ("aqven_store", "[]"), ("aqven_json", "3")):
+        pytester.makefile(".toml", pyproject=f"[tool.pytest]\n{key} = {value}\n")
+        result = pytester.runpytest("proj", "-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, key
+        result.stderr.fnmatch_lines([f"ERROR: {key} (ini): *{value}*"])
