@@ -331,12 +331,12 @@ class VerdictItem(pytest.Item):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
 
+    def reportinfo(self):       # the failure's heading: the experiment's, as the decided verdict's report has
+        return self.path, 0, f"{parent_of(self, ExperimentFile).experiment_id} verdict"
+
 
 class StandingVerdict(Exception):
     """The finding that stands fails the run, as the verdict that wrote it did."""
-
-    def reportinfo(self):
-        return self.path, 0, f"{self.parent.experiment_id} verdict"
 
 
 def run_token(config: pytest.Config) -> str:

@@ -5,6 +5,7 @@ the finding that stands and says how to get fresh cases; `--aqven-new-series` ru
 `--aqven-respend-holdout` the spent ones again, recorded in the new finding."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,8 @@ def test_lf_after_an_inconclusive_verdict_runs_nothing_and_fails_again_saying_wh
         # the standing verdict is a failed test like any: --sw stops there, which pytest reports as interrupted
         assert run.returncode == (2 if again == "--sw" else 1) and len(faults.calls(root)) == paid, run.stdout
         assert "verdict inconclusive (the finding that stands; nothing ran)" in run.stdout
+        if again == "--lf":     # the failure is headed by its experiment, as a decided verdict's is
+            assert re.search(r"^_+ rate_a verdict _+$", run.stdout, re.M), run.stdout
         assert "already gave finding experiments/rate_a/findings/" in run.stdout
     assert len(faults.series(root, "holdout")) == 1 and len(faults.finding_files(root)) == 1
 
