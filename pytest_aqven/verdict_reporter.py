@@ -172,6 +172,9 @@ class VerdictReporter(Reporter):
                     if fire:
                         self.report_unrun(session, verdict_id)
                     continue
+                if verdict_id is None and series[0][1].split == "holdout":
+                    self.held_out_unselected(session, series[0][1])
+                    continue
                 for series_id, tally in series:
                     project = projects[tally.root]
                     look = decision.look_of(project, tally)
@@ -185,6 +188,16 @@ class VerdictReporter(Reporter):
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+    def held_out_unselected(self, session: pytest.Session, tally: SeriesTally) -> None:
+        """A held-out series whose verdict was not selected (`-k` on some attempts, `-k "not verdict"`): never
+        decided, so no finding is written; it stays open, which fails the run when `open` is in fail_on."""
+        why = (f"its verdict was not selected ({tally.done} of its attempts ran in this session); a held-out series "
+               f"is decided, and its finding written, only by a run that selects its verdict: "
+               f"`pytest --aqven-holdout -k {tally.experiment}` finishes it, reusing the recorded attempts")
+        self.unrun.append((tally.experiment, tally.split, why))
+        if "open" in self.fail_on:
+            session.testsfailed += 1
 
     def _standing(self, standing: dict) -> None:
         """A held-out experiment whose cases are spent reported the finding that stands: its junit figures."""

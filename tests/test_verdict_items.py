@@ -42,6 +42,26 @@ def test_a_held_out_run_that_leaves_its_series_open_fails_unless_open_is_left_ou
     again.assert_outcomes(skipped=1, passed=again.parseoutcomes()["passed"])
 
 
+def test_a_held_out_run_that_leaves_its_verdict_out_decides_nothing_and_fails(pytester, xdist):
+    """-k on some attempts, or `not verdict`, under --aqven-holdout: no finding is written and the run fails
+    (open), saying what finishes the series; `-k rate_ok` then decides it from the recorded attempts."""
+    make(pytester, projects.cases(40), repeats=2)
+    findings = pytester.path / "proj/experiments/rate_ok/findings"
+    for selection in ("1 and not verdict", "not verdict"):
+        result = pytester.runpytest("proj", "--aqven-holdout", "-k", selection, "-p", "no:cacheprovider", *xdist)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, selection
+        result.stdout.fnmatch_lines(["rate_ok (holdout): no verdict: its verdict was not selected (* of its attempts "
+                                     "ran in this session)*`pytest --aqven-holdout -k rate_ok` finishes it*"])
+        assert not findings.exists(), selection
+    kept = pytester.runpytest("proj", "--aqven-holdout", "-k", "not verdict", "--aqven-fail-on", "refuted,invalid",
+                              "-p", "no:cacheprovider", *xdist)
+    assert kept.ret == pytest.ExitCode.OK and not findings.exists()  # open left out of fail_on: the user's choice
+    finish = pytester.runpytest("proj", "--aqven-holdout", "-k", "rate_ok", "-p", "no:cacheprovider", *xdist)
+    assert finish.ret == pytest.ExitCode.OK
+    finish.stdout.fnmatch_lines(["rate_ok series *: 0 attempts ran, * reused*"])
+    assert len(list(findings.glob("*.yaml"))) == 1
+
+
 def test_a_held_out_run_whose_series_paused_for_approval_fails(pytester, xdist):
     make(pytester, projects.cases(40), repeats=1)      # each attempt costs $0.0002: the series pauses at its 3rd
     result = pytester.runpytest("proj", "--aqven-holdout", "--aqven-cap", "0.0005", "-p", "no:cacheprovider", *xdist)

@@ -59,7 +59,8 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
         conclusion.unpriced_calls = tally.unpriced_calls
         if tally.done < total:
             conclusion.note = (f"{tally.done} of {total} attempts ran in this session; the series stays open "
-                               "and the same command continues it")
+                               f"until a run selects every attempt of it and its verdict (`-k {tally.experiment}`, "
+                               "or its experiment.yaml), which reuses those recorded")
             if series["status"] == "awaiting_approval":
                 from ..series.ledger import pause_text, spend
                 with store.transaction() as db:

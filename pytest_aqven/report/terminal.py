@@ -111,12 +111,13 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
 def summary(tr, entries: list[dict], unrun: Sequence[tuple[str, str, str]] = ()) -> None:
     """The table (one row per experiment), then each verdict's sentence and, unless confirmed, what to do
     next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats. `unrun`:
-    (experiment, split, why) of the verdicts that no attempt reached: why each is open."""
+    (experiment, split, why) of the verdicts left open without a decision (no attempt reached them, or a held-out
+    verdict was not selected): why each is open."""
     if not entries:
         if unrun:
             tr.write_sep("=", "aqven verdicts")
         for experiment, split, why in unrun:
-            tr.write_line(f"{experiment} ({split}, no attempt): no verdict: {why}", yellow=True)
+            tr.write_line(f"{experiment} ({split}): no verdict: {why}", yellow=True)
         return
     verbosity = tr.config.get_verbosity()
     tr.write_sep("=", "aqven verdicts")
@@ -131,7 +132,7 @@ def summary(tr, entries: list[dict], unrun: Sequence[tuple[str, str, str]] = ())
     for entry in entries:
         _verdict(tr, entry, verbosity)
     for experiment, split, why in unrun:
-        tr.write_line(f"{experiment} ({split}, no attempt): no verdict: {why}", yellow=True)
+        tr.write_line(f"{experiment} ({split}): no verdict: {why}", yellow=True)
 
 
 def _verdict(tr, entry: dict, verbosity: int) -> None:
