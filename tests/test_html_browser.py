@@ -197,7 +197,7 @@ def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
                 assert (lo <= 0 <= hi) == (0.0 in values), (lo, hi, values)
             texts = {t.get("class"): "".join(t.itertext()) for t in panel.iter(f"{SVG}text") if t.get("class")}
             words = "".join(next(t for t in panel.iter(f"{SVG}tspan") if t.get("class") == "aqven-unit").itertext())
-            assert words.strip(" ()") == svg.UNITS[panel.get("data-unit")]
+            assert words.strip(" ()") in (svg.UNITS[panel.get("data-unit")], svg.OWN_RATIO)
             for mark, name in (("aqven-bound", "aqven-bound-label"), ("aqven-edge", "aqven-edge-label")):
                 if any(line.get("class") == mark for line in lines):
                     assert texts[name].startswith(("bound ", "no difference ", "edge ")), texts
@@ -205,6 +205,15 @@ def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
     assert units == ["rate", "rate", "log_ratio"]       # the relative guardrail is in ratio words
     log_labels = [t.text for t in plots[1].iter(f"{SVG}text") if t.get("class") == "aqven-tick-label"][-4:]
     assert all(label.startswith("x") for label in log_labels), log_labels
+    # the cost guardrail in the sentence's own terms: small costs about 0.11x large, the edge at x1.5 (margin 0.5)
+    guardrail = list(plots[1].iter(f"{SVG}g"))[-1]
+    words = "".join(next(t for t in guardrail.iter(f"{SVG}tspan") if t.get("class") == "aqven-unit").itertext())
+    assert words.strip(" ()") == svg.OWN_RATIO
+    cost_ratio = math.exp(float(next(guardrail.iter(f"{SVG}circle")).get("data-value")))
+    assert 0.05 < cost_ratio < 0.2, cost_ratio
+    edge_mark = next(line for line in guardrail.iter(f"{SVG}line") if line.get("class") == "aqven-edge")
+    assert round(math.exp(float(edge_mark.get("data-value"))), 6) == 1.5
+    assert [t.text for t in guardrail.iter(f"{SVG}text") if t.get("class") == "aqven-edge-label"] == ["edge x1.5"]
     badges = re.findall(r'<span class="aqven-badge aqven-badge-(\w+)" data-state="\w+">(\w+)</span>', dom)
     assert badges == [("signal", "signal"), ("signal", "signal")], badges
     first = plots[0]
@@ -214,13 +223,14 @@ def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
     verdict = ci.get("class").split()[1]
     assert verdict == "unclear"     # the example's threshold experiment on working cases is too wide to decide
 
-    # pixels: the same relative positions on the screenshot, light and dark
+    # pixels: the same relative positions on the screenshot, light and dark; pytest-html's page stays light under
+    # a dark colour scheme, and so does the plot on it
     for scheme, extra, bg, edge_colour in (("light", [], (255, 255, 255), "#0969da"),
-                                           ("dark", ["--force-dark-mode"], (13, 17, 23), "#4493f8")):
+                                           ("dark", ["--force-dark-mode"], (255, 255, 255), "#0969da")):
         png = report.with_name(f"report-{scheme}.png")
         browse(chromium, report.as_uri(), png, f"--screenshot={png}", "--window-size=1400,1600", *extra)
         picture = Picture(png)
-        colour = hex_rgb({"unclear": "#bf8700" if scheme == "light" else "#d29922"}[verdict])
+        colour = hex_rgb({"unclear": "#bf8700"}[verdict])
         y, start, end = picture.first_run(colour)
         x1, x2 = float(ci.get("x1")), float(ci.get("x2"))
         assert abs((end - start + 1) - (x2 - x1)) <= 3, (scheme, start, end, x1, x2)
@@ -237,3 +247,24 @@ def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
         inside = [picture.rgb(x, yy) for yy in range(by, by + 14) for x in range(bx0, bx1)]
         assert any(min(p) > 235 for p in inside), (scheme, "no white text in the badge")
         assert contrast(badge, (255, 255, 255)) >= 4.5
+
+
+def test_the_cell_table_reads_a_narrow_interval_shows_and_every_cell_names_its_decider():
+    """No browser: the cells' text is dark on white at WCAG AA or better (pytest-html greys table text); an interval
+    narrower than its estimate's dot has caps taller than the dot; an unclear cell says no bound decided it."""
+    from pytest_aqven.report import html
+
+    assert contrast(hex_rgb(html.TEXT), (255, 255, 255)) >= 4.5 > contrast(hex_rgb("#999999"), (255, 255, 255))
+    assert f"color:{html.TEXT}" in html.CSS
+    cell = {"role": "primary", "metric": "label", "variant": "bot", "baseline": None, "direction": "higher_is_better",
+            "bound": "above", "threshold": 0.5, "margin": 0.0, "relative": False, "edge": 0.5, "verdict": "pass",
+            "decided_by": "betting", "estimate": {"value": 0.9, "low": 0.899, "high": 0.901, "unit": "rate",
+                                                  "family": "robust"}}
+    drawn = ET.fromstring(svg.plot([cell]))
+    ci = next(line for line in drawn.iter(f"{SVG}line") if "aqven-ci" in line.get("class"))
+    assert float(ci.get("x2")) - float(ci.get("x1")) < 2 * 5          # narrower than the dot (r=5)
+    caps = [line for line in drawn.iter(f"{SVG}line") if "aqven-cap" in line.get("class")]
+    assert [float(c.get("x1")) for c in caps] == [float(ci.get("x1")), float(ci.get("x2"))]
+    assert all(float(c.get("y2")) - float(c.get("y1")) > 2 * 5 for c in caps)
+    assert html.decided_by(cell) == "betting"
+    assert html.decided_by({**cell, "verdict": "unclear", "decided_by": None}) == "neither bound clears"

@@ -14,6 +14,7 @@ from .junit import cell_text
 from .text import usd
 
 # badge backgrounds: each has a contrast of at least 4.5 with white text (tests/test_html_browser.py measures it)
+TEXT = "#1f2328"
 BADGE = {"confirmed": "#1a7f37", "refuted": "#cf222e", "invalid": "#a40e26", "inconclusive": "#9a6700",
          "signal": "#0969da", "open": "#57606a", "none": "#57606a"}
 
@@ -21,6 +22,8 @@ CSS = ("<style>.aqven-verdict{margin:12px 0;padding:8px 12px;border-left:4px sol
        ".aqven-verdict table,.aqven-attempt{border-collapse:collapse;margin:6px 0}"
        ".aqven-verdict td,.aqven-verdict th,.aqven-attempt td,.aqven-attempt th{border:1px solid #bbb;"
        "padding:2px 6px;text-align:left;vertical-align:top;white-space:pre-wrap}"
+       # pytest-html greys table text (#999 on white, 2.8:1); ours is dark on white, 15:1 (WCAG AA asks 4.5)
+       f".aqven-verdict,.aqven-verdict td,.aqven-verdict th{{color:{TEXT};background:#ffffff}}"
        ".aqven-state-confirmed{border-color:#1a7f37}.aqven-state-refuted,.aqven-state-invalid{border-color:#cf222e}"
        ".aqven-state-inconclusive{border-color:#bf8700}.aqven-state-signal{border-color:#0969da}"
        ".aqven-look-failed td{color:#cf222e}.aqven-verdict h3{color:#1f2328}"
@@ -40,7 +43,7 @@ def verdict_section(entry: dict, look_table: str = "") -> str:
     spend = ("at least " if s["lower_bound"] else "") + usd(s["usd"]) + f" of {usd(s['cap_usd'])}"
     rows = "".join(
         f"<tr><td>{_t(c['role'])}</td><td>{_t(c['variant'] + (' vs ' + c['baseline'] if c['baseline'] else ''))}</td>"
-        f"<td>{_t(c['metric'])}</td><td>{_t(cell_text(c))}</td><td>{_t(c['decided_by'] or '')}</td></tr>"
+        f"<td>{_t(c['metric'])}</td><td>{_t(cell_text(c))}</td><td>{_t(decided_by(c))}</td></tr>"
         for c in entry["cells"])
     table = ("<table><tr><th>role</th><th>variant</th><th>metric</th><th>estimate [95% CI], bound: cell verdict</th>"
              f"<th>decided by</th></tr>{rows}</table>") if rows else ""
@@ -57,6 +60,13 @@ def verdict_section(entry: dict, look_table: str = "") -> str:
         parts.append(f"<p>Finding: {_t(entry['finding_path'])}</p>")
     parts.append("</section>")
     return "".join(parts)
+
+
+def decided_by(cell: dict) -> str:
+    """The family whose bound decided the cell; an unclear cell was decided by neither."""
+    if cell["decided_by"]:
+        return cell["decided_by"]
+    return "neither bound clears" if cell["verdict"] == "unclear" else cell["estimate"]["family"] or "-"
 
 
 def look_html(split: str, records: list[AttemptRecord], kinds: dict[str, str]) -> str:

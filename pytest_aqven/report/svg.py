@@ -2,7 +2,10 @@
 variant with its estimate and 95% interval, the bound (dashed) and the edge the interval was compared with
 (solid), each labelled with its value, on an axis with ticks at round values (zero among them when it is in
 view) and its unit in words. Every mark carries its value as a data attribute, so a test can check where it
-was drawn. Its own background and colours, light or dark with the reader's colour scheme."""
+was drawn. A pair whose metric is better lower (cost, latency) is drawn in the metric's own terms, as its
+sentence reads ("x0.11 the cost", the edge at x1.5), not in the good-direction scale the statistics use. Its own
+light background and colours, as pytest-html's page has (the page does not follow a dark colour scheme, so
+neither does the plot)."""
 from __future__ import annotations
 
 import math
@@ -18,12 +21,9 @@ STYLE = (
     ".aqven-plot text{fill:currentColor}.aqven-plot .aqven-axis{stroke:currentColor;stroke-width:1}"
     ".aqven-plot .aqven-bound{stroke:#6e7781;stroke-width:2;stroke-dasharray:5 4}"
     ".aqven-plot .aqven-edge{stroke:#0969da;stroke-width:2}"
-    ".aqven-plot .aqven-ci{stroke-width:4;stroke-linecap:butt}"
+    ".aqven-plot .aqven-ci{stroke-width:4;stroke-linecap:butt}.aqven-plot .aqven-cap{stroke-width:2}"
     ".aqven-plot .pass{stroke:#1a7f37;fill:#1a7f37}.aqven-plot .fail{stroke:#cf222e;fill:#cf222e}"
     ".aqven-plot .unclear{stroke:#bf8700;fill:#bf8700}"
-    "@media (prefers-color-scheme: dark){.aqven-plot{color:#e6edf3}.aqven-plot .bg{fill:#0d1117}"
-    ".aqven-plot .aqven-edge{stroke:#4493f8}.aqven-plot .pass{stroke:#3fb950;fill:#3fb950}"
-    ".aqven-plot .fail{stroke:#f85149;fill:#f85149}.aqven-plot .unclear{stroke:#d29922;fill:#d29922}}"
     "</style>"
 )
 
@@ -32,6 +32,33 @@ STYLE = (
 UNITS = {"rate": "share of attempts", "score": "mean score", "ordinal": "mean grade", "usd": "US dollars",
          "ms": "milliseconds",
          "log_ratio": "times as good as the baseline, log scale: x1 the same, x2 twice as good"}
+# a pair whose metric is better lower, in its own terms: the candidate's over the baseline's
+OWN_RATIO = "times the baseline's, log scale: x1 the same, below x1 lower and better"
+
+
+def unit_words(cell: dict) -> str:
+    """A panel's unit in words; a pair says which way its difference goes."""
+    unit = cell["estimate"]["unit"]
+    if _own_terms(cell):
+        return OWN_RATIO if unit == "log_ratio" else f"{UNITS.get(unit, unit)}, candidate minus baseline: below 0 lower and better"
+    return UNITS.get(unit, unit)
+
+
+def _own_terms(cell: dict) -> bool:
+    """A pair whose metric is better lower: its numbers are negated from the good-direction scale."""
+    return bool(cell["baseline"]) and cell.get("direction") == "lower_is_better"
+
+
+def own(cell: dict) -> dict:
+    """The cell with its estimate and edge in the metric's own terms (candidate over or minus baseline)."""
+    if not _own_terms(cell):
+        return cell
+    e = cell["estimate"]
+
+    def neg(v):
+        return None if v is None else -v
+    return {**cell, "edge": neg(cell["edge"]),
+            "estimate": {**e, "value": neg(e["value"]), "low": neg(e["high"]), "high": neg(e["low"])}}
 
 
 def _fmt(x: float) -> str:
@@ -89,7 +116,7 @@ def plot(cells: list[dict], title: str = "") -> str:
         return ""
     panels: dict[tuple[str, str], list[dict]] = {}
     for cell in cells:
-        panels.setdefault((cell["role"], cell["metric"]), []).append(cell)
+        panels.setdefault((cell["role"], cell["metric"]), []).append(own(cell))
     height = sum(HEAD + ROW * len(cs) + AXIS for cs in panels.values()) + 8
     out = [f'<svg class="aqven-plot" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
            f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{escape(title)} intervals">', STYLE,
@@ -111,7 +138,7 @@ def _panel(role: str, metric: str, cells: list[dict], top: float) -> str:
     first = cells[0]
     unit = first["estimate"]["unit"]
     what = "difference in " if first["baseline"] and unit != "log_ratio" else ""
-    words = UNITS.get(unit, unit)
+    words = unit_words(first)
     out = [f'<g class="aqven-panel" data-metric="{escape(metric)}" data-role="{role}" data-unit="{escape(unit)}" '
            f'data-domain-low="{lo!r}" data-domain-high="{hi!r}" data-x-low="{LEFT}" data-x-high="{RIGHT}">',
            f'<text x="8" y="{top + 14}" font-weight="bold">{escape(role)}: {what}{escape(metric)}'
@@ -148,6 +175,9 @@ def _panel(role: str, metric: str, cells: list[dict], top: float) -> str:
             out.append(f'<line class="aqven-ci {verdict}" data-variant="{escape(cell["variant"])}" '
                        f'data-low="{_d(e["low"])}" data-high="{_d(e["high"])}" x1="{x(low)}" x2="{x(high)}" '
                        f'y1="{cy}" y2="{cy}"/>')
+            # caps taller than the estimate's dot: an interval narrower than the dot is still seen
+            out += [f'<line class="aqven-cap {verdict}" x1="{x(v)}" x2="{x(v)}" y1="{cy - 9}" y2="{cy + 9}"/>'
+                    for v, given in ((low, e["low"]), (high, e["high"])) if given is not None]
         if e["value"] is not None:
             out.append(f'<circle class="aqven-estimate {verdict}" data-value="{e["value"]!r}" cx="{x(e["value"])}" '
                        f'cy="{cy}" r="5"/>')
