@@ -2,18 +2,24 @@
 
 Every key value this process resolves is remembered here, so `scrub(text)` can remove it from error
 messages and traces before they are stored or shown, whoever produced the text. So is every value a
-series could hold without resolving it (`register_environment`, at each series start): the environment's
-secret-looking variables (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`), which a function provider or
-a vendor SDK reads on its own, and every value of the module root's `.env`.
+series could hold without resolving it (`register_environment`, at each series start), which a function
+provider or a vendor SDK reads on its own: the environment's variables named like a secret (a KEY, SECRET,
+TOKEN, PASSWORD, PAT or CREDENTIAL part: `API_KEY`, `AWS_SECRET_ACCESS_KEY`, `AZURE_OPENAI_KEY`, `GITHUB_PAT`),
+those whose value is shaped like one (a token of 16 or more characters mixing upper case, lower case and
+digits), the password of any URL among them (`DATABASE_URL=postgresql://app:pass@host/app`), and every value of
+the module root's `.env`. Each is scrubbed as written and as it reads URL-encoded or JSON-escaped; a password
+in a URL is scrubbed by its shape too, whoever's it is.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 REDACTED = "[REDACTED]"
 _known: set[str] = set()
@@ -22,32 +28,53 @@ _pattern: re.Pattern[str] | None = None
 _secrets: tuple[str, ...] = ()      # _known as the scrubbing threads read it
 # an Authorization header, or a bearer token, whatever its value
 _AUTH = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?:bearer\s+|basic\s+)?[^\s\"',;}]+|\bbearer\s+[^\s\"',;}]+")
+# the password of a URL's user, whatever the URL: scheme://user:PASSWORD@host
+_URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@\"']*:)([^\s/@\"']+)(@)")
 MIN_SECRET = 6        # shorter values would scrub ordinary words
 
 
 def register(value: str | None) -> None:
-    """Remember a secret value so that scrub() removes it."""
+    """Remember a secret value so that scrub() removes it, in the forms it takes in a URL or in JSON too."""
     global _pattern, _secrets
     if not value or len(value) < MIN_SECRET:
         return
+    forms = {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1]}
     with _lock:
-        if value not in _known:
-            _known.add(value)
+        if not forms <= _known:
+            _known.update(forms)
             _pattern = re.compile("|".join(re.escape(v) for v in sorted(_known, key=len, reverse=True)))
             _secrets = tuple(_known)
 
 
-SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET)$|PASSWORD", re.IGNORECASE)
+# a name with a secret's part: API_KEY, AWS_SECRET_ACCESS_KEY, AZURE_OPENAI_KEY, GH_TOKEN, GITHUB_PAT, DB_PASSWD
+SECRET_NAME = re.compile(r"(^|_)(KEY|PAT|PASSWD|CREDENTIALS?)(_|$)|SECRET|TOKEN|PASSWORD|APIKEY", re.IGNORECASE)
+# a value shaped like a key or token: 16+ characters of a token's alphabet, mixing upper case, lower case and
+# digits (a path, a hex digest or a UUID mixes at most two of them)
+_TOKEN_SHAPE = re.compile(r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])(?=[^0-9]*[0-9])[A-Za-z0-9_\-+/=.~]{16,512}")
+
+
+def url_password(value: str) -> str | None:
+    """The password of a URL's user (`postgresql://app:pass@host/app` -> `pass`), else None."""
+    if "://" not in value or "@" not in value:
+        return None
+    try:
+        password = urlsplit(value.strip()).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
 
 
 def register_environment(root: Path | None = None) -> None:
-    """Remember the values of the environment's secret-looking variables and of `<root>/.env`."""
+    """Remember the values of the environment's variables named or shaped like a secret, the passwords of its
+    URLs, and every value of `<root>/.env`."""
     for name, value in list(os.environ.items()):
-        if SECRET_NAME.search(name):
+        if SECRET_NAME.search(name) or _TOKEN_SHAPE.fullmatch(value):
             register(value)
+        register(url_password(value))
     if root is not None:
         for value in read_dotenv(root / ".env").values():
             register(value)
+            register(url_password(value))
 
 
 def scrub(text: str) -> str:
@@ -59,6 +86,8 @@ def scrub(text: str) -> str:
     pattern = _pattern
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + m.group(3), text)
     return _AUTH.sub(lambda m: (m.group(1) or "") + REDACTED if m.group(1) else f"Bearer {REDACTED}", text)
 
 
@@ -70,7 +99,7 @@ def _clean(text: str) -> bool:
         return False
     lowered = text.lower()
     return "authorization" not in lowered and "bearer" not in lowered and "\u0130" not in text \
-        and "\u0131" not in text
+        and "\u0131" not in text and "://" not in text
 
 
 _PLAIN = frozenset({int, float, bool, type(None)})     # hold no text: kept without a call per value
