@@ -586,7 +586,7 @@ def looped_map(policy: dict) -> dict:
 def test_a_loop_fails_on_an_outage_in_a_pass_select_would_not_pick(tmp_path):
     project = make(tmp_path, looped_map({"use": "skip"}), "loopdown")
     result = run(project, "poli", {"text": "a down-bot"})
-    assert result.error.code == "provider_error" and result.error.node == "polish"
+    assert result.error.code == "provider_error" and result.error.node == "polish__each"    # the child that failed
     assert result.error.message == ("node polish: iteration 0: node each: item 1: node shout: HTTP 404: the model bot "
                                     f"does not exist (on_item_error use: skip {NOTE}")
 

@@ -277,7 +277,7 @@ async def run_loop(runner: "Runner", frame: "Frame", node: "Node", node_id: str,
             for child_id in spec.body:
                 record[child_id] = {"out": await runner.run_node(child, child_id)}
         except RunError as error:       # whichever pass select would pick, a failed pass fails the loop
-            raise within(error, node_id, f"iteration {iteration}") from None
+            raise replace(within(error, node_id, f"iteration {iteration}"), node=error.node) from None
         iterations.append(record)
         state = policies.LoopState(tuple(iterations))
         stopped = None
