@@ -145,7 +145,7 @@ def complete(request):
     CALLS.append(f"{request.model}:{text}")
     if request.model in AFTER:
         ANSWERED[AFTER[request.model]].wait(5)
-        time.sleep(0.02)
+        time.sleep(0.1)          # the engine has taken the answer before: one branch per join decision
     try:
         if f"down-{request.model}" in text:
             raise ProviderError("provider_error", f"HTTP 404: the model {request.model} does not exist")
