@@ -218,3 +218,17 @@ def test_a_quorum_that_skips_failed_branches_never_skips_an_outage(pytester, ser
     assert {r["error_code"] for r in rows} == {"provider_error"}
     ghost = [q for q in server.requests if q["model"] == "ghost"]
     assert len(ghost) == CASES and len(server.requests) <= 3 * CASES     # the other raters: cancelled or answered
+
+
+def test_one_item_lost_to_an_outage_is_an_unmeasured_attempt_counted_by_the_five_percent_rule(pytester, server,
+                                                                                              xdist):
+    """1 of 6 attempts unmeasured is more than 5%: invalid, where skipping the item kept the attempt `ok`."""
+    root = wired(pytester, server, MAP)
+    server.script("m1", "400")         # the first call of the series fails; the other 17 answer
+    result = held_out_run(pytester, xdist)
+    out = result.stdout.str()
+    rows = records(root)
+    assert sorted(r["outcome"] for r in rows) == ["infra_error"] + ["ok"] * (CASES - 1)
+    assert f"verdict invalid: No finding: 1 of {CASES} attempts hit infrastructure errors." in out
+    assert re.search(rf"^rate_ok +threshold +bot +invalid .* {CASES}/{CASES} +1 ", out, re.M), out   # infra column
+    assert len(server.requests) == 1 + 3 * (CASES - 1)
