@@ -140,7 +140,7 @@ AFTER = {"three": "two", "one": "three"}     # two answers first, then three, th
 
 def complete(request):
     """Echoes the text as `<model>:<text>`; in the text, `refuse-<model>` makes that model refuse (the model's
-    failure) and `down-<model>` makes the server answer 404 (an infrastructure error)."""
+    failure) and `down-<model>` fails the call as a server's 404 would (an infrastructure error)."""
     text = request.messages[-1].content
     CALLS.append(f"{request.model}:{text}")
     if request.model in AFTER:
