@@ -6,7 +6,7 @@ import pytest
 from pytest_aqven.codes import outcome_of
 from pytest_aqven.experiments.attempt import root_cause
 
-from .engine_projects import flow, load, node, record, run, write
+from .engine_projects import agent, flow, inference, load, node, record, run, write
 
 LIB = '''
 import threading
@@ -86,7 +86,7 @@ def stop_at(state, params) -> object:
 
 def mark_bad(item, error, params):
     from pytest_aqven.engine.policies import Default, Fail
-    return Default({"text": f"<{error.code}>"}) if item == "bad" else Fail("unexpected")
+    return Default({"text": f"<{error.code}>"}) if item == "refuse-bot" else Fail("unexpected")
 
 
 def typed_default(item: bytes, error, params):
@@ -126,16 +126,66 @@ def by(result, node_id: str):
     return next(n for n in result.nodes if n.node == node_id)
 
 
+# the models of the tests whose children are llm nodes: agents bot, one, two and three
+PROVIDER = '''
+import threading
+import time
+
+from pytest_aqven import ModelResponse, ProviderError
+
+CALLS = []
+ANSWERED = {who: threading.Event() for who in ("one", "two", "three")}
+AFTER = {"three": "two", "one": "three"}     # two answers first, then three, then one
+
+
+def complete(request):
+    """Echoes the text as `<model>:<text>`; in the text, `refuse-<model>` makes that model refuse (the model's
+    failure) and `down-<model>` fails the call as a server's 404 would (an infrastructure error)."""
+    text = request.messages[-1].content
+    CALLS.append(f"{request.model}:{text}")
+    if request.model in AFTER:
+        ANSWERED[AFTER[request.model]].wait(5)
+        time.sleep(0.1)          # the engine has taken the answer before: one branch per join decision
+    try:
+        if f"down-{request.model}" in text:
+            raise ProviderError("provider_error", f"HTTP 404: the model {request.model} does not exist")
+        if f"refuse-{request.model}" in text:
+            return ModelResponse(refusal="I cannot help with that", finish_reason="refusal")
+        return ModelResponse(text='{"text": "%s:%s"}' % (request.model, text), tokens_in=5, tokens_out=5,
+                             cost_usd=0.0)
+    finally:
+        if request.model in ANSWERED:
+            ANSWERED[request.model].set()
+'''
+
+MODELS = {"provider.py": PROVIDER, **{f"agents/{who}.yaml": agent(f"fake:{who}") for who in ("bot", "one", "two", "three")}}
+
+
 def make(tmp_path, files: dict, package: str):
-    files = {"lib.py": LIB, "types/listing.yaml": record("Words", words="Text[]"), **files}
+    files = {"lib.py": LIB, "types/listing.yaml": record("Words", words="Text[]"), **MODELS, **files}
     return load(write(tmp_path, files, package))
+
+
+def calls(package: str) -> list[str]:
+    return sys.modules[f"{package}.provider"].CALLS
+
+
+def on_models(files: dict, folder: str, children: dict[str, str], text: str) -> dict:
+    """`files` with the code children named (child -> agent) made llm nodes of the inference draft, whose
+    text comes from `text`."""
+    files = {**files, f"{folder}/draft.inference.yaml": inference({"text": "Text"}, {"text": "Text"}),
+             f"{folder}/draft.prompt.md": "{% message user %}{{ text }}{% endmessage %}"}
+    for child, who in children.items():
+        files[f"{folder}/{child}.node.yaml"] = node("llm", agent=who, inference="draft",
+                                                    in_=[{"name": "text", "from": text}])
+    return files
 
 
 @pytest.mark.parametrize("join, text, expected", [
     ({"use": "all"}, "hi", ["one:hi", "two:hi", "three:hi"]),
     ({"use": "any"}, "hi", {"one:hi", "two:hi", "three:hi"}),       # one: the first to finish
-    ({"use": "first_success"}, "hi fail-two", {"one:hi fail-two", "three:hi fail-two"}),
-    ({"use": "quorum", "with": {"min_ok": 2, "on_error": "skip"}}, "hi fail-one", ["two:hi fail-one", "three:hi fail-one"]),
+    ({"use": "first_success"}, "hi", {"one:hi", "two:hi", "three:hi"}),
+    ({"use": "quorum", "with": {"min_ok": 2, "on_error": "skip"}}, "hi", ["one:hi", "two:hi", "three:hi"]),
     ({"run": "@root.lib:two_of_three"}, "hi", ["two:hi", "three:hi"]),
 ])
 def test_parallel_joins(tmp_path, join, text, expected):
@@ -151,21 +201,27 @@ def test_parallel_joins(tmp_path, join, text, expected):
     assert set(branches) <= {"one", "two", "three"} and branches["two"].node == "drafts__two"
 
 
-@pytest.mark.parametrize("join, code", [
-    ({"use": "all"}, "code_invalid"),                                   # the branch's own failure
-    ({"use": "quorum", "with": {"min_ok": 3, "on_error": "skip"}}, "E_JOIN_FAILED"),
-    ({"use": "quorum", "with": {"min_ok": 1}}, "code_invalid"),         # on_error fail (the default)
+@pytest.mark.parametrize("join", [
+    {"use": "all"},                                                     # the branch's own failure
+    {"use": "quorum", "with": {"min_ok": 1}},                           # on_error fail (the default)
+    {"use": "quorum", "with": {"min_ok": 3, "on_error": "skip"}},       # a bug is never skipped
 ])
-def test_parallel_join_failures(tmp_path, join, code):
+def test_parallel_join_failures(tmp_path, join):
     project = make(tmp_path, parallel_flow(join), "parfail")
     result = run(project, "fan", {"text": "fail-one"})
-    assert result.error.code == code
-    assert result.error.node == "drafts"
-    if code == "code_invalid":
-        assert "branch one" in result.error.message and result.error.location == "lib.py:12"
-    else:       # unmet because branch one failed: its error is the cause the attempt is classified by
-        assert [c.code for c in result.error.causes] == ["code_invalid"]
-        assert root_cause(result.error).code == "code_invalid" and "quorum 3 is unreachable" in result.error.message
+    assert result.error.code == "code_invalid" and result.error.node == "drafts"
+    assert result.error.message.startswith("node drafts: branch one: node one: @root.lib:draft raised RuntimeError")
+    assert result.error.location == "lib.py:12"
+
+
+def test_a_join_unmet_because_models_failed_is_their_failure(tmp_path):
+    files = on_models(parallel_flow({"use": "quorum", "with": {"min_ok": 3, "on_error": "skip"}}),
+                      "flows/fan/nodes/drafts", {w: w for w in ("one", "two", "three")}, "$input.text")
+    result = run(make(tmp_path, files, "parunmet"), "fan", {"text": "refuse-one"})
+    assert result.error.code == "E_JOIN_FAILED" and result.error.node == "drafts"
+    # unmet because branch one refused: its error is the cause the attempt is classified by
+    assert [c.code for c in result.error.causes] == ["refusal"]
+    assert root_cause(result.error).code == "refusal" and "quorum 3 is unreachable" in result.error.message
 
 
 def test_parallel_branches_run_concurrently(tmp_path):
@@ -194,26 +250,37 @@ def map_flow(on_item_error: dict, concurrency: int | None = 2, body: str = "shou
     }
 
 
+def on_bot(files: dict) -> dict:
+    """map_flow's body on the model bot, the item its text."""
+    return on_models(files, "flows/each/nodes/loud", {"shout": "bot"}, "$item")
+
+
 @pytest.mark.parametrize("policy, words, failed", [
-    ({"use": "skip"}, ["0:A", "2:C", "3:D"], [1]),
-    ({"use": "default", "with": {"value": {"text": "?"}}}, ["0:A", "?", "2:C", "3:D"], [1]),
+    ({"use": "skip"}, ["bot:a", "bot:c", "bot:d"], [1]),
+    ({"use": "default", "with": {"value": {"text": "?"}}}, ["bot:a", "?", "bot:c", "bot:d"], [1]),
 ])
 def test_map_item_errors_recovered(tmp_path, policy, words, failed):
-    project = make(tmp_path, map_flow(policy), f"map_{policy['use']}")
-    result = run(project, "each", {"text": "a bad c d"})
+    project = make(tmp_path, on_bot(map_flow(policy)), f"map_{policy['use']}")
+    result = run(project, "each", {"text": "a refuse-bot c d"})
     assert result.error is None, result.error
     loud = next(n for n in result.nodes if n.node == "loud")
     assert loud.output["words"] == words
-    assert [f["index"] for f in loud.output["failed"]] == failed and loud.output["failed"][0]["code"] == "code_invalid"
+    assert [f["index"] for f in loud.output["failed"]] == failed and loud.output["failed"][0]["code"] == "refusal"
     assert {n.item for n in result.nodes if n.parent == "loud"} == {0, 1, 2, 3}
-    assert sys.modules[f"map_{policy['use']}.lib"].peak == 2          # concurrency 2: pairs meet, never three
+
+
+def test_map_runs_concurrency_items_at_a_time(tmp_path):
+    project = make(tmp_path, map_flow({"use": "skip"}), "mappairs")
+    result = run(project, "each", {"text": "a b c d"})
+    assert by(result, "loud").output["words"] == ["0:A", "1:B", "2:C", "3:D"]
+    assert sys.modules["mappairs.lib"].peak == 2          # concurrency 2: pairs meet, never three
 
 
 def test_map_item_error_policy_gets_its_item_as_annotated_and_aqvens_map_item_error(tmp_path):
-    project = make(tmp_path, map_flow({"run": "@root.lib:typed_default"}, None, "shout"), "maptyped")
-    result = run(project, "each", {"text": "a bad"})
+    project = make(tmp_path, on_bot(map_flow({"run": "@root.lib:typed_default"}, None)), "maptyped")
+    result = run(project, "each", {"text": "a refuse-bot"})
     assert result.error is None, result.error
-    assert by(result, "loud").output["words"] == ["0:A", "<bytes:MapItemError:1>"]
+    assert by(result, "loud").output["words"] == ["bot:a", "<bytes:MapItemError:1>"]
 
 
 def test_map_item_error_fail_stops_with_the_items_error(tmp_path):
@@ -383,10 +450,10 @@ def test_branches_still_running_when_the_join_decides_are_cancelled(tmp_path):
 
 
 def test_map_custom_item_policy(tmp_path):
-    project = make(tmp_path, map_flow({"run": "@root.lib:mark_bad"}), "mapcustom")
-    result = run(project, "each", {"text": "a bad c d"})
+    project = make(tmp_path, on_bot(map_flow({"run": "@root.lib:mark_bad"})), "mapcustom")
+    result = run(project, "each", {"text": "a refuse-bot c d"})
     assert result.error is None, result.error
-    assert by(result, "loud").output["words"] == ["0:A", "<code_invalid>", "2:C", "3:D"]
+    assert by(result, "loud").output["words"] == ["bot:a", "<refusal>", "bot:c", "bot:d"]
 
 
 def test_loop_custom_select(tmp_path):
@@ -413,3 +480,120 @@ def test_the_flow_input_is_validated_before_a_full_run(tmp_path):
     result = run(project, "ask", {"txt": "x"}, node_outputs={"approve": {"text": "ok"}})
     assert result.error.code == "INPUT_INVALID" and result.nodes == []
     assert "text: Field required" in result.error.message
+
+
+# --- what a policy absorbs: the model's failures, never an infrastructure error ------------------------------
+NOTE = "absorbs only the model's own failures)"
+MAP_POLICIES = {"skip": {"use": "skip"}, "default": {"use": "default", "with": {"value": {"text": "?"}}},
+                "custom": {"run": "@root.lib:mark_bad"}}
+
+
+@pytest.mark.parametrize("policy", list(MAP_POLICIES))
+def test_a_map_policy_never_absorbs_an_outage(tmp_path, policy):
+    """The model bot is unknown to the server for item 1: the attempt is the provider's error, named by the map,
+    the item and the node that called, and the items after it never run (concurrency 1)."""
+    rule = MAP_POLICIES[policy]
+    project = make(tmp_path, on_bot(map_flow(rule, concurrency=1)), f"mapdown_{policy}")
+    result = run(project, "each", {"text": "a down-bot c d"})
+    error = result.error
+    assert error.code == "provider_error" and outcome_of(error.code) == "infra_error" and error.node == "loud"
+    label = f"use: {rule['use']}" if "use" in rule else rule["run"]
+    assert error.message == (f"node loud: item 1: node shout: HTTP 404: the model bot does not exist "
+                             f"(on_item_error {label} {NOTE}")
+    assert error.public.startswith("node loud: item 1: node shout: function provider raised provider_error")
+    assert calls(f"mapdown_{policy}") == ["bot:a", "bot:down-bot"]
+    shouts = [(n.item, n.status, n.error_code) for n in result.nodes if n.node == "loud__shout"]
+    assert shouts == [(0, "ok", None), (1, "failed", "provider_error")] and by(result, "loud").status == "failed"
+
+
+def test_a_map_policy_never_absorbs_a_bug_of_the_flow(tmp_path):
+    project = make(tmp_path, map_flow({"use": "skip"}, None, "shout"), "mapbug")
+    error = run(project, "each", {"text": "a bad c"}).error
+    assert error.code == "code_invalid" and error.location == "lib.py:35"
+    assert error.message == f"node loud: item 1: node shout: @root.lib:shout raised ValueError: bad word at lib.py:35 " \
+                            f"(on_item_error use: skip {NOTE}"
+
+
+@pytest.mark.parametrize("join, text, error", [
+    # branch two answers first, then three, then one
+    ({"use": "first_success"}, "down-two", f"branch two: node two: HTTP 404: the model two does not exist (join "
+                                           f"use: first_success {NOTE}"),
+    ({"use": "quorum", "with": {"min_ok": 2, "on_error": "skip"}}, "down-one",
+     f"branch one: node one: HTTP 404: the model one does not exist (join use: quorum {NOTE}"),
+    ({"run": "@root.lib:two_of_three"}, "down-one",
+     f"branch one: node one: HTTP 404: the model one does not exist (join @root.lib:two_of_three {NOTE}"),
+    ({"use": "any"}, "down-two", "branch two: node two: HTTP 404: the model two does not exist"),   # any: no note
+])
+def test_a_join_never_absorbs_an_outage(tmp_path, join, text, error):
+    files = on_models(parallel_flow(join), "flows/fan/nodes/drafts", {w: w for w in ("one", "two", "three")},
+                      "$input.text")
+    result = run(make(tmp_path, files, f"pardown_{join.get('use', 'custom')}"), "fan", {"text": text})
+    assert result.error.code == "provider_error" and result.error.node == "drafts"
+    assert result.error.message == f"node drafts: {error}"
+
+
+def test_a_join_never_absorbs_a_bug_of_the_flow(tmp_path):
+    project = make(tmp_path, parallel_flow({"use": "quorum", "with": {"min_ok": 2, "on_error": "skip"}}), "parbug")
+    error = run(project, "fan", {"text": "fail-one"}).error
+    assert error.code == "code_invalid" and error.location == "lib.py:12"
+    assert error.message.startswith("node drafts: branch one: node one: @root.lib:draft raised RuntimeError: one failed")
+
+
+@pytest.mark.parametrize("join, text, candidates, failed", [
+    ({"use": "first_success"}, "refuse-two", [["three:refuse-two"], ["one:refuse-two"]], ["two"]),
+    ({"use": "quorum", "with": {"min_ok": 2, "on_error": "skip"}}, "refuse-one",
+     [["two:refuse-one", "three:refuse-one"]], ["one"]),
+    ({"run": "@root.lib:two_of_three"}, "refuse-one", [["two:refuse-one", "three:refuse-one"]], ["one"]),
+    ({"use": "any"}, "refuse-one", [["two:refuse-one"]], []),       # one refuses last: cancelled before
+])
+def test_a_join_absorbs_the_models_failures(tmp_path, join, text, candidates, failed):
+    files = on_models(parallel_flow(join), "flows/fan/nodes/drafts", {w: w for w in ("one", "two", "three")},
+                      "$input.text")
+    result = run(make(tmp_path, files, f"parrefuse_{join.get('use', 'custom')}"), "fan", {"text": text})
+    assert result.error is None, result.error
+    drafts = by(result, "drafts").output
+    assert drafts["candidates"] in candidates
+    assert [(f["key"], f["code"]) for f in drafts["failed"]] == [(key, "refusal") for key in failed]
+
+
+def test_any_fails_with_the_first_branch_to_finish_when_it_refused(tmp_path):
+    """`any` takes the first branch to finish: a refusal there is the model's counted failure, as before."""
+    files = on_models(parallel_flow({"use": "any"}), "flows/fan/nodes/drafts",
+                      {w: w for w in ("one", "two", "three")}, "$input.text")
+    result = run(make(tmp_path, files, "parrefuse_anyfirst"), "fan", {"text": "refuse-two"})
+    assert result.error.code == "refusal" and result.error.message.startswith("node drafts: branch two: node two:")
+
+
+def looped_map(policy: dict) -> dict:
+    """A loop whose pass splits a text and maps each word to the model bot: the input's words on the first pass,
+    `x y` on the second, which select (last) picks."""
+    return {
+        "flows/poli/flow.yaml": flow(["polish"], {"text": "$polish.out.words[0]"}),
+        "flows/poli/nodes/polish/polish.node.yaml": node(
+            "loop", body=["split", "each"], init={"split": [{"name": "text", "from": "$input.text"}]},
+            max_iter=2, select={"use": "last"},
+            out=[{"name": "words", "type": TEXTS, "from": "$iter.each.out.words"}]),
+        "flows/poli/nodes/polish/split.node.yaml": node("code", run="@root.lib:split",
+                                                        in_=[{"name": "text", "value": "x y"}],
+                                                        out=[{"name": "words", "type": TEXTS}]),
+        "flows/poli/nodes/polish/each.node.yaml": node(
+            "map", over="$split.out.words", body="shout", on_item_error=policy,
+            out=[{"name": "words", "type": TEXTS, "from": "$ok[*].text"}]),
+        **on_models({}, "flows/poli/nodes/polish", {"shout": "bot"}, "$item"),
+    }
+
+
+def test_a_loop_fails_on_an_outage_in_a_pass_select_would_not_pick(tmp_path):
+    project = make(tmp_path, looped_map({"use": "skip"}), "loopdown")
+    result = run(project, "poli", {"text": "a down-bot"})
+    assert result.error.code == "provider_error" and result.error.node == "polish__each"    # the child that failed
+    assert result.error.message == ("node polish: iteration 0: node each: item 1: node shout: HTTP 404: the model bot "
+                                    f"does not exist (on_item_error use: skip {NOTE}")
+
+
+def test_a_loop_keeps_the_models_failures_its_map_absorbed(tmp_path):
+    project = make(tmp_path, looped_map({"use": "skip"}), "looprefuse")
+    result = run(project, "poli", {"text": "a refuse-bot"})
+    assert result.error is None, result.error
+    assert by(result, "polish").output == {"words": ["bot:x", "bot:y"]}
+    assert [n.detail.get("recovered_items") for n in result.nodes if n.node == "polish__each"] == [[1], []]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import ChainMap
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -12,7 +13,7 @@ from ..project import specs
 from ..project.types import pascal
 from . import policies, refs
 from .fit import errors_text
-from .trace import MAX_CALL_DEPTH, RunError
+from .trace import MAX_CALL_DEPTH, RunError, models_failure, root_cause
 
 if TYPE_CHECKING:
     from ..project.loader import Node
@@ -34,6 +35,23 @@ async def _decide(runner: "Runner", policy: policies.Policy, node: "Node", node_
         return policy.fn(*args, policy.params)
     return await runner.call_user(policy.fn, {}, node, f"node {node_id}: policy {policy.label}", "E_POLICY_RAISED",
                                   args=(*args, policy.params))
+
+
+def within(error: RunError, node_id: str, where: str, policy: policies.Policy | None = None) -> RunError:
+    """A child's error as the container's: named by the container and the item, branch or iteration, with
+    the child's code (and where its code raised) kept, so the attempt is what the child's failure was.
+    `policy`: the one that would have absorbed it, had it been the model's failure."""
+    note = f" ({policy.slot} {policy.label} absorbs only the model's own failures)" if policy else ""
+    return replace(error, node=None, message=f"node {node_id}: {where}: {error.message}{note}",
+                   public=error.public and f"node {node_id}: {where}: {error.public}{note}")
+
+
+def _unabsorbed(error: RunError, node_id: str, where: str, policy: policies.Policy) -> RunError | None:
+    """An error no container policy absorbs: an infrastructure error anywhere shaped what the flow produced,
+    so it is the attempt's (its original code), never an item skipped or a branch left out."""
+    if models_failure(error):
+        return None
+    return within(root_cause(error), node_id, where, policy if policies.absorbs_errors(policy) else None)
 
 
 def bind_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, fields, extra: dict[str, Any]) -> Any:
@@ -99,6 +117,7 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
     try:
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            unabsorbed: RunError | None = None
             for task in sorted(done, key=lambda t: list(spec.body).index(tasks[t])):
                 key = tasks[task]
                 error = task.exception()
@@ -107,10 +126,13 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
                     typed[key] = _typed(join, outputs[key], node_id, f"branch {key}'s output")
                     completed.append(policies.BranchResult(key, typed[key]))
                 elif isinstance(error, RunError):
+                    unabsorbed = unabsorbed or _unabsorbed(error, node_id, f"branch {key}", join)
                     errors[key] = error
                     completed.append(policies.BranchResult(key, None, f"{error.code}: {error.message}"))
                 else:
                     raise error
+            if unabsorbed is not None:      # before the join decides: it never sees an infrastructure error
+                raise unabsorbed
             state = policies.JoinState(tuple(completed), tuple(tasks[t] for t in tasks if t in pending))
             decision = await _decide(runner, join, node, node_id, state)
             kind = policies.kind_of(decision)
@@ -128,8 +150,7 @@ async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: 
                 # a branch's own failure keeps its code (a refusal stays a refusal); an unmet rule is the join's
                 first = next((e for e in errors.values() if reason == f"{e.code}: {e.message}"), None)
                 if first is not None:
-                    raise RunError(first.code, f"node {node_id}: branch {_key_of(errors, first)}: {first.message}",
-                                   location=first.location, traceback=first.traceback)
+                    raise within(first, node_id, f"branch {_key_of(errors, first)}")
                 # unmet because branches failed: the attempt is what their failures are (experiments/attempt.py)
                 raise RunError("E_JOIN_FAILED", f"node {node_id}: join {join.label}: {reason}",
                                causes=tuple(errors[k] for k in spec.body if k in errors))
@@ -191,7 +212,13 @@ async def run_map(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
         async with gate:
             child = frame.enter(node_id, item=index)
             child.values.update({"item": item, "index": index})
-            return await runner.run_node(child, spec.body)
+            try:
+                return await runner.run_node(child, spec.body)
+            except RunError as error:
+                if not models_failure(error):   # the attempt's outcome is decided: the items after it never start
+                    for later in tasks[index + 1:]:
+                        later.cancel()
+                raise
 
     tasks = [asyncio.ensure_future(one(i, item)) for i, item in enumerate(items)]
     values: dict[int, Any] = {}
@@ -203,6 +230,9 @@ async def run_map(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                 continue
             except RunError as err:
                 error = err
+            unabsorbed = _unabsorbed(error, node_id, f"item {index}", rule)
+            if unabsorbed is not None:
+                raise unabsorbed
             decision = await _decide(runner, rule, node, node_id, _typed(rule, items[index], node_id, f"item {index}"),
                                      policies.MapItemError(index=index, code=error.code[:64],
                                                            message=error.message[:400]))
@@ -214,8 +244,7 @@ async def run_map(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
                 failed.append({"index": index, "code": error.code, "message": error.message[:400]})
             elif kind == "Fail":
                 if rule.builtin:   # on_item_error fail: the item's own failure is the node's
-                    raise RunError(error.code, f"node {node_id}: item {index}: {error.message}",
-                                   location=error.location, traceback=error.traceback)
+                    raise within(error, node_id, f"item {index}")
                 raise RunError("E_MAP_ITEM_FAILED", f"node {node_id}: item {index}: {getattr(decision, 'reason', '')}")
             else:
                 raise RunError("E_POLICY_RAISED", f"node {node_id}: on_item_error {rule.label} returned {kind}, "
@@ -244,8 +273,11 @@ async def run_loop(runner: "Runner", frame: "Frame", node: "Node", node_id: str,
         if iteration == 0:
             child.init = {c: runner.bind(b, frame, node_id) for c, b in spec.init.items()}
         record: dict[str, Any] = {}
-        for child_id in spec.body:
-            record[child_id] = {"out": await runner.run_node(child, child_id)}
+        try:
+            for child_id in spec.body:
+                record[child_id] = {"out": await runner.run_node(child, child_id)}
+        except RunError as error:       # whichever pass select would pick, a failed pass fails the loop
+            raise replace(within(error, node_id, f"iteration {iteration}"), node=error.node) from None
         iterations.append(record)
         state = policies.LoopState(tuple(iterations))
         stopped = None

@@ -268,6 +268,7 @@ def codec_for(annotation: Any) -> Codec:
 
 @dataclass
 class Policy:
+    slot: str                        # join | stop | select | on_item_error
     label: str
     fn: Callable
     params: Any
@@ -295,7 +296,7 @@ def load(slot: str, ref, resolve_code: Callable[[str], Callable]) -> Policy:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'with'}: {e['msg']}" for e in exc.errors())
         raise PolicyError(f"{slot} policy {label}: with parameters are invalid: {problems}",
                           tuple(exc.errors()[0]["loc"])) from None
-    policy = Policy(label, fn, params if params is not None else dict(ref.with_ or {}), builtin)
+    policy = Policy(slot, label, fn, params if params is not None else dict(ref.with_ or {}), builtin)
     if not builtin:
         policy.values = values
     return policy
@@ -325,6 +326,16 @@ def _values_codec(slot: str, first: Any) -> Codec:
     if slot == "on_item_error":
         return codec_for(first)
     return JSON_CODEC
+
+
+def absorbs_errors(policy: Policy) -> bool:
+    """May the policy carry on past a failed branch or item? The built-ins that fail on the first error do
+    not; a user's policy may."""
+    if not policy.builtin:
+        return True
+    if policy.fn is quorum:
+        return policy.params.on_error == "skip"
+    return policy.fn in (first_success, skip, default)
 
 
 def kind_of(decision: Any) -> str:

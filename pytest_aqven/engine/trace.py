@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
+
+from .. import codes
 
 MAX_CALL_DEPTH = 8         # calls and subagents nested deeper are the error E_CALL_DEPTH
 
@@ -85,6 +87,28 @@ class RunError(Exception):
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
+
+
+@overload
+def root_cause(error: RunError) -> RunError: ...
+@overload
+def root_cause(error: None) -> None: ...
+def root_cause(error: RunError | None) -> RunError | None:
+    """A join unmet because its branches failed is what those failures are: a failure of the models when
+    every branch failed on its answer (each draft failed its check), else the first infrastructure error
+    among them (an outage makes the attempt unmeasured)."""
+    if error is None or not error.causes:
+        return error
+    causes = [root_cause(c) for c in error.causes]
+    infra = [c for c in causes if not codes.counted(codes.outcome_of(c.code))]
+    cause = (infra or causes)[0]
+    return RunError(cause.code, error.message, error.node, cause.location, cause.traceback, public=cause.public)
+
+
+def models_failure(error: RunError) -> bool:
+    """Is this what the model did (a counted outcome), which a container policy may absorb? Anything else
+    (an outage, a missing key, a bug of the flow, a spend cut) is the attempt's, whatever the policy says."""
+    return codes.counted(codes.outcome_of(root_cause(error).code))
 
 
 @dataclass

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, overload
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -11,7 +11,7 @@ from .. import codes
 from ..engine.checks import CheckInvalid, CheckRaised, CheckResult, CompiledCheck
 from ..engine.evaluators import EvalContext
 from ..engine.runner import Assembly, Runner
-from ..engine.trace import RunError, RunResult
+from ..engine.trace import RunResult, root_cause
 from ..project.loader import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
@@ -20,23 +20,6 @@ from ..providers.secrets import scrub_data
 from ..record import VERSION, AttemptRecord
 from .judges import JudgeCheck, judge_scope
 from .plan import SeriesPlan
-
-
-@overload
-def root_cause(error: RunError) -> RunError: ...
-@overload
-def root_cause(error: None) -> None: ...
-def root_cause(error: RunError | None) -> RunError | None:
-    """A join unmet because its branches failed is what those failures are: a failure of the models when
-    every branch failed on its answer (each draft failed its check), else the first infrastructure error
-    among them (an outage makes the attempt unmeasured)."""
-    if error is None or not error.causes:
-        return error
-    causes = [root_cause(c) for c in error.causes]
-    infra = [c for c in causes if not codes.counted(codes.outcome_of(c.code))]
-    cause = (infra or causes)[0]
-    return RunError(cause.code, error.message, error.node, cause.location, cause.traceback, public=cause.public)
-
 
 STORED_TEXT = 64 << 10      # characters of one text of a stored record (outputs, inputs, messages): the rest is cut
 

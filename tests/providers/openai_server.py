@@ -17,6 +17,9 @@ its model (`server.script(model, "429:1", "ok")`), else answers normally. Faults
   tool             a tool call: the first tool of the request, arguments from the responder
   nocost           a normal answer whose usage has no cost
 
+A model in `server.unknown_models` is answered 404 (model not found) on every request, as a real server
+answers a model it does not serve.
+
 GET /v1/models (or /api/v1/models) serves an OpenRouter-style price list from `server.prices`.
 Bounded: loopback only, bodies up to 1 MB, every wait capped, stopped by the fixture.
 """
@@ -49,6 +52,7 @@ class Server:
         self.cost = 0.00042
         self.hang_s = 3.0
         self.prices_down = False
+        self.unknown_models: set[str] = set()
         self.inflight = 0
         self.max_inflight = 0                   # the most chat requests answered at once
         self._lock = threading.Lock()
@@ -133,6 +137,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.owner.log({"t": time.time(), "model": model, "fault": fault, "body": body,
                         "authorization": self.headers.get("Authorization")})
         kind, _, arg = fault.partition(":")
+        if model in self.owner.unknown_models:
+            return self._send(404, {"error": {"message": f"The model `{model}` does not exist", "code": "model_not_found"}})
         if kind == "delay":
             time.sleep(min(float(arg), MAX_WAIT))
             kind = "ok"
