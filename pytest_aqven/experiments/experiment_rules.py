@@ -734,7 +734,8 @@ class ExperimentRules:
                           "searched)")
             self.out += sink
             return
-        self.out += judge_rules(self.ctx, self.doc, ("checks", i, "inference"), c.inference, f"{e}: check {c.id}")
+        self.out += judge_rules(self.ctx, self.doc, ("checks", i, "inference"), c.inference, f"{e}: check {c.id}",
+                                where)
         if self.view is None:
             return
         scope = set(self.subject_input(self.view)[0] or ()) | set(self.subject_output(self.view)[0] or ())
@@ -748,7 +749,8 @@ class ExperimentRules:
             if f.name not in scope and f.name != "expected_output" and not f.type.endswith("?"):
                 self.diag("W_JUDGE_INPUT_UNBOUND", ("checks", i, "inference"),
                           f"{e}: judge {c.inference} of check {c.id} needs input {f.name}, which no document of its "
-                          f"scope carries in {target}",
+                          f"scope carries in {target}; it is not optional, so every judge call will fail at run time "
+                          "(CHECK_INPUT_MISSING, the judge not called)",
                           "the judge binds inputs by name from $in, the outputs of the top-level nodes, $out and "
                           "expected_output: rename the input or make the field optional")
 
