@@ -38,7 +38,7 @@ class CompiledCheck:
     label: str
     models: tuple[Any, Any, Any] = (None, None, None)    # value, context inputs, expected output: user hints
     inline: bool = False       # a built-in that needs no thread (ours, no user code, linear in the value)
-    required: tuple[tuple[str, str], ...] = ()           # (slot, its hint) of each parameter typed not optional
+    required: tuple[tuple[str, str], ...] = ()           # (context slot, its hint) of each typed not optional
 
     def typed(self, value: Any, context: EvalContext) -> tuple[Any, EvalContext]:
         """User code runs unchanged: a check typed `value: <Out>, context: EvalContext[<In>, <Out>]` gets
@@ -54,19 +54,13 @@ class CompiledCheck:
     def id(self) -> str:
         return self.spec.id
 
-    def guard(self, value: Any, context: EvalContext) -> EvalContext:
-        """A parameter typed not optional that is null is the check's infrastructure error CHECK_INPUT_MISSING,
-        never a score: `value` before the call, a context slot (a case without expected_output for a check typed
-        EvalContext[In, Out]) when the function reads it, so the many checks typed so that never read it run."""
-        missing = {}
-        for slot, hint in self.required:
-            if (value if slot == "value" else getattr(context, slot)) is None:
-                param, where = _SLOTS[slot]
-                message = (f"check {self.id}: evaluator {self.label} types {param} as {hint}, which is not optional, "
-                           f"but {where} is null or missing")
-                if slot == "value":
-                    raise CheckRaised(message + "; the check was not called", "CHECK_INPUT_MISSING", message)
-                missing[slot] = message
+    def guard(self, context: EvalContext) -> EvalContext:
+        """A context slot typed not optional that is null (a case without expected_output for a check typed
+        EvalContext[In, Out]) is the check's infrastructure error CHECK_INPUT_MISSING when the function reads it,
+        never a score; the many checks typed so that never read it run as before."""
+        missing = {slot: f"check {self.id}: evaluator {self.label} types context.{slot} as {hint}, which is not "
+                         f"optional, but the case's {slot} is null or missing"
+                   for slot, hint in self.required if getattr(context, slot) is None}
         return _Guarded(**{f.name: getattr(context, f.name) for f in dataclasses.fields(context)},
                         missing=missing) if missing else context
 
@@ -76,7 +70,7 @@ class CompiledCheck:
         is ours through and through runs on the loop: handing it to a thread cost more than the check."""
         try:
             value, context = self.typed(value, context)
-            context = self.guard(value, context)
+            context = self.guard(context)
             if self.inline:
                 try:
                     verdict = self.fn(value, context, self.params)
@@ -141,8 +135,7 @@ class _Guarded(EvalContext):
         return object.__getattribute__(self, name)
 
 
-_SLOTS = {"value": ("value", "the subject's output"), "inputs": ("context.inputs", "the case's inputs"),
-          "expected_output": ("context.expected_output", "the case's expected_output")}
+_SLOTS = ("inputs", "expected_output")
 
 
 def _admits_null(hint: Any) -> bool:
@@ -152,17 +145,16 @@ def _admits_null(hint: Any) -> bool:
 
 
 def required_slots(fn: Callable) -> tuple[tuple[str, str], ...]:
-    """The slots (value, inputs, expected_output) a check function types as something that does not admit null,
-    each with its hint's name."""
+    """The context slots (inputs, expected_output) a check function types EvalContext[In, Out] with a type that
+    does not admit null, each with its hint's name."""
     try:
         hints = typing.get_type_hints(fn)
         names = list(inspect.signature(fn).parameters)
     except Exception:
         return ()
     args = typing.get_args(hints.get(names[1])) if len(names) > 1 else ()
-    slots = {"value": hints.get(names[0]) if names else None,
-             "inputs": args[0] if len(args) == 2 else None, "expected_output": args[1] if len(args) == 2 else None}
-    return tuple((slot, getattr(hint, "__name__", str(hint))) for slot, hint in slots.items() if not _admits_null(hint))
+    return tuple((slot, getattr(hint, "__name__", str(hint))) for slot, hint in zip(_SLOTS, args)
+                 if len(args) == 2 and not _admits_null(hint))
 
 
 def user_models(fn: Callable) -> tuple[Any, Any, Any]:
