@@ -57,8 +57,7 @@ class JudgeCheck:
             out[f.name] = scope.get(f.name)
             if out[f.name] is None and not f.type.endswith("?"):
                 found = (f"null in {source[f.name]}" if f.name in source else
-                         "missing: looked for in " + ", ".join(where for where, _ in documents)
-                         + (" and the case's expected_output" if f.name == "expected_output" else ""))
+                         "missing: looked for in " + ", ".join(where for where, _ in documents))
                 message = (f"check {self.id}: {self.label} needs input {f.name} ({f.type}), which is {found}; "
                            "the judge was not called")
                 raise CheckRaised(message, "CHECK_INPUT_MISSING", message)
