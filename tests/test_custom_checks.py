@@ -83,7 +83,7 @@ def _typed_checks(pytester, *check_ids: str) -> None:
 
 def test_a_typed_check_parameter_that_gets_null_is_the_check_s_infrastructure_error(pytester, xdist):
     """The cases have no expected_output: a check typed EvalContext[Ask, Reply] that reads it never scores a
-    blank; one typed so that never reads it (AQVEN's idiom) and one typed `Reply | None` score as before."""
+    blank, the attempt is skipped with the parameter, where it was looked for and the line that read it."""
     _typed_checks(pytester, "same_reply")
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs", *xdist)
     result.stdout.fnmatch_lines(["SKIPPED * CHECK_INPUT_MISSING: check same_reply: evaluator "
@@ -96,6 +96,8 @@ def test_a_typed_check_parameter_that_gets_null_is_the_check_s_infrastructure_er
 
 
 def test_a_typed_check_that_never_reads_a_null_slot_or_admits_null_scores(pytester):
+    """AQVEN's idiom types every context EvalContext[In, Out]: a check that never reads the null slot, and one
+    typed `Reply | None`, score as before."""
     _typed_checks(pytester, "short", "maybe_same")
     pytester.runpytest("proj", "-p", "no:cacheprovider")
     found = records(pytester.path)
