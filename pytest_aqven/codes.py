@@ -129,7 +129,10 @@ CODES: dict[str, Code] = {
              RETURNS_UNRESOLVED=(("flow", "call"), "a flow's returns name a value that no node produced"),
              INPUT_INVALID=(NODE_KINDS + ("flow",), "a node's or flow's input does not resolve or does not fit its "
                                                     "type (the case's inputs included)"),
-             CHECK_VALUE_INVALID=(("check",), "an experiment check gave a value that is not a finite number"),
+             CHECK_VALUE_INVALID=(("check", "llm"), "a check (of an experiment or an inference) gave a value that "
+                                                     "is not a finite number, or a passed that is not a boolean"),
+             CHECK_INPUT_MISSING=(("check", "llm"), "a judge's input or a typed parameter of a run: check that is "
+                                                     "not optional is null or missing (the judge is not called)"),
              E_POLICY_RAISED=(_POLICIES, "a check, join, stop, select or on_item_error function raised or returned "
                                          "the wrong kind of value"),
              E_POLICY_PARAMS=(_POLICIES, "a check's or policy's parameters do not fit it"),

@@ -49,3 +49,68 @@ def test_a_non_finite_check_value_is_the_check_s_infrastructure_error_at_its_lin
                                  "(at checks.py:8)"])
     assert {r["outcome"] for r in records(pytester.path)} == {"infra_error"}
     assert "invalid - No finding: " in result.stdout.str()
+
+
+TYPED = '''import math
+
+from pytest_aqven import EvalContext, NoParams, Verdict
+from judgeproj.types import Ask, Reply
+
+
+def same_reply(value: Reply, context: EvalContext[Ask, Reply], params: NoParams) -> Verdict:
+    return Verdict(passed=value.reply == context.expected_output.reply)
+
+
+def short(value: Reply, context: EvalContext[Ask, Reply], params: NoParams) -> Verdict:
+    return Verdict(passed=len(value.reply) < 40)       # types the context as AQVEN does, never reads expected_output
+
+
+def maybe_same(value: Reply, context: EvalContext[Ask, Reply | None], params: NoParams) -> Verdict:
+    return Verdict(passed=context.expected_output is not None and value.reply == context.expected_output.reply)
+
+
+def unsure(value: Reply, context: EvalContext[Ask, Reply], params: NoParams) -> Verdict:
+    return Verdict.model_construct(passed=math.nan, score=None, reason=None)     # bool(nan) is True
+'''
+
+
+def _typed_checks(pytester, *check_ids: str) -> None:
+    project(pytester.path, [(f"c_{i:02d}", "hello") for i in range(10)], {"typed": {
+        "checks": [{"id": c, "kind": "binary", "run": f"@root.experiments.typed.checks:{c}"} for c in check_ids],
+        "question": {"kind": "look"}}})
+    (pytester.path / "proj/experiments/typed/checks.py").write_text(TYPED)
+
+
+def test_a_typed_check_parameter_that_gets_null_is_the_check_s_infrastructure_error(pytester, xdist):
+    """The cases have no expected_output: a check typed EvalContext[Ask, Reply] that reads it never scores a
+    blank, the attempt is skipped with the parameter, where it was looked for and the line that read it."""
+    _typed_checks(pytester, "same_reply")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs", *xdist)
+    result.stdout.fnmatch_lines(["SKIPPED * CHECK_INPUT_MISSING: check same_reply: evaluator "
+                                 "@root.experiments.typed.checks:same_reply types context.expected_output as Reply, "
+                                 "which is not optional, but the case's expected_output is null or missing "
+                                 "(read at checks.py:8)"])
+    found = records(pytester.path)
+    assert found and {(r["outcome"], r["error_code"], r["passed"]) for r in found} == {
+        ("infra_error", "CHECK_INPUT_MISSING", None)}
+
+
+def test_a_typed_check_that_never_reads_a_null_slot_or_admits_null_scores(pytester):
+    """AQVEN's idiom types every context EvalContext[In, Out]: a check that never reads the null slot, and one
+    typed `Reply | None`, score as before."""
+    _typed_checks(pytester, "short", "maybe_same")
+    pytester.runpytest("proj", "-p", "no:cacheprovider")
+    found = records(pytester.path)
+    assert found and all(r["outcome"] == "ok" for r in found)
+    assert {(r["checks"]["short"]["state"], r["checks"]["maybe_same"]["state"]) for r in found} == {
+        ("passed", "failed")}
+
+
+def test_a_check_whose_passed_is_nan_is_the_check_s_infrastructure_error(pytester, xdist):
+    """bool(nan) is True: such a check would pass every attempt."""
+    _typed_checks(pytester, "unsure")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs", *xdist)
+    result.stdout.fnmatch_lines(["SKIPPED * CHECK_VALUE_INVALID: check unsure: evaluator "
+                                 "@root.experiments.typed.checks:unsure gave passed nan, not a boolean"])
+    found = records(pytester.path)
+    assert found and {(r["outcome"], r["passed"]) for r in found} == {("infra_error", None)}

@@ -304,6 +304,41 @@ def test_a_judge_check_of_an_inference_grades_each_answer_and_asks_again(tmp_pat
     assert result.cost_usd == pytest.approx(0.004) and result.output == {"reply": "yes please"}
 
 
+def test_a_judge_check_of_an_inference_whose_input_nothing_binds_is_never_called(tmp_path):
+    """The judge needs `tone`, which neither the node's in nor its out carries: an infrastructure error of the
+    attempt (never check_failed, a counted model failure), and no judge call is made."""
+    script = {"bot": [{"text": '{"reply": "yes please", "ids": []}'}], "grader": [{"text": '{"score": 0.1}'}]}
+    extra = {"agents/judge.yaml": agent("fake:grader"),
+             "flows/grade.inference.yaml": inference({"reply": "Text", "tone": "Text", "hint": "Text?"},
+                                                     {"score": "Float"}),
+             "flows/grade.prompt.md": "Grade the reply."}
+    p = project(tmp_path, "judgeunbound", inf_extra={"checks": [{"inference": "grade", "agent": "judge", "on_fail": "fail"}]},
+                script=script, extra_files=extra)
+    result = run(p, "qa", ASK)
+    assert result.error.code == "CHECK_INPUT_MISSING" and outcome_of(result.error.code) == "infra_error"
+    assert result.error.message == ("node answer: check judge grade (judge) needs input tone (Text), which is missing "
+                                    "in the in and out of node answer; the judge was not called")
+    assert [r.model for r in seen("judgeunbound")] == ["bot"]
+
+
+NAN_CHECK = '''
+import math
+
+from pytest_aqven import NoParams, Verdict
+
+
+def unsure(value, context, params: NoParams) -> Verdict:
+    return Verdict.model_construct(passed=math.nan, score=None, reason=None)
+'''
+
+
+def test_an_inference_check_whose_passed_is_nan_is_an_infrastructure_error(tmp_path):
+    p = project(tmp_path, "nancheck", inf_extra={"checks": [{"run": "@root.checks:unsure", "on_fail": "fail"}]},
+                script={"bot": [{"text": '{"reply": "x", "ids": []}'}]}, extra_files={"checks.py": NAN_CHECK})
+    result = run(p, "qa", ASK)
+    assert result.error.code == "CHECK_VALUE_INVALID" and "gave passed nan" in result.error.message
+
+
 PY_PROMPT = '''
 from types import SimpleNamespace
 

@@ -144,3 +144,59 @@ def test_a_range_judge_binds_inputs_from_node_outputs(pytester):
         bound = r["trace"]["judges"]["grade"]["nodes"][0]["input"]
         assert bound == {"note": "GIVEN NOTE", "reply": "good reply"}
         assert r["checks"]["grade"]["value"] == 0.9
+
+
+# the provider above, counting its calls by node (one line each in calls.log beside the project)
+COUNTING = PROVIDER + '''
+from pathlib import Path
+
+_answer = complete
+
+
+def complete(request):
+    with open(Path(__file__).parent.parent / "calls.log", "a") as log:
+        log.write(request.node + "\\n")
+    return _answer(request)
+'''
+
+
+def test_a_judge_input_nothing_binds_is_the_check_s_infrastructure_error_and_no_judge_call(pytester, xdist):
+    """A judge whose inference needs `tone`, which no document carries: the judge is never called (no model call
+    spent), no attempt is a counted failure, and the verdict is invalid on the infrastructure errors."""
+    project(pytester.path, [(f"c_{i:02d}", "hello") for i in range(10)],
+            {"graded": {"checks": [judge()], "question": {"kind": "threshold", "metric": "grade", "above": 0.5}}})
+    ep.write(pytester.path / "proj", {
+        "provider.py": COUNTING,
+        "flows/support/nodes/answer/grade.inference.yaml": ep.inference(
+            {"reply": "Text", "tone": "Text", "hint": "Text?"}, {"score": "Float", "rationale": "Text"}),
+    }, package="judgeproj")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs", *xdist)
+    calls = (pytester.path / "calls.log").read_text().split()
+    assert calls and set(calls) == {"answer"}, calls      # the subject ran, the judge never
+    dev = records(pytester.path)
+    assert dev and all(r["outcome"] == "infra_error" and r["passed"] is None for r in dev)
+    assert {r["error_code"] for r in dev} == {"CHECK_INPUT_MISSING"}
+    assert all("judges" not in r["trace"] and r["check_cost_usd"] == 0 for r in dev)
+    result.stdout.fnmatch_lines([
+        f"graded (dev, *): invalid - No finding: {len(dev)} of {len(dev)} attempts hit infrastructure errors.",
+        "*every attempt of variant bot hit CHECK_INPUT_MISSING*",
+        "SKIPPED * CHECK_INPUT_MISSING: check grade: judge grade (critic) needs input tone (Text), which is missing: "
+        "looked for in $in, $answer.out, $out; the judge was not called"])
+    assert "xfail" not in result.stdout.str()
+
+
+def test_a_judge_input_that_is_null_names_the_document_that_gave_it(pytester):
+    cases = [(f"c_{i:02d}", "hello") for i in range(10)]
+    project(pytester.path, cases, {"looked": {"checks": [judge()], "question": {"kind": "look"}}})
+    ep.write(pytester.path / "proj", {
+        "provider.py": COUNTING,
+        "types/ask.yaml": ep.record("A question", text="Text", mood="Text?"),
+        "datasets/asks.yaml": {"apiVersion": "aqven/v1", "kind": "Dataset", "flow": "support",
+                               "cases": [{"name": n, "inputs": {"text": t, "mood": None}} for n, t in cases]},
+        "flows/support/nodes/answer/grade.inference.yaml": ep.inference(
+            {"reply": "Text", "mood": "Text"}, {"score": "Float"}),
+    }, package="judgeproj")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs")
+    result.stdout.fnmatch_lines(["SKIPPED * CHECK_INPUT_MISSING: check grade: judge grade (critic) needs input mood "
+                                 "(Text), which is null in $in; the judge was not called"])
+    assert set((pytester.path / "calls.log").read_text().split()) == {"answer"}

@@ -324,9 +324,16 @@ def test_the_words_of_a_mismatch_never_quote_the_value():
     class Out(BaseModel):
         route: Annotated[Union[Refund, Other], Field(discriminator="kind")]
         words: int
+        status: Literal["answered", "escalated"]     # an enum type: its values are named, the value found is not
+        level: Literal["low", "high"]
 
     with pytest.raises(ValidationError) as caught:
-        Out.model_validate({"route": {"kind": "SECRET CASE TEXT"}, "words": "SECRET CASE TEXT"})
+        Out.model_validate({"route": {"kind": "SECRET CASE TEXT"}, "words": "SECRET CASE TEXT",
+                            "status": "SECRET CASE TEXT", "level": 3})
     words = mismatches(caught.value, [type("F", (), {"name": "route", "type": "Route"}),
-                                      type("F", (), {"name": "words", "type": "Int"})])
-    assert words == ["route names no variant of its union (Route)", "words is a string, not Int"]
+                                      type("F", (), {"name": "words", "type": "Int"}),
+                                      type("F", (), {"name": "status", "type": "AnswerStatus"}),
+                                      type("F", (), {"name": "level", "type": "Level"})])
+    assert words == ["route names no variant of its union (Route)", "words is a string, not Int",
+                     "status is a string outside AnswerStatus (one of 'answered' or 'escalated')",
+                     "level is an integer, not Level (one of 'low' or 'high')"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -37,6 +38,7 @@ class CompiledCheck:
     label: str
     models: tuple[Any, Any, Any] = (None, None, None)    # value, context inputs, expected output: user hints
     inline: bool = False       # a built-in that needs no thread (ours, no user code, linear in the value)
+    required: tuple[tuple[str, str], ...] = ()           # (context slot, its hint) of each typed not optional
 
     def typed(self, value: Any, context: EvalContext) -> tuple[Any, EvalContext]:
         """User code runs unchanged: a check typed `value: <Out>, context: EvalContext[<In>, <Out>]` gets
@@ -52,12 +54,23 @@ class CompiledCheck:
     def id(self) -> str:
         return self.spec.id
 
+    def guard(self, context: EvalContext) -> EvalContext:
+        """A context slot typed not optional that is null (a case without expected_output for a check typed
+        EvalContext[In, Out]) is the check's infrastructure error CHECK_INPUT_MISSING when the function reads it,
+        never a score; the many checks typed so that never read it run as before."""
+        missing = {slot: f"check {self.id}: evaluator {self.label} types context.{slot} as {hint}, which is not "
+                         f"optional, but the case's {slot} is null or missing"
+                   for slot, hint in self.required if getattr(context, slot) is None}
+        return _Guarded(**{f.name: getattr(context, f.name) for f in dataclasses.fields(context)},
+                        missing=missing) if missing else context
+
     async def score(self, value: Any, context: EvalContext, timeout: float | None = usercode.DEFAULT_TIMEOUT
                     ) -> CheckResult:
         """In a worker thread (awaited when async), with a time limit: a check is user code. A built-in that
         is ours through and through runs on the loop: handing it to a thread cost more than the check."""
         try:
             value, context = self.typed(value, context)
+            context = self.guard(context)
             if self.inline:
                 try:
                     verdict = self.fn(value, context, self.params)
@@ -69,6 +82,9 @@ class CompiledCheck:
             message = f"check {self.id}: evaluator {self.label} {exc}"
             raise CheckRaised(message, "timeout", message) from None
         except usercode.UserCodeError as exc:  # a bug in a check is an infrastructure error of the attempt
+            if isinstance(exc.original, _Missing):
+                message = f"{exc.original} (read at {exc.location})" if exc.location else str(exc.original)
+                raise CheckRaised(message, "CHECK_INPUT_MISSING", message) from None
             public = f"check {self.id}: evaluator {self.label} raised {exc.exc_type}" + (
                 f" at {exc.location}" if exc.location else "")
             raise CheckRaised(f"check {self.id}: evaluator {self.label} raised {exc}", public=public) from None
@@ -84,6 +100,10 @@ class CompiledCheck:
             message = (f"check {self.id}: evaluator {self.label} gave the score {verdict.score}, not a finite number"
                        + (f" (at {where})" if where else ""))
             raise CheckRaised(message, "CHECK_VALUE_INVALID", message)
+        if not isinstance(verdict.passed, bool):
+            # bool(nan) is True: a passed that is not a boolean would pass silently (a Verdict built unvalidated)
+            message = f"check {self.id}: evaluator {self.label} gave passed {verdict.passed!r}, not a boolean"
+            raise CheckRaised(message, "CHECK_VALUE_INVALID", message)
         if self.spec.kind == "binary":
             return CheckResult("passed" if verdict.passed else "failed", 1.0 if verdict.passed else 0.0, verdict.reason)
         if verdict.score is None:
@@ -98,6 +118,43 @@ def _as(model: Any, value: Any) -> Any:
         return model.model_validate(value)
     except ValidationError:
         return value
+
+
+class _Missing(Exception):
+    """Raised in the check function when it reads a context slot that is null but typed not optional."""
+
+
+@dataclass(frozen=True)
+class _Guarded(EvalContext):
+    missing: dict[str, str] = dataclasses.field(default_factory=dict)      # slot -> why it must not be read
+
+    def __getattribute__(self, name: str) -> Any:
+        why = object.__getattribute__(self, "missing").get(name) if name in _SLOTS else None
+        if why is not None:
+            raise _Missing(why)
+        return object.__getattribute__(self, name)
+
+
+_SLOTS = ("inputs", "expected_output")
+
+
+def _admits_null(hint: Any) -> bool:
+    if hint in (None, Any, object, type(None)) or isinstance(hint, typing.TypeVar):
+        return True
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
+
+
+def required_slots(fn: Callable) -> tuple[tuple[str, str], ...]:
+    """The context slots (inputs, expected_output) a check function types EvalContext[In, Out] with a type that
+    does not admit null, each with its hint's name."""
+    try:
+        hints = typing.get_type_hints(fn)
+        names = list(inspect.signature(fn).parameters)
+    except Exception:
+        return ()
+    args = typing.get_args(hints.get(names[1])) if len(names) > 1 else ()
+    return tuple((slot, getattr(hint, "__name__", str(hint))) for slot, hint in zip(_SLOTS, args)
+                 if len(args) == 2 and not _admits_null(hint))
 
 
 def user_models(fn: Callable) -> tuple[Any, Any, Any]:
@@ -147,6 +204,7 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
         fn, model = BUILTINS[spec.use]
         label = f"use: {spec.use}"
         models = (None, None, None)
+        required: tuple[tuple[str, str], ...] = ()
         inline = spec.use in INLINE
     else:
         run = typing.cast(str, spec.run)        # an evaluator check sets use or run
@@ -158,13 +216,14 @@ def compile_check(spec: ExperimentCheck, project: Project, experiment: Experimen
         label = run
         model = params_model(fn, label)
         models = user_models(fn)
+        required = required_slots(fn)
         inline = False
     try:
         params = model.model_validate(spec.with_ or {})
     except ValidationError as exc:
         raise CheckInvalid(f"evaluator {label}: with parameters are invalid: "
                            + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
-    return CompiledCheck(spec, fn, params, label, models, inline)
+    return CompiledCheck(spec, fn, params, label, models, inline, required)
 
 
 __all__ = ["CheckInvalid", "CheckRaised", "CheckResult", "CompiledCheck", "compile_check", "NoParams"]

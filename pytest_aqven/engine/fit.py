@@ -50,8 +50,12 @@ def mismatches(exc: ValidationError, fields: Iterable = (), expected: str = "an 
             out.append(f"{path} is not declared")
         elif kind.startswith("union_tag"):      # pydantic's words quote the tag found: a value
             out.append(f"{path} names no variant of its union" + (f" ({top})" if top else ""))
+        elif top and len(loc) == 1 and kind in ("literal_error", "enum"):    # the type's values, never the value
+            found = kind_of(e.get("input"))
+            out.append(f"{path} is {found}{' outside' if found == 'a string' else ', not'} {top} "
+                       f"(one of {e.get('ctx', {}).get('expected', '?')})")
         elif top and len(loc) == 1 and (kind.endswith("_type") or kind.endswith("_parsing")
-                                        or kind in ("literal_error", "enum", "model_attributes_type")):
+                                        or kind == "model_attributes_type"):
             out.append(f"{path} is {kind_of(e.get('input'))}, not {top}")
         else:                   # a constraint, or a field inside a record: pydantic's words say which rule
             out.append(f"{path}: {e['msg']}" + (f" ({loc[0]}: {top})" if top else ""))

@@ -19,9 +19,9 @@ from ..project.loader import Flow, Node
 from ..project.shapes import Seq, Shape, describe
 from ..project.typesmodule import code_stem
 from ..project.yamlpos import Path_, YamlDoc
-from . import policies, refs
+from . import policies, prompts as engine_prompts, refs
 from .evaluators import BUILTINS
-from .prompt_rules import prompt_rules
+from .prompt_rules import inputs_read, prompt_rules
 
 # the `with:` models of AQVEN's eleven built-in evaluators, the runtime's own, so the checker and the runner never
 # disagree (the built-in container policies and their parameter models are the engine's too: policies.BUILTINS)
@@ -877,13 +877,14 @@ class FlowCompiler:
                                                 else "fix the path of the reference")
 
 
-def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str) -> list[Diagnostic]:
+def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str, levels: list[Path] | None = None
+                ) -> list[Diagnostic]:
     """A judge (an inference with an agent, scoring an answer): its output has a numeric score, the number
     the check reads, and its prompt passes the prompt rules (project-level diagnostics: the prompt's file
     is the judge's, whoever uses it). Nothing when the inference does not load (its own rule says why)."""
     from ..project.loader import inference_path, load_inference
 
-    inference, inf_doc = load_inference(ctx.project, stem, [])
+    inference, inf_doc = load_inference(ctx.project, stem, [], levels)
     if inference is None or inf_doc is None:     # read from its file: both or neither
         return []
     out = []
@@ -901,10 +902,21 @@ def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str) -> lis
                             "give the judge's inference an output field score of a number type (Int for an ordinal "
                             "scale, Float or a value type such as Score for a continuous one; a binary check passes "
                             "at 0.5 or more)"))
-    found = inference_path(ctx.project, stem)
+    found = inference_path(ctx.project, stem, levels)
     prompt = found.parent / f"{stem}.prompt.md" if found is not None else None
     if prompt is not None and prompt.is_file() and inference.prompt is None:
         ctx.shared += prompt_rules(ctx, prompt, inference, stem, inf_doc.file)   # every user of the judge sees them
+        read = inputs_read(ctx.project.root, prompt, inference, stem)
+        unread = [f.name for f in inference.in_ if read is not None and f.name not in read
+                  and not engine_prompts.media_kind(f.type)]       # media reach the model as parts of the message
+        if unread:
+            them = "them" if len(unread) > 1 else "it"
+            out.append(doc.diag("W_JUDGE_INPUT_UNREAD", path,
+                                f"{who}: judge {stem}: its prompt {ctx.project.rel(prompt)} never reads input"
+                                f"{'s' if len(unread) > 1 else ''} {', '.join(unread)}, so the judge never sees {them}",
+                                f"show {them} in the prompt ({{{{ {unread[0]} }}}}) or remove {them} from the "
+                                "inference: a judge that never sees the answer it grades spends its calibration for "
+                                "nothing"))
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -372,6 +373,12 @@ async def run_judge(runner: "Runner", frame: "Frame", node_id: str, check: Infer
     (judge_id,) = flow.nodes
     scope = {**inputs, **value}
     bound = {f.name: scope.get(f.name) for f in flow.nodes[judge_id].inference.in_}
+    for f in flow.nodes[judge_id].inference.in_:
+        if bound[f.name] is None and not f.type.endswith("?"):     # the judge would grade a blank: not called
+            message = (f"node {node_id}: check {check.label} needs input {f.name} ({f.type}), which is "
+                       f"{'null' if f.name in scope else 'missing'} in the in and out of node {node_id}; the judge "
+                       "was not called")
+            raise RunError("CHECK_INPUT_MISSING", message, public=message)
     out = await runner.run_node(frame.nested(node_id, flow, bound), judge_id)
     score = out.get("score") if isinstance(out, dict) else None
     if isinstance(score, bool) or not isinstance(score, (int, float)):
@@ -405,7 +412,13 @@ async def run_checks(runner: "Runner", frame: "Frame", node: "Node", node_id: st
                                              "E_POLICY_RAISED", args=(typed_out, context, check.params))
         if not isinstance(verdict, Verdict) and type(verdict).__name__ != "Verdict":
             raise RunError("E_POLICY_RAISED", f"node {node_id}: check {check.label} did not return a Verdict")
-        passed = bool(verdict.passed)
+        score = verdict.score
+        if not isinstance(verdict.passed, bool) or score is not None and (
+                isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
+            # bool(nan) is True and nan >= threshold is False: either would score silently
+            raise RunError("CHECK_VALUE_INVALID", f"node {node_id}: check {check.label} gave passed {verdict.passed!r} "
+                           f"and score {score!r}: passed must be a boolean and score a finite number")
+        passed = verdict.passed
         if check.spec.threshold is not None and verdict.score is not None:
             passed = verdict.score >= check.spec.threshold
         trace.checks.append(CheckTrace(check.label, check.spec.on_fail, passed, verdict.reason, attempt))

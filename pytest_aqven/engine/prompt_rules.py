@@ -229,6 +229,33 @@ def _snippet(text: str) -> str:
     return repr(words if len(words) <= 30 else words[:27] + "...")
 
 
+def inputs_read(root: Path, path: Path, inference: specs.InferenceSpec, stem: str) -> set[str] | None:
+    """The variables a Liquid prompt reads, with what it includes, its variant texts and their selectors
+    (`on: $in.<input>`); None for a plain-text prompt (the engine appends every input to it) or a prompt that
+    does not read or parse (its own rules say why)."""
+    from liquid.exceptions import LiquidError
+
+    env = engine_prompts.environment(root)
+    texts = [path] + [path.parent / f"{stem}.variants" / slot / f"{name}.md" for slot, variant in
+                      inference.variants.items() for name in {*variant.cases.values(), *filter(None, [variant.default])}]
+    read = {m.group(1) for variant in inference.variants.values()
+            for m in [re.match(r"\$in\.([A-Za-z_]\w*)", variant.selector)] if m}
+    for i, file in enumerate(texts):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            if i == 0:
+                return None
+            continue                             # a missing variant text is its own diagnostic
+        if i == 0 and not engine_prompts.is_template(text):
+            return None
+        try:
+            read |= set(env.from_string(text, name=str(file)).analyze(include_partials=True).globals)
+        except LiquidError:
+            return None
+    return read
+
+
 def prompt_rules(ctx: CheckContext, path: Path, inference: specs.InferenceSpec, stem: str, inference_file: str,
                  main: bool = True) -> list[Diagnostic]:
     """The diagnostics of one prompt text for one inference (named by its file), once per check."""

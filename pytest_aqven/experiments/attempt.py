@@ -18,7 +18,7 @@ from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 from ..providers.secrets import scrub_data
 from ..record import VERSION, AttemptRecord
-from .judges import JudgeCheck, judge_scope
+from .judges import JudgeCheck, judge_documents
 from .plan import SeriesPlan
 
 STORED_TEXT = 64 << 10      # characters of one text of a stored record (outputs, inputs, messages): the rest is cut
@@ -84,8 +84,8 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         try:
             for c in checks:
                 if isinstance(c, JudgeCheck):
-                    scope = judge_scope(case.inputs, top, list(assembly.flow.spec.order), result.output)
-                    scored[c.id], judge_runs[c.id] = await c.run(project, providers, identity, scope,
+                    documents = judge_documents(case.inputs, top, list(assembly.flow.spec.order), result.output)
+                    scored[c.id], judge_runs[c.id] = await c.run(project, providers, identity, documents,
                                                                  case.expected_output, case.context)
                 else:
                     scored[c.id] = await c.score(value, context, runner.default_timeout)

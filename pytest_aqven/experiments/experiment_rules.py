@@ -45,6 +45,17 @@ def _names(values) -> str:
     return ", ".join(values) or "none"
 
 
+def _tag_values(cases, tags: dict[str, str]) -> str:
+    """The values the dataset has for each tag of the filter that no case carries with its value (a typo):
+    `tag topic has: defect, refund`; or that the tags match apart but no case carries them all."""
+    said = []
+    for key, value in tags.items():
+        have = sorted({c.tags[key] for c in cases if key in c.tags})
+        if value not in have:
+            said.append(f"tag {key} has: {', '.join(have)}" if have else f"no case has tag {key}")
+    return "; ".join(said) or "each tag selects cases, but no case carries them all"
+
+
 # why a check's judge is not validated by a held-out finding of its validated_by, or None (the findings layer's
 # rule, findings/judges.py why_unvalidated, handed in by checker.py: the finding files are read above here)
 Unvalidated = Callable[[RunnableExperiment, Any], "str | None"]
@@ -181,7 +192,8 @@ class ExperimentRules:
         if not chosen:
             tags = ", ".join(f"{k}={v}" for k, v in sel.tags.items())
             self.diag("E_CASES_EMPTY", ("cases", "tags"), f"{e}: tags {tags} select no case of dataset {dataset.id}",
-                      "tag the cases of the dataset or relax the tag filter under cases.tags")
+                      "tag the cases of the dataset or relax the tag filter under cases.tags; "
+                      + _tag_values(dataset.spec.cases, sel.tags))
             return
         if self.spec.plan.cases is not None and self.spec.plan.cases > len(chosen):
             self.diag("W_PLAN_EXCEEDS_CASES", ("plan", "cases"),
@@ -722,7 +734,8 @@ class ExperimentRules:
                           "searched)")
             self.out += sink
             return
-        self.out += judge_rules(self.ctx, self.doc, ("checks", i, "inference"), c.inference, f"{e}: check {c.id}")
+        self.out += judge_rules(self.ctx, self.doc, ("checks", i, "inference"), c.inference, f"{e}: check {c.id}",
+                                where)
         if self.view is None:
             return
         scope = set(self.subject_input(self.view)[0] or ()) | set(self.subject_output(self.view)[0] or ())
@@ -736,7 +749,8 @@ class ExperimentRules:
             if f.name not in scope and f.name != "expected_output" and not f.type.endswith("?"):
                 self.diag("W_JUDGE_INPUT_UNBOUND", ("checks", i, "inference"),
                           f"{e}: judge {c.inference} of check {c.id} needs input {f.name}, which no document of its "
-                          f"scope carries in {target}",
+                          f"scope carries in {target}; it is not optional, so every judge call will fail at run time "
+                          "(CHECK_INPUT_MISSING, the judge not called)",
                           "the judge binds inputs by name from $in, the outputs of the top-level nodes, $out and "
                           "expected_output: rename the input or make the field optional")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from ..engine.checks import CheckInvalid, CheckResult
+from ..engine.checks import CheckInvalid, CheckRaised, CheckResult
 from ..engine.runner import Assembly, Runner
 from ..engine.sources import LIVE, Sources
 from ..engine.trace import RunResult
@@ -40,21 +40,35 @@ class JudgeCheck:
     def label(self) -> str:
         return f"judge {self.spec.inference} ({self.spec.agent})"
 
-    def bind(self, scope: dict[str, Any], expected_output: Any) -> dict[str, Any]:
-        """Inputs by name; a name nothing supplies is null (`aqven check` warns W_JUDGE_INPUT_UNBOUND)."""
+    def bind(self, documents: list[tuple[str, Any]], expected_output: Any) -> dict[str, Any]:
+        """Inputs by name from the documents (a later one wins a name); an input called expected_output that no
+        document carries is the case's. A null or missing input that is not optional (`T?`) is the check's
+        infrastructure error CHECK_INPUT_MISSING, raised before the judge is called: it would grade a blank."""
+        scope: dict[str, Any] = {}
+        source: dict[str, str] = {}         # input name -> the document that gave it
+        for where, doc in documents:
+            if isinstance(doc, dict):
+                scope.update(doc)
+                source.update(dict.fromkeys(doc, where))
+        if "expected_output" not in scope:
+            scope["expected_output"], source["expected_output"] = expected_output, "the case's expected_output"
         out = {}
         for f in self.inference.in_:
-            if f.name == "expected_output" and f.name not in scope:
-                out[f.name] = expected_output
-            else:
-                out[f.name] = scope.get(f.name)
+            out[f.name] = scope.get(f.name)
+            if out[f.name] is None and not f.type.endswith("?"):
+                found = (f"null in {source[f.name]}" if f.name in source else
+                         "missing: looked for in " + ", ".join(where for where, _ in documents))
+                message = (f"check {self.id}: {self.label} needs input {f.name} ({f.type}), which is {found}; "
+                           "the judge was not called")
+                raise CheckRaised(message, "CHECK_INPUT_MISSING", message)
         return out
 
     async def run(self, project: Project, providers: Mapping[str, Provider | ProviderError], identity: AttemptIdentity,
-                  scope: dict[str, Any], expected_output: Any, context: dict | None = None
+                  documents: list[tuple[str, Any]], expected_output: Any, context: dict | None = None
                   ) -> tuple[CheckResult, RunResult]:
+        inputs = self.bind(documents, expected_output)
         runner = Runner(project, providers, identity, self.sources)
-        result = await runner.run(self.assembly, self.bind(scope, expected_output), context or {})
+        result = await runner.run(self.assembly, inputs, context or {})
         return self.interpret(result), result
 
     def interpret(self, result: RunResult) -> CheckResult:
@@ -76,14 +90,11 @@ class JudgeCheck:
         return CheckResult("passed", float(score), rationale)
 
 
-def judge_scope(inputs: Any, node_outputs: dict[str, Any], order: list[str], output: Any) -> dict[str, Any]:
-    """The documents a judge reads, merged by field name: input, then top-level node outputs in flow
+def judge_documents(inputs: Any, node_outputs: dict[str, Any], order: list[str], output: Any
+                    ) -> list[tuple[str, Any]]:
+    """The documents a judge reads, named, in the order they bind: input, then top-level node outputs in flow
     order, then the subject output (a later document wins a name)."""
-    scope: dict[str, Any] = {}
-    for doc in [inputs, *(node_outputs.get(n) for n in order if n in node_outputs), output]:
-        if isinstance(doc, dict):
-            scope.update(doc)
-    return scope
+    return [("$in", inputs), *((f"${n}.out", node_outputs[n]) for n in order if n in node_outputs), ("$out", output)]
 
 
 def compile_judge(spec: specs.ExperimentCheck, project: Project, experiment: Experiment) -> JudgeCheck:

@@ -194,7 +194,8 @@ def mismatch(registry: Registry, source: Shape, target: Shape, depth: int = 0) -
         if s == "enum":
             have, want = enum_values(registry, source) or [], enum_values(registry, target) or []  # both enums
             extra = [v for v in have if v not in want]
-            return extra and f"{describe(target)} has no value {', '.join(extra)} of {describe(source)}" or None
+            return extra and (f"{describe(target)} has no value {', '.join(extra)} of {describe(source)} (its values: "
+                              f"{', '.join(want)})") or None
         if s == "media":
             return f"{source} media is not {target} media"
         return None                                  # text, numbers, dates, unions: the engine decides

@@ -19,7 +19,7 @@ def test_json_format(showcase, capsys):
         "code": "E_CASES_EMPTY", "severity": "error", "file": "experiments/reply_look/experiment.yaml",
         "path": ["cases", "tags"], "line": 10, "column": 3, "rule": None,
         "message": "experiment reply_look: tags regression=yess select no case of dataset support_case_cases",
-        "hint": "tag the cases of the dataset or relax the tag filter under cases.tags"}
+        "hint": "tag the cases of the dataset or relax the tag filter under cases.tags; tag regression has: no, yes"}
 
 
 def test_warnings_alone_exit_0(showcase, capsys):

@@ -390,9 +390,51 @@ def test_judge_input_unbound(showcase):
     assert showcase.one("W_JUDGE_INPUT_UNBOUND") == (
         "experiments/reply_overpromise_risk/experiment.yaml:16:3: warning W_JUDGE_INPUT_UNBOUND checks[0].inference: "
         "experiment reply_overpromise_risk: judge critique of check critique needs input tone, which no document of "
-        "its scope carries in range polish..polish of flow support_case\n"
+        "its scope carries in range polish..polish of flow support_case; it is not optional, so every judge call "
+        "will fail at run time (CHECK_INPUT_MISSING, the judge not called)\n"
         "  hint: the judge binds inputs by name from $in, the outputs of the top-level nodes, $out and "
         "expected_output: rename the input or make the field optional")
+
+
+def test_judge_input_unread(showcase):
+    """A Liquid judge prompt that never shows the reply it grades: a calibration of it is spent for nothing."""
+    with_judge(showcase, JUDGE.replace('  validated_by: "reply_noninferior_mistral"\n', ""))
+    showcase.write("experiments/reply_overpromise_risk/critique.prompt.md",
+                   "Score from 0 to 1 how well a reply keeps this resolution: {{ resolution }}\n{{ output_format }}\n")
+    assert showcase.one("W_JUDGE_INPUT_UNREAD") == (
+        "experiments/reply_overpromise_risk/experiment.yaml:16:3: warning W_JUDGE_INPUT_UNREAD checks[0].inference: "
+        "experiment reply_overpromise_risk: check critique: judge critique: its prompt "
+        "experiments/reply_overpromise_risk/critique.prompt.md never reads input reply, so the judge never sees it\n"
+        "  hint: show it in the prompt ({{ reply }}) or remove it from the inference: a judge that never sees the "
+        "answer it grades spends its calibration for nothing")
+
+
+def test_a_judge_prompt_that_reads_its_inputs_through_a_fragment_or_plain_text_is_clean(showcase):
+    with_judge(showcase, JUDGE.replace('  validated_by: "reply_noninferior_mistral"\n', ""))
+    showcase.write("fragments/the_reply.md", "The reply: {{ reply }}\n")
+    prompt = "experiments/reply_overpromise_risk/critique.prompt.md"
+    showcase.write(prompt, 'Does the reply keep {{ resolution }}?\n{% include "fragments/the_reply" %}\n'
+                           "{{ output_format }}\n")
+    assert showcase.text() == "errors: 0, warnings: 0"
+    showcase.write(prompt, "Score from 0 to 1 how well the reply keeps the resolution.\n")    # inputs appended
+    assert showcase.text() == "errors: 0, warnings: 0"
+
+
+def test_cases_empty_says_which_tag_no_case_carries(showcase):
+    """(A mistyped value lists the values the dataset has: tests/check/test_seed_examples.py.)"""
+    showcase.edit(LOOK, 'regression: "yes"', 'regression: "yes"\n    topic: "refund"')
+    assert showcase.one("E_CASES_EMPTY").endswith(
+        "  hint: tag the cases of the dataset or relax the tag filter under cases.tags; no case has tag topic")
+
+
+def test_cases_empty_of_tags_that_match_apart():
+    from pytest_aqven.experiments.experiment_rules import _tag_values
+    from pytest_aqven.project.specs import CaseSpec
+
+    cases = [CaseSpec.model_validate({"name": n, "inputs": {}, "tags": t}) for n, t in [
+        ("a", {"topic": "refund", "lang": "en"}), ("b", {"topic": "delivery", "lang": "de"})]]
+    assert _tag_values(cases, {"topic": "refund", "lang": "de"}) == "each tag selects cases, but no case carries them all"
+    assert _tag_values(cases, {"topic": "refnd", "lang": "fr"}) == "tag topic has: delivery, refund; tag lang has: de, en"
 
 
 def test_check_context_mismatch(showcase):

@@ -137,7 +137,7 @@ MUTATIONS = [
     ("llm_input_of_another_enum", "spoke", [(REPAIR + "draft/draft.node.yaml", '"$route.out.action"', '"$input.channel"')],
      ["flows/repair/nodes/draft/draft.node.yaml:10:3: error E_BINDING_TYPE in[1].from: node draft: input action: "
       "$input.channel is Channel, which does not fit RepairAction (action of inference draft): RepairAction has no "
-      "value web, phone of Channel"]),
+      "value web, phone of Channel (its values: fix, refund, advise)"]),
     ("call_input_of_another_type", "lumen",
      [("flows/support_case/nodes/draft/draft.node.yaml", '"$resolve.out.resolution"', '"$prepare.out"')],
      ["flows/support_case/nodes/draft/draft.node.yaml:10:3: error E_BINDING_TYPE in[1].from: node draft: input "

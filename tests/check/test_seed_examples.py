@@ -1,4 +1,6 @@
-"""The seed's example output of `aqven check`, byte for byte, on a project shaped like its showcase."""
+"""The seed's example output of `aqven check`, byte for byte, on a project shaped like its showcase; but for
+the E_CASES_EMPTY hint, which also names the values of the mistyped tag, as the seed says every hint does
+("Each hint names the values that would fit")."""
 import subprocess
 import sys
 
@@ -6,7 +8,7 @@ from pytest_aqven.cli import main
 
 SEED_OUTPUT = """\
 experiments/reply_look/experiment.yaml:10:3: error E_CASES_EMPTY cases.tags: experiment reply_look: tags regression=yess select no case of dataset support_case_cases
-  hint: tag the cases of the dataset or relax the tag filter under cases.tags
+  hint: tag the cases of the dataset or relax the tag filter under cases.tags; tag regression has: no, yes
 experiments/reply_overpromise_risk/experiment.yaml:25:3: error E_METRIC_UNKNOWN question.metric: experiment reply_overpromise_risk: metric promise is neither a check id of the experiment nor a series metric
   hint: name a check id (promises, customer_language) or a series metric (success_rate, cost_usd, cost_of_pass, latency_p50_ms, latency_p95_ms, schema_valid_first_try, infra_error_rate)
 """
