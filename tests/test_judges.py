@@ -23,6 +23,8 @@ def complete(request: ModelRequest) -> ModelResponse:
                              latency_ms=40.0)
     if "no judge" in user:
         return ModelResponse(text="{}", cost_usd=0.001)
+    if "judge down" in user:
+        raise ConnectionError("the judge's endpoint refused the connection")
     bad = "bad reply" in user
     return ModelResponse(text=json.dumps({"score": 0.1 if bad else 0.9, "rationale": "it says bad" if bad else "fine"}),
                          tokens_in=30, tokens_out=8, cost_usd=0.001, latency_ms=60.0)
@@ -100,18 +102,33 @@ def test_an_unvalidated_deciding_judge_gives_a_signal_that_says_why(pytester, xd
     assert result.ret == 0
 
 
-def test_a_judge_that_gives_no_score_is_a_check_error_not_a_failure(pytester):
+def test_a_judge_that_gives_no_grade_is_the_checks_infrastructure_error_never_a_failure(pytester):
+    """Its answer never fit (the judge's own model failure): CHECK_VALUE_INVALID; the attempt is not counted."""
     project(pytester.path, [(f"c_{i:02d}", "no judge") for i in range(10)],
             {"look_replies": {"checks": [judge("continuous")], "question": {"kind": "look"}}})
     pytester.runpytest("proj", "-p", "no:cacheprovider")
     assert records(pytester.path)
     for r in records(pytester.path):
-        grade = r["checks"]["grade"]
-        assert grade["state"] == "error" and grade["value"] is None
-        assert grade["reason"].startswith("judge grade (critic) failed: MODEL_RETRIES_EXHAUSTED: node grade: ")
-        assert "score: Field required" in grade["reason"]
+        assert r["outcome"] == "infra_error" and r["passed"] is None and r["error_code"] == "CHECK_VALUE_INVALID"
+        assert r["error_message"].startswith("check grade: judge grade (critic) failed (MODEL_RETRIES_EXHAUSTED): "
+                                             "node grade: ")
+        assert "score: Field required" in r["error_message"]
         assert len(r["trace"]["judges"]["grade"]["nodes"][0]["calls"]) == 2     # the engine's repair turn ran
-        assert r["outcome"] == "ok" and r["passed"] is True     # a continuous check never decides `passed`
+
+
+def test_a_binary_judge_whose_call_fails_is_the_checks_infrastructure_error_not_a_failed_answer(pytester, xdist):
+    """The judge's plumbing (its provider failed the call) never grades the subject: the attempt is skipped with
+    the judge's own error code, and a threshold on it is invalid, not refuted."""
+    project(pytester.path, [(f"c_{i:02d}", "judge down") for i in range(12)],
+            {"graded": {"checks": [judge()], "question": {"kind": "threshold", "metric": "grade", "above": 0.5}}})
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs", *xdist)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED     # invalid fails a working run too
+    outcomes = result.parseoutcomes()
+    assert "xfailed" not in outcomes and outcomes["skipped"] == len(records(pytester.path))
+    for r in records(pytester.path):
+        assert (r["outcome"], r["error_code"], r["passed"]) == ("infra_error", "provider_error", None)
+        assert r["error_message"].startswith("check grade: judge grade (critic) failed (provider_error): ")
+    result.stdout.fnmatch_lines(["graded (dev, *): invalid - *"])
 
 
 def test_a_range_judge_binds_inputs_from_node_outputs(pytester):

@@ -107,7 +107,8 @@ class CompiledCheck:
         if self.spec.kind == "binary":
             return CheckResult("passed" if verdict.passed else "failed", 1.0 if verdict.passed else 0.0, verdict.reason)
         if verdict.score is None:
-            return CheckResult("error", None, f"evaluator returned no score for a {self.spec.kind} check")
+            message = f"check {self.id}: evaluator {self.label} returned no score for a {self.spec.kind} check"
+            raise CheckRaised(message, "CHECK_VALUE_INVALID", message)
         return CheckResult("passed", float(verdict.score), verdict.reason)
 
 
@@ -178,6 +179,7 @@ class CheckRaised(RuntimeError):
         super().__init__(message)
         self.code = code
         self.public = public        # the message without case data: held-out reports show it
+        self.run: Any = None        # a judge's own run (engine.trace.RunResult), kept with the attempt's trace
 
 
 def params_model(fn: Callable, label: str) -> type[BaseModel]:

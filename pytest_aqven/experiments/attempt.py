@@ -85,8 +85,13 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
             for c in checks:
                 if isinstance(c, JudgeCheck):
                     documents = judge_documents(case.inputs, top, list(assembly.flow.spec.order), result.output)
-                    scored[c.id], judge_runs[c.id] = await c.run(project, providers, identity, documents,
-                                                                 case.expected_output, case.context)
+                    try:
+                        scored[c.id], judge_runs[c.id] = await c.run(project, providers, identity, documents,
+                                                                     case.expected_output, case.context)
+                    except CheckRaised as exc:
+                        if exc.run is not None:     # the judge ran and gave no grade: its trace stays
+                            judge_runs[c.id] = exc.run
+                        raise
                 else:
                     scored[c.id] = await c.score(value, context, runner.default_timeout)
         except CheckRaised as exc:

@@ -11,12 +11,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
+from .. import codes
 from ..engine.checks import CheckInvalid, CheckRaised, CheckResult
 from ..engine.runner import Assembly, Runner
 from ..engine.sources import LIVE, Sources
-from ..engine.trace import RunResult
+from ..engine.trace import RunResult, root_cause
 from ..project import specs
 from ..project.loader import Experiment, Project, inference_flow, inference_path, judge_levels
 from ..providers.base import AttemptIdentity, Provider, ProviderError
@@ -69,25 +70,39 @@ class JudgeCheck:
         inputs = self.bind(documents, expected_output)
         runner = Runner(project, providers, identity, self.sources)
         result = await runner.run(self.assembly, inputs, context or {})
-        return self.interpret(result), result
+        try:
+            return self.interpret(result), result
+        except CheckRaised as exc:
+            exc.run = result
+            raise
 
     def interpret(self, result: RunResult) -> CheckResult:
+        """The judge's grade. A judge that gave none is the check's infrastructure error, never a failed check of
+        the subject: its own call's code where the call failed for infrastructure (HTTP, key, timeout: the
+        judge's plumbing), else CHECK_VALUE_INVALID (it refused, or its answer never fit)."""
         if result.error is not None:
-            return CheckResult("error", None, f"{self.label} failed: {result.error}")
+            cause = root_cause(result.error)
+            code = cause.code if not codes.counted(codes.outcome_of(cause.code)) else "CHECK_VALUE_INVALID"
+            self._no_grade(f"failed ({cause.code}): {cause.message}", code)
         out = result.output
         if not isinstance(out, dict) or not out:
-            return CheckResult("error", None, "judge returned no output")
+            self._no_grade("returned no output")
         score = out.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)):
-            return CheckResult("error", None, "judge returned no numeric score")
+            self._no_grade("returned no numeric score")
         if not math.isfinite(score):
-            return CheckResult("error", None, f"judge returned the score {score}, not a finite number")
+            self._no_grade(f"returned the score {score}, not a finite number")
         rationale = out.get("rationale") if isinstance(out.get("rationale"), str) else None
         if self.spec.kind == "binary":
             passed = score >= BINARY_BOUND
             reason = rationale or (None if passed else f"score {score:g} is below the threshold {BINARY_BOUND:g}")
             return CheckResult("passed" if passed else "failed", 1.0 if passed else 0.0, reason)
         return CheckResult("passed", float(score), rationale)
+
+
+    def _no_grade(self, what: str, code: str = "CHECK_VALUE_INVALID") -> NoReturn:
+        message = f"check {self.id}: {self.label} {what}; the check has no grade"
+        raise CheckRaised(message, code, f"check {self.id}: {self.label} gave no grade ({code})")
 
 
 def judge_documents(inputs: Any, node_outputs: dict[str, Any], order: list[str], output: Any
