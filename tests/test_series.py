@@ -314,7 +314,7 @@ def test_rerunning_the_command_never_lowers_a_cap_a_person_approved(pytester, xd
     """`aqven series approve <id> --cap 0.5`, then the same command with its --aqven-cap 0.05: the series goes on
     past $0.05 under the approved cap, the series lines say it holds, and the verdict table shows that cap."""
     root = make(pytester.path, cases=24)
-    command = ("proj", "-p", "no:cacheprovider", "--aqven-cap", "0.05", *xdist)
+    command = ("proj", "-p", "no:cacheprovider", "--aqven-cap", "0.05", "--aqven-json", "series.json", *xdist)
     first = pytester.runpytest(*command).stdout.str()
     s = the_series(root)
     assert s["status"] == "awaiting_approval" and s["pause"]["reason"] == "spend_near_cap"
@@ -333,6 +333,7 @@ def test_rerunning_the_command_never_lowers_a_cap_a_person_approved(pytester, xd
     assert "spent $0.1400 of its $0.50 cap" in series_line, series_line
     row = next(line for line in text.splitlines() if line.startswith("rate_ok ") and line.endswith(" of $0.5"))
     assert "$0.14 of $0.5" in row, row
+    assert json.loads((pytester.path / "series.json").read_text())["series"][0]["spend"]["cap_usd"] == 0.5
 
 
 def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):
