@@ -19,6 +19,7 @@ from .findings.spent import spent_for
 from .project.loader import Project, RunnableExperiment, load_project, runnable
 from .record import AttemptRecord
 from .report import data, terminal
+from .series.cap import CapError, SeriesCap, approved_cap_holds, approved_cap_text, series_cap
 from .series.db import Store
 from .series.ledger import LEASE_SECONDS, cancel, series_spend
 from .series.lifecycle import SeriesRun
@@ -173,7 +174,9 @@ def _entry(project: Project, conclusion: Conclusion, tally: SeriesTally, family:
     plan = None
     if experiment and conclusion.state in ("refuted", "inconclusive", "signal"):
         plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, family))
-    return data.series_entry(conclusion, tally, layout, float(runnable(project).spec.research.spend_cap_usd), plan,
+    # the series' own cap (the one its series line and a pause name), not the project's
+    cap = row.get("cap_usd") or runnable(project).spec.research.spend_cap_usd
+    return data.series_entry(conclusion, tally, layout, float(cap), plan,
                              Path(os.path.relpath(Path(tally.root), reports_root)).as_posix())
 
 
@@ -231,9 +234,11 @@ def look_of(project: Project, tally: SeriesTally) -> tuple | None:
     return experiment.id, tally.split, tally.records, {c.id: c.kind for c in experiment.spec.checks}
 
 
-def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int]) -> list[str]:
-    """Per series a run reported: what ran, what was reused, the spend against the cap, and the results
-    discarded because another runner took their claims."""
+def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int], projects: dict[str, Project] | None = None,
+                cap_option: str | None = None) -> list[str]:
+    """Per series a run reported: what ran, what was reused, the spend against the cap, the approved cap that
+    held over a lower one this command asked for (`cap_option`: its --aqven-cap), and the results discarded
+    because another runner took their claims."""
     lines = []
     for series_id, tally in tallies.items():
         reused = tally.reused
@@ -245,6 +250,9 @@ def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int]) -> l
             store.close()
         lines.append(f"{tally.experiment} series {series_id}: {tally.done - reused} attempts ran, "
                      f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
+        asked = _asked_cap((projects or {}).get(tally.root), tally.experiment, cap_option)
+        if asked is not None and approved_cap_holds(series, asked):
+            lines.append(f"  {approved_cap_text(series, asked)}")
         for old in series.get("closed") or []:
             lines.append(f"  closed series {old['series']}: its inputs changed since it started "
                          f"({', '.join(old['changed'])}), so it can never be continued; its verdict is invalid "
@@ -255,6 +263,17 @@ def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int]) -> l
                          f"{'their claims' if n != 1 else 'its claim'} while this one was suspended past the "
                          f"{LEASE_SECONDS:g} s lease; the other runner's results are the ones counted")
     return lines
+
+
+def _asked_cap(project: Project | None, experiment_id: str, option: str | None) -> SeriesCap | None:
+    """The cap this command gives the experiment's series, as collection computes it; None when it cannot."""
+    found = project.experiments.get(experiment_id) if project is not None else None
+    if project is None or not isinstance(found, RunnableExperiment):
+        return None
+    try:
+        return series_cap(project.root, runnable(project).spec, option=option, experiment_cap=found.spec.cap_usd)
+    except CapError:
+        return None
 
 
 def cancel_all(tallies: dict[str, SeriesTally], why: str) -> None:

@@ -77,6 +77,7 @@ class VerdictReporter(Reporter):
         # series id -> its attempts folded as they were reported (one per attempt, however reported); the
         # records themselves are dropped, but for a look's (its table shows them)
         self.tallies: dict[str, SeriesTally] = {}
+        self.projects: dict = {}      # module root -> its project, as the session end decided its series
         self.conclusions: list[tuple[str, Conclusion]] = []       # (verdict node id, conclusion)
         self.worker_warnings: list[tuple[str, str]] = []          # aqven check warnings sent by xdist workers
         self.entries: list[dict] = []                             # each series as data (report/data.py)
@@ -162,7 +163,7 @@ class VerdictReporter(Reporter):
         collect = collect_module()
         collected = {root: lp.project for root, lp in self.config.stash.get(collect.PROJECTS, {}).items()} \
             if collect else {}
-        projects = decision.projects_of(self.tallies, collected)
+        projects = self.projects = decision.projects_of(self.tallies, collected)
         errors = []
         for verdict_id, series in decision.session_order(self.tallies, self.selected, self.standing, projects):
             # --sw stops at the first failed verdict: the later ones are decided, not reported as tests
@@ -261,7 +262,8 @@ class VerdictReporter(Reporter):
     def pytest_terminal_summary(self, terminalreporter) -> None:
         from .report import terminal
         away = STORE_AWAY in self.config.stash      # the store went away: nothing more is read from it
-        lines = _decision().spend_lines(self.tallies, self.discarded) if self.tallies and not away else []
+        lines = _decision().spend_lines(self.tallies, self.discarded, self.projects, self.config.getoption("aqven_cap")) \
+            if self.tallies and not away else []
         if lines:
             terminalreporter.write_sep("=", "aqven series")
             for line in lines:

@@ -189,6 +189,37 @@ def test_findings_md_layout(project):
     assert codes(project) == []
 
 
+def test_findings_md_counts_the_looks_of_a_question_per_judge_and_old_findings_by_their_judge_checks(project):
+    """A finding written before `scope.judges` was recorded speaks for its judge checks: a new look of the same
+    judge counts with it, a look of another judge apart; its line keeps the words it had."""
+    judge = {"agent": "critic", "model": "fake:critic-1", "inference": "grade", "prompt_sha256": "a" * 64}
+
+    def look(series: str, state: str, day: int, judges: list | None, prompt: str = "a") -> tuple[Path, dict]:
+        checks = [{"check": "grade", **judge, "prompt_sha256": prompt * 64, "validated_by": None}]
+        scope = {"split": "holdout", "cases": 20, "repeats": 1, "case_names_sha256": "same cases",
+                 "finished_at": f"2026-01-0{day}T00:00:00+00:00", **({"judges": judges} if judges is not None else {})}
+        return (project / f"experiments/graded/findings/{series}.yaml",
+                {"experiment": "graded", "series": series, "state": state, "statement": f"look {series}",
+                 "variants": [{"models": ["fake:bot-1"]}], "judges": checks, "scope": scope})
+
+    old = look("s1", "confirmed", 1, None)
+    assert render_findings_md(project, [old]).splitlines()[-1] == (
+        "- **confirmed** `graded`: look s1. Scope: holdout, 20 × 1, fake:bot-1, 2026-01-01. "
+        "[finding](experiments/graded/findings/s1.yaml)")
+    same = look("s2", "refuted", 2, [judge])
+    other = look("s3", "confirmed", 3, [{**judge, "prompt_sha256": "b" * 64}], prompt="b")
+    lines = render_findings_md(project, [old, same, other]).splitlines()[-3:]
+    assert lines == [
+        "- **confirmed** `graded`: look s1. Scope: holdout, 20 × 1, fake:bot-1, 2026-01-01. Confirmed in 1 of 2 "
+        "holdout looks of this judge; 1 look of another judge counted apart. [finding](experiments/graded/findings/s1.yaml)",
+        "- **refuted** `graded`: look s2. Scope: holdout, 20 × 1, fake:bot-1, judge fake:critic-1, 2026-01-02. Confirmed "
+        "in 1 of 2 holdout looks of this judge; 1 look of another judge counted apart. "
+        "[finding](experiments/graded/findings/s2.yaml)",
+        "- **confirmed** `graded`: look s3. Scope: holdout, 20 × 1, fake:bot-1, judge fake:critic-1, 2026-01-03. "
+        "Confirmed in 1 of 1 holdout looks of this judge; 2 looks of another judge counted apart. "
+        "[finding](experiments/graded/findings/s3.yaml)"]
+
+
 @pytest.mark.parametrize("copies", [20, pytest.param(200, marks=pytest.mark.slow)])
 def test_the_same_records_under_other_series_ids_and_arrival_orders_give_the_same_finding(project, copies):
     """Byte for byte, once the series id itself is set aside (it names the file and is hashed)."""

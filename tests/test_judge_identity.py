@@ -171,3 +171,38 @@ def test_the_project_level_is_the_project_outside_experiments(tmp_path):
     assert find_inference("own", [tmp_path]) == []
     assert find_inference("own", [tmp_path / "experiments/mine", tmp_path]) == [
         tmp_path / "experiments/mine/own.inference.yaml"]
+
+
+def test_findings_md_counts_the_looks_of_a_question_per_judge_and_names_the_judge_s_model(pytester, xdist, capsys):
+    """A calibration refuted under a buggy judge prompt, then confirmed under the fixed one, on the same held-out
+    cases: two judges, so two groups of one look each, never "1 of 2" of one question. A judged finding's scope
+    names its judge's model beside the subject's."""
+    project(pytester.path, [(f"c_{i:02d}", "hello") for i in range(30)], {"graded": judged(validated_by="zz_calib")})
+    root = pytester.path / "proj"
+    calibration(root, planted_right=False)
+    prompt = root / f"{GRADE}.prompt.md"
+    buggy = file_hash(prompt)
+    assert pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", *xdist).ret != 0
+    graded = yaml.safe_load(next((root / "experiments/graded/findings").glob("*.yaml")).read_text())
+    critic = {"agent": "critic", "model": "fake:critic-1", "inference": "grade", "prompt_sha256": buggy}
+    assert graded["scope"]["judges"] == [critic]
+    # the prompt fixed (and the planted labels with it), the calibration looks at its held-out cases again
+    prompt.write_text("Score the reply from 0 to 1. Read the reply first.\n")
+    calibration(root)
+    again = pytester.runpytest("proj", "--aqven-holdout", "--aqven-respend-holdout", "-k", "zz_calib",
+                               "-p", "no:cacheprovider", *xdist)
+    assert re.search(r"zz_calib \(holdout, \d+/\d+ attempts\): confirmed", again.stdout.str()), again.stdout.str()
+    looks = {f["state"]: f for f in (yaml.safe_load(p.read_text())
+                                     for p in (root / "experiments/zz_calib/findings").glob("*.yaml"))}
+    assert looks["refuted"]["scope"]["judges"] == [critic]
+    assert looks["confirmed"]["scope"]["judges"] == [{**critic, "prompt_sha256": file_hash(prompt)}]
+    assert looks["refuted"]["scope"]["holdout_looks"] == looks["confirmed"]["scope"]["holdout_looks"] == 1
+    md = (root / "FINDINGS.md").read_text()
+    calib = [line for line in md.splitlines() if "`zz_calib`" in line]
+    assert len(calib) == 2 and all("looks of this judge; 1 look of another judge counted apart." in l
+                                   for l in calib), md
+    assert {re.search(r"Confirmed in (\d of \d) holdout looks", l).group(1) for l in calib} == {"0 of 1", "1 of 1"}
+    assert all(re.search(r"Scope: holdout, \d+ × 1, fake:critic-1, judge fake:critic-1, ", l) for l in calib), calib
+    (line,) = [line for line in md.splitlines() if "`graded`" in line]
+    assert re.search(r"Scope: holdout, \d+ × 1, fake:bot-1, judge fake:critic-1, \d{4}-\d\d-\d\d\. \[finding\]", line)
+    assert not [line for line in check(capsys, root) if "W_FINDINGS_STALE" in line or "E_FINDING_TAMPERED" in line]

@@ -91,11 +91,11 @@ def aqven(*args: str, cwd: Path, stdin=subprocess.DEVNULL) -> subprocess.Complet
                           capture_output=True, text=True, timeout=120)
 
 
-def approve_on_a_terminal(cwd: Path, series_id: str, answers: list[str]) -> str:
+def approve_on_a_terminal(cwd: Path, series_id: str, answers: list[str], *args: str) -> str:
     """Drive `aqven series approve` through a pseudo-terminal, typing the answers as a person would."""
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "pytest_aqven.cli", "series", "approve", series_id,
-                             "--path", "proj"], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+                             "--path", "proj", *args], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
     code, out = faults.drive(proc, master, answers=answers)
     assert code == 0, out
@@ -308,6 +308,32 @@ def test_a_cap_above_the_project_cap_waits_for_approval_before_anything_runs(pyt
     assert "[2.00]" in out
     pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-cap", "2")
     assert the_series(root)["status"] == "done" and len(calls(root)) == 5
+
+
+def test_rerunning_the_command_never_lowers_a_cap_a_person_approved(pytester, xdist):
+    """`aqven series approve <id> --cap 0.5`, then the same command with its --aqven-cap 0.05: the series goes on
+    past $0.05 under the approved cap, the series lines say it holds, and the verdict table shows that cap."""
+    root = make(pytester.path, cases=24)
+    command = ("proj", "-p", "no:cacheprovider", "--aqven-cap", "0.05", "--aqven-json", "series.json", *xdist)
+    first = pytester.runpytest(*command).stdout.str()
+    s = the_series(root)
+    assert s["status"] == "awaiting_approval" and s["pause"]["reason"] == "spend_near_cap"
+    assert any(line.startswith("rate_ok ") and line.endswith(" of $0.05") for line in first.splitlines()), first
+    assert spent(root, s["series_id"]) <= 0.05 + 1e-9
+    out = approve_on_a_terminal(pytester.path, s["series_id"], ["yes"], "--cap", "0.5")
+    assert "continues under a cap of $0.50" in out
+    result = pytester.runpytest(*command)
+    text = result.stdout.str()
+    s = the_series(root)
+    assert s["status"] == "done" and s["cap_usd"] == "0.5" and spent(root, s["series_id"]) > 0.05
+    assert len(calls(root)) == len(finished(root)) == 14                  # every working case, none twice
+    assert ("  the approved cap $0.50 holds (approved by " in text and
+            "): --aqven-cap $0.05 does not lower a cap a person approved" in text), text
+    series_line = next(line for line in text.splitlines() if line.startswith("rate_ok series "))
+    assert "spent $0.1400 of its $0.50 cap" in series_line, series_line
+    row = next(line for line in text.splitlines() if line.startswith("rate_ok ") and line.endswith(" of $0.5"))
+    assert "$0.14 of $0.5" in row, row
+    assert json.loads((pytester.path / "series.json").read_text())["series"][0]["spend"]["cap_usd"] == 0.5
 
 
 def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):

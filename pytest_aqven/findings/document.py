@@ -10,7 +10,7 @@ from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
 from ..stats.model import KEY_HEX, case_key
 from . import judges
-from .fields import cell_dict, estimate_dict
+from .fields import cell_dict, estimate_dict, judges_key, judges_of
 from .files import read_findings
 
 if TYPE_CHECKING:     # the conclusion conclude.py reaches, which publish.py hands to build()
@@ -43,8 +43,13 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
         })
     spend = tally.spend_exact
     case_names_sha = canonical_hash(sorted(tally.case_names()))
+    checks = [judges.identity(project, experiment, c) for c in spec.checks if c.is_judge]
+    how = method(conclusion)
+    measured = judges.spoken_for(project, experiment, checks, variants, how["question"])
+    # the earlier looks at this question (the experiment on the same cases) that measured the same judges
     others = [f for _, f in read_findings(project.root, project.package) if f["experiment"] == experiment.id
-              and f["series"] != conclusion.series_id and f["scope"]["case_names_sha256"] == case_names_sha]
+              and f["series"] != conclusion.series_id and f["scope"]["case_names_sha256"] == case_names_sha
+              and judges_of(f) == judges_key(measured)]
     return {
         "apiVersion": "aqven/v1",
         "kind": "Finding",
@@ -59,7 +64,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
         "family": series.get("family", "robust"),
         "cells": [cell_dict(c) for c in verdict.cells],
         "variants": variants,
-        "judges": [judges.identity(project, experiment, c) for c in spec.checks if c.is_judge],
+        "judges": checks,
         "scope": {
             "split": conclusion.split,
             "dataset": spec.cases.dataset,
@@ -70,6 +75,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
             "infra_errors": tally.infra_errors,
             "unpriced_attempts": tally.unpriced_attempts,
             "holdout_looks": 1 + len(others),
+            **({"judges": measured} if measured else {}),
             "case_names_sha256": case_names_sha,
             # every case the series ran, by salted key: without the project database (a fresh clone) a held-out
             # run still knows these cases are spent
@@ -81,7 +87,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
         },
         "inputs": dict(series["snapshot"]),
         "spend_usd": str(spend.quantize(Decimal("0.000001")).normalize()),
-        "method": method(conclusion),
+        "method": how,
         "data": evidence.sufficient_data(table, facts, verdict.metrics),
     }
 

@@ -6,6 +6,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .. import stats
 
+IDENTITY = ("agent", "model", "inference", "prompt_sha256")     # what makes two judges the same judge
+
+
+def judges_key(judges: list[dict]) -> tuple:
+    """A set of judges by identity, comparable and hashable: the looks of a question are counted per key."""
+    return tuple(sorted({tuple(str(j.get(k)) for k in IDENTITY) for j in judges}))
+
+
+def judges_of(finding: dict) -> tuple:
+    """The judges_key of the judges a finding speaks for: `scope.judges`, or in a finding written before that
+    was recorded, its judge checks."""
+    scope = finding.get("scope") or {}
+    return judges_key(scope["judges"] if "judges" in scope else finding.get("judges") or [])
+
 
 def estimate_dict(estimate: stats.Estimate) -> dict:
     def r(x):

@@ -9,8 +9,7 @@ from pathlib import Path
 from ..experiments.plan import file_hash
 from ..project.loader import Experiment, Project, RunnableExperiment, inference_path, judge_levels
 from ..project.specs import LlmNode
-
-IDENTITY = ("agent", "model", "inference", "prompt_sha256")     # what makes two judges the same judge
+from .fields import IDENTITY
 
 
 def _prompt_sha(path: Path | None) -> str | None:
@@ -55,6 +54,26 @@ def llm_nodes(project: Project, experiment: RunnableExperiment, assembly) -> lis
     return [out[k] for k in sorted(out)]
 
 
+def _about(question: dict, variants: list[dict]) -> list:
+    """The variants a claim is about: a threshold's tested variants, a comparison's candidate."""
+    if question.get("kind") == "threshold":
+        return [question["variant"]] if question.get("variant") else [v["id"] for v in variants]
+    return [question.get("candidate")]
+
+
+def spoken_for(project: Project, experiment: Experiment, judges: list[dict], variants: list[dict],
+               question: dict) -> list[dict]:
+    """The judges a finding speaks for, by identity (`scope.judges`): its judge checks and, when the experiment
+    is a calibration (a judge check of the project names it in validated_by), the llm nodes on that judge's
+    inference in the variants its claim is about. FINDINGS.md counts the looks of a question per such set."""
+    calibrated = {c.inference for e in project.experiments.values() if e.spec is not None
+                  for c in e.spec.checks if c.is_judge and c.validated_by == experiment.id}
+    nodes = [n for v in variants if v["id"] in _about(question, variants) for n in v["llm_nodes"]
+             if n["inference"] in calibrated]
+    out = {tuple(str(j.get(k)) for k in IDENTITY): {k: j.get(k) for k in IDENTITY} for j in [*judges, *nodes]}
+    return [out[key] for key in sorted(out)]
+
+
 def _same(a: dict, b: dict) -> bool:
     return all(a.get(k) == b.get(k) for k in IDENTITY)
 
@@ -62,11 +81,7 @@ def _same(a: dict, b: dict) -> bool:
 def _measured(finding: dict, judge: dict) -> bool | None:
     """Did the finding measure this judge: as one of its judge checks, or as an llm node of a variant its
     claim is about (a threshold's tested variants, a comparison's candidate)? None: it does not record it."""
-    question = finding.get("method", {}).get("question", {})
-    if question.get("kind") == "threshold":
-        about = [question["variant"]] if question.get("variant") else [v["id"] for v in finding["variants"]]
-    else:
-        about = [question.get("candidate")]
+    about = _about(finding.get("method", {}).get("question", {}), finding.get("variants", []))
     nodes = [n for v in finding.get("variants", []) if v["id"] in about for n in v.get("llm_nodes") or []]
     recorded = [*(finding.get("judges") or []), *nodes]
     if not any("prompt_sha256" in r for r in recorded):

@@ -36,6 +36,18 @@ class SeriesCap:
         return text
 
 
+def approved_cap_holds(record: dict, cap: SeriesCap) -> bool:
+    """The command that reruns a series asks for a lower explicit cap than the one a person approved for it:
+    the approved cap holds (an approval is never undone by rerunning the command it resumes)."""
+    return bool(record.get("approved_by")) and cap.explicit is not None \
+        and cap.cap_usd < Decimal(str(record.get("cap_usd", "0")))
+
+
+def approved_cap_text(record: dict, cap: SeriesCap) -> str:
+    return (f"the approved cap ${Decimal(str(record['cap_usd'])):.2f} holds (approved by {record['approved_by']}): "
+            f"{cap.explicit} ${cap.cap_usd:.2f} does not lower a cap a person approved")
+
+
 def parse_usd(text: str, what: str) -> Decimal:
     try:
         value = Decimal(str(text).strip().lstrip("$"))

@@ -38,7 +38,7 @@ from decimal import Decimal
 
 from .. import storage
 from ..storage import Transaction
-from .cap import NEAR
+from .cap import NEAR, SeriesCap, approved_cap_holds
 from .db import Store, attempt_id, attempt_row, known_series, planned_attempts
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
@@ -293,11 +293,13 @@ def _complete(db: Transaction, series_id: str) -> bool:
 
 
 @storage.rerun
-def apply_cap(store: Store, series_id: str, cap) -> None:
-    """An explicit cap on a series that continues: it runs under it; above the project cap it waits for approval."""
+def apply_cap(store: Store, series_id: str, cap: SeriesCap) -> None:
+    """An explicit cap on a series that continues: it runs under it; above the project cap it waits for approval.
+    A cap a person approved is never lowered (the rerun's series line says so: decision.spend_lines)."""
     with store.transaction() as db:
         status, record, _, _ = known_series(db, series_id)
-        if status != "running" or Decimal(record.get("cap_usd", "0")) == cap.cap_usd:
+        if status != "running" or Decimal(record.get("cap_usd", "0")) == cap.cap_usd \
+                or approved_cap_holds(record, cap):
             return
         pause = {"reason": "cap_above_project", "spent_usd": round(spend(db, series_id).spent_usd, 6)}
         db.set_cap(series_id, "awaiting_approval" if cap.needs_approval else "running", str(cap.cap_usd), cap.explicit,
