@@ -254,6 +254,9 @@ def test_the_cap_source_and_an_explicit_cap_above_the_project_cap(tmp_path):
     assert series_cap(root, spec).project_cap_source == "override"
     explicit = series_cap(root, spec, option="4")
     assert explicit.needs_approval and "waits for approval" in explicit.describe()
+    small = series_cap(root, spec, option="0.005")          # under a cent: its digits, never $0.00 or $0.01
+    assert small.describe() == "cap $0.005 (--aqven-cap), project cap $3.00 (override)"
+    assert ledgers.Spend(0.0012, 0.0, 1, 0).text(ledgers.Decimal("0.005")) == "$0.0012 of its $0.005 cap"
 
 
 # --- the plugin --------------------------------------------------------------------------------

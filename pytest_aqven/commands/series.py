@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import storage
 from ..report.terminal import table
-from ..series.cap import CapError, parse_usd
+from ..series.cap import CapError, dollars, parse_usd
 from ..series.db import Store, planned_attempts
 from ..series.ledger import approve, cancel, pause_text, series_spend
 from . import project_argument
@@ -238,7 +238,7 @@ def _show_series(store: Store, s: dict) -> int:
     if missing := unrecorded_line(store, s):
         print(f"  {missing}")
     if s.get("project_cap_usd") is not None:
-        print(f"  project cap ${float(s['project_cap_usd']):.2f} ({s.get('project_cap_source')})")
+        print(f"  project cap {dollars(s['project_cap_usd'])} ({s.get('project_cap_source')})")
     if s.get("approved_by"):
         print(f"  approved by {s['approved_by']}")
     if s["status"] == "awaiting_approval":
@@ -282,9 +282,9 @@ def run_approve(args) -> int:
         if args.cap is not None:
             cap = _cap(args.cap, old, reason)
         else:
-            typed = input(f"New cap in USD [{default:.2f}]: ").strip()
+            typed = input(f"New cap in USD [{dollars(default).removeprefix('$')}]: ").strip()
             cap = _cap(typed, old, reason) if typed else default
-        answer = input(f"Type yes to continue series {sid} under a cap of ${cap:.2f}: ").strip().lower()
+        answer = input(f"Type yes to continue series {sid} under a cap of {dollars(cap)}: ").strip().lower()
         if answer != "yes":
             raise Refused("not approved (the confirmation was not yes): the series still waits")
         won, held = approve(store, sid, cap, getpass.getuser())
@@ -292,14 +292,14 @@ def run_approve(args) -> int:
         if not won:         # what the database holds now, not what this command asked for
             state = f"it is {held['status']}"
             if held["status"] == "running":
-                state += f" under a cap of ${held_cap:.2f}" + (f" (approved by {held['approved_by']})"
+                state += f" under a cap of {dollars(held_cap)}" + (f" (approved by {held['approved_by']})"
                                                               if held["approved_by"] else "")
             after = ("the same pytest command resumes it" if held["status"] == "running" else
                      "a rerun starts a new series" if held["status"] == "cancelled" else "nothing to approve")
             print(f"aqven series: not approved: another change to series {sid} won while you confirmed: {state}; "
                   f"{after}", file=sys.stderr)
             return 1
-        print(f"approved: series {sid} continues under a cap of ${held_cap:.2f}; run the same pytest command "
+        print(f"approved: series {sid} continues under a cap of {dollars(held_cap)}; run the same pytest command "
               f"to resume it")
         return 0
     return _run(body, args)
@@ -311,7 +311,7 @@ def _cap(text: str, old: Decimal, reason: str | None) -> Decimal:
     except CapError as exc:
         raise Refused(str(exc)) from None
     if reason == "spend_near_cap" and cap <= old:
-        raise Refused(f"the new cap must be above the old ${old:.2f}")
+        raise Refused(f"the new cap must be above the old {dollars(old)}")
     return cap
 
 

@@ -5,6 +5,14 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+
+def dollars(value: float | Decimal | str) -> str:
+    """A cap as people write it: $1.00, $0.05; one under a cent keeps its digits ($0.005), never $0.00."""
+    amount = Decimal(str(value)).quantize(Decimal("0.000001"))      # a float's last digits are not the cap's
+    cents = amount.quantize(Decimal("0.01"))
+    return f"${cents}" if cents == amount else f"${amount.normalize():f}"
+
+
 DEFAULT_CAP = Decimal("1.00")
 NEAR = Decimal("0.90")              # no new attempt once spend + reserves reach 90% of the cap
 LOCAL_FILE = Path(".aqven") / "local.yaml"
@@ -26,11 +34,11 @@ class SeriesCap:
         return self.explicit is not None and self.cap_usd > self.project_cap_usd
 
     def describe(self) -> str:
-        text = f"cap ${self.cap_usd:.2f}"
+        text = f"cap {dollars(self.cap_usd)}"
         if self.explicit:
             text += f" ({self.explicit})"
         if self.explicit is None or self.cap_usd != self.project_cap_usd:
-            text += f", project cap ${self.project_cap_usd:.2f} ({self.project_cap_source})"
+            text += f", project cap {dollars(self.project_cap_usd)} ({self.project_cap_source})"
         if self.needs_approval:
             text += ": above the project cap, the series waits for approval before anything runs"
         return text
@@ -44,8 +52,8 @@ def approved_cap_holds(record: dict, cap: SeriesCap) -> bool:
 
 
 def approved_cap_text(record: dict, cap: SeriesCap) -> str:
-    return (f"the approved cap ${Decimal(str(record['cap_usd'])):.2f} holds (approved by {record['approved_by']}): "
-            f"{cap.explicit} ${cap.cap_usd:.2f} does not lower a cap a person approved")
+    return (f"the approved cap {dollars(record['cap_usd'])} holds (approved by {record['approved_by']}): "
+            f"{cap.explicit} {dollars(cap.cap_usd)} does not lower a cap a person approved")
 
 
 def parse_usd(text: str, what: str) -> Decimal:

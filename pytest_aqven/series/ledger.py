@@ -38,7 +38,7 @@ from decimal import Decimal
 
 from .. import storage
 from ..storage import Transaction
-from .cap import NEAR, SeriesCap, approved_cap_holds
+from .cap import NEAR, SeriesCap, approved_cap_holds, dollars
 from .db import Store, attempt_id, attempt_row, known_series, planned_attempts
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
@@ -68,7 +68,7 @@ class Spend:
         if self.unpriced_attempts:
             amount = (f"at least {amount} ({self.unpriced_attempts} attempt"
                       f"{'s' if self.unpriced_attempts != 1 else ''} on a model without a known price)")
-        return amount + (f" of its ${float(cap_usd):.2f} cap" if cap_usd is not None else "")
+        return amount + (f" of its {dollars(cap_usd)} cap" if cap_usd is not None else "")
 
 
 def _alive(db: Transaction, runner_id: str, me: str, now: float, seen: dict | None = None) -> bool:
@@ -121,11 +121,11 @@ def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
     pause = record.get("pause") or {}
     cap = record["cap_usd"]         # every series record holds its cap (SeriesRun writes it at the start)
     if pause.get("reason") == "cap_above_project":
-        return (f"series {series_id} waits for approval: its cap ${float(cap):.2f} is above the project cap "
-                f"${float(record.get('project_cap_usd', 0)):.2f} (cap_above_project). A person runs "
+        return (f"series {series_id} waits for approval: its cap {dollars(cap)} is above the project cap "
+                f"{dollars(record.get('project_cap_usd', 0))} (cap_above_project). A person runs "
                 f"`aqven series approve {series_id}` on a terminal, then this same pytest command; "
                 f"or `aqven series cancel {series_id}`")
-    amount = spent.text(cap) if spent else f"${float(pause.get('spent_usd', 0)):.4f} of its ${float(cap):.2f} cap"
+    amount = spent.text(cap) if spent else f"${float(pause.get('spent_usd', 0)):.4f} of its {dollars(cap)} cap"
     return (f"series {series_id} paused near its cap: it spent {amount} (spend_near_cap). A person runs "
             f"`aqven series approve {series_id}` on a terminal (doubles the cap, or type another), then this "
             f"same pytest command continues it; or `aqven series cancel {series_id}`")
