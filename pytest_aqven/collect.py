@@ -161,7 +161,7 @@ class HeldOutLook(pytest.Item):
         raise pytest.skip.Exception(HELD_OUT_LOOK, _use_item_location=True)
 
     def reportinfo(self):
-        return self.path, 0, f"{self.parent.experiment_id} look"
+        return self.path, 0, f"{parent_of(self, ExperimentFile).experiment_id} look"
 
 
 def launch_plans(session: pytest.Session) -> list:
@@ -177,7 +177,7 @@ def launch_plans(session: pytest.Session) -> list:
 
 class VariantNode(pytest.Collector):
     def collect(self):
-        series = self.parent.series
+        series = parent_of(self, ExperimentFile).series
         for case in series.plan.cases:
             yield CaseNode.from_parent(self, name=node_name(series, case.name), case=case)
 
@@ -196,7 +196,7 @@ class CaseNode(pytest.Collector):
         self.case = case
 
     def collect(self):
-        for repeat in range(1, self.parent.parent.series.plan.repeats + 1):
+        for repeat in range(1, parent_of(parent_of(self, VariantNode), ExperimentFile).series.plan.repeats + 1):
             yield AttemptItem.from_parent(self, name=str(repeat), repeat=repeat)
 
 
@@ -291,8 +291,9 @@ class AttemptItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {self.parent.parent.name} " \
-                                             f"{self.parent.name} #{self.repeat}"
+        case = parent_of(self, CaseNode)
+        return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {parent_of(case, VariantNode).name} " \
+                                             f"{case.name} #{self.repeat}"
 
 
 class VerdictItem(pytest.Item):

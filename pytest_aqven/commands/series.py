@@ -164,9 +164,9 @@ def run_list(args) -> int:
         if not rows:
             print("no series")
             return 0
-        lines = [("series", "experiment", "half", "status", "attempts", "spend", "verdict")]
+        lines: list[tuple[str, ...]] = [("series", "experiment", "half", "status", "attempts", "spend", "verdict")]
         for series_id in rows:
-            s = store.series(series_id)
+            s = store.known_series(series_id)
             done, total = _counts(store, s)
             spent = series_spend(store, series_id)
             lines.append((series_id, s["experiment_id"], s["split"], s["status"], f"{done}/{total}",

@@ -317,12 +317,12 @@ class McpConnection:
             command = [sys.executable if c == "python" else c for c in self.spec.command]
             return stdio_client(StdioServerParameters(command=command[0], args=command[1:],
                                                       env=dict(self.spec.env) or None, cwd=str(self.root)))
-        headers = self._headers()
+        headers, url = self._headers(), self.spec.url or ""      # set for streamable_http (specs validates it)
         from mcp.client import streamable_http
         if hasattr(streamable_http, "streamable_http_client"):                       # mcp 2
             client = streamable_http.create_mcp_http_client(headers=headers)
-            return streamable_http.streamable_http_client(self.spec.url, http_client=client)
-        return streamable_http.streamablehttp_client(self.spec.url, headers=headers)  # mcp 1
+            return streamable_http.streamable_http_client(url, http_client=client)
+        return streamable_http.streamablehttp_client(url, headers=headers)  # type: ignore[attr-defined]  # mcp 1
 
     def _headers(self) -> dict[str, str]:
         """The server's headers, each from `ref:env/NAME` (the environment, then the module root's .env)."""
