@@ -115,19 +115,24 @@ def test_the_grids_verdicts_are_decides_own(family):
     assert checked == SERIES * (4 + len(V.EDGE_PAIRS))
 
 
-def test_v0_paired_guards_leave_no_interval():
-    """Rows where every case passes for both variants, or the variants agree on every case, are never
-    decided, in the grids as in `decide`."""
+def test_v0_agreeing_rows_decide_by_the_exact_bound():
+    """Rows where every case passes for both variants, or the variants agree on every case, are decided
+    on the exact agreement bound |difference| <= 1 - 0.025^(1/C), in the grids as in `decide`; a
+    relative guardrail on them has no such bound and decides nothing."""
     n = np.full((3, 12), 10.0)
     kb = np.stack([np.full(12, 10.0), np.arange(12.0) % 11, np.arange(12.0) % 11])
     kc = np.stack([np.full(12, 10.0), np.arange(12.0) % 11, (np.arange(12.0) + 1) % 11])
-    question = Pair("compare", "base", "cand", "r", 0.0)
-    grid = V.rate_pair_verdicts(question, kb, kc, n, "model")
-    assert list(grid[:2]) == ["unclear", "unclear"]
+    bound = 1 - 0.025 ** (1 / 12)
     table = {"base": {"r": _rates(kb, n)}, "cand": {"r": _rates(kc, n)}}
-    for s, reason in enumerate(("uninformative", "no_discordance")):
-        cell = _decided(question, _evidence(table, s), "model", ("base", "cand"))[0]
-        assert (cell.estimate.degenerate, cell.verdict) == (reason, "unclear")
+    for margin, verdict in ((bound - 0.01, "unclear"), (bound + 0.01, "pass")):
+        question = Pair("noninferior", "base", "cand", "r", margin)
+        grid = V.rate_pair_verdicts(question, kb, kc, n, "model")
+        assert list(grid[:2]) == [verdict, verdict]
+        for s in range(2):
+            cell = _decided(question, _evidence(table, s), "model", ("base", "cand"))[0]
+            assert (cell.estimate.method, cell.verdict) == ("exact-agreement", verdict)
+    guard = Guardrail("r", 0.1, "higher_is_better", relative=True)
+    assert list(V.rate_pair_verdicts(guard, kb, kc, n, "model")[:2]) == ["unclear", "unclear"]
 
 
 # ---- V1-V3: M1
@@ -279,7 +284,7 @@ def test_the_planners_edge_test_is_the_hull_decision():
             assert np.array_equal(clears(iv.model_low, iv.model_high, k / n, (0, 1), family, True, edge, False),
                                   iv.high < edge)
             x = k / n
-            iv = mean_interval(x, family, True)
+            iv = mean_interval(x, family, (0.0, 1.0))
             assert np.array_equal(clears(iv.model_low, iv.model_high, x, (0, 1), family, True, edge, True),
                                   iv.low > edge)
     kc = rng.binomial(10, rng.beta(8, 2, (3000, 30))).astype(float)

@@ -25,6 +25,7 @@ from pytest_aqven.stats.edges import interval_verdict, interval_verdicts, thresh
 from pytest_aqven.stats.estimates import mean_interval, rate_interval, ratio_interval, single
 from pytest_aqven.stats.model import Guardrail, Pair, Threshold
 from pytest_aqven.stats.pairs import (
+    agreement_bound,
     contrast_scale,
     guardrail_edge,
     no_interval,
@@ -92,15 +93,21 @@ def pair_question(good_truth: float, direction: str, metric: str = "x") -> Pair:
     return Pair("compare", "base", "cand", metric, good_truth, direction)
 
 
-def pair_verdicts(question: Pair | Guardrail, interval, mb, mc, shape, direction=None):
-    """A pair cell's verdicts: its interval against the primary's (or the guardrail's) edge, no decision
-    where the §4.4 guards leave no interval."""
+def pair_verdicts(question: Pair | Guardrail, interval, mb, mc, shape, direction=None, scale=(0.0, 1.0)):
+    """A pair cell's verdicts: its interval against the primary's (or the guardrail's) edge. Where the
+    variants agree on every case, the exact agreement bound on a known scale (an absolute edge), else
+    no decision (§4.4's guards)."""
     if isinstance(question, Pair):
         edge = primary_edge(question)
     else:
         edge = guardrail_edge(question, direction, "rate" if shape == "rate" else "score")
-    verdicts = interval_verdicts(interval.low, interval.high, edge)
-    return np.where(no_interval(mb, mc, shape) != "", "unclear", verdicts)
+    low, high = interval.low, interval.high
+    agree = no_interval(mb, mc, shape) != ""
+    if scale is not None and (isinstance(question, Pair) or not question.relative):
+        bound = agreement_bound(mb.shape[-1], scale)
+        low, high = np.where(agree, -bound, low), np.where(agree, bound, high)
+        agree = np.zeros_like(agree)
+    return np.where(agree, "unclear", interval_verdicts(low, high, edge))
 
 
 def rate_pair_verdicts(question, kb, kc, n, family, order=None, direction=None):
@@ -112,13 +119,13 @@ def rate_pair_verdicts(question, kb, kc, n, family, order=None, direction=None):
     return pair_verdicts(question, interval, kb / n, kc / n, "rate", direction)
 
 
-def mean_pair_verdicts(question, mb, mc, family, bounded, order=None, direction=None):
-    """Paired means through the verdict path: paired t (+ betting when bounded) on the contrast."""
+def mean_pair_verdicts(question, mb, mc, family, scale, order=None, direction=None):
+    """Paired means through the verdict path: paired t (+ betting on a known `scale`) on the contrast."""
     direction = direction or question.direction
     sign = orientation(direction)
     margin = question.margin if isinstance(question, Guardrail) and question.relative else None
-    interval = paired_mean_interval(mc, mb, sign, contrast_scale(sign, margin), family, bounded, order)
-    return pair_verdicts(question, interval, mb, mc, "mean", direction)
+    interval = paired_mean_interval(mc, mb, sign, contrast_scale(sign, margin), family, scale, order)
+    return pair_verdicts(question, interval, mb, mc, "mean", direction, scale)
 
 
 # ---- V1 / V2: M1 (single rate), thresholds above and below
@@ -268,7 +275,7 @@ def v5_rows(series=S, repeats=10):
             sb = np.clip(level + rng.normal(0, 0.1, (series, cases)) / np.sqrt(repeats), 0, 1)
             sc = np.clip(level + rng.normal(0, 0.1, (series, cases)) / np.sqrt(repeats), 0, 1)
             for direction in (HIGHER, LOWER):
-                verdicts = mean_pair_verdicts(pair_question(0.0, direction), sb, sc, family, True)
+                verdicts = mean_pair_verdicts(pair_question(0.0, direction), sb, sc, family, (0.0, 1.0))
                 rows.append(verdict_row("V5", f"A/A score C={cases} {family} {direction}", verdicts))
     return rows
 
@@ -296,7 +303,7 @@ def threshold_data(kind: str, rng, series: int, cases: int):
 def threshold_interval(kind: str, data, family: str, order=None):
     if kind == "rate":
         return rate_interval(*data, family, order)
-    return mean_interval(data.mean(axis=-1), family, True, False, order)
+    return mean_interval(data.mean(axis=-1), family, (0.0, 1.0), False, order)
 
 
 # (kind, metric shape, question, p_b, p_c): rates are logit-normal case rates; scores Beta attempts around them
@@ -338,7 +345,7 @@ def edge_pair_verdicts(shape, question, data, family, order=None):
         kb, kc, n = data
         return rate_pair_verdicts(question, kb, kc, n, family, order)
     base, cand = data
-    return mean_pair_verdicts(question, base.mean(axis=-1), cand.mean(axis=-1), family, True, order)
+    return mean_pair_verdicts(question, base.mean(axis=-1), cand.mean(axis=-1), family, (0.0, 1.0), order)
 
 
 def edge_rows(series=S):
@@ -391,7 +398,7 @@ def v6_rows(series=S, repeats=5):
             _, low, high, _ = intervals.t_mean(means)
             rows.append(row("V6", f"t C={cases} sigma_c={sigma_c}", low, high, truth, cases=cases))
             rows += threshold_rows("V6", f"skew-t C={cases} sigma_c={sigma_c}",
-                                   bounds(mean_interval(means, "robust", False, skewed=True)), truth, truth / 10,
+                                   bounds(mean_interval(means, "robust", None, skewed=True)), truth, truth / 10,
                                    cases=cases)
             tau, delta = 0.2, 0.1
             v = rng.normal(0, tau, (series, cases, 1))
@@ -400,7 +407,7 @@ def v6_rows(series=S, repeats=5):
             truth_d = truth * (math.exp(delta + tau**2 / 2) - 1)  # the candidate costs more
             for direction in (LOWER, HIGHER):
                 question = pair_question(orientation(direction) * truth_d, direction, "cost_usd")
-                verdicts = mean_pair_verdicts(question, means, yc, "robust", False)
+                verdicts = mean_pair_verdicts(question, means, yc, "robust", None)
                 rows.append(verdict_row("V6", f"paired t C={cases} sigma_c={sigma_c} {question.kind} {direction}",
                                         verdicts, cases=cases))
     return rows
@@ -427,7 +434,7 @@ def v6_shape_rows(series=S):
             _, low, high, _ = intervals.t_mean(x)
             t_row = row("V6-shape", "", low, high, truth)
             for r in threshold_rows("V6-shape", f"skew-t {name} C={cases}",
-                                    bounds(mean_interval(x, "robust", False, skewed=True)), truth, truth / 10,
+                                    bounds(mean_interval(x, "robust", None, skewed=True)), truth, truth / 10,
                                     cases=cases):
                 rows.append(dict(r, t_over=t_row["over"], t_under=t_row["under"]))
     return rows
