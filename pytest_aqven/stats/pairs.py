@@ -55,10 +55,11 @@ def pair_rate_interval(kc: npt.ArrayLike, nc: npt.ArrayLike, kb: npt.ArrayLike, 
         value, low, high, flag = intervals.m2(kc, nc, kb, nb, 1.0, scale_b)
     else:
         value, low, high, flag = intervals.m2(kb, nb, kc, nc, scale_b, 1.0)
-    if family != "robust":
-        return Interval(value, low, high, flag=flag)
     per_case, span = contrast(np.asarray(kc, float) / np.asarray(nc, float),
                               np.asarray(kb, float) / np.asarray(nb, float), sign, scale_b)
+    low, high = np.clip(low, *span), np.clip(high, *span)
+    if family != "robust":
+        return Interval(value, low, high, flag=flag)
     return Interval(value, low, high, betting.interval_on(in_order(per_case, order), *span), flag=flag)
 
 
