@@ -170,3 +170,21 @@ def test_a_range_judge_binds_inputs_from_node_outputs(pytester):
         bound = r["trace"]["judges"]["grade"]["nodes"][0]["input"]
         assert bound == {"note": "GIVEN NOTE", "reply": "good reply"}
         assert r["checks"]["grade"]["value"] == 0.9
+
+
+@pytest.mark.parametrize("decl, scale", [
+    ({"type": "Score"}, (0.0, 1.0)),
+    ({"type": "Int", "minimum": 1, "maximum": 5}, (1.0, 5.0)),
+    ({"type": "Int", "enum": [1, 2, 3, 4, 5]}, (1.0, 5.0)),
+    ({"type": "Score?"}, (0.0, 1.0)),
+    ({"type": "Float", "minimum": 0, "exclusiveMaximum": 10}, (0.0, 10.0)),
+    ({"type": "Float"}, None),
+    ({"type": "Float", "minimum": 0}, None),                 # open above: no range
+])
+def test_the_range_a_judges_score_declares(decl, scale):
+    from pytest_aqven.experiments.checks import _range
+    from pytest_aqven.project.specs import FieldDecl
+    from pytest_aqven.project.types import Registry
+
+    model = Registry({}).record("GradeOut", [FieldDecl.model_validate({"name": "score", **decl})])
+    assert _range(model.model_json_schema()["properties"]["score"]) == scale
