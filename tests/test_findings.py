@@ -77,10 +77,10 @@ EDITS = {
     "state, hash kept": (_set(("state",), "refuted"), False, ("self_sha256",), "the file was edited"),
     "state, hash recomputed (forged)": (_set(("state",), "refuted"), True, ("state",),
                                         "state is 'refuted', but its data give 'confirmed'"),
-    "statement, forged": (lambda d: d.update(statement=d["statement"].replace("0.83", "0.93")), True, ("statement",),
+    "statement, forged": (lambda d: d.update(statement=d["statement"].replace("0.84", "0.94")), True, ("statement",),
                           "but its data give"),
     "a bound, forged": (lambda d: d["cells"][0]["estimate"].update(low=0.9), True, ("cells", 0, "estimate", "low"),
-                        "cells[0].estimate.low is 0.9, but its data give 0.831849"),
+                        "cells[0].estimate.low is 0.9, but its data give 0.838902"),
     "a metric of the table, forged": (lambda d: d["variants"][0]["metrics"]["success_rate"].update(value=0.5), True,
                                       ("variants", 0, "metrics", "success_rate", "value"), "but its data give 1.0"),
     "the data, forged without the cells": (

@@ -21,6 +21,8 @@ def complete(request: ModelRequest) -> ModelResponse:
         reply = "bad reply" if "bad" in user else "good reply"
         return ModelResponse(text=json.dumps({"reply": reply}), tokens_in=20, tokens_out=5, cost_usd=0.0002,
                              latency_ms=40.0)
+    if request.node == "grade5":   # an ordinal judge on 1..5: 4 for a spoilt reply, else 5
+        return ModelResponse(text=json.dumps({"score": 4 if "bad reply" in user else 5}), cost_usd=0.001)
     if "no judge" in user:
         return ModelResponse(text="{}", cost_usd=0.001)
     if "judge down" in user:
@@ -45,6 +47,10 @@ def project(tmp, cases: list[tuple[str, str]], experiments: dict[str, dict]) -> 
         "flows/support/nodes/answer/grade.inference.yaml": ep.inference(
             {"text": "Text", "reply": "Text"}, {"score": "Float", "rationale": "Text"}),
         "flows/support/nodes/answer/grade.prompt.md": "Score the reply from 0 to 1.\n",
+        "flows/support/nodes/answer/grade5.inference.yaml": {
+            **ep.inference({"text": "Text", "reply": "Text"}, {}),
+            "out": [{"name": "score", "type": "Int", "minimum": 1, "maximum": 5}]},
+        "flows/support/nodes/answer/grade5.prompt.md": "Score the reply from 1 to 5.\n",
         "datasets/asks.yaml": {"apiVersion": "aqven/v1", "kind": "Dataset", "flow": "support",
                                "cases": [{"name": n, "inputs": {"text": t}} for n, t in cases]},
     }
@@ -99,6 +105,26 @@ def test_an_unvalidated_deciding_judge_gives_a_signal_that_says_why(pytester, xd
     finding = yaml.safe_load(next((pytester.path / "proj/experiments/graded_validated/findings").glob("*.yaml")).read_text())
     assert [(j["check"], j["agent"], j["model"], j["validated_by"]) for j in finding["judges"]] == [
         ("grade", "critic", "fake:critic-1", "graded")]
+    assert result.ret == 0
+
+
+def test_an_ordinal_judge_is_decided_on_its_declared_scale(pytester, xdist):
+    """The judge's output declares its score an Int from 1 to 5: the finding records that range, the
+    robust interval is hulled with the betting interval on it, its bounds never leave it, and
+    `aqven check` decides the finding again from the recorded range."""
+    from pytest_aqven.findings.verify import recompute
+
+    cases = [(f"ok_{i:02d}", "hello") for i in range(20)] + [(f"bad_{i}", "bad news") for i in range(4)]
+    grade5 = {"id": "grade5", "kind": "ordinal", "inference": "grade5", "agent": "critic"}
+    project(pytester.path, cases, {"graded5": {"checks": [grade5], "question": {
+        "kind": "threshold", "metric": "grade5", "above": 3.5}}})
+    result = pytester.runpytest("proj", "--aqven-holdout", "-p", "no:cacheprovider", *xdist)
+    finding = yaml.safe_load(next((pytester.path / "proj/experiments/graded5/findings").glob("*.yaml")).read_text())
+    assert finding["method"]["check_scales"] == {"grade5": [1.0, 5.0]}
+    estimate = finding["cells"][0]["estimate"]
+    assert estimate["family"] == "robust"     # on an undeclared 1..5 scale: the model interval alone
+    assert 1.0 <= estimate["low"] <= estimate["high"] <= 5.0
+    assert recompute(finding).text == finding["statement"]
     assert result.ret == 0
 
 
@@ -217,3 +243,21 @@ def test_a_judge_input_that_is_null_names_the_document_that_gave_it(pytester):
     result.stdout.fnmatch_lines(["SKIPPED * CHECK_INPUT_MISSING: check grade: judge grade (critic) needs input mood "
                                  "(Text), which is null in $in; the judge was not called"])
     assert set((pytester.path / "calls.log").read_text().split()) == {"answer"}
+
+
+@pytest.mark.parametrize("decl, scale", [
+    ({"type": "Score"}, (0.0, 1.0)),
+    ({"type": "Int", "minimum": 1, "maximum": 5}, (1.0, 5.0)),
+    ({"type": "Int", "enum": [1, 2, 3, 4, 5]}, (1.0, 5.0)),
+    ({"type": "Score?"}, (0.0, 1.0)),
+    ({"type": "Float", "minimum": 0, "exclusiveMaximum": 10}, (0.0, 10.0)),
+    ({"type": "Float"}, None),
+    ({"type": "Float", "minimum": 0}, None),                 # open above: no range
+])
+def test_the_range_a_judges_score_declares(decl, scale):
+    from pytest_aqven.experiments.checks import _range
+    from pytest_aqven.project.specs import FieldDecl
+    from pytest_aqven.project.types import Registry
+
+    model = Registry({}).record("GradeOut", [FieldDecl.model_validate({"name": "score", **decl})])
+    assert _range(model.model_json_schema()["properties"]["score"]) == scale

@@ -315,11 +315,11 @@ def test_the_markdown_summary_has_one_row_per_experiment_and_is_appended(pyteste
     text = summary.read_text()
     assert text.startswith("earlier step\n### aqven verdicts\n") and text.count("### aqven verdicts") == 2
     rows = [l for l in text.splitlines() if l.startswith("| rate_ok |")]
-    assert rows[0].split(" | ")[1:] == ["holdout", "**refuted**", "0.00", "[0.00, 0.18]", "above 0.5 with margin 0",
+    assert rows[0].split(" | ")[1:] == ["holdout", "**refuted**", "0.00", "[0.00, 0.17]", "above 0.5 with margin 0",
                                         "20/20", "$0.004 of $1 |"]
     # the same command again runs nothing (held-out cases are spent once): the finding that stands
     assert rows[1].split(" | ")[1:] == ["holdout", "**refuted** (the finding that stands)", "-", "-", "-", "0", "- |"]
-    assert "- **rate_ok**: bot: label is 0.00 (95% CI 0.00 to 0.18)" in text
+    assert "- **rate_ok**: bot: label is 0.00 (95% CI 0.00 to 0.17)" in text
 
 
 def docs_conftest() -> str:

@@ -22,6 +22,12 @@ def cell(value, low, high, unit, *, metric="latency_p50_ms", direction="lower_is
             "estimate": {"value": value, "low": low, "high": high, "unit": unit}}
 
 
+def test_a_ratio_short_of_1_never_reads_1_00x():
+    near = cell(-math.log(0.999), -math.log(0.9995), -math.log(0.998), "log_ratio", metric="cost_of_pass",
+                relative=True, margin=0.5)
+    assert pair_words(near) == "nano costs 0.999x mid per pass (better); 95% CI 0.998x to 0.9995x"
+
+
 def test_a_latency_difference_says_who_is_faster_and_by_how_many_ms():
     # issue 20: `guardrail nano vs mid latency_p50_ms: +547 [+508, +566]` when nano is 547 ms faster
     assert pair_words(cell(547.0, 508.0, 566.0, "ms")) == "nano 547 ms faster than mid (better); 95% CI 508 to 566 ms faster"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import stats
 from ..experiments import inputs, plan as planning
+from ..experiments.checks import check_scales
 from ..project.loader import Project
 from ..record import AttemptRecord
 from ..series.db import Store, planned_attempts
@@ -78,7 +79,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
         touched = inputs.changed(series.get("fingerprints", {}))
         facts = stats.SeriesFacts(
             series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
-            check_kinds={c.id: c.kind for c in spec.checks},
+            check_kinds={c.id: c.kind for c in spec.checks}, check_scales=check_scales(project, experiment),
             unvalidated_judges=unvalidated(project, experiment),
             total_attempts=total, family=family, cancelled=_stopped(series) == "cancelled",
             # changed now, or touched at any time since the start (even if changed back: the mtime moved), or

@@ -107,6 +107,7 @@ def method(conclusion: Conclusion) -> dict:
         "betting": {"truncation": betting.TRUNCATION, "orders": betting.ORDERS},
         "bootstrap_resamples": RESAMPLES,
         "check_kinds": dict(sorted(facts.check_kinds.items())),
+        **({"check_scales": {c: list(s) for c, s in sorted(facts.check_scales.items())}} if facts.check_scales else {}),
         "unvalidated_judges": dict(sorted(facts.unvalidated_judges.items())),
         "variants": list(facts.variants),
     }

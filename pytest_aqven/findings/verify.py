@@ -72,7 +72,9 @@ def recompute(document: Mapping) -> stats.Verdict:
     method, data, scope = document["method"], document["data"], document["scope"]
     facts = stats.SeriesFacts(
         series_id=str(document["series"]), split=scope["split"], variants=tuple(method["variants"]),
-        check_kinds=dict(method["check_kinds"]), unvalidated_judges=_judges(method["unvalidated_judges"]),
+        check_kinds=dict(method["check_kinds"]),
+        check_scales={c: (float(low), float(high)) for c, (low, high) in method.get("check_scales", {}).items()},
+        unvalidated_judges=_judges(method["unvalidated_judges"]),
         total_attempts=int(data["attempts"]), family=method["family"], salt=method["salt"])
     table = evidence.EvidenceTable(data, facts.check_kinds)
     return decide_table(evidence.question_from(method["question"]), table, facts)

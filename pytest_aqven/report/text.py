@@ -65,12 +65,12 @@ def pair_words(cell: dict, short: bool = False) -> str:
     better = "better" if v > 0 else "worse" if v < 0 else "no difference"
     if unit == "log_ratio":
         how = RATIO_WORDS.get(cell["metric"], "has {r} the " + cell["metric"] + " of {base}")
-        r = f"{math.exp(_raw(cell, v)):.2f}x"
+        r = f"{figure(math.exp(_raw(cell, v)), 'ratio')}x"
         head = f"{r} {base}" if short else f"{cand} {how.format(r=r, base=base)} ({better})"
         if missing:
             return f"{head}; {missing}"
         lo, hi = sorted(math.exp(_raw(cell, x)) for x in (low, high))
-        span = f"{lo:.2f}x to {hi:.2f}x"
+        span = f"{figure(lo, 'ratio')}x to {figure(hi, 'ratio')}x"
     elif cell["relative"]:      # a contrast: the candidate against (1 - m) or (1 + m) times the baseline
         factor = 1 + cell["margin"] if cell["direction"] == "lower_is_better" else 1 - cell["margin"]
         word = {x: f"{figure(abs(x), unit)} {'better' if x > 0 else 'worse'}" if x else "0" for x in (v, low, high)}

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from . import betting, intervals
 from .betting import Bet
 from .model import Estimate
-from .samples import Sample, bounded_unit, positive_unbounded
+from .samples import Sample, Scale, bounded_scale, positive_unbounded
 
 MIN_MEAN_CASES = 2
 FEW_CASES = 30  # below this, means, ratios and tail quantiles are flagged reliability "low"
@@ -125,20 +125,28 @@ def rate_interval(k: npt.ArrayLike, n: npt.ArrayLike, family: str, order: np.nda
         return Interval(p, low, high, None, n_eff, flag)
     if bet is None:
         bet = betting.interval(in_order(np.asarray(k, float) / np.asarray(n, float), order))
+    # every case passes (or fails): M1 is then the exact bound 0.025^(1/C), which decides alone
+    bet = (np.where(p >= 1, low, bet[0]), np.where(p <= 0, high, bet[1]))
     return Interval(p, low, high, bet, n_eff, flag)
 
 
-def mean_interval(x: npt.ArrayLike, family: str, bounded: bool, skewed: bool = False,
+def mean_interval(x: npt.ArrayLike, family: str, scale: Scale | None, skewed: bool = False,
                   order: np.ndarray | None = None, bet: Bet | None = None) -> Interval:
-    """Mean of case means: t(C-1), or the skewness-corrected t for positive unbounded metrics (`skewed`),
-    hulled under "robust" with the betting interval when the values are bounded in [0, 1]."""
+    """Mean of case means: t(C-1), or the skewness-corrected t for positive unbounded metrics (`skewed`).
+    On a known `scale` the bounds are clipped to it, and under "robust" hulled with the betting interval
+    on that scale (`bet`: that interval, when computed already)."""
     if skewed:
         mean, low, high = intervals.skew_t_mean(x, right_skewed=True)
     else:
         mean, low, high, _ = intervals.t_mean(x)
-    if family != "robust" or not bounded:
+    if scale is None:
         return Interval(mean, low, high)
-    return Interval(mean, low, high, betting.interval(in_order(np.asarray(x, float), order)) if bet is None else bet)
+    low, high = np.clip(low, *scale), np.clip(high, *scale)
+    if family != "robust":
+        return Interval(mean, low, high)
+    if bet is None:
+        bet = betting.interval_on(in_order(np.asarray(x, float), order), *scale)
+    return Interval(mean, low, high, bet)
 
 
 def ratio_interval(y: npt.ArrayLike, x: npt.ArrayLike) -> Interval:
@@ -177,15 +185,25 @@ def ordered(sample: Sample, salt: str) -> np.ndarray:
 
 
 def betting_input(sample: Sample, salt: str, family: str) -> np.ndarray | None:
-    """The case values `single` runs the betting interval on (keyed-hash order), or None when the
-    robust hull does not apply: rates, and means bounded in [0, 1] with enough cases."""
+    """The case values `single` runs the betting interval on, rescaled to [0, 1] from the metric's scale
+    and in keyed-hash order, or None when the robust hull does not apply: rates, and means on a known
+    scale with enough cases (`on_scale` maps its interval back)."""
     if family != "robust" or sample.n_cases == 0:
         return None
-    shape = sample.info.shape
-    if shape == "rate" or (shape == "mean" and sample.n_cases >= MIN_MEAN_CASES and bounded_unit(sample)):
-        values: np.ndarray = sample.case_means()[ordered(sample, salt)]
+    shape, scale = sample.info.shape, bounded_scale(sample)
+    if scale is not None and (shape == "rate" or (shape == "mean" and sample.n_cases >= MIN_MEAN_CASES)):
+        low, high = scale
+        values: np.ndarray = (sample.case_means()[ordered(sample, salt)] - low) / (high - low)
         return values
     return None
+
+
+def on_scale(bet: Bet | None, scale: Scale | None) -> Bet | None:
+    """A betting interval on [0, 1] (of `betting_input`) on the metric's own scale."""
+    if bet is None or scale is None:
+        return bet
+    low, high = scale
+    return low + (high - low) * bet[0], low + (high - low) * bet[1]
 
 
 def single(sample: Sample, salt: str, family: str = "robust", bet: Bet | None = None) -> Estimate:
@@ -213,7 +231,8 @@ def single(sample: Sample, salt: str, family: str = "robust", bet: Bet | None = 
         skewed = positive_unbounded(sample)
         if skewed:
             method = "skew-t-case-means"
-        iv = mean_interval(means, family, bounded_unit(sample), skewed, ordered(sample, salt), bet)
+        scale = bounded_scale(sample)
+        iv = mean_interval(means, family, scale, skewed, ordered(sample, salt), on_scale(bet, scale))
         reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < FEW_CASES else "ok")
         return with_hull(value, iv.model_low, iv.model_high, method=method, cases=cases, attempts=attempts,
                          n_eff=float(cases), reliability=reliability, unit=unit, family=family, bet=iv.bet)

@@ -75,7 +75,7 @@ def sufficient_data(table: SampleTable, facts: SeriesFacts, metrics: Mapping[str
     variants: dict[str, dict[str, dict[str, Any]]] = {}
     for variant in facts.variants:
         names = sorted(metrics.get(variant, {}))
-        variants[variant] = {m: sample_data(table.sample(variant, metric_info(m, facts.check_kinds))) for m in names}
+        variants[variant] = {m: sample_data(table.sample(variant, metric_info(m, facts.check_kinds, facts.check_scales))) for m in names}
     return {"attempts": finished, "settled": settled, "infra_errors": errors, "variants": variants}
 
 

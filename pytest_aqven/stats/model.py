@@ -80,6 +80,8 @@ class SeriesFacts:
     split: str  # "dev" | "holdout"
     variants: tuple[str, ...]  # plan order
     check_kinds: Mapping[str, str] = field(default_factory=dict)  # check id -> binary|continuous|ordinal
+    # score check id -> (lowest, highest) declared value (a judge's output type): decided on that range
+    check_scales: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # judge check id -> why validated_by does not hold (words completing "judge <check> ..."); a set of ids: each
     # has no validated_by
     unvalidated_judges: Mapping[str, str] | frozenset[str] = frozenset()

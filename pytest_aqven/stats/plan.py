@@ -143,7 +143,7 @@ def simulated_power(question: Threshold | Pair, info: MetricInfo, cases: int, re
             x = rng.normal(truth["value"], truth["case_sd"], shape)
             if truth["bounded"]:
                 x = np.clip(x, 0.0, 1.0)
-            iv = mean_interval(x, "model", False, truth.get("skewed", False))
+            iv = mean_interval(x, "model", None, truth.get("skewed", False))
             passed = clears(iv.low, iv.high, x, (0.0, 1.0), family, truth["bounded"], edge, above)
         return float(np.mean(passed))
     sign = orientation(truth["direction"])
@@ -158,7 +158,7 @@ def simulated_power(question: Threshold | Pair, info: MetricInfo, cases: int, re
         d = rng.normal(truth["value"], truth["case_sd"], shape)
         if truth["bounded"]:
             d = np.clip(d, -1.0, 1.0)
-        iv = paired_mean_interval(d, np.zeros_like(d), 1.0, 1.0, "model", False)
+        iv = paired_mean_interval(d, np.zeros_like(d), 1.0, 1.0, "model", None)
         passed = clears(iv.low, iv.high, d, (-1.0, 1.0), family, truth["bounded"], edge, True)
     return float(np.mean(passed))
 

@@ -34,6 +34,9 @@ SERIES_METRICS = (
 )
 
 
+Scale = tuple[float, float]  # (lowest, highest) value a metric can take
+
+
 @dataclass(frozen=True)
 class MetricInfo:
     name: str
@@ -42,10 +45,12 @@ class MetricInfo:
     unit: str  # rate | score | ordinal | usd | ms
     quantile: float | None = None
     min_attempts: int = 1
+    scale: Scale | None = None  # the declared range of a score check's values (a judge's output type)
 
 
-def metric_info(name: str, check_kinds: Mapping[str, str]) -> MetricInfo:
-    """Shape, default direction and unit of a metric; any non-series name is a check id."""
+def metric_info(name: str, check_kinds: Mapping[str, str], scales: Mapping[str, Scale] | None = None) -> MetricInfo:
+    """Shape, default direction and unit of a metric; any non-series name is a check id, and `scales`
+    the declared ranges of score checks (SeriesFacts.check_scales)."""
     if name == "success_rate" or name == "schema_valid_first_try":
         return MetricInfo(name, "rate", HIGHER, "rate")
     if name == "infra_error_rate":
@@ -59,10 +64,11 @@ def metric_info(name: str, check_kinds: Mapping[str, str]) -> MetricInfo:
     if name == "latency_p95_ms":
         return MetricInfo(name, "quantile", LOWER, "ms", 0.95, 20)
     kind = check_kinds.get(name)
+    scale = (scales or {}).get(name)
     if kind == "continuous":
-        return MetricInfo(name, "mean", HIGHER, "score")
+        return MetricInfo(name, "mean", HIGHER, "score", scale=scale)
     if kind == "ordinal":
-        return MetricInfo(name, "mean", HIGHER, "ordinal")
+        return MetricInfo(name, "mean", HIGHER, "ordinal", scale=scale)
     # binary checks, and unknown names (an empty rate: no data)
     return MetricInfo(name, "rate", HIGHER, "rate")
 
@@ -301,19 +307,22 @@ def build_sample(
     return AttemptTable(attempts, check_kinds).sample(variant, info)
 
 
-def bounded_unit(sample: Sample) -> bool:
-    """Whether the metric lives in [0, 1], so the distribution-free betting interval applies.
+def bounded_scale(sample: Sample) -> Scale | None:
+    """The range the metric's values are known to lie in, so the distribution-free betting interval
+    applies on it; None when there is none.
 
-    Rates always do. A score check counts as bounded when every observed score lies in [0, 1]
-    (judge scores); an ordinal 1-5 scale or a cost-like score does not.
+    Rates lie in [0, 1]. A score check lies in its declared scale (an ordinal 1-5 judge, a `Score`, a
+    number with minimum and maximum) when every observed score does; without a declaration it counts
+    as [0, 1] when every observed score lies there (judge scores), and as unbounded otherwise.
     """
-    if sample.info.shape == "rate":
-        return True
-    if sample.info.shape != "mean" or sample.info.unit not in ("score", "ordinal"):
-        return False
-    if not sample.n_attempts:
-        return False
-    return bool(np.all((sample.flat >= 0.0) & (sample.flat <= 1.0)))
+    info = sample.info
+    if info.shape == "rate":
+        return (0.0, 1.0)
+    if info.shape != "mean" or info.unit not in ("score", "ordinal") or not sample.n_attempts:
+        return None
+    low, high = info.scale or (0.0, 1.0)
+    inside = bool(np.all((sample.flat >= low) & (sample.flat <= high)))
+    return (low, high) if inside and high > low else None
 
 
 def positive_unbounded(sample: Sample) -> bool:
@@ -328,6 +337,6 @@ def positive_unbounded(sample: Sample) -> bool:
         return False
     if info.unit in ("usd", "ms"):
         return True
-    if info.unit != "score":
+    if info.unit != "score" or info.scale is not None:
         return False
     return bool(np.all(sample.flat >= 0.0) and np.any(sample.flat > 1.0))

@@ -31,7 +31,7 @@ def all_metrics(table: SampleTable, facts: SeriesFacts, extra: Sequence[str] = (
     """Every series metric and every check metric, per variant, single-variant estimates."""
     names = list(SERIES_METRICS) + [c for c in facts.check_kinds if c not in SERIES_METRICS]
     names += [m for m in extra if m not in names]
-    infos = [metric_info(name, facts.check_kinds) for name in names]
+    infos = [metric_info(name, facts.check_kinds, facts.check_scales) for name in names]
     samples = {(v, info.name): table.sample(v, info) for v in facts.variants for info in infos}
     inputs = {key: betting_input(s, facts.salt, facts.family) for key, s in samples.items()}
     bets = betting.intervals({key: x for key, x in inputs.items() if x is not None})
@@ -43,7 +43,7 @@ def all_metrics(table: SampleTable, facts: SeriesFacts, extra: Sequence[str] = (
 
 
 def _direction(metric: str, override: str | None, facts: SeriesFacts) -> str:
-    return override or metric_info(metric, facts.check_kinds).direction
+    return override or metric_info(metric, facts.check_kinds, facts.check_scales).direction
 
 
 def _below_mde(cell: Cell) -> bool:
@@ -99,7 +99,7 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
 
     if isinstance(question, Threshold):
         metric = question.metric
-        unit = metric_info(metric, facts.check_kinds).unit
+        unit = metric_info(metric, facts.check_kinds, facts.check_scales).unit
         tested = [question.variant] if question.variant else list(facts.variants)
         direction = _direction(metric, question.direction, facts)
         primaries = [threshold_cell(question, v, metrics[v][metric], direction) for v in tested if v in metrics]
@@ -108,7 +108,7 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         measurement = wording.threshold_measurement(primaries, unit) if primaries else ""
     else:
         primaries, guards = pair_cells(question, table, facts)
-        unit = metric_info(question.primary, facts.check_kinds).unit
+        unit = metric_info(question.primary, facts.check_kinds, facts.check_scales).unit
         judged = [question.primary] + [g.metric for g in question.guardrails]
         measurement = wording.pair_measurement(question.kind, primaries[0], unit, guards) if primaries else ""
     cells = tuple(primaries) + tuple(guards)

@@ -36,7 +36,12 @@ PAIR_TAILS = {
     },
 }
 GUARDRAIL_WORDS = {"pass": "holds", "fail": "breaks", "unclear": "is unsettled"}
-DECIMALS = {"rate": 2, "score": 3, "ordinal": 1, "ms": 0}
+GUARDRAIL_TAILS = {"pass": "within the {margin}", "fail": "beyond the {margin}", "unclear": "too wide to decide at the {margin}"}
+RATIO_VERBS = {"cost_of_pass": "costs", "latency_p50_ms": "takes", "latency_p95_ms": "takes"}  # else "is"
+DECIMALS = {"rate": 2, "score": 3, "ordinal": 1, "ms": 0, "ratio": 2}
+WHOLE_GUARDED = frozenset({"rate", "score", "ordinal", "ratio"})  # a value off a whole number never prints as one
+MAX_DECIMALS = 8
+WHOLE_TOLERANCE = 1e-9  # a bound this close to a whole number is on it (the betting bisection's grid is 2e-13)
 
 
 # an interval that cannot decide for want of width, not for too much of it
@@ -59,12 +64,19 @@ def usd(value: float, signed: bool, extra: int = 0) -> str:
 
 
 def number(value: float | None, unit: str, signed: bool = False, extra: int = 0) -> str:
+    """The unit's decimals (more with `extra`); a rate, score, ordinal or ratio that is not a whole number
+    never prints as one: 0.99575 is 0.996, not 1.00, and 0.004 is 0.004, not 0.00."""
     if value is None:
         return "n/a"
     if unit == "usd":
         return usd(value, signed, extra)
     decimals = DECIMALS.get(unit, 3) + extra
-    return f"{value:+.{decimals}f}" if signed else f"{value:.{decimals}f}"
+    text = f"{value:+.{decimals}f}" if signed else f"{value:.{decimals}f}"
+    if unit in WHOLE_GUARDED and not math.isclose(value, round(value), rel_tol=0, abs_tol=WHOLE_TOLERANCE):
+        while _shown(text) == round(_shown(text)) and decimals < MAX_DECIMALS:
+            decimals += 1
+            text = f"{value:+.{decimals}f}" if signed else f"{value:.{decimals}f}"
+    return text
 
 
 def _shown(text: str) -> float:
@@ -145,7 +157,36 @@ def pair_measurement(kind: str, primary: Cell, unit: str, guardrails: Sequence[C
         f"{number(primary.estimate.value, unit, True)} "
         f"({interval_text(primary.estimate, unit, True, primary.edge)}): {tail}"
     )
-    return head + "".join(f"; guardrail {g.metric} {GUARDRAIL_WORDS[g.verdict]}" for g in guardrails)
+    return head + "".join(f"; {guardrail_phrase(g)}" for g in guardrails)
+
+
+def guardrail_phrase(cell: Cell) -> str:
+    """A guardrail with its interval and the edge it was held to: "guardrail cost_of_pass holds: small costs
+    0.11x large (95% CI 0.09x to 0.14x), within the relative margin 0.5". Differences are on the
+    good-direction scale (+ = the candidate better); a relative margin on a rate or mean is the linear
+    contrast the cell decides (cand - 0.9x base, or 1.1x base - cand), on a ratio or quantile the ratio."""
+    est, edge, unit = cell.estimate, cast(float, cell.edge), cell.estimate.unit   # a guardrail has its edge
+    cand, base, lower = cell.variant, cell.baseline, cell.direction == LOWER
+    margin = f"relative margin {declared(cell.margin)}" if cell.relative else f"margin {declared(cell.margin, unit)}"
+    tail = GUARDRAIL_TAILS[cell.verdict].format(margin=margin)
+    if cell.verdict == "unclear":
+        tail = _undecided_tail(cell, tail)
+    head = f"guardrail {cell.metric} {GUARDRAIL_WORDS[cell.verdict]}"
+    if unit == "log_ratio":  # the good-direction log(R_c / R_b), negated where lower is better: shown as R_c / R_b
+        way = -1.0 if lower else 1.0
+        ratio = "n/a" if est.value is None else number(math.exp(way * est.value), "ratio") + "x"
+        ci = interval_text(est, unit)
+        if est.low is not None and est.high is not None:
+            ends = sorted(math.exp(way * b) for b in (est.low, est.high))
+            ci = "95% CI {}x to {}x".format(*(bound(e, "ratio", edge=math.exp(way * edge)) for e in ends))
+        return f"{head}: {cand} {RATIO_VERBS.get(cell.metric, 'is')} {ratio} {base} ({ci}), {tail}"
+    measure = f"{number(est.value, unit, True)} ({interval_text(est, unit, True, edge)})"
+    if cell.relative:
+        factor = declared(1 + cell.margin if lower else 1 - cell.margin)
+        what = f"{factor}x {base} - {cand}" if lower else f"{cand} - {factor}x {base}"
+        return f"{head}: {what} is {measure}, {tail}"
+    way_text = f", lower is better (+ = {cand} lower)" if lower else ""
+    return f"{head}{way_text}: {measure}, {tail}"
 
 
 def sentence(measurement: str) -> str:

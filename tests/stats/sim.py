@@ -53,3 +53,21 @@ def tails(low, high, truth):
     over = float(np.mean(low > truth))
     under = float(np.mean(high < truth))
     return 1 - over - under, over, under
+
+
+def ceiling_scores(rng, series, cases, repeats, share=0.04, top=0.95):
+    """A 1..5 judge at its ceiling: a case is hard with probability `share` and always scores 1, else each
+    attempt scores 5 with probability `top` and 4 otherwise. Returns (scores (series, cases, repeats), mean):
+    4.792 at the defaults."""
+    hard = rng.random((series, cases, 1)) < share
+    scores = np.where(hard, 1.0, np.where(rng.random((series, cases, repeats)) < top, 5.0, 4.0))
+    return scores, share * 1.0 + (1 - share) * (4.0 + top)
+
+
+def broken_cases(rng, share, series, cases, repeats):
+    """The baseline passes every attempt; the candidate fails every attempt of a hidden `share` of cases
+    and passes elsewhere, so the variants agree on every case with probability (1 - share)^C and the
+    difference is -share. Returns (kb, kc, n)."""
+    n = np.full((series, cases), float(repeats))
+    kc = np.where(rng.random((series, cases)) < share, 0.0, n)
+    return n.copy(), kc, n

@@ -44,7 +44,8 @@ def test_noninferior_sentence_with_guardrails():
     v = decide(q, _pair_data(), two())
     assert v.text == (
         "mistral vs gpt on critique: +0.058 (95% CI -0.044 to +0.149): not worse by more than the 0.05 margin; "
-        "guardrail cost_of_pass breaks; guardrail promises is unsettled."
+        "guardrail cost_of_pass breaks: mistral costs 1.48x gpt (95% CI 1.38x to 1.58x), beyond the relative margin "
+        "0.2; guardrail promises is unsettled: +0.01 (95% CI -0.10 to +0.12), too wide to decide at the margin 0.02."
     )
     assert (v.state, v.reason) == ("refuted", None)
     primary, cost, promises = v.cells
@@ -92,15 +93,6 @@ def test_m6_is_reproducible_and_matches_brute_force():
 
 
 def test_degenerate_guards_in_order_and_wording():
-    both_pass = binary_attempts("gpt", [5] * 10, 5) + binary_attempts("mistral", [5] * 10, 5)
-    v = decide(Pair("noninferior", "gpt", "mistral", "promises", 0.1), both_pass, two())
-    assert (v.state, v.reason) == ("inconclusive", "uninformative")
-    assert v.text == ("mistral vs gpt on promises: +0.00 (no 95% CI: every case passes or fails for both variants): "
-                      "no interval, so no decision.")
-    same = binary_attempts("gpt", [3, 4, 5] * 4, 5) + binary_attempts("mistral", [3, 4, 5] * 4, 5)
-    v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), same, two())
-    assert (v.state, v.reason) == ("inconclusive", "no_discordance")
-    assert "(no 95% CI: the variants agree on every case)" in v.text
     one_case = binary_attempts("gpt", [3], 5) + binary_attempts("mistral", [4], 5)
     v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), one_case, two())
     assert v.cells[0].estimate.degenerate == "too_few_cases"
@@ -112,13 +104,48 @@ def test_degenerate_guards_in_order_and_wording():
     assert (v.state, v.reason) == ("invalid", "no_data")
 
 
+def test_agreement_on_every_case_decides_by_the_exact_bound():
+    """0 discordant cases of C: |difference| <= 1 - 0.025^(1/C), never a zero-width interval or none. 129
+    agreeing held-out cases confirm noninferiority at 0.1 (bound 0.028); 10 are too few for it."""
+    same = binary_attempts("gpt", [3, 4, 5] * 43, 5) + binary_attempts("mistral", [3, 4, 5] * 43, 5)
+    v = decide(Pair("noninferior", "gpt", "mistral", "promises", 0.1), same, two())
+    bound = 1 - 0.025 ** (1 / 129)
+    cell = v.cells[0]
+    assert (v.state, cell.estimate.method, cell.decided_by) == ("confirmed", "exact-agreement", "exact")
+    assert (cell.estimate.low, cell.estimate.high) == pytest.approx((-bound, bound))
+    assert v.text == ("mistral vs gpt on promises: +0.00 (95% CI -0.03 to +0.03): "
+                      "not worse by more than the 0.1 margin.")
+    v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), same, two())
+    assert (v.state, v.reason) == ("inconclusive", "below_mde")      # an A/A never confirms a difference
+    both_pass = binary_attempts("gpt", [5] * 10, 5) + binary_attempts("mistral", [5] * 10, 5)
+    v = decide(Pair("noninferior", "gpt", "mistral", "promises", 0.1), both_pass, two())
+    assert (v.state, v.reason) == ("inconclusive", "below_mde")
+    assert v.cells[0].estimate.low == pytest.approx(-(1 - 0.025 ** 0.1))
+    for family in ("robust", "model"):
+        v = decide(Pair("noninferior", "gpt", "mistral", "promises", 0.1), same, two(family=family))
+        assert v.state == "confirmed", family
+
+
+def test_agreement_without_a_scale_or_on_a_relative_margin_gives_no_interval():
+    costs = [Attempt(v, f"c{i}", 1, "ok", True, cost_usd=0.01 * (i + 1)) for v in ("gpt", "mistral") for i in range(40)]
+    v = decide(Pair("noninferior", "gpt", "mistral", "cost_usd", 0.01), costs, two())
+    assert (v.state, v.reason) == ("inconclusive", "no_discordance")
+    assert "(no 95% CI: the variants agree on every case)" in v.text
+    same = binary_attempts("gpt", [3, 4, 5] * 43, 5) + binary_attempts("mistral", [3, 4, 5] * 43, 5)
+    v = decide(Pair("noninferior", "gpt", "mistral", "promises", 0.1,
+                    guardrails=(Guardrail("promises", 0.1, relative=True),)), same, two())
+    assert (v.cells[1].estimate.method, v.cells[1].estimate.degenerate) == ("M2-contrast", "no_discordance")
+
+
 def test_guardrail_refutes_and_every_guardrail_must_hold():
     data = _pair_data(cases=60, lift=0.0, cost_ratio=3.0)
     q = Pair("noninferior", "gpt", "mistral", "critique", 0.2,
              guardrails=(Guardrail("cost_usd", 0.0005),))
     v = decide(q, data, two())
     assert v.cells[0].verdict == "pass" and v.cells[1].verdict == "fail"
-    assert v.state == "refuted" and v.text.endswith("; guardrail cost_usd breaks.")
+    assert v.state == "refuted" and v.text.endswith(
+        "; guardrail cost_usd breaks, lower is better (+ = mistral lower): -$0.004 (95% CI -$0.004425 to -$0.003575), "
+        "beyond the margin $0.0005.")
     v = decide(Pair("noninferior", "gpt", "mistral", "critique", 0.2), data, two())
     assert v.state == "confirmed"
 

@@ -33,17 +33,28 @@ def test_all_pass_12x20_cannot_confirm_above_095_model_family():
 
 
 def test_robust_family_is_the_hull():
-    verdict = decide(Threshold("promises", above=0.5), binary_attempts("gpt", ALL_PASS_12x20, 20), facts())
+    cases = [20, 19] + [20] * 10
+    verdict = decide(Threshold("promises", above=0.5), binary_attempts("gpt", cases, 20), facts())
     est = verdict.cells[0].estimate
     assert est.family == "robust"
-    assert est.low == pytest.approx(0.7253, abs=1e-4)  # the betting bound is lower than M1's 0.7354
-    assert est.low_from == "betting" and est.model_low == pytest.approx(0.7353515, abs=1e-7)
+    assert est.low_from == "betting" and est.low == est.betting_low < est.model_low
     assert verdict.state == "confirmed"
     assert verdict.cells[0].decided_by == "betting"
+
+
+def test_all_pass_decides_by_the_exact_bound():
+    """Every case passes: the lower bound is 0.025^(1/C) (0.7354 at C = 12), not the betting interval's
+    0.7253; every case fails: the upper bound is 1 - 0.025^(1/C)."""
+    verdict = decide(Threshold("promises", above=0.5), binary_attempts("gpt", ALL_PASS_12x20, 20), facts())
+    est = verdict.cells[0].estimate
+    assert est.low == pytest.approx(0.025 ** (1 / 12)) and est.low_from == "model"
+    assert verdict.state == "confirmed"
     assert verdict.text == (
-        "gpt: promises is 1.00 (95% CI 0.73 to 1.00) against above 0.5 with margin 0: "
+        "gpt: promises is 1.00 (95% CI 0.74 to 1.00) against above 0.5 with margin 0: "
         "clears the bound by more than the margin."
     )
+    est = decide(Threshold("promises", below=0.5), binary_attempts("gpt", [0] * 12, 20), facts()).cells[0].estimate
+    assert est.high == pytest.approx(1 - 0.025 ** (1 / 12)) and est.high_from == "model"
 
 
 def test_refuted_below_edge_and_every_variant_must_clear():
@@ -111,7 +122,7 @@ def test_rule_order_sentences():
     assert (v.state, v.reason, v.text) == ("invalid", "no_data", "No finding: the primary metric has no data.")
     v = decide(q, data, facts(split="dev"))
     assert (v.state, v.reason) == ("signal", "dev_split")
-    assert v.text == ("Signal on dev, not a finding: gpt: promises is 1.00 (95% CI 0.73 to 1.00) "
+    assert v.text == ("Signal on dev, not a finding: gpt: promises is 1.00 (95% CI 0.74 to 1.00) "
                       "against above 0.5 with margin 0: clears the bound by more than the margin.")
     v = decide(q, data, facts(unvalidated_judges=frozenset({"promises"})))
     assert (v.state, v.reason) == ("signal", "judge_not_validated")

@@ -11,7 +11,7 @@ grids' verdicts to `decide`'s on the same series.
 import numpy as np
 import pytest
 
-from pytest_aqven.stats import Pair, SeriesFacts
+from pytest_aqven.stats import Pair, SeriesFacts, Threshold
 from pytest_aqven.stats.betting import case_order
 from pytest_aqven.stats.edges import interval_verdict, threshold_verdicts
 from pytest_aqven.stats.evidence import EvidenceTable
@@ -115,19 +115,24 @@ def test_the_grids_verdicts_are_decides_own(family):
     assert checked == SERIES * (4 + len(V.EDGE_PAIRS))
 
 
-def test_v0_paired_guards_leave_no_interval():
-    """Rows where every case passes for both variants, or the variants agree on every case, are never
-    decided, in the grids as in `decide`."""
+def test_v0_agreeing_rows_decide_by_the_exact_bound():
+    """Rows where every case passes for both variants, or the variants agree on every case, are decided
+    on the exact agreement bound |difference| <= 1 - 0.025^(1/C), in the grids as in `decide`; a
+    relative guardrail on them has no such bound and decides nothing."""
     n = np.full((3, 12), 10.0)
     kb = np.stack([np.full(12, 10.0), np.arange(12.0) % 11, np.arange(12.0) % 11])
     kc = np.stack([np.full(12, 10.0), np.arange(12.0) % 11, (np.arange(12.0) + 1) % 11])
-    question = Pair("compare", "base", "cand", "r", 0.0)
-    grid = V.rate_pair_verdicts(question, kb, kc, n, "model")
-    assert list(grid[:2]) == ["unclear", "unclear"]
+    bound = 1 - 0.025 ** (1 / 12)
     table = {"base": {"r": _rates(kb, n)}, "cand": {"r": _rates(kc, n)}}
-    for s, reason in enumerate(("uninformative", "no_discordance")):
-        cell = _decided(question, _evidence(table, s), "model", ("base", "cand"))[0]
-        assert (cell.estimate.degenerate, cell.verdict) == (reason, "unclear")
+    for margin, verdict in ((bound - 0.01, "unclear"), (bound + 0.01, "pass")):
+        question = Pair("noninferior", "base", "cand", "r", margin)
+        grid = V.rate_pair_verdicts(question, kb, kc, n, "model")
+        assert list(grid[:2]) == [verdict, verdict]
+        for s in range(2):
+            cell = _decided(question, _evidence(table, s), "model", ("base", "cand"))[0]
+            assert (cell.estimate.method, cell.verdict) == ("exact-agreement", verdict)
+    guard = Guardrail("r", 0.1, "higher_is_better", relative=True)
+    assert list(V.rate_pair_verdicts(guard, kb, kc, n, "model")[:2]) == ["unclear", "unclear"]
 
 
 # ---- V1-V3: M1
@@ -279,7 +284,7 @@ def test_the_planners_edge_test_is_the_hull_decision():
             assert np.array_equal(clears(iv.model_low, iv.model_high, k / n, (0, 1), family, True, edge, False),
                                   iv.high < edge)
             x = k / n
-            iv = mean_interval(x, family, True)
+            iv = mean_interval(x, family, (0.0, 1.0))
             assert np.array_equal(clears(iv.model_low, iv.model_high, x, (0, 1), family, True, edge, True),
                                   iv.low > edge)
     kc = rng.binomial(10, rng.beta(8, 2, (3000, 30))).astype(float)
@@ -287,3 +292,60 @@ def test_the_planners_edge_test_is_the_hull_decision():
     for edge in (-0.1, -0.05, 0.0, 0.05):
         assert np.array_equal(clears(iv.model_low, iv.model_high, (kc - k) / n, (-1, 1), "robust", True, edge, True),
                               iv.low > edge)
+
+
+# ---- V11: bounded scales, perfect agreement, rare events (fast here, 2,000 series under -m slow)
+
+FAST = 500  # series per cell in the default suite: a 2.5% tail's MC error is 0.007, so the band is 0.05
+FAST_TAIL = 0.05
+
+
+def _v11(series, tail):
+    rows = V.bounded_scale_rows(series) + V.agreement_rows(series) + V.rare_event_rows(series)
+    errors = [r for r in rows if not r.get("power")]
+    assert not _tails_above(errors, tail), _fmt(_tails_above(errors, tail), "confirmed", "refuted")
+    for cases in (12, 30):      # the same judgements give the same verdicts declared on 1..5 and rescaled
+        same = {(r["confirmed"], r["refuted"]) for r in rows if r["test"] == "V11-scale" and f"C={cases} above" in r["cell"]}
+        assert len(same) == 1, same
+    power = {r["cell"]: r["confirmed"] for r in rows if r.get("power")}
+    assert power["A/A all pass, margin 0.1 C=129"] == 1.0 and power["A/A all pass, margin 0.1 C=30"] == 0.0
+    return rows
+
+
+def test_v11_bounded_scales_agreement_and_rare_events():
+    _v11(FAST, FAST_TAIL)
+
+
+@pytest.mark.slow
+def test_v11_at_2000_series():
+    _v11(V.S, TAIL)
+
+
+def test_v11_verdicts_are_decides_own():
+    """The bounded-scale grid's verdicts on 40 series are `decide`'s on the same judgements, recorded as an
+    ordinal check on 1..5 with its declared scale, and as a [0, 1] continuous check rescaled."""
+    cases = 12
+    scores, truth = V.ceiling_scores(np.random.default_rng(3), SERIES, cases, 5)
+    order = np.array(case_order("grid", [f"c{i:03d}" for i in range(cases)]))
+    question = Threshold("x", above=truth - 0.1, margin=0.1, variant="v")
+    for x, kind, scale, q in ((scores, "ordinal", (1.0, 5.0), question),
+                              ((scores - 1) / 4, "continuous", None, Threshold("x", above=(truth - 1.1) / 4,
+                                                                                margin=0.025, variant="v"))):
+        grid = threshold_verdicts(q, *V.bounds(V.declared_interval(x, kind, scale, order=order)))
+        facts = SeriesFacts("sid", "holdout", ("v",), {"x": kind}, {"x": scale} if scale else {}, salt="grid")
+        for s in range(SERIES):
+            assert decide_table(q, _evidence({"v": {"x": x}}, s), facts).cells[0].verdict == grid[s], (kind, s)
+
+
+def test_the_issues_ceiling_example_reads_the_same_on_both_scales():
+    """12 cases of 5 scores, all 5 but three 4s, against above 4.792: inconclusive on the 1..5 scale as
+    rescaled to [0, 1] (the model interval alone confirmed it on 1..5)."""
+    x = np.full((1, 12, 5), 5.0)
+    x[0, :3, 0] = 4.0
+    ordinal = SeriesFacts("sid", "holdout", ("v",), {"x": "ordinal"}, {"x": (1.0, 5.0)}, salt="grid")
+    rescaled = SeriesFacts("sid", "holdout", ("v",), {"x": "continuous"}, salt="grid")
+    on_5 = decide_table(Threshold("x", above=4.792), _evidence({"v": {"x": x}}, 0), ordinal)
+    on_1 = decide_table(Threshold("x", above=(4.792 - 1) / 4), _evidence({"v": {"x": (x - 1) / 4}}, 0), rescaled)
+    assert on_5.state == on_1.state == "inconclusive"
+    assert on_5.cells[0].estimate.high == 5.0      # clipped to the scale
+    assert on_5.text == "v: x is 4.95 (95% CI 3.9 to 5.0) against above 4.792 with margin 0: too wide to decide."

@@ -25,6 +25,7 @@ from pytest_aqven.stats.edges import interval_verdict, interval_verdicts, thresh
 from pytest_aqven.stats.estimates import mean_interval, rate_interval, ratio_interval, single
 from pytest_aqven.stats.model import Guardrail, Pair, Threshold
 from pytest_aqven.stats.pairs import (
+    agreement_bound,
     contrast_scale,
     guardrail_edge,
     no_interval,
@@ -36,9 +37,9 @@ from pytest_aqven.stats.pairs import (
     primary_edge,
 )
 from pytest_aqven.stats.plan import logit_location
-from pytest_aqven.stats.samples import HIGHER, LOWER, Sample, metric_info
+from pytest_aqven.stats.samples import HIGHER, LOWER, Sample, bounded_scale, metric_info, positive_unbounded
 
-from .sim import GH_NODES, GH_WEIGHTS, beta_binomial, hard_case_mixture, logit_pair, tails
+from .sim import GH_NODES, GH_WEIGHTS, beta_binomial, broken_cases, ceiling_scores, hard_case_mixture, logit_pair, tails
 
 S = 2000  # series per cell for the closed-form methods: MC error of a 2.5% tail is 0.0035
 MARGIN = 0.05  # the margin of every grid question with an absolute margin
@@ -92,15 +93,21 @@ def pair_question(good_truth: float, direction: str, metric: str = "x") -> Pair:
     return Pair("compare", "base", "cand", metric, good_truth, direction)
 
 
-def pair_verdicts(question: Pair | Guardrail, interval, mb, mc, shape, direction=None):
-    """A pair cell's verdicts: its interval against the primary's (or the guardrail's) edge, no decision
-    where the §4.4 guards leave no interval."""
+def pair_verdicts(question: Pair | Guardrail, interval, mb, mc, shape, direction=None, scale=(0.0, 1.0)):
+    """A pair cell's verdicts: its interval against the primary's (or the guardrail's) edge. Where the
+    variants agree on every case, the exact agreement bound on a known scale (an absolute edge), else
+    no decision (§4.4's guards)."""
     if isinstance(question, Pair):
         edge = primary_edge(question)
     else:
         edge = guardrail_edge(question, direction, "rate" if shape == "rate" else "score")
-    verdicts = interval_verdicts(interval.low, interval.high, edge)
-    return np.where(no_interval(mb, mc, shape) != "", "unclear", verdicts)
+    low, high = interval.low, interval.high
+    agree = no_interval(mb, mc, shape) != ""
+    if scale is not None and (isinstance(question, Pair) or not question.relative):
+        bound = agreement_bound(mb.shape[-1], scale)
+        low, high = np.where(agree, -bound, low), np.where(agree, bound, high)
+        agree = np.zeros_like(agree)
+    return np.where(agree, "unclear", interval_verdicts(low, high, edge))
 
 
 def rate_pair_verdicts(question, kb, kc, n, family, order=None, direction=None):
@@ -112,13 +119,13 @@ def rate_pair_verdicts(question, kb, kc, n, family, order=None, direction=None):
     return pair_verdicts(question, interval, kb / n, kc / n, "rate", direction)
 
 
-def mean_pair_verdicts(question, mb, mc, family, bounded, order=None, direction=None):
-    """Paired means through the verdict path: paired t (+ betting when bounded) on the contrast."""
+def mean_pair_verdicts(question, mb, mc, family, scale, order=None, direction=None):
+    """Paired means through the verdict path: paired t (+ betting on a known `scale`) on the contrast."""
     direction = direction or question.direction
     sign = orientation(direction)
     margin = question.margin if isinstance(question, Guardrail) and question.relative else None
-    interval = paired_mean_interval(mc, mb, sign, contrast_scale(sign, margin), family, bounded, order)
-    return pair_verdicts(question, interval, mb, mc, "mean", direction)
+    interval = paired_mean_interval(mc, mb, sign, contrast_scale(sign, margin), family, scale, order)
+    return pair_verdicts(question, interval, mb, mc, "mean", direction, scale)
 
 
 # ---- V1 / V2: M1 (single rate), thresholds above and below
@@ -268,7 +275,7 @@ def v5_rows(series=S, repeats=10):
             sb = np.clip(level + rng.normal(0, 0.1, (series, cases)) / np.sqrt(repeats), 0, 1)
             sc = np.clip(level + rng.normal(0, 0.1, (series, cases)) / np.sqrt(repeats), 0, 1)
             for direction in (HIGHER, LOWER):
-                verdicts = mean_pair_verdicts(pair_question(0.0, direction), sb, sc, family, True)
+                verdicts = mean_pair_verdicts(pair_question(0.0, direction), sb, sc, family, (0.0, 1.0))
                 rows.append(verdict_row("V5", f"A/A score C={cases} {family} {direction}", verdicts))
     return rows
 
@@ -296,7 +303,7 @@ def threshold_data(kind: str, rng, series: int, cases: int):
 def threshold_interval(kind: str, data, family: str, order=None):
     if kind == "rate":
         return rate_interval(*data, family, order)
-    return mean_interval(data.mean(axis=-1), family, True, False, order)
+    return mean_interval(data.mean(axis=-1), family, (0.0, 1.0), False, order)
 
 
 # (kind, metric shape, question, p_b, p_c): rates are logit-normal case rates; scores Beta attempts around them
@@ -338,7 +345,7 @@ def edge_pair_verdicts(shape, question, data, family, order=None):
         kb, kc, n = data
         return rate_pair_verdicts(question, kb, kc, n, family, order)
     base, cand = data
-    return mean_pair_verdicts(question, base.mean(axis=-1), cand.mean(axis=-1), family, True, order)
+    return mean_pair_verdicts(question, base.mean(axis=-1), cand.mean(axis=-1), family, (0.0, 1.0), order)
 
 
 def edge_rows(series=S):
@@ -391,7 +398,7 @@ def v6_rows(series=S, repeats=5):
             _, low, high, _ = intervals.t_mean(means)
             rows.append(row("V6", f"t C={cases} sigma_c={sigma_c}", low, high, truth, cases=cases))
             rows += threshold_rows("V6", f"skew-t C={cases} sigma_c={sigma_c}",
-                                   bounds(mean_interval(means, "robust", False, skewed=True)), truth, truth / 10,
+                                   bounds(mean_interval(means, "robust", None, skewed=True)), truth, truth / 10,
                                    cases=cases)
             tau, delta = 0.2, 0.1
             v = rng.normal(0, tau, (series, cases, 1))
@@ -400,7 +407,7 @@ def v6_rows(series=S, repeats=5):
             truth_d = truth * (math.exp(delta + tau**2 / 2) - 1)  # the candidate costs more
             for direction in (LOWER, HIGHER):
                 question = pair_question(orientation(direction) * truth_d, direction, "cost_usd")
-                verdicts = mean_pair_verdicts(question, means, yc, "robust", False)
+                verdicts = mean_pair_verdicts(question, means, yc, "robust", None)
                 rows.append(verdict_row("V6", f"paired t C={cases} sigma_c={sigma_c} {question.kind} {direction}",
                                         verdicts, cases=cases))
     return rows
@@ -427,7 +434,7 @@ def v6_shape_rows(series=S):
             _, low, high, _ = intervals.t_mean(x)
             t_row = row("V6-shape", "", low, high, truth)
             for r in threshold_rows("V6-shape", f"skew-t {name} C={cases}",
-                                    bounds(mean_interval(x, "robust", False, skewed=True)), truth, truth / 10,
+                                    bounds(mean_interval(x, "robust", None, skewed=True)), truth, truth / 10,
                                     cases=cases):
                 rows.append(dict(r, t_over=t_row["over"], t_under=t_row["under"]))
     return rows
@@ -591,4 +598,74 @@ def v9_rows(series=S):
         rows.append(dict(test="V9", cell=f"p={above + 2 * margin:g} vs {above + margin:g} rho={rho} R={repeats} {family}",
                          closed_form=plan.closed_form_cases, planned=plan.recommended_cases, power=at_plan,
                          smaller=smaller, power_smaller=at_smaller))
+    return rows
+
+
+# ---- V11: bounded scales, perfect agreement and rare events (the robust family, through the verdict path)
+
+SCALE_DECLARATIONS = (  # (cell, check kind, declared scale): None is the 1..5 scores rescaled to [0, 1]
+    ("continuous 1..5", "continuous", (1.0, 5.0)),
+    ("ordinal 1..5", "ordinal", (1.0, 5.0)),
+    ("rescaled [0, 1]", "continuous", None),
+)
+
+
+def declared_interval(scores: np.ndarray, kind: str, scale, family: str = "robust", order=None):
+    """`single`'s interval for a score check declared `kind` with `scale` on these case means: the scale
+    and skew it picks (samples.bounded_scale / positive_unbounded on the first series) applied to all."""
+    first = scores[0]
+    sample = Sample(metric_info("x", {"x": kind}, {"x": scale} if scale else {}),
+                    tuple(f"c{i:03d}" for i in range(first.shape[0])), first.ravel(), np.full(first.shape[0], first.shape[1]))
+    return mean_interval(scores.mean(axis=-1), family, bounded_scale(sample), positive_unbounded(sample), order)
+
+
+def bounded_scale_rows(series=S, cases_grid=(12, 30)):
+    """A 1..5 judge at its ceiling (96% of cases near 5, 4% always 1; mean 4.792), declared continuous or
+    ordinal with its range, and the same judgements rescaled to [0, 1]: thresholds above and below at the
+    mean, margin a fortieth of the scale. The three give the same verdicts."""
+    rows = []
+    for cases in cases_grid:
+        rng = np.random.default_rng([15, cases])
+        scores, truth = ceiling_scores(rng, series, cases, 5)
+        for cell, kind, scale in SCALE_DECLARATIONS:
+            factor = 1.0 if scale else 0.25           # (x - 1) / 4 rescales 1..5 to [0, 1]
+            x, at = (scores, truth) if scale else ((scores - 1.0) * factor, (truth - 1.0) * factor)
+            rows += threshold_rows("V11-scale", f"{cell} C={cases}", bounds(declared_interval(x, kind, scale)), at,
+                                   0.1 * factor, cases=cases, declared=cell)
+    return rows
+
+
+def agreement_rows(series=S, cases_grid=(30, 129)):
+    """Perfect agreement decided by the exact bound: the candidate breaks a hidden share q of cases that the
+    baseline passes, asked as noninferiority at margin q (the truth on the edge), q a hair above the bound
+    1 - 0.025^(1/C): the worst case, where agreeing on every case confirms and has chance just under 2.5%;
+    and an A/A on always-passing cases at margin 0.1, where P(confirmed) is power (1 once C >= 36)."""
+    rows = []
+    for cases in cases_grid:
+        share = float(agreement_bound(cases)) * 1.001
+        rng = np.random.default_rng([16, cases])
+        kb, kc, n = broken_cases(rng, share, series, cases, 5)
+        question = Pair("noninferior", "base", "cand", "x", share, HIGHER)
+        rows.append(verdict_row("V11-agree", f"{share:.4f} of cases broken, margin {share:.4f} C={cases}",
+                                rate_pair_verdicts(question, kb, kc, n, "robust"), cases=cases))
+        kb, kc, n = broken_cases(rng, 0.0, series, cases, 5)
+        aa = rate_pair_verdicts(Pair("noninferior", "base", "cand", "x", 0.1, HIGHER), kb, kc, n, "robust")
+        rows.append(dict(verdict_row("V11-agree", f"A/A all pass, margin 0.1 C={cases}", aa, cases=cases), power=True))
+    return rows
+
+
+def rare_event_rows(series=S, cases_grid=(30, 100)):
+    """Rates of 0.99 and 0.995 (beta-binomial, rho 0.3, 10 attempts a case; and 1% of cases at 0.5):
+    thresholds above and below at the truth, margin 0.002."""
+    rows = []
+    for cases in cases_grid:
+        for mu in (0.99, 0.995):
+            rng = np.random.default_rng([17, cases, int(mu * 1000)])
+            k, n = beta_binomial(rng, mu, 0.3, series, cases, 10)
+            rows += threshold_rows("V11-rare", f"mu={mu} rho=0.3 C={cases}", bounds(rate_interval(k, n, "robust")), mu,
+                                   0.002, cases=cases)
+            p_good = (mu - 0.01 * 0.5) / 0.99
+            k, n, truth = hard_case_mixture(rng, 0.01, 0.5, p_good, series, cases, 10)
+            rows += threshold_rows("V11-rare", f"mu={mu} 1% at 0.5 C={cases}", bounds(rate_interval(k, n, "robust")),
+                                   truth, 0.002, cases=cases)
     return rows
