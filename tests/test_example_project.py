@@ -65,3 +65,9 @@ def test_the_project_gives_the_predicted_verdicts(pytester, name, split, xdist):
     assert result.ret == (pytest.ExitCode.TESTS_FAILED if failing else pytest.ExitCode.OK)
     if name == "showcase" and split == "holdout":     # its judge's calibration now stands: the check is clean
         assert check_root(pytester.path / name) == []
+
+
+def test_the_showcase_readme_gives_the_held_out_verdicts_of_its_experiments():
+    readme = (PROJECTS["showcase"] / "README.md").read_text()
+    table = dict(re.findall(r"^\| `(\w+)` \|.*\| (\w+) \|$", readme, re.M))
+    assert table == {e: state for e, split, state in predictions(PROJECTS["showcase"]) if split == "holdout"}
