@@ -29,12 +29,13 @@ import pytest
 import yaml
 
 from pytest_aqven.checker import check_root
-from pytest_aqven.scaffold import create
+from pytest_aqven.scaffold import TEMPLATES, create
 
 REPO = Path(__file__).resolve().parent.parent
 # the README of the project `aqven new` writes: its commands run inside that project
-NEW_README = REPO / "pytest_aqven" / "scaffold" / "template" / "README.md"
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "CHANGELOG.md", NEW_README]
+# the README of each project `aqven new` writes -> its template (its commands run inside that project)
+NEW_READMES = {REPO / "pytest_aqven" / "scaffold" / folder / "README.md": name for name, folder in TEMPLATES.items()}
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "CHANGELOG.md", *NEW_READMES]
 LANGUAGES = {"yaml", "toml", "python", "console", "sh", "text", "json"}
 FENCE = re.compile(r"^( *)(`{3,})\s*([\w-]*)\s*$")
 NOT_RUN = re.compile(r"^<!-- docs: not run: (.+\S) -->$")
@@ -214,8 +215,8 @@ def test_the_examples_of_a_section_run_as_shown(section, tmp_path):
     shutil.copytree(REPO / "example_project", work / "example_project",
                     ignore=shutil.ignore_patterns(".aqven", "findings", "FINDINGS.md", "__pycache__", "cassettes"))
     files = [b for b in section.blocks if runs(b) and b.file is not None]
-    if files or section.doc == NEW_README:
-        create(work / "demo", "demo")
+    if files or section.doc in NEW_READMES:
+        create(work / "demo", "demo", NEW_READMES.get(section.doc, "default"))
         for block in files:
             _write(work / "demo", block)
     shells = [b for b in section.blocks if runs(b) and b.language in ("console", "sh")]
@@ -224,7 +225,7 @@ def test_the_examples_of_a_section_run_as_shown(section, tmp_path):
         assert not found, f"{section.id} ({section.title}): aqven check of demo/ with its files:\n" + "\n".join(found)
     for block in shells:
         for command, shown in commands(block):
-            done = subprocess.run(["bash", "-c", command], cwd=work / "demo" if section.doc == NEW_README else work,
+            done = subprocess.run(["bash", "-c", command], cwd=work / "demo" if section.doc in NEW_READMES else work,
                                   env=environment(), capture_output=True, text=True, timeout=300)
             printed = done.stdout + done.stderr
             if shown is None:

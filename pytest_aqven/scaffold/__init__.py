@@ -1,8 +1,10 @@
-"""`aqven new <dir>`: a small AQVEN project that passes `aqven check` and runs offline to a verdict.
+"""`aqven new <dir>`: an AQVEN project that passes `aqven check` and runs offline to a verdict.
 
-The project's files are package data (`template/`), so an installed wheel can make one: a flow of a
-code node and an llm node, two simulated models priced in its pyproject.toml, forty reviews, and two
-experiments (a threshold and a comparison) whose experiment.md files state the verdicts they give.
+The projects' files are package data, so an installed wheel can make one. `default` (`template/`): a
+flow of a code node and an llm node, two simulated models priced in its pyproject.toml, forty reviews,
+and two experiments (a threshold and a comparison). `showcase` (`showcase/`): an experiment for every
+question kind and every kind of variant, over flows that use every node kind. Every experiment.md
+states the verdicts its experiment gives.
 """
 from __future__ import annotations
 
@@ -19,8 +21,12 @@ PACKAGE_LINE = 'package: "demo"'
 SKIPPED = ("__pycache__", ".aqven")      # left by a test or a run of the template where it is installed
 
 
-def template() -> Traversable:
-    return files(__name__) / "template"
+# template name -> its folder in this package
+TEMPLATES = {"default": "template", "showcase": "showcase"}
+
+
+def template(name: str = "default") -> Traversable:
+    return files(__name__) / TEMPLATES[name]
 
 
 def package_name(folder: str) -> str:
@@ -47,7 +53,7 @@ def _project_or_dest(spec, dest: Path) -> bool:
         (p / "aqven.yaml").is_file() or p.resolve() == dest.resolve() for p in places)
 
 
-def create(dest: Path, package: str) -> list[Path]:
+def create(dest: Path, package: str, name: str = "default") -> list[Path]:
     """Write the project into `dest` (absent or empty) and return the files written, in order."""
     written: list[Path] = []
 
@@ -66,16 +72,19 @@ def create(dest: Path, package: str) -> list[Path]:
             path.write_text(text, encoding="utf-8")
             written.append(path)
 
-    copy(template(), dest)
+    copy(template(name), dest)
     return written
 
 
 def add_new(commands) -> None:
     p = commands.add_parser(
-        "new", help="create a small AQVEN project that runs offline",
-        description="Create an AQVEN project in DIR (absent or empty): a flow, two simulated models, a dataset "
-                    "and two experiments. `aqven check DIR` passes and `pytest DIR` runs it to a verdict, offline.")
+        "new", help="create an AQVEN project that runs offline",
+        description="Create an AQVEN project in DIR (absent or empty). `aqven check DIR` passes and `pytest DIR` "
+                    "runs it to a verdict, offline, on simulated models.")
     p.add_argument("dir", metavar="DIR", help="the folder to create")
+    p.add_argument("--template", default="default", choices=list(TEMPLATES),
+                   help="default: a flow, two agents, a dataset and two experiments; showcase: an experiment for "
+                        "every question kind and every kind of variant, over flows that use every node kind")
     p.add_argument("--package", default=None, metavar="NAME",
                    help="the project's Python package name (default: DIR's name as an identifier)")
     p.set_defaults(handler=run_new)
@@ -91,7 +100,7 @@ def run_new(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"aqven new: {problem}; choose another name with --package NAME", file=sys.stderr)
         return 2
-    written = create(dest, package)
+    written = create(dest, package, args.template)
     print(f"created {args.dir}: an AQVEN project of {len(written)} files, package {package}")
     print(f"next: aqven check {args.dir} && pytest {args.dir}")
     return 0

@@ -1,0 +1,2 @@
+def flag(score: float) -> dict:
+    return {"flagged": score < 0.5}

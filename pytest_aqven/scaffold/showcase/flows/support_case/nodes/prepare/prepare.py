@@ -1,0 +1,3 @@
+def prepare(message: str) -> dict:
+    tidy = " ".join(message.split())
+    return {"message": tidy, "topic": tidy.split(":")[0].strip().lower()}
