@@ -251,36 +251,10 @@ def launch_plan(
     else:
         tested = question.candidate
 
-    icc_given = icc
-    icc = DEFAULT_ICC if icc_given is None else icc_given
-    if icc_given is None and repeats > 1 and history and tested is not None and info.shape in ("rate", "mean"):
-        measured = icc_of(_history_groups(history, tested, info, check_kinds))
-        if measured is not None:
-            icc = measured
-
-    spread, source = None, "none"
-    # spread-free: ratios, quantiles, cost_usd and names that are neither series metric nor check
-    known = (info.shape in ("rate", "mean") and info.name != "cost_usd"
-             and (info.name in SERIES_METRICS or info.name in check_kinds))
-    if known and history and tested is not None:
-        if isinstance(question, Threshold):
-            sample = build_sample(history, tested, info, check_kinds)
-            values = sample.case_means() if sample.n_cases >= 2 else np.array([])
-        else:
-            b = build_sample(history, question.baseline, info, check_kinds)
-            c = build_sample(history, question.candidate, info, check_kinds)
-            shared = [name for name in b.cases if name in set(c.cases)]
-            values = c.subset(shared).case_means() - b.subset(shared).case_means() if len(shared) >= 2 else np.array([])
-        if len(values) >= 2 and float(np.std(values, ddof=1)) > 0:
-            spread, source = float(np.std(values, ddof=1)), "history"
-    if spread is None and known:
-        if info.shape == "rate" and isinstance(question, Threshold):
-            s = min(max(threshold_bound(question), 0.05), 0.95)
-            spread, source = math.sqrt(s * (1 - s)), "prior"
-        elif info.shape == "rate":
-            spread, source = 0.5, "prior"
-        else:
-            spread, source = 0.25, "prior"
+    # the pre-registered figure rests on the question alone (a prior spread, the default ICC), so it is the same
+    # on every run; what a finished series observed gives the second figure (observed_plan)
+    spread, source, icc = _assumptions(question, info, tested, repeats, (), check_kinds, icc)
+    seen_spread, seen_source, seen_icc = _assumptions(question, info, tested, repeats, history, check_kinds, icc)
 
     def plan(**fields: Any) -> LaunchPlan:
         return LaunchPlan(**base, margin=margin, spread=spread, spread_source=source, icc=icc, **fields)
@@ -297,7 +271,7 @@ def launch_plan(
     se = standard_error(spread, cases, repeats, icc)
     half_width, mde = Z * se, (Z + Z_POWER) * se
     closed = closed_form_cases(spread, margin, repeats, icc)
-    truth = planning_truth(question, info, margin, spread, icc, repeats, history, check_kinds)
+    truth = planning_truth(question, info, margin, spread, icc, repeats, (), check_kinds)
 
     def searched(truth: Truth, start: int) -> tuple[int | None, float | None]:
         """(cases, power) of the simulated search from `start`, from the cache, or (None, None) when not run."""
@@ -315,8 +289,10 @@ def launch_plan(
     needed = closed if found is None else found
     pending = found is None and closed <= MAX_SIMULATED_CASES
     observed = None
-    if source == "history" and tested is not None:
-        observed = observed_plan(question, info, margin, spread, icc, repeats, history, check_kinds, truth, searched)
+    if seen_source == "history" and seen_spread is not None and tested is not None:
+        seen_truth = planning_truth(question, info, margin, seen_spread, seen_icc, repeats, history, check_kinds)
+        observed = observed_plan(question, info, margin, seen_spread, seen_icc, repeats, history, check_kinds,
+                                 seen_truth, searched)
     m = f"{margin:g}"
     # the recommendation is power-based: cases for an 80% chance to confirm when the truth lies one
     # margin past the edge (simulated with the verdict's own intervals, else the closed form)
@@ -335,6 +311,37 @@ def launch_plan(
     return plan(half_width=half_width, mde=mde, recommended_cases=needed, reason=reason, text=text,
                 below_recommended=cases < needed, closed_form_cases=closed, power=power,
                 search_pending=pending, capped=power is not None and power < POWER, observed=observed)
+
+
+def _assumptions(question: Threshold | Pair, info: MetricInfo, tested: str | None, repeats: int,
+                 history: Sequence[Attempt], check_kinds: Mapping[str, str], icc_given: float | None
+                 ) -> tuple[float | None, str, float]:
+    """(spread, its source, ICC) a plan assumes: measured on `history` where it has them, else the prior of the
+    question's metric (none for ratios, quantiles, cost_usd and names that are neither series metric nor check)."""
+    icc = DEFAULT_ICC if icc_given is None else icc_given
+    if icc_given is None and repeats > 1 and history and tested is not None and info.shape in ("rate", "mean"):
+        measured = icc_of(_history_groups(history, tested, info, check_kinds))
+        if measured is not None:
+            icc = measured
+    known = (info.shape in ("rate", "mean") and info.name != "cost_usd"
+             and (info.name in SERIES_METRICS or info.name in check_kinds))
+    if not known:
+        return None, "none", icc
+    if history and tested is not None:
+        if isinstance(question, Threshold):
+            sample = build_sample(history, tested, info, check_kinds)
+            values = sample.case_means() if sample.n_cases >= 2 else np.array([])
+        else:
+            b = build_sample(history, question.baseline, info, check_kinds)
+            c = build_sample(history, question.candidate, info, check_kinds)
+            shared = [name for name in b.cases if name in set(c.cases)]
+            values = c.subset(shared).case_means() - b.subset(shared).case_means() if len(shared) >= 2 else np.array([])
+        if len(values) >= 2 and float(np.std(values, ddof=1)) > 0:
+            return float(np.std(values, ddof=1)), "history", icc
+    if info.shape == "rate" and isinstance(question, Threshold):
+        s = min(max(threshold_bound(question), 0.05), 0.95)
+        return math.sqrt(s * (1 - s)), "prior", icc
+    return (0.5 if info.shape == "rate" else 0.25), "prior", icc
 
 
 def _weakest(question: Threshold, info: MetricInfo, history: Sequence[Attempt], kinds: Mapping[str, str]) -> str | None:

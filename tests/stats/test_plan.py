@@ -71,13 +71,22 @@ def test_search_is_reproducible_and_the_robust_family_needs_more_cases():
     assert robust.recommended_cases > model.recommended_cases
 
 
-def test_history_gives_spread_and_icc():
+def test_the_pre_registered_figure_rests_on_the_question_and_history_gives_the_observed_one():
+    """The same question plans the same cases before and after any series ran; the spread and ICC a finished
+    series measured go into the figure at the rates observed."""
+    from pytest_aqven.stats.plan import _assumptions, metric_info
     history = binary_attempts("a", [5, 5, 4, 0, 5, 5, 3, 5, 5, 1] * 3, 5)
-    p = plan(Threshold("promises", above=0.6, margin=0.05, variant="a"), history=history, family="model")
-    assert p.spread_source == "history"
+    q = Threshold("promises", above=0.6, margin=0.05, variant="a")
+    before, after = plan(q, family="model"), plan(q, history=history, family="model")
+    assert after.spread_source == "prior" and after.icc == before.icc
+    assert (after.recommended_cases, after.text) == (before.recommended_cases, before.text)
+    assert before.observed is None and after.observed is not None
+    spread, source, icc = _assumptions(q, metric_info("promises", {"promises": "binary"}), "a", 5, history,
+                                       {"promises": "binary"}, None)
     groups = [[1.0] * k + [0.0] * (5 - k) for k in [5, 5, 4, 0, 5, 5, 3, 5, 5, 1] * 3]
-    assert p.icc == pytest.approx(icc_of([__import__("numpy").array(g) for g in groups]))
-    assert 0 < p.icc < 1
+    assert source == "history" and spread is not None and spread > 0
+    assert icc == pytest.approx(icc_of([__import__("numpy").array(g) for g in groups]))
+    assert 0 < icc < 1
 
 
 def _series_at(rate: float, cases: int, repeats: int = 2, variant: str = "a"):
