@@ -59,7 +59,8 @@ def test_compare_sentences_units_and_signs():
     data = _pair_data()
     v = decide(Pair("compare", "gpt", "mistral", "cost_usd", 0.0), data, two())
     assert v.text == ("mistral vs gpt on cost_usd, lower is better (+ = mistral lower): -$0.0009875 "
-                      "(95% CI -$0.00112 to -$0.0008545): the effect is within ±$0 or reversed.")
+                      "(95% CI -$0.00112 to -$0.0008545): the effect is within ±$0 or reversed "
+                          "(no per-attempt cost bound is known).")
     assert v.state == "refuted"
     v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), data, two())
     assert v.text == "mistral vs gpt on promises: +0.01 (95% CI -0.10 to +0.12): too wide to decide at the 0 margin."
@@ -118,7 +119,7 @@ def test_guardrail_refutes_and_every_guardrail_must_hold():
              guardrails=(Guardrail("cost_usd", 0.0005),))
     v = decide(q, data, two())
     assert v.cells[0].verdict == "pass" and v.cells[1].verdict == "fail"
-    assert v.state == "refuted" and v.text.endswith("; guardrail cost_usd breaks.")
+    assert v.state == "refuted" and v.text.endswith("; guardrail cost_usd breaks (no per-attempt cost bound is known).")
     v = decide(Pair("noninferior", "gpt", "mistral", "critique", 0.2), data, two())
     assert v.state == "confirmed"
 
