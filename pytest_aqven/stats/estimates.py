@@ -24,6 +24,7 @@ from .samples import Sample, bounded_unit, positive_unbounded
 
 MIN_MEAN_CASES = 2
 FEW_CASES = 30  # below this, means, ratios and tail quantiles are flagged reliability "low"
+LEFT_SKEWED_LOGS = -1.0  # case log costs skewed below this are not lognormal (exponential, Weibull: -1.14)
 RESAMPLES = 10_000  # M6 bootstrap size (statistics.md §10: B >= 2000; V10 budget at 10k)
 
 
@@ -168,11 +169,14 @@ def usable_bound(cost_bound: float | None, family: str, *samples: Sample) -> flo
 def cost_interval(means: npt.ArrayLike, logs: LogSpread | None, family: str, order: np.ndarray | None = None,
                   bound: float | None = None) -> Interval:
     """cost_usd: the skewness-corrected t on case means, its upper bound raised to the lognormal bound
-    (`logs`: `log_spread`'s, None when some cost is 0) so heavy right tails keep their 2.5%; under
-    "robust" with a known per-attempt cost bound, hulled with the betting interval on [0, bound]."""
+    (`logs`: `log_spread`'s, None when some cost is 0) so heavy right tails keep their 2.5%, unless the
+    log costs are clearly left-skewed (not lognormal: many costs near 0, where a lognormal fit overstates
+    the right tail); under "robust" with a known per-attempt cost bound, hulled with the betting interval
+    on [0, bound]."""
     mean, low, high = intervals.skew_t_mean(means, right_skewed=True)
     if logs is not None:
-        high = np.maximum(high, intervals.lognormal_mean_high(*logs))
+        lognormal = intervals.skewness(logs[0]) >= LEFT_SKEWED_LOGS
+        high = np.where(lognormal, np.maximum(high, intervals.lognormal_mean_high(*logs)), high)
     if family != "robust" or bound is None:
         return Interval(mean, low, high)
     return Interval(mean, low, high, betting.interval_on(in_order(np.asarray(means, float), order), 0.0, bound))

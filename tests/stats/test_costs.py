@@ -29,7 +29,9 @@ def _costs(seed=1, cases=30, repeats=3, sigma=1.5):
 
 
 def test_the_upper_bound_takes_the_lognormal_bound_on_a_heavy_tail():
-    costs = _costs()
+    """30 cases of lognormal costs (sigma 1.5) that missed the far tail: the skewness-corrected t's upper
+    bound is a third of the lognormal one."""
+    costs = _costs(6)
     sample = build_sample(_attempts(costs), "v", metric_info("cost_usd", {}), {})
     means = costs.mean(axis=1)
     _, _, skew_high = intervals.skew_t_mean(means, right_skewed=True)
@@ -46,6 +48,16 @@ def test_the_lognormal_bound_is_the_datas_alone():
     attempts = _attempts(costs)
     first = decide(Threshold("cost_usd", below=1.0), attempts, _facts()).text
     assert decide(Threshold("cost_usd", below=1.0), attempts[::-1], _facts(series_id="other")).text == first
+
+
+def test_left_skewed_log_costs_leave_the_skewness_corrected_t():
+    """Many costs near 0 (exponential: log costs skewed about -1.14) are not lognormal: no lognormal bound."""
+    costs = np.random.default_rng(7).exponential(0.01, (30, 1))
+    sample = build_sample(_attempts(costs), "v", metric_info("cost_usd", {}), {})
+    assert intervals.skewness(log_spread(sample)[0]) < -1
+    estimate = decide(Threshold("cost_usd", below=1.0), _attempts(costs), _facts()).metrics["v"]["cost_usd"]
+    assert estimate.high == pytest.approx(float(intervals.skew_t_mean(costs.mean(axis=1), right_skewed=True)[2]))
+    assert intervals.lognormal_mean_high(*log_spread(sample)) > estimate.high
 
 
 def test_a_free_attempt_leaves_the_skewness_corrected_t():
