@@ -299,9 +299,11 @@ def _cost_misses(rows, band):
     return bad + [r for r in rows if r["shape"] == "rare" and max(r["bound_confirmed"], r["bound_refuted"]) > band]
 
 
-def _check_costs(rows, pairs, band):
+def _check_costs(rows, pairs, shapes, band):
     assert not _cost_misses(rows, band), _fmt(_cost_misses(rows, band), "confirmed", "refuted", "bound_refuted")
     assert not _cost_misses(pairs, band), _fmt(_cost_misses(pairs, band), "confirmed", "refuted")
+    assert not _tails_above(shapes, band), _fmt(_tails_above(shapes, band), "confirmed", "refuted")
+    assert max(r["width"] for r in shapes) < 2.5  # left-skewed log costs get no lognormal bound
     below = [r for r in rows if r["bound"] == "below"]
     # why: the skewness-corrected t alone confirmed "cheaper than" falsely on sigma 2, and nothing
     # but a bound catches 1% of attempts at 100x
@@ -311,14 +313,14 @@ def _check_costs(rows, pairs, band):
 
 def test_cost_thresholds_keep_their_tails_on_heavy_tails():
     """Lognormal costs (sigma 1 and 2 between and within cases, intra-case correlation 0.9) and rare
-    huge costs, cost_usd thresholds and a relative cost guardrail on the edge: a small grid (500 series,
-    C 30 and 100); the 2,000-series grid up to C = 400 runs under -m slow."""
-    _check_costs(V.cost_rows(500, (30, 100)), V.cost_pair_rows(500, (30, 100)), 0.045)
+    huge costs, cost_usd thresholds and a relative cost guardrail on the edge, and V6's other shapes as
+    costs: a small grid (500 series, C 30 and 100); the 2,000-series grid up to C = 400 under -m slow."""
+    _check_costs(V.cost_rows(500, (30, 100)), V.cost_pair_rows(500, (30, 100)), V.cost_shape_rows(500), 0.045)
 
 
 @pytest.mark.slow
 def test_cost_thresholds_keep_their_tails_on_heavy_tails_2000_series():
-    _check_costs(V.cost_rows(), V.cost_pair_rows(), TAIL)
+    _check_costs(V.cost_rows(), V.cost_pair_rows(), V.cost_shape_rows(), TAIL)
 
 
 def _check_width(rows, band):

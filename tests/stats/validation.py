@@ -721,3 +721,19 @@ def width_rows(series=S):
         measured = row("width", f"C={cases} R={repeats} mu={mu} rho={rho}", robust.low, robust.high, mu)
         rows.append(dict(measured, ratio=ratio, floor=floor, cases=cases, repeats=repeats, mu=mu, rho=rho))
     return rows
+
+
+def cost_shape_rows(series=S):
+    """The price of the lognormal bound: V6's other positive shapes as costs (one attempt a case),
+    thresholds below and above, with the median width over the skewness-corrected t's (`width`)."""
+    rows = []
+    for name, draw, truth in V6_SHAPES:
+        for cases in (30, 100):
+            rng = np.random.default_rng([81, cases, len(name)])
+            costs = draw(rng, (series, cases, 1))
+            means = costs.mean(axis=-1)
+            after = cost_interval(means, _log_spread(costs), "robust")
+            before = mean_interval(means, "robust", False, skewed=True)
+            width = float(np.median(after.high - after.low) / np.median(before.high - before.low))
+            rows += threshold_rows("cost-shape", f"{name} C={cases}", bounds(after), truth, truth / 10, width=width)
+    return rows
