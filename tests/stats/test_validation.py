@@ -343,3 +343,19 @@ def test_robust_width_against_the_model_interval():
 @pytest.mark.slow
 def test_robust_width_against_the_model_interval_2000_series():
     _check_width(V.width_rows(), TAIL)
+
+
+def _check_cost_of_pass(rows, band, wide_band):
+    """A relative cost_of_pass guardrail keeps each tail within `band` from 100 cases up, and within
+    `wide_band` at 30 (sigma 2 between cases, 30 cases: up to 0.042 at 2,000 series; before, 0.11)."""
+    bad = [r for r in rows if max(r["confirmed"], r["refuted"]) > (band if r["cases"] >= 100 else wide_band)]
+    assert not bad, _fmt(bad, "confirmed", "refuted")
+
+
+def test_cost_of_pass_guardrail_on_heavy_tails():
+    _check_cost_of_pass(V.cost_of_pass_rows(500, (30, 100)), 0.045, 0.055)
+
+
+@pytest.mark.slow
+def test_cost_of_pass_guardrail_on_heavy_tails_2000_series():
+    _check_cost_of_pass(V.cost_of_pass_rows(), TAIL, 0.045)

@@ -737,3 +737,31 @@ def cost_shape_rows(series=S):
             width = float(np.median(after.high - after.low) / np.median(before.high - before.low))
             rows += threshold_rows("cost-shape", f"{name} C={cases}", bounds(after), truth, truth / 10, width=width)
     return rows
+
+
+def cost_of_pass_rows(series=S, cases_grid=(30, 100, 400)):
+    """A relative cost_of_pass guardrail (the candidate 10% dearer per pass in truth, margin 0.1, lower is
+    better: on the edge) through `paired_ratio_interval` on the costs of `cost_pair_rows`, pass rates
+    U(0.4, 1) per case shared by both variants."""
+    rows = []
+    guard = Guardrail("cost_of_pass", 0.1, LOWER, relative=True)
+    shapes = {name: (a, e) for name, a, e in COST_SHAPES}
+    for cases in cases_grid:
+        for i, (name, repeats) in enumerate(COST_CELLS):
+            rng = np.random.default_rng([18, cases, i])
+            if name == "rare":
+                yb, yc = (cost_draws(name, rng, series, cases, repeats)[0] for _ in range(2))
+            else:
+                sd_case, sd_attempt = shapes[name]
+                level = rng.normal(-sd_case**2 / 2, sd_case, (series, cases, 1))
+                yb, yc = (np.exp(level + rng.normal(-sd_attempt**2 / 2, sd_attempt, (series, cases, repeats)))
+                          for _ in range(2))
+            rate = rng.uniform(0.4, 1.0, (series, cases, 1))
+            xb, xc = ((rng.random((series, cases, repeats)) < rate).sum(axis=-1).astype(float) for _ in range(2))
+            ok = (xb.sum(axis=1) > 0) & (xc.sum(axis=1) > 0)
+            interval = paired_ratio_interval(1.1 * yc.sum(axis=-1)[ok], xc[ok], yb.sum(axis=-1)[ok], xb[ok],
+                                             orientation(LOWER), log=True)
+            verdicts = interval_verdicts(interval.low, interval.high, guardrail_edge(guard, LOWER, "log_ratio"))
+            rows.append(verdict_row("cost-of-pass", f"relative guardrail {name} C={cases} R={repeats}", verdicts,
+                                    cases=cases, shape=name))
+    return rows
