@@ -103,4 +103,5 @@ def method(conclusion: Conclusion) -> dict:
         "check_kinds": dict(sorted(facts.check_kinds.items())),
         "unvalidated_judges": dict(sorted(facts.unvalidated_judges.items())),
         "variants": list(facts.variants),
+        **({"cost_bound": facts.cost_bound} if facts.cost_bound is not None else {}),
     }

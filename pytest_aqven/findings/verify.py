@@ -73,7 +73,8 @@ def recompute(document: Mapping) -> stats.Verdict:
     facts = stats.SeriesFacts(
         series_id=str(document["series"]), split=scope["split"], variants=tuple(method["variants"]),
         check_kinds=dict(method["check_kinds"]), unvalidated_judges=_judges(method["unvalidated_judges"]),
-        total_attempts=int(data["attempts"]), family=method["family"], salt=method["salt"])
+        total_attempts=int(data["attempts"]), family=method["family"], salt=method["salt"],
+        cost_bound=method.get("cost_bound"))
     table = evidence.EvidenceTable(data, facts.check_kinds)
     return decide_table(evidence.question_from(method["question"]), table, facts)
 

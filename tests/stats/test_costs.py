@@ -118,3 +118,26 @@ def test_the_cost_grid_is_decides_own():
         for s in range(20):
             cell = decide(question, _attempts(costs[s]), _facts()).cells[0]
             assert cell.verdict == grid[s], (question, s)
+
+
+def test_a_finding_decided_again_uses_its_recorded_bound():
+    """`aqven check` decides a finding again from its data and method: a cost bound it used is in its
+    method (`method.cost_bound`, written only when known), so the recomputed verdict is the same."""
+    from pytest_aqven.findings.verify import recompute
+    from pytest_aqven.stats.evidence import question_dict, sufficient_data
+    from pytest_aqven.stats.samples import AttemptTable
+
+    costs = _costs()
+    question = Threshold("cost_usd", below=1.0)
+    facts = _facts(cost_bound=float(costs.max()) * 2)
+    table = AttemptTable(_attempts(costs), {})
+    verdict = decide(question, _attempts(costs), facts)
+    document = {"series": "sid", "scope": {"split": "holdout"},
+                "method": {"question": question_dict(question), "variants": ["v"], "check_kinds": {},
+                           "unvalidated_judges": {}, "family": "robust", "salt": facts.salt,
+                           "cost_bound": facts.cost_bound},
+                "data": sufficient_data(table, facts, verdict.metrics)}
+    again = recompute(document)
+    assert again.text == verdict.text and again.cells == verdict.cells
+    del document["method"]["cost_bound"]
+    assert NO_BOUND in recompute(document).text
