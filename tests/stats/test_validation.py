@@ -300,7 +300,7 @@ def _cost_misses(rows, band):
 
 
 def _check_costs(rows, pairs, shapes, band):
-    assert not _cost_misses(rows, band), _fmt(_cost_misses(rows, band), "confirmed", "refuted", "bound_refuted")
+    assert not _cost_misses(rows, band), _fmt(_cost_misses(rows, band), "confirmed", "refuted")
     assert not _cost_misses(pairs, band), _fmt(_cost_misses(pairs, band), "confirmed", "refuted")
     assert not _tails_above(shapes, band), _fmt(_tails_above(shapes, band), "confirmed", "refuted")
     assert max(r["width"] for r in shapes) < 2.5  # left-skewed log costs get no lognormal bound
