@@ -98,6 +98,30 @@ def main() -> None:
     add(f"| V9 | planner, §8 rows (+ robust) | {len(rows)} | power at plan {span(rows, 'power')}; at plan/1.1 "
         f"{span(rows, 'power_smaller')}; planned C {', '.join(str(r['planned']) for r in rows)} | "
         ">= 0.78 at plan, < 0.8 at plan/1.1 |")
+    rows = V.cost_rows()
+    rare = [r for r in rows if r["shape"] == "rare"]
+    add(f"| cost | cost_usd thresholds, lognormal costs (sigma 1, 2; between, within cases, intra-case correlation "
+        f"0.9) and 1% of attempts at 100x, C 30-400, R 1 and 5 | {len(rows)} | worst tail "
+        f"{worst([r for r in rows if r['shape'] != 'rare'], 'over', 'under')} (rare huge costs: "
+        f"{worst(rare, 'bound_confirmed', 'bound_refuted')} with the bound known; without one up to "
+        f"{worst(rare, 'over', 'under')}, which the sentence says) | tails <= 0.035 |")
+    rows = V.cost_pair_rows()
+    add(f"| cost-pair | relative cost_usd guardrail on the same cells | {len(rows)} | worst tail "
+        f"{worst([r for r in rows if r['shape'] != 'rare'], 'over', 'under')} | tails <= 0.035 |")
+    rows = V.cost_of_pass_rows()
+    add(f"| cost-of-pass | relative cost_of_pass guardrail on the cost cells, pass rates U(0.4, 1) | {len(rows)} | "
+        f"worst tail {worst([r for r in rows if r['cases'] >= 100], 'over', 'under')} at C >= 100, "
+        f"{worst([r for r in rows if r['cases'] < 100], 'over', 'under')} at C = 30 | <= 0.035 at C >= 100, "
+        "<= 0.045 at 30 |")
+    rows = V.cost_shape_rows()
+    add(f"| cost-shape | cost_usd thresholds on V6's other shapes | {len(rows)} | worst tail {worst(rows, 'over', 'under')}, "
+        f"width {span(rows, 'width')}x the skewness-corrected t's | for comparison |")
+    rows = V.width_rows()
+    ratios = sorted(r["ratio"] for r in rows)
+    widest = max(rows, key=lambda r: r["ratio"])
+    add(f"| width | robust hull / M1 median width on rates, C 12-100, R 1-20 | {len(rows)} | median "
+        f"{ratios[len(ratios) // 2]:.2f}x, widest {widest['ratio']:.2f}x (its floor {widest['floor']:.2f}x), worst tail "
+        f"{worst(rows, 'over', 'under')} | median <= 1.25x, each <= 1.35x max(1.25, floor) |")
     print("\n".join(out))
 
 

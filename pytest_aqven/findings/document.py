@@ -110,4 +110,5 @@ def method(conclusion: Conclusion) -> dict:
         **({"check_scales": {c: list(s) for c, s in sorted(facts.check_scales.items())}} if facts.check_scales else {}),
         "unvalidated_judges": dict(sorted(facts.unvalidated_judges.items())),
         "variants": list(facts.variants),
+        **({"cost_bound": facts.cost_bound} if facts.cost_bound is not None else {}),
     }

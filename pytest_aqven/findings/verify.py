@@ -75,7 +75,8 @@ def recompute(document: Mapping) -> stats.Verdict:
         check_kinds=dict(method["check_kinds"]),
         check_scales={c: (float(low), float(high)) for c, (low, high) in method.get("check_scales", {}).items()},
         unvalidated_judges=_judges(method["unvalidated_judges"]),
-        total_attempts=int(data["attempts"]), family=method["family"], salt=method["salt"])
+        total_attempts=int(data["attempts"]), family=method["family"], salt=method["salt"],
+        cost_bound=method.get("cost_bound"))
     table = evidence.EvidenceTable(data, facts.check_kinds)
     return decide_table(evidence.question_from(method["question"]), table, facts)
 

@@ -24,6 +24,7 @@ from .samples import Sample, Scale, bounded_scale, positive_unbounded
 
 MIN_MEAN_CASES = 2
 FEW_CASES = 30  # below this, means, ratios and tail quantiles are flagged reliability "low"
+LEFT_SKEWED_LOGS = -1.0  # case log costs skewed below this are not lognormal (exponential, Weibull: -1.14)
 RESAMPLES = 10_000  # M6 bootstrap size (statistics.md §10: B >= 2000; V10 budget at 10k)
 
 
@@ -58,13 +59,14 @@ def _f(x: SupportsFloat | None) -> float | None:
 def with_hull(
     value: SupportsFloat | None, bounds_low: SupportsFloat | None, bounds_high: SupportsFloat | None, *, method: str,
     cases: int, attempts: int, n_eff: SupportsFloat | None, reliability: str, unit: str, family: str,
-    bet: Bet | None, seed: int | None = None, resamples: int | None = None,
+    bet: Bet | None, seed: int | None = None, resamples: int | None = None, cost_bound: float | None = None,
 ) -> Estimate:
     """Build an Estimate; under the robust family widen to the hull with the betting interval `bet`."""
     low, high = _f(bounds_low), _f(bounds_high)
     fields: dict[str, Any] = dict(
         value=_f(value), method=method, cases=cases, attempts=attempts, n_eff=_f(n_eff),
         reliability=reliability, unit=unit, seed=seed, resamples=resamples, model_low=low, model_high=high,
+        cost_bound=cost_bound,
     )
     if family != "robust" or bet is None:
         return Estimate(low=low, high=high, family="model", low_from="model", high_from="model", **fields)
@@ -149,6 +151,45 @@ def mean_interval(x: npt.ArrayLike, family: str, scale: Scale | None, skewed: bo
     return Interval(mean, low, high, bet)
 
 
+LogSpread = tuple[np.ndarray, np.ndarray, int, float]  # intervals.lognormal_mean_high's arguments
+
+
+def log_spread(sample: Sample) -> LogSpread | None:
+    """The log costs' case means, within-case sum of squares, its degrees of freedom and the attempts per
+    case (harmonic mean); None when some cost is not positive (no log scale)."""
+    if not np.all(sample.flat > 0):
+        return None
+    logs = np.log(sample.flat)
+    case_logs = np.bincount(sample.case_index, weights=logs) / sample.sizes
+    within = float(((logs - case_logs[sample.case_index]) ** 2).sum())
+    repeats = float(len(sample.sizes) / np.sum(1.0 / sample.sizes))
+    return case_logs, np.asarray(within), int(sample.sizes.sum() - len(sample.sizes)), repeats
+
+
+def usable_bound(cost_bound: float | None, family: str, *samples: Sample) -> float | None:
+    """The per-attempt cost bound a robust cost interval rests on: None under "model", when none is
+    known, or when an attempt cost more (the bound does not hold, so it decides nothing)."""
+    if family != "robust" or cost_bound is None or any(float(s.flat.max()) > cost_bound for s in samples):
+        return None
+    return cost_bound
+
+
+def cost_interval(means: npt.ArrayLike, logs: LogSpread | None, family: str, order: np.ndarray | None = None,
+                  bound: float | None = None) -> Interval:
+    """cost_usd: the skewness-corrected t on case means, its upper bound raised to the lognormal bound
+    (`logs`: `log_spread`'s, None when some cost is 0) so heavy right tails keep their 2.5%, unless the
+    log costs are clearly left-skewed (not lognormal: many costs near 0, where a lognormal fit overstates
+    the right tail); under "robust" with a known per-attempt cost bound, hulled with the betting interval
+    on [0, bound]."""
+    mean, low, high = intervals.skew_t_mean(means, right_skewed=True)
+    if logs is not None:
+        lognormal = intervals.skewness(logs[0]) >= LEFT_SKEWED_LOGS
+        high = np.where(lognormal, np.maximum(high, intervals.lognormal_mean_high(*logs)), high)
+    if family != "robust" or bound is None:
+        return Interval(mean, low, high)
+    return Interval(mean, low, high, betting.interval_on(in_order(np.asarray(means, float), order), 0.0, bound))
+
+
 def ratio_interval(y: npt.ArrayLike, x: npt.ArrayLike) -> Interval:
     """cost_of_pass, a ratio of case totals: M7 (no distribution-free interval for an unbounded ratio)."""
     ratio, low, high = intervals.m7(y, x)
@@ -206,11 +247,13 @@ def on_scale(bet: Bet | None, scale: Scale | None) -> Bet | None:
     return low + (high - low) * bet[0], low + (high - low) * bet[1]
 
 
-def single(sample: Sample, salt: str, family: str = "robust", bet: Bet | None = None) -> Estimate:
+def single(sample: Sample, salt: str, family: str = "robust", bet: Bet | None = None,
+           cost_bound: float | None = None) -> Estimate:
     """The single-variant estimate of one metric (threshold questions and the metrics table).
 
     `bet`: the betting interval of `betting_input(sample, ...)` when the caller computed it already
     (the metrics table computes them all in one vectorised call); otherwise computed here.
+    `cost_bound`: the most one attempt can cost, when known (cost_usd only; ignored if a cost passes it).
     """
     info = sample.info
     cases, attempts, unit = sample.n_cases, sample.n_attempts, info.unit
@@ -228,6 +271,13 @@ def single(sample: Sample, salt: str, family: str = "robust", bet: Bet | None = 
         if cases < MIN_MEAN_CASES:
             return degenerate("too_few_cases", method, cases, attempts, unit, value=_f(means.mean()))
         value = float(means.mean())
+        reliability = "degenerate" if float(np.ptp(means)) == 0.0 else ("low" if cases < FEW_CASES else "ok")
+        if info.unit == "usd":
+            bound = usable_bound(cost_bound, family, sample)
+            iv = cost_interval(means, log_spread(sample), family, ordered(sample, salt), bound)
+            return with_hull(value, iv.model_low, iv.model_high, method="skew-t-case-means", cases=cases,
+                             attempts=attempts, n_eff=float(cases), reliability=reliability, unit=unit, family=family,
+                             bet=iv.bet, cost_bound=bound)
         skewed = positive_unbounded(sample)
         if skewed:
             method = "skew-t-case-means"

@@ -94,6 +94,9 @@ class SeriesFacts:
     # what orders the cases of the betting interval and seeds the bootstrap: the package and the
     # experiment, never the series id (the same data must give the same verdict in every series)
     salt: str = ""
+    # the most one attempt can cost (USD), known before the data (an agent's max_tokens at the model's
+    # price); None: unknown. Under "robust" it bounds cost_usd for a distribution-free interval.
+    cost_bound: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class Estimate:
     model_high: float | None = None
     betting_low: float | None = None
     betting_high: float | None = None
+    cost_bound: float | None = None  # cost_usd: the per-attempt bound its interval used (None: none known)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from . import betting, intervals
 from .edges import decided_by, interval_verdict, no_point_pass
-from .estimates import RESAMPLES, Interval, degenerate, in_order, stat_seed, with_hull
+from .estimates import RESAMPLES, Interval, degenerate, in_order, stat_seed, usable_bound, with_hull
 from .model import Cell, Estimate, Guardrail, Pair, SeriesFacts
 from .samples import LOWER, MetricInfo, Sample, SampleTable, Scale, bounded_scale, metric_info
 
@@ -148,8 +148,10 @@ def pair_estimate(
     relative_margin: float | None = None,
     names: tuple[str, str] = ("", ""),
     resamples: int = RESAMPLES,
+    cost_bound: float | None = None,
 ) -> Estimate:
-    """The candidate's advantage on one metric, with the §4.4 degenerate guards in their order."""
+    """The candidate's advantage on one metric, with the §4.4 degenerate guards in their order.
+    `cost_bound`: the most one attempt can cost, when known (cost_usd only; ignored if a cost passes it)."""
     info = base.info
     relative = relative_margin is not None
     method = _method(info.shape, relative)
@@ -176,7 +178,9 @@ def pair_estimate(
                             high_from="exact", model_low=-bound, model_high=bound)
         if reason:
             return degenerate(reason, method, cases, attempts, unit, value=0.0)
-        return _mean_like(base, cand, mb, mc, sign, relative_margin, method, unit, salt, family, info.shape)
+        cost_bound = usable_bound(cost_bound, family, base, cand) if info.unit == "usd" else None
+        return _mean_like(base, cand, mb, mc, sign, relative_margin, method, unit, salt, family, info.shape,
+                          cost_bound)
     if info.shape == "ratio":
         return _ratio(base, cand, sign, relative, method, unit, cases, attempts)
     seed = stat_seed(salt, info.name, *names, data=(base, cand))
@@ -184,7 +188,7 @@ def pair_estimate(
 
 
 def _mean_like(base: Sample, cand: Sample, mb: np.ndarray, mc: np.ndarray, sign: float, margin: float | None,
-               method: str, unit: str, salt: str, family: str, shape: str) -> Estimate:
+               method: str, unit: str, salt: str, family: str, shape: str, cost_bound: float | None) -> Estimate:
     cases = len(mb)
     attempts = base.n_attempts + cand.n_attempts
     scale_b = contrast_scale(sign, margin)
@@ -193,11 +197,13 @@ def _mean_like(base: Sample, cand: Sample, mb: np.ndarray, mc: np.ndarray, sign:
         iv = pair_rate_interval(cand.sums(), cand.counts(), base.sums(), base.counts(), sign, scale_b, family, order)
         reliability = "low" if iv.flag else "ok"
     else:
-        iv = paired_mean_interval(mc, mb, sign, scale_b, family, pair_scale(base, cand), order)
+        scale = (0.0, cost_bound) if cost_bound is not None else pair_scale(base, cand)   # a cost bound bounds it
+        iv = paired_mean_interval(mc, mb, sign, scale_b, family, scale, order)
         per_case, _ = contrast(mc, mb, sign, scale_b)
         reliability = "degenerate" if float(np.ptp(per_case)) == 0.0 else ("low" if cases < 30 else "ok")
     return with_hull(iv.value, iv.model_low, iv.model_high, method=method, cases=cases, attempts=attempts,
-                     n_eff=float(cases), reliability=reliability, unit=unit, family=family, bet=iv.bet)
+                     n_eff=float(cases), reliability=reliability, unit=unit, family=family, bet=iv.bet,
+                     cost_bound=cost_bound)
 
 
 def _ratio(base: Sample, cand: Sample, sign: float, relative: bool, method: str, unit: str, cases: int,
@@ -276,7 +282,8 @@ def pair_cells(question: Pair, table: SampleTable, facts: SeriesFacts) -> tuple[
 
     base, cand, info = samples(question.primary)
     direction = question.direction or info.direction
-    estimate = pair_estimate(base, cand, direction, facts.salt, facts.family, None, names)
+    estimate = pair_estimate(base, cand, direction, facts.salt, facts.family, None, names,
+                             cost_bound=facts.cost_bound)
     primary = _cell(question.primary, "primary", question, direction, question.margin, False, estimate,
                     primary_edge(question))
     guards = []
@@ -284,7 +291,8 @@ def pair_cells(question: Pair, table: SampleTable, facts: SeriesFacts) -> tuple[
         base, cand, info = samples(guard.metric)
         g_direction = guard.direction or info.direction
         relative_margin = guard.margin if guard.relative else None
-        estimate = pair_estimate(base, cand, g_direction, facts.salt, facts.family, relative_margin, names)
+        estimate = pair_estimate(base, cand, g_direction, facts.salt, facts.family, relative_margin, names,
+                                 cost_bound=facts.cost_bound)
         guards.append(_cell(guard.metric, "guardrail", question, g_direction, guard.margin, guard.relative,
                             estimate, guardrail_edge(guard, g_direction, estimate.unit)))
     return [primary], guards

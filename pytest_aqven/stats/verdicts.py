@@ -36,7 +36,8 @@ def all_metrics(table: SampleTable, facts: SeriesFacts, extra: Sequence[str] = (
     inputs = {key: betting_input(s, facts.salt, facts.family) for key, s in samples.items()}
     bets = betting.intervals({key: x for key, x in inputs.items() if x is not None})
     return {
-        v: {info.name: single(samples[v, info.name], facts.salt, facts.family, bets.get((v, info.name)))
+        v: {info.name: single(samples[v, info.name], facts.salt, facts.family, bets.get((v, info.name)),
+                              facts.cost_bound)
             for info in infos}
         for v in facts.variants
     }

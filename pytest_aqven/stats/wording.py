@@ -47,6 +47,7 @@ WHOLE_TOLERANCE = 1e-9  # a bound this close to a whole number is on it (the bet
 # an interval that cannot decide for want of width, not for too much of it
 ZERO_WIDTH_TAIL = "every case measured the same, and a zero-width interval decides nothing"
 NO_INTERVAL_TAIL = "no interval, so no decision"
+NO_COST_BOUND = "no per-attempt cost bound is known"  # docs/statistics.md: what an unseen dear attempt does
 MORE_DIGITS = 4  # at most this many extra decimals (or significant digits) to show a bound's side of an edge
 
 
@@ -130,6 +131,13 @@ def _undecided_tail(cell: Cell, tail: str) -> str:
     return tail
 
 
+def cost_caveat(cell: Cell) -> str:
+    """" (no per-attempt cost bound is known)" for a cost_usd cell decided without one, else ""."""
+    est = cell.estimate
+    unbounded = cell.metric == "cost_usd" and est.cost_bound is None
+    return f" ({NO_COST_BOUND})" if unbounded and est.low is not None and not zero_width(est) else ""
+
+
 def threshold_phrase(cell: Cell, unit: str) -> str:
     """A threshold cell (its threshold is always set) in words."""
     tail = THRESHOLD_TAILS[cell.verdict]
@@ -138,7 +146,7 @@ def threshold_phrase(cell: Cell, unit: str) -> str:
     return (
         f"{cell.variant}: {cell.metric} is {number(cell.estimate.value, unit)} "
         f"({interval_text(cell.estimate, unit, edge=cell.edge)}) against {cell.bound} {declared(cast(float, cell.threshold), unit)} "
-        f"with margin {declared(cell.margin, unit)}: {tail}"
+        f"with margin {declared(cell.margin, unit)}: {tail}{cost_caveat(cell)}"
     )
 
 
@@ -155,9 +163,9 @@ def pair_measurement(kind: str, primary: Cell, unit: str, guardrails: Sequence[C
     head = (
         f"{primary.variant} vs {primary.baseline} on {primary.metric}{way}: "
         f"{number(primary.estimate.value, unit, True)} "
-        f"({interval_text(primary.estimate, unit, True, primary.edge)}): {tail}"
+        f"({interval_text(primary.estimate, unit, True, primary.edge)}): {tail}{cost_caveat(primary)}"
     )
-    return head + "".join(f"; {guardrail_phrase(g)}" for g in guardrails)
+    return head + "".join(f"; {guardrail_phrase(g)}{cost_caveat(g)}" for g in guardrails)
 
 
 def guardrail_phrase(cell: Cell) -> str:

@@ -44,7 +44,7 @@ def test_noninferior_sentence_with_guardrails():
     v = decide(q, _pair_data(), two())
     assert v.text == (
         "mistral vs gpt on critique: +0.058 (95% CI -0.044 to +0.149): not worse by more than the 0.05 margin; "
-        "guardrail cost_of_pass breaks: mistral costs 1.48x gpt (95% CI 1.38x to 1.58x), beyond the relative margin "
+        "guardrail cost_of_pass breaks: mistral costs 1.48x gpt (95% CI 1.38x to 1.59x), beyond the relative margin "
         "0.2; guardrail promises is unsettled: +0.01 (95% CI -0.10 to +0.12), too wide to decide at the margin 0.02."
     )
     assert (v.state, v.reason) == ("refuted", None)
@@ -60,7 +60,8 @@ def test_compare_sentences_units_and_signs():
     data = _pair_data()
     v = decide(Pair("compare", "gpt", "mistral", "cost_usd", 0.0), data, two())
     assert v.text == ("mistral vs gpt on cost_usd, lower is better (+ = mistral lower): -$0.0009875 "
-                      "(95% CI -$0.00112 to -$0.0008545): the effect is within ±$0 or reversed.")
+                      "(95% CI -$0.00112 to -$0.0008545): the effect is within ±$0 or reversed "
+                          "(no per-attempt cost bound is known).")
     assert v.state == "refuted"
     v = decide(Pair("compare", "gpt", "mistral", "promises", 0.0), data, two())
     assert v.text == "mistral vs gpt on promises: +0.01 (95% CI -0.10 to +0.12): too wide to decide at the 0 margin."
@@ -145,7 +146,7 @@ def test_guardrail_refutes_and_every_guardrail_must_hold():
     assert v.cells[0].verdict == "pass" and v.cells[1].verdict == "fail"
     assert v.state == "refuted" and v.text.endswith(
         "; guardrail cost_usd breaks, lower is better (+ = mistral lower): -$0.004 (95% CI -$0.004425 to -$0.003575), "
-        "beyond the margin $0.0005.")
+        "beyond the margin $0.0005 (no per-attempt cost bound is known).")
     v = decide(Pair("noninferior", "gpt", "mistral", "critique", 0.2), data, two())
     assert v.state == "confirmed"
 

@@ -1,0 +1,143 @@
+"""cost_usd: the lognormal bound on heavy right tails, the per-attempt cost bound, and what the sentence says."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pytest_aqven.stats import Attempt, Guardrail, Pair, SeriesFacts, Threshold, decide, intervals
+from pytest_aqven.stats.estimates import cost_interval, log_spread
+from pytest_aqven.stats.samples import build_sample, metric_info
+
+from . import validation as V
+
+NO_BOUND = "(no per-attempt cost bound is known)"
+
+
+def _attempts(costs, variant="v"):
+    return [Attempt(variant, f"c{i:03d}", r + 1, "ok", True, cost_usd=float(c))
+            for i, row in enumerate(costs) for r, c in enumerate(row)]
+
+
+def _facts(**extra):
+    return SeriesFacts(**{"series_id": "sid", "split": "holdout", "variants": ("v",), "salt": "pkg/exp", **extra})
+
+
+def _costs(seed=1, cases=30, repeats=3, sigma=1.5):
+    rng = np.random.default_rng(seed)
+    return 0.01 * np.exp(rng.normal(0, sigma, (cases, 1)) + rng.normal(0, 0.5, (cases, repeats)))
+
+
+def test_the_upper_bound_takes_the_lognormal_bound_on_a_heavy_tail():
+    """30 cases of lognormal costs (sigma 1.5) that missed the far tail: the skewness-corrected t's upper
+    bound is a third of the lognormal one."""
+    costs = _costs(6)
+    sample = build_sample(_attempts(costs), "v", metric_info("cost_usd", {}), {})
+    means = costs.mean(axis=1)
+    _, _, skew_high = intervals.skew_t_mean(means, right_skewed=True)
+    lognormal_high = intervals.lognormal_mean_high(*log_spread(sample))
+    estimate = decide(Threshold("cost_usd", below=1.0), _attempts(costs), _facts()).metrics["v"]["cost_usd"]
+    assert lognormal_high > skew_high
+    assert estimate.high == pytest.approx(float(lognormal_high))
+    assert estimate.low == pytest.approx(float(intervals.skew_t_mean(means, right_skewed=True)[1]))
+
+
+def test_the_lognormal_bound_is_the_datas_alone():
+    """A fixed seed for the pivot's draws: the same data, the same bound, in any order of attempts."""
+    costs = _costs(2)
+    attempts = _attempts(costs)
+    first = decide(Threshold("cost_usd", below=1.0), attempts, _facts()).text
+    assert decide(Threshold("cost_usd", below=1.0), attempts[::-1], _facts(series_id="other")).text == first
+
+
+def test_left_skewed_log_costs_leave_the_skewness_corrected_t():
+    """Many costs near 0 (exponential: log costs skewed about -1.14) are not lognormal: no lognormal bound."""
+    costs = np.random.default_rng(7).exponential(0.01, (30, 1))
+    sample = build_sample(_attempts(costs), "v", metric_info("cost_usd", {}), {})
+    assert intervals.skewness(log_spread(sample)[0]) < -1
+    estimate = decide(Threshold("cost_usd", below=1.0), _attempts(costs), _facts()).metrics["v"]["cost_usd"]
+    assert estimate.high == pytest.approx(float(intervals.skew_t_mean(costs.mean(axis=1), right_skewed=True)[2]))
+    assert intervals.lognormal_mean_high(*log_spread(sample)) > estimate.high
+
+
+def test_a_free_attempt_leaves_the_skewness_corrected_t():
+    costs = _costs(3)
+    costs[0, 0] = 0.0
+    sample = build_sample(_attempts(costs), "v", metric_info("cost_usd", {}), {})
+    assert log_spread(sample) is None
+    estimate = decide(Threshold("cost_usd", below=1.0), _attempts(costs), _facts()).metrics["v"]["cost_usd"]
+    assert estimate.high == pytest.approx(float(intervals.skew_t_mean(costs.mean(axis=1), right_skewed=True)[2]))
+
+
+def test_without_a_bound_the_sentence_says_so():
+    verdict = decide(Threshold("cost_usd", below=1.0), _attempts(_costs()), _facts())
+    assert verdict.text.endswith(f"{NO_BOUND}.") and verdict.cells[0].estimate.cost_bound is None
+
+
+@pytest.mark.parametrize("family", ["robust", "model"])
+def test_a_known_bound_hulls_the_interval_with_the_betting_one(family):
+    costs = _costs()
+    bound = float(costs.max()) * 2
+    verdict = decide(Threshold("cost_usd", below=1.0), _attempts(costs), _facts(cost_bound=bound, family=family))
+    estimate = verdict.cells[0].estimate
+    if family == "model":  # the model family uses no bound: the sentence says none decided it
+        assert estimate.cost_bound is None and estimate.betting_high is None and NO_BOUND in verdict.text
+        return
+    assert estimate.cost_bound == bound and NO_BOUND not in verdict.text
+    assert (estimate.low, estimate.high) == (min(estimate.model_low, estimate.betting_low),
+                                             max(estimate.model_high, estimate.betting_high))
+    assert "betting" in (estimate.low_from, estimate.high_from)
+
+
+def test_a_bound_an_attempt_passed_is_not_used():
+    costs = _costs()
+    verdict = decide(Threshold("cost_usd", below=1.0), _attempts(costs), _facts(cost_bound=float(costs.max()) / 2))
+    assert verdict.cells[0].estimate.cost_bound is None and NO_BOUND in verdict.text
+
+
+def test_a_cost_guardrail_with_a_known_bound():
+    base, cand = _costs(4), _costs(5)
+    attempts = _attempts(base, "a") + _attempts(cand, "b")
+    pair = Pair("noninferior", "a", "b", "cost_usd", 0.01, guardrails=(Guardrail("cost_usd", 0.1, relative=True),))
+    facts = dataclasses.replace(_facts(), variants=("a", "b"))
+    unbounded = decide(pair, attempts, facts)
+    assert unbounded.text.count(NO_BOUND) == 2
+    bound = float(max(base.max(), cand.max())) * 2
+    bounded = decide(pair, attempts, dataclasses.replace(facts, cost_bound=bound))
+    assert NO_BOUND not in bounded.text
+    for cell in bounded.cells:
+        assert cell.estimate.cost_bound == bound and cell.estimate.betting_low is not None
+
+
+def test_the_cost_grid_is_decides_own():
+    """cost_interval over simulated series gives the verdicts `decide` gives on the same data."""
+    costs, truth = V.cost_draws("attempt sigma 2", np.random.default_rng(6), 20, 12, 3)
+    for question in V.thresholds(truth, truth / 10, "cost_usd"):
+        grid = V.threshold_verdicts(question, *V.bounds(cost_interval(costs.mean(axis=-1), V._log_spread(costs),
+                                                                      "robust")))
+        for s in range(20):
+            cell = decide(question, _attempts(costs[s]), _facts()).cells[0]
+            assert cell.verdict == grid[s], (question, s)
+
+
+def test_a_finding_decided_again_uses_its_recorded_bound():
+    """`aqven check` decides a finding again from its data and method: a cost bound it used is in its
+    method (`method.cost_bound`, written only when known), so the recomputed verdict is the same."""
+    from pytest_aqven.findings.verify import recompute
+    from pytest_aqven.stats.evidence import question_dict, sufficient_data
+    from pytest_aqven.stats.samples import AttemptTable
+
+    costs = _costs()
+    question = Threshold("cost_usd", below=1.0)
+    facts = _facts(cost_bound=float(costs.max()) * 2)
+    table = AttemptTable(_attempts(costs), {})
+    verdict = decide(question, _attempts(costs), facts)
+    document = {"series": "sid", "scope": {"split": "holdout"},
+                "method": {"question": question_dict(question), "variants": ["v"], "check_kinds": {},
+                           "unvalidated_judges": {}, "family": "robust", "salt": facts.salt,
+                           "cost_bound": facts.cost_bound},
+                "data": sufficient_data(table, facts, verdict.metrics)}
+    again = recompute(document)
+    assert again.text == verdict.text and again.cells == verdict.cells
+    del document["method"]["cost_bound"]
+    assert NO_BOUND in recompute(document).text
