@@ -96,8 +96,8 @@ class EvidenceTable:
         return int(self.data["attempts"]), int(self.data["settled"]), int(self.data["infra_errors"])
 
     def unmeasured(self) -> Unmeasured:
-        """None when the data have no `unmeasured`: every attempt was measured, or the finding was written
-        before unmeasured attempts counted (decided on the measured ones, with at most 5% of them)."""
+        """Nothing when the data have no `unmeasured`: every attempt was measured, or the finding was written
+        before unmeasured attempts counted (it was decided on the measured ones alone)."""
         if "unmeasured" not in self.data:
             return Unmeasured()
         missing = self.data["unmeasured"]

@@ -159,7 +159,6 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
     return Verdict(state, reason, wording.sentence(measurement), cells, metrics)
 
 
-
 def _unmeasured_cases(table: SampleTable, unmeasured: Unmeasured, facts: SeriesFacts) -> tuple[int, int]:
     """(cases no attempt of any variant measured, every case): a case with no measured attempt is a case
     that was not measured."""

@@ -93,6 +93,8 @@ def test_an_unbounded_metric_takes_the_most_extreme_value_measured():
         sample = ImputedTable(table, sides(q, f, against), f.variants).sample("gpt", info)
         assert sample.n_attempts == 840 and (sample.flat == value).sum() == 20 + 40
     assert decide_table(q, table, f).state == "confirmed"
+    errors = ImputedTable(table, {("gpt", "infra_error_rate"): True}, f.variants)   # the errors are its data
+    assert errors.sample("gpt", metric_info("infra_error_rate", {})).n_attempts == 840
 
 
 def test_the_findings_data_decide_the_same_verdict_again():
