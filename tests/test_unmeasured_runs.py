@@ -83,7 +83,7 @@ def test_hard_cases_too_large_for_the_cap_are_not_measured_and_confirm_nothing(p
     out = result.stdout.str()
     assert "budget_exceeded" in out, out
     said = (f"verdict invalid: No finding: {2 * hard} of {2 * held} attempts were not measured "
-            f"({2 * hard} cut by the spend cap), {hard} of {held} cases not at all.")
+            f"({2 * hard} cut by the spend cap; {hard} of {held} cases had none measured).")
     assert said in out, out
     assert "confirmed" not in out and result.ret != 0, out
     assert not faults.finding_files(pytester.path / "proj")
@@ -98,8 +98,8 @@ def test_one_case_too_large_is_counted_against_the_claim_and_its_finding_decides
     assert hard == 1 and "budget_exceeded" in out, out
     assert ("verdict inconclusive: bot: label is 1.00 (95% CI 0.84 to 1.00) against above 0.8 with margin 0: "
             "decided only without the unmeasured attempts (with them: 0.96, 95% CI 0.78 to 1.00); "
-            f"2 of {2 * held} attempts were not measured (2 cut by the spend cap), 1 of {held} cases not at all, "
-            "and count against the claim.") in out, out
+            f"2 of {2 * held} attempts were not measured (2 cut by the spend cap; 1 of {held} cases had none "
+            "measured) and count against the claim.") in out, out
     (path,) = faults.finding_files(pytester.path / "proj")
     finding = yaml.safe_load(path.read_text())
     assert finding["reason"] == "unmeasured" and finding["cells"][0]["counted_against"]["low"] < 0.8

@@ -206,17 +206,23 @@ def unmeasured_phrase(counts: Mapping[str, int], planned: int, cases: int = 0, o
     total = sum(counts.values())
     parts = ", ".join(f"{counts[key]} {one if counts[key] == 1 else many}"
                       for key, one, many in UNMEASURED_WORDS if counts.get(key))
-    text = f"{total} of {planned} attempts {'was' if total == 1 else 'were'} not measured ({parts})"
-    return text + (f", {cases} of {of_cases} cases not at all" if cases else "")
+    if cases:
+        parts += f"; {none_measured(cases, of_cases)}"
+    return f"{total} of {planned} attempts {'was' if total == 1 else 'were'} not measured ({parts})"
+
+
+def none_measured(cases: int, of_cases: int) -> str:
+    return f"{cases} of {of_cases} cases had none measured"
 
 
 def unmeasured_text(counts: Mapping[str, int], planned: int, cases: int = 0, of_cases: int = 0) -> str:
     """Too many unmeasured attempts: infrastructure errors alone keep their own sentence."""
-    if set(counts) == {"infra_error"} and not cases:
-        return infra_errors_text(counts["infra_error"], planned)
+    if set(counts) == {"infra_error"}:
+        text = infra_errors_text(counts["infra_error"], planned)
+        return f"{text[:-1]} ({none_measured(cases, of_cases)})." if cases else text
     return f"No finding: {unmeasured_phrase(counts, planned, cases, of_cases)}."
 
 
 def counted_against_clause(counts: Mapping[str, int], planned: int, cases: int, of_cases: int) -> str:
     """What a decided verdict's measurement adds when some attempts were not measured."""
-    return f"; {unmeasured_phrase(counts, planned, cases, of_cases)}, and count against the claim"
+    return f"; {unmeasured_phrase(counts, planned, cases, of_cases)} and count against the claim"

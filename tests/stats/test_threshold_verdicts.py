@@ -104,8 +104,8 @@ def test_rule_order_sentences():
                           "(the working tree no longer matches the snapshot taken at the start).")
     errors = [Attempt("gpt", f"case{i:03d}", 99, "infra_error", None, {}) for i in range(13)]
     v = decide(q, data + errors, facts(split="dev"))
-    assert (v.state, v.reason, v.text) == ("invalid", "infra_errors", "No finding: 13 of 253 attempts were not measured "
-                                           "(13 infrastructure errors), 1 of 13 cases not at all.")
+    assert (v.state, v.reason, v.text) == ("invalid", "infra_errors", "No finding: 13 of 253 attempts hit infrastructure "
+                                           "errors (1 of 13 cases had none measured).")
     again = Attempt("gpt", "case000", 98, "infra_error", None, {})
     v = decide(q, data + errors[:12] + [again], facts())   # every case measured: the sentence of errors alone
     assert (v.state, v.reason, v.text) == ("invalid", "infra_errors", "No finding: 13 of 253 attempts hit infrastructure errors.")
@@ -127,7 +127,7 @@ def test_cancelled_attempts_are_not_settled_but_not_measured_either():
     cancelled = [Attempt("gpt", "case000", 30 + i, "cancelled", None, {}) for i in range(50)]
     v = decide(Threshold("promises", above=0.5), data + cancelled[:5], facts())
     assert v.state == "confirmed" and v.metrics["gpt"]["infra_error_rate"].attempts == 240
-    assert v.text.endswith("; 5 of 245 attempts were not measured (5 cancelled), and count against the claim.")
+    assert v.text.endswith("; 5 of 245 attempts were not measured (5 cancelled) and count against the claim.")
     v = decide(Threshold("promises", above=0.5), data + cancelled, facts())
     assert (v.state, v.reason, v.text) == ("invalid", "infra_errors",
                                            "No finding: 50 of 290 attempts were not measured (50 cancelled).")

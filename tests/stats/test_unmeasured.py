@@ -32,8 +32,8 @@ def test_the_failing_cases_timing_out_at_exactly_five_percent_confirm_nothing():
     assert cell.counted_against.value == pytest.approx(0.95) and cell.counted_against.low < 0.96
     assert v.text == ("gpt: promises is 1.00 (95% CI 0.98 to 1.00) against above 0.96 with margin 0: decided only "
                       "without the unmeasured attempts (with them: 0.95, 95% CI 0.87 to 0.98); 200 of 4000 attempts "
-                      "were not measured (200 infrastructure errors), 10 of 200 cases not at all, and count against "
-                      "the claim.")
+                      "were not measured (200 infrastructure errors; 10 of 200 cases had none measured) and count "
+                      "against the claim.")
     assert decide(Threshold("promises", above=0.8), data, facts()).state == "confirmed"   # a claim they cannot undo
 
 
@@ -46,7 +46,7 @@ def test_a_refutation_must_hold_with_the_unmeasured_counted_for_the_claim():
     v = decide(Threshold("promises", below=0.62), measured + unmeasured("gpt", 3, 10, "budget_cut", 60), facts())
     assert (v.state, v.reason) == ("inconclusive", "unmeasured")
     assert v.cells[0].counted_against.value < v.cells[0].estimate.value        # counted for a claim "below"
-    assert "30 of 630 attempts were not measured (30 cut by the spend cap), 3 of 63 cases not at all" in v.text
+    assert "30 of 630 attempts were not measured (30 cut by the spend cap; 3 of 63 cases had none measured)" in v.text
 
 
 def test_budget_cut_infrastructure_errors_and_cancelled_count_together_toward_the_rule():
@@ -119,4 +119,5 @@ def test_conclude_says_the_cap_cut_attempts(tmp_path):
     conclusion = conclude(load_project(root), series_id, records)
     assert conclusion.facts.budget_cut
     cut = sum(r["case"] == first for r in records)
-    assert f"{cut} of {len(records)} attempts were not measured ({cut} cut by the spend cap)" in conclusion.verdict.text
+    assert (f"{cut} of {len(records)} attempts were not measured ({cut} cut by the spend cap; 1 of "
+            f"{len(records) // cut} cases had none measured) and count against the claim") in conclusion.verdict.text
