@@ -37,7 +37,7 @@ def _check(rng: random.Random, kind: str, outcome: str) -> dict:
 
 
 def records(seed: int, variants=("a", "b", "c"), cases: int = 14, repeats: int = 4, ok: int = 40) -> list[dict]:
-    """`ok`: of every 46 + ok - 40 outcomes drawn, how many are ok (but every 4th seed: 10 of 16)."""
+    """`ok`: the weight of "ok" among the outcomes drawn, each other outcome weighing 1 (every 4th seed: 10)."""
     outcomes = ["ok"] * ok + OUTCOMES[40:]
     rng = random.Random(seed)
     skill = {v: rng.uniform(0.5, 0.95) for v in variants}
