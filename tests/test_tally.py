@@ -36,7 +36,9 @@ def _check(rng: random.Random, kind: str, outcome: str) -> dict:
     return {"state": state, "value": value, "reason": None}
 
 
-def records(seed: int, variants=("a", "b", "c"), cases: int = 14, repeats: int = 4) -> list[dict]:
+def records(seed: int, variants=("a", "b", "c"), cases: int = 14, repeats: int = 4, ok: int = 40) -> list[dict]:
+    """`ok`: the weight of "ok" among the outcomes drawn, each other outcome weighing 1 (every 4th seed: 10)."""
+    outcomes = ["ok"] * ok + OUTCOMES[40:]
     rng = random.Random(seed)
     skill = {v: rng.uniform(0.5, 0.95) for v in variants}
     out = []
@@ -45,7 +47,7 @@ def records(seed: int, variants=("a", "b", "c"), cases: int = 14, repeats: int =
             for r in range(1, repeats + 1):
                 if rng.random() < 0.05:
                     continue                      # an attempt that never reported
-                outcome = rng.choice(OUTCOMES if seed % 4 else OUTCOMES[30:])   # every 4th: many errors
+                outcome = rng.choice(outcomes if seed % 4 else OUTCOMES[30:])   # every 4th: many errors
                 checks = {k: _check(rng, kind, outcome) for k, kind in KINDS.items() if rng.random() < 0.95}
                 if outcome == "ok" and "label" in checks and checks["label"]["state"] in ("passed", "failed"):
                     ok = rng.random() < skill[v]
@@ -112,13 +114,14 @@ def sample_data_per_case(sample) -> dict:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_tally_decides_what_the_records_decide(seed):
-    recs = records(seed)
+    recs = records(seed, ok=80)       # under 5% unmeasured: decided, with the unmeasured counted against
     unique = one_per_attempt(recs)
     f = facts()
     by_records = AttemptTable([to_attempt(AttemptRecord.from_wire(r), f.salt) for r in unique], KINDS)
     tally = SeriesTally.of(recs)
     by_tally = tally.table(f.salt, KINDS)
     assert by_tally.tallies() == by_records.tallies()
+    assert by_tally.unmeasured() == by_records.unmeasured()
     for variant in ("a", "b", "c", "missing"):
         for name in [*SERIES_METRICS, *KINDS, "unknown"]:
             info = metric_info(name, KINDS)
@@ -132,7 +135,7 @@ def test_the_tally_decides_what_the_records_decide(seed):
     decided = 0
     for question in QUESTIONS:
         for split in ("holdout", "dev") if seed == 1 else ("holdout",):
-            ff = facts(split=split)
+            ff = facts(split=split, total=len(unique))
             a, b = decide_table(question, by_records, ff), decide_table(question, by_tally, ff)
             assert repr(a) == repr(b)
             decided += a.state not in (None, "invalid")
@@ -206,18 +209,24 @@ def test_a_tally_keeps_no_record():
 
 def test_the_finding_data_is_byte_for_byte_what_it_was():
     """The finding's data written from the tallies, hashed: the same bytes as before the tallies were read
-    with numpy and the finding's number lists written by repr (main 0645b57 gives this hash)."""
+    with numpy and the finding's number lists written by repr (main 0645b57 gives this hash), and with the
+    unmeasured attempts per case added under their own key."""
     import hashlib
 
     from pytest_aqven.findings import files
 
-    digest = hashlib.sha256()
+    digest, before = hashlib.sha256(), hashlib.sha256()
     for seed in range(6):
         tally = SeriesTally.of(records(seed, cases=30, repeats=20 if seed % 2 else 3))
         table = tally.table(facts().salt, KINDS)
         metrics = {v: dict.fromkeys([*SERIES_METRICS, *KINDS]) for v in "abc"}
-        digest.update(files.finding_text({"data": evidence.sufficient_data(table, facts(), metrics)}).encode())
-    assert digest.hexdigest() == "e7f483c7522afd695eed9fa5dab6d8bf901a3c23190c5aa84094c3e3064976a6"
+        written = evidence.sufficient_data(table, facts(), metrics)
+        digest.update(files.finding_text({"data": written}).encode())
+        assert written["unmeasured"]["variants"]
+        del written["unmeasured"]
+        before.update(files.finding_text({"data": written}).encode())
+    assert before.hexdigest() == "e7f483c7522afd695eed9fa5dab6d8bf901a3c23190c5aa84094c3e3064976a6"
+    assert digest.hexdigest() == "986ff8944760847d7488d7e6cbfca9ab96cf1c00f954abfbfbd548574b956bb1"
 
 
 def test_repeat_numbers_beyond_int64_masks_are_read_case_by_case():

@@ -82,6 +82,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
             check_kinds={c.id: c.kind for c in spec.checks}, check_scales=check_scales(project, experiment),
             unvalidated_judges=unvalidated(project, experiment),
             total_attempts=total, family=family, cancelled=_stopped(series) == "cancelled",
+            budget_cut=tally.budget_cut > 0,
             # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
             # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
             inputs_changed=now != series["snapshot"] or bool(touched)

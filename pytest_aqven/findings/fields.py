@@ -40,4 +40,6 @@ def cell_dict(cell: stats.Cell) -> dict:
         d["threshold"] = cell.threshold
     d.update({"margin": cell.margin, "relative": cell.relative, "edge": cell.edge,
               "estimate": estimate_dict(cell.estimate), "verdict": cell.verdict, "decided_by": cell.decided_by})
+    if cell.counted_against is not None:   # the unmeasured attempts undid the measured verdict
+        d["counted_against"] = estimate_dict(cell.counted_against)
     return d

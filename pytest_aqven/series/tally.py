@@ -64,11 +64,11 @@ class _Check:
 class _Case:
     """One variant's attempts at one case."""
 
-    __slots__ = ("seen", "settled", "infra", "counted", "ones", "schema", "schema_ones", "cost", "latency",
+    __slots__ = ("seen", "settled", "infra", "cut", "counted", "ones", "schema", "schema_ones", "cost", "latency",
                  "checks", "known", "known_passed", "first_known", "derive")
 
     def __init__(self):
-        self.seen = self.settled = self.infra = self.counted = self.ones = self.schema = self.schema_ones = 0
+        self.seen = self.settled = self.infra = self.cut = self.counted = self.ones = self.schema = self.schema_ones = 0
         self.cost: _Values | None = None
         self.latency: _Values | None = None
         self.checks: dict[str, _Check] = {}
@@ -87,6 +87,7 @@ class SeriesTally:
         self.experiment, self.split = experiment, split
         self.records: list[AttemptRecord] | None = [] if keep_records else None
         self.done = self.reused = self.passed = self.failed_checks = self.infra = self.infra_errors = 0
+        self.budget_cut = 0              # attempts the spend cap cut (an input too large for what was left of it)
         self.unpriced_calls = self.unpriced_attempts = 0
         self.inputs_changed = 0          # attempts a process refused: it read other inputs than the series recorded
         # the sums the records path computed, each in its own order of addition (arrival order)
@@ -138,6 +139,7 @@ class SeriesTally:
         self.failed_checks += passed is False
         self.infra += outcome in INFRA
         self.infra_errors += outcome == "infra_error"
+        self.budget_cut += outcome == "budget_cut"
         self.inputs_changed += record.error_code == "inputs_changed"
         self.spend += (cost or 0.0) + (check_cost or 0.0)
         self.cost_sum += cost or 0.0
@@ -167,6 +169,8 @@ class SeriesTally:
             case.settled |= bit
             if outcome == "infra_error":
                 case.infra |= bit
+            elif outcome == "budget_cut":
+                case.cut |= bit
         if outcome not in COUNTED:
             return True
         case.counted |= bit
@@ -257,6 +261,23 @@ class TallyTable:
             settled += case.settled.bit_count()
             errors += (case.settled & case.infra).bit_count()
         return self.tally.done, settled, errors
+
+    def unmeasured(self):
+        """stats.samples.Unmeasured: the attempts that finished without a counted outcome, by case key."""
+        from ..stats.samples import Unmeasured  # noqa: PLC0415
+
+        per_case: dict[str, dict[str, int]] = {}
+        infra = cut = cancelled = 0
+        for variant, cases in self._by_variant.items():
+            for key, case in cases:
+                missing = case.seen & ~case.counted
+                if missing:
+                    per_case.setdefault(variant, {})[key] = missing.bit_count()
+                    cut += (missing & case.cut).bit_count()
+                    cancelled += (missing & ~case.settled).bit_count()
+                    infra += (missing & case.settled & ~case.cut).bit_count()   # any other outcome too
+        counts = {"infra_error": infra, "budget_cut": cut, "cancelled": cancelled}
+        return Unmeasured(per_case, {outcome: n for outcome, n in counts.items() if n})
 
     def _ones(self, case: _Case) -> int:
         if not case.derive:

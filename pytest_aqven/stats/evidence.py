@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .model import Guardrail, Look, Pair, SeriesFacts, Threshold
-from .samples import MetricInfo, Sample, SampleTable, metric_info
+from .samples import MetricInfo, Sample, SampleTable, Unmeasured, metric_info
 
 
 def _number(x: float) -> int | float:
@@ -76,7 +76,13 @@ def sufficient_data(table: SampleTable, facts: SeriesFacts, metrics: Mapping[str
     for variant in facts.variants:
         names = sorted(metrics.get(variant, {}))
         variants[variant] = {m: sample_data(table.sample(variant, metric_info(m, facts.check_kinds, facts.check_scales))) for m in names}
-    return {"attempts": finished, "settled": settled, "infra_errors": errors, "variants": variants}
+    data: dict[str, Any] = {"attempts": finished, "settled": settled, "infra_errors": errors, "variants": variants}
+    missing = table.unmeasured()
+    if missing.attempts:    # written only when some were: every other finding stays as it was
+        data["unmeasured"] = {"budget_cut": missing.by_outcome.get("budget_cut", 0),
+                              "cancelled": missing.by_outcome.get("cancelled", 0),
+                              "variants": {v: dict(cases) for v, cases in missing.per_case.items()}}
+    return data
 
 
 class EvidenceTable:
@@ -88,6 +94,18 @@ class EvidenceTable:
 
     def tallies(self) -> tuple[int, int, int]:
         return int(self.data["attempts"]), int(self.data["settled"]), int(self.data["infra_errors"])
+
+    def unmeasured(self) -> Unmeasured:
+        """Nothing when the data have no `unmeasured`: every attempt was measured, or the finding was written
+        before unmeasured attempts counted (it was decided on the measured ones alone)."""
+        if "unmeasured" not in self.data:
+            return Unmeasured()
+        missing = self.data["unmeasured"]
+        per_case = {v: {c: int(n) for c, n in cases.items()} for v, cases in missing["variants"].items()}
+        total = sum(sum(cases.values()) for cases in per_case.values())
+        cut, cancelled = int(missing["budget_cut"]), int(missing["cancelled"])
+        counts = {"infra_error": total - cut - cancelled, "budget_cut": cut, "cancelled": cancelled}
+        return Unmeasured(per_case, {outcome: n for outcome, n in counts.items() if n > 0})
 
     def sample(self, variant: str, info: MetricInfo) -> Sample:
         per_case = self.data["variants"].get(variant, {}).get(info.name, {})

@@ -87,7 +87,7 @@ class SeriesFacts:
     unvalidated_judges: Mapping[str, str] | frozenset[str] = frozenset()
     total_attempts: int = 0  # cases x repeats x variants planned
     cancelled: bool = False
-    budget_cut: bool = False
+    budget_cut: bool = False  # the spend cap cut attempts of the series (or stopped it)
     inputs_changed: bool = False
     changed_inputs: str = ""  # the input files that changed, as the sentence names them ("" when unknown)
     family: str = "robust"  # "robust" (hull with the betting interval) | "model"
@@ -141,6 +141,9 @@ class Cell:
     verdict: str  # "pass" | "fail" | "unclear"
     edge: float | None = None  # the value the interval was compared with
     decided_by: str | None = None  # "model" | "betting": the family whose bound decided
+    # the interval with the unmeasured attempts counted against the verdict the measured ones gave, when that
+    # undid it (stats/missing.py): the cell is then unclear
+    counted_against: Estimate | None = None
 
 
 @dataclass(frozen=True)

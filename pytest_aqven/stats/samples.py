@@ -7,7 +7,7 @@ Infrastructure errors are never counted as failures: they only enter infra_error
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress, repeat as endless
 from operator import attrgetter
@@ -193,10 +193,29 @@ _UNKNOWN = len(_OUTCOMES)  # the code of any other outcome
 _COUNTED_CODES = np.array([name in COUNTED_OUTCOMES for name in _OUTCOMES] + [False])
 
 
+UNMEASURED_OUTCOMES = ("infra_error", "budget_cut", "cancelled")   # selected, finished, never measured
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    """Attempts that were selected and finished without a measurement (UNMEASURED_OUTCOMES): per variant,
+    case -> how many; and how many of each outcome (any outcome statistics does not know is an
+    infrastructure error)."""
+
+    per_case: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    by_outcome: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def attempts(self) -> int:
+        return sum(self.by_outcome.values())
+
+
 class SampleTable(Protocol):
     """What a verdict reads: an AttemptTable, or a finding's sufficient data (`evidence.EvidenceTable`)."""
 
     def tallies(self) -> tuple[int, int, int]: ...
+
+    def unmeasured(self) -> Unmeasured: ...
 
     def sample(self, variant: str, info: MetricInfo) -> Sample: ...
 
@@ -232,6 +251,8 @@ class AttemptTable:
         finished = np.fromiter(finishes, bool, size)[order]
         self.finished = int(finished.sum())
         outcome = np.fromiter(map(_OUTCOME_CODES.get, outcomes, endless(_UNKNOWN)), int, size)[order]
+        self._not_measured = finished & ~_COUNTED_CODES[outcome]
+        self._outcome = outcome
         self.settled = finished & (outcome != _OUTCOME_CODES["cancelled"])
         self.counted = finished & _COUNTED_CODES[outcome]
         self.infra_error: np.ndarray = outcome == _OUTCOME_CODES["infra_error"]
@@ -250,6 +271,16 @@ class AttemptTable:
     def tallies(self) -> tuple[int, int, int]:
         """(finished, settled, settled with an infrastructure error) attempts."""
         return self.finished, int(self.settled.sum()), int((self.settled & self.infra_error).sum())
+
+    def unmeasured(self) -> Unmeasured:
+        where = self._not_measured
+        outcomes = [_OUTCOMES[o] if o < _UNKNOWN else "infra_error" for o in self._outcome[where].tolist()]
+        by_outcome = {name: outcomes.count(name) for name in UNMEASURED_OUTCOMES if name in outcomes}
+        per_case: dict[str, dict[str, int]] = {}
+        for v, c in zip(self.variant_index[where].tolist(), self.case_index[where].tolist()):
+            cases = per_case.setdefault(self.variants[v], {})
+            cases[self.names[c]] = cases.get(self.names[c], 0) + 1
+        return Unmeasured(per_case, by_outcome)
 
     def _check(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scored, passed, value) of one check on every attempt; value NaN when unset."""

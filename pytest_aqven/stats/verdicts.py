@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from . import betting, wording
+from . import betting, missing, wording
 from .edges import bound_or_nan, decided_by, no_point_pass, threshold_edge, threshold_verdicts
 from .estimates import betting_input, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
 from .pairs import pair_cells
-from .samples import SERIES_METRICS, AttemptTable, SampleTable, metric_info
+from .samples import SERIES_METRICS, AttemptTable, SampleTable, Unmeasured, metric_info
 
 INFRA_SHARE_LIMIT = 0.05
 
@@ -57,6 +57,8 @@ def _below_mde(cell: Cell) -> bool:
 
 
 def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
+    if any(c.counted_against is not None for c in primaries):
+        return "unmeasured"     # decided on the measured attempts, undone by the unmeasured ones
     # too few cases (or attempts) for an interval is said so, not "below_mde": no width was measured
     for reason in ("uninformative", "no_discordance", "too_few_cases", "too_few_attempts"):
         if any(c.estimate.degenerate == reason for c in primaries):
@@ -87,16 +89,24 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
 
     if isinstance(question, Look):
         return Verdict(None, None, wording.LOOK_TEXT, (), metrics)
-    done, settled, errors = table.tallies()
+    done = table.tallies()[0]
     total = facts.total_attempts
+    unmeasured = table.unmeasured()
+    # attempts selected but not measured count together: cut by the cap, infrastructure errors, cancelled, unrun
+    planned = max(total, done)
+    counts = {**unmeasured.by_outcome, **({"unrun": planned - done} if planned > done else {})}
+    too_many = planned > 0 and sum(counts.values()) / planned > INFRA_SHARE_LIMIT
+    cases, of_cases = _unmeasured_cases(table, unmeasured, facts)
     if facts.cancelled:
         return invalid("cancelled", wording.cancelled_text(done, total))
-    if facts.budget_cut:
-        return invalid("budget_cut", wording.budget_cut_text(done, total))
+    if too_many and (facts.budget_cut or "budget_cut" in counts):
+        if "budget_cut" not in counts:    # the cap stopped the series: no attempt of it was cut
+            return invalid("budget_cut", wording.budget_cut_text(done, total))
+        return invalid("budget_cut", wording.unmeasured_text(counts, planned, cases, of_cases))
     if facts.inputs_changed:
         return invalid("inputs_changed", wording.inputs_changed_text(facts.changed_inputs))
-    if settled and errors / settled > INFRA_SHARE_LIMIT:
-        return invalid("infra_errors", wording.infra_errors_text(errors, settled))
+    if too_many:
+        return invalid("infra_errors", wording.unmeasured_text(counts, planned, cases, of_cases))
 
     if isinstance(question, Threshold):
         metric = question.metric
@@ -104,15 +114,32 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         tested = [question.variant] if question.variant else list(facts.variants)
         direction = _direction(metric, question.direction, facts)
         primaries = [threshold_cell(question, v, metrics[v][metric], direction) for v in tested if v in metrics]
+        if missing.affected(question, facts, unmeasured):
+            info = metric_info(metric, facts.check_kinds)
+            worst, best = (missing.ImputedTable(table, missing.sides(question, facts, side), facts.variants)
+                           for side in (True, False))
+
+            def imputed_cell(imputed: missing.ImputedTable, variant: str) -> Cell:
+                return threshold_cell(question, variant, single(imputed.sample(variant, info), facts.salt,
+                                                                facts.family), direction)
+            primaries = [missing.held(cell, imputed_cell(worst, cell.variant), imputed_cell(best, cell.variant))
+                         for cell in primaries]
         guards: list[Cell] = []
         judged = [metric]
         measurement = wording.threshold_measurement(primaries, unit) if primaries else ""
     else:
         primaries, guards = pair_cells(question, table, facts)
+        if missing.affected(question, facts, unmeasured):
+            (worst_cells, worst_guards), (best_cells, best_guards) = (pair_cells(question, missing.ImputedTable(
+                table, missing.sides(question, facts, side), facts.variants), facts) for side in (True, False))
+            primaries = [missing.held(*cells) for cells in zip(primaries, worst_cells, best_cells)]
+            guards = [missing.held(*cells) for cells in zip(guards, worst_guards, best_guards)]
         unit = metric_info(question.primary, facts.check_kinds, facts.check_scales).unit
         judged = [question.primary] + [g.metric for g in question.guardrails]
         measurement = wording.pair_measurement(question.kind, primaries[0], unit, guards) if primaries else ""
     cells = tuple(primaries) + tuple(guards)
+    if counts and measurement:
+        measurement += wording.counted_against_clause(counts, planned, cases, of_cases)
 
     if not primaries or any(c.estimate.degenerate == "no_data" for c in primaries):
         return invalid("no_data", wording.NO_DATA_TEXT)
@@ -132,3 +159,13 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         state, reason = "inconclusive", _inconclusive_reason(primaries)
     return Verdict(state, reason, wording.sentence(measurement), cells, metrics)
 
+
+def _unmeasured_cases(table: SampleTable, unmeasured: Unmeasured, facts: SeriesFacts) -> tuple[int, int]:
+    """(cases no attempt of any variant measured, every case): a case with no measured attempt is a case
+    that was not measured."""
+    if not unmeasured.per_case:
+        return 0, 0
+    info = metric_info("success_rate", facts.check_kinds)
+    measured = {case for v in facts.variants for case in table.sample(v, info).cases}
+    missed = {case for v in facts.variants for case in unmeasured.per_case.get(v, {})}
+    return len(missed - measured), len(measured | missed)

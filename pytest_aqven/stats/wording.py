@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import cast
 
@@ -138,10 +138,19 @@ def cost_caveat(cell: Cell) -> str:
     return f" ({NO_COST_BOUND})" if unbounded and est.low is not None and not zero_width(est) else ""
 
 
+def counted_against_tail(cell: Cell, unit: str, signed: bool = False) -> str:
+    """The tail of a cell the unmeasured attempts undid (its counted_against is set)."""
+    against = cast(Estimate, cell.counted_against)
+    return (f"decided only without the unmeasured attempts (with them: {number(against.value, unit, signed)}, "
+            f"{interval_text(against, unit, signed, cell.edge)})")
+
+
 def threshold_phrase(cell: Cell, unit: str) -> str:
     """A threshold cell (its threshold is always set) in words."""
     tail = THRESHOLD_TAILS[cell.verdict]
-    if cell.verdict == "unclear":
+    if cell.counted_against is not None:
+        tail = counted_against_tail(cell, unit)
+    elif cell.verdict == "unclear":
         tail = _undecided_tail(cell, tail)
     return (
         f"{cell.variant}: {cell.metric} is {number(cell.estimate.value, unit)} "
@@ -156,7 +165,9 @@ def threshold_measurement(cells: Sequence[Cell], unit: str) -> str:
 
 def pair_measurement(kind: str, primary: Cell, unit: str, guardrails: Sequence[Cell]) -> str:
     tail = PAIR_TAILS[kind][primary.verdict].format(margin=declared(primary.margin, unit))
-    if primary.verdict == "unclear":
+    if primary.counted_against is not None:
+        tail = counted_against_tail(primary, unit, True)
+    elif primary.verdict == "unclear":
         tail = _undecided_tail(primary, tail)
     # differences are oriented "positive = candidate better": where lower is better, say so
     way = f", lower is better (+ = {primary.variant} lower)" if primary.direction == LOWER else ""
@@ -232,3 +243,35 @@ LOOK_TEXT = "A look gives no verdict."
 
 def infra_errors_text(errors: int, settled: int) -> str:
     return f"No finding: {errors} of {settled} attempts hit infrastructure errors."
+
+
+UNMEASURED_WORDS = (("infra_error", "infrastructure error", "infrastructure errors"),
+                    ("budget_cut", "cut by the spend cap", "cut by the spend cap"),
+                    ("cancelled", "cancelled", "cancelled"), ("unrun", "never ran", "never ran"))
+
+
+def unmeasured_phrase(counts: Mapping[str, int], planned: int, cases: int = 0, of_cases: int = 0) -> str:
+    """`counts`: unmeasured attempts by outcome (and "unrun"); `cases` of `of_cases` had no measured attempt."""
+    total = sum(counts.values())
+    parts = ", ".join(f"{counts[key]} {one if counts[key] == 1 else many}"
+                      for key, one, many in UNMEASURED_WORDS if counts.get(key))
+    if cases:
+        parts += f"; {none_measured(cases, of_cases)}"
+    return f"{total} of {planned} attempts {'was' if total == 1 else 'were'} not measured ({parts})"
+
+
+def none_measured(cases: int, of_cases: int) -> str:
+    return f"{cases} of {of_cases} cases had none measured"
+
+
+def unmeasured_text(counts: Mapping[str, int], planned: int, cases: int = 0, of_cases: int = 0) -> str:
+    """Too many unmeasured attempts: infrastructure errors alone keep their own sentence."""
+    if set(counts) == {"infra_error"}:
+        text = infra_errors_text(counts["infra_error"], planned)
+        return f"{text[:-1]} ({none_measured(cases, of_cases)})." if cases else text
+    return f"No finding: {unmeasured_phrase(counts, planned, cases, of_cases)}."
+
+
+def counted_against_clause(counts: Mapping[str, int], planned: int, cases: int, of_cases: int) -> str:
+    """What a decided verdict's measurement adds when some attempts were not measured."""
+    return f"; {unmeasured_phrase(counts, planned, cases, of_cases)} and count against the claim"

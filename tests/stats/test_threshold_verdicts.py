@@ -115,6 +115,10 @@ def test_rule_order_sentences():
                           "(the working tree no longer matches the snapshot taken at the start).")
     errors = [Attempt("gpt", f"case{i:03d}", 99, "infra_error", None, {}) for i in range(13)]
     v = decide(q, data + errors, facts(split="dev"))
+    assert (v.state, v.reason, v.text) == ("invalid", "infra_errors", "No finding: 13 of 253 attempts hit infrastructure "
+                                           "errors (1 of 13 cases had none measured).")
+    again = Attempt("gpt", "case000", 98, "infra_error", None, {})
+    v = decide(q, data + errors[:12] + [again], facts())   # every case measured: the sentence of errors alone
     assert (v.state, v.reason, v.text) == ("invalid", "infra_errors", "No finding: 13 of 253 attempts hit infrastructure errors.")
     v = decide(q, data + errors[:12], facts())  # 12/252 = 4.8%: not more than 5%
     assert v.state == "confirmed"
@@ -129,10 +133,15 @@ def test_rule_order_sentences():
     assert v.text.startswith("Signal only, judge promises has no validated_by (no experiment measured its errors")
 
 
-def test_cancelled_attempts_are_not_settled():
+def test_cancelled_attempts_are_not_settled_but_not_measured_either():
     data = binary_attempts("gpt", [20] * 12, 20)
-    data += [Attempt("gpt", "case000", 30 + i, "cancelled", None, {}) for i in range(50)]
-    assert decide(Threshold("promises", above=0.5), data, facts()).state == "confirmed"
+    cancelled = [Attempt("gpt", "case000", 30 + i, "cancelled", None, {}) for i in range(50)]
+    v = decide(Threshold("promises", above=0.5), data + cancelled[:5], facts())
+    assert v.state == "confirmed" and v.metrics["gpt"]["infra_error_rate"].attempts == 240
+    assert v.text.endswith("; 5 of 245 attempts were not measured (5 cancelled) and count against the claim.")
+    v = decide(Threshold("promises", above=0.5), data + cancelled, facts())
+    assert (v.state, v.reason, v.text) == ("invalid", "infra_errors",
+                                           "No finding: 50 of 290 attempts were not measured (50 cancelled).")
 
 
 def test_metrics_table_has_every_series_and_check_metric():

@@ -421,3 +421,45 @@ def test_cost_of_pass_guardrail_on_heavy_tails():
 @pytest.mark.slow
 def test_cost_of_pass_guardrail_on_heavy_tails_2000_series():
     _check_cost_of_pass(V.cost_of_pass_rows(), TAIL, 0.045)
+
+
+# ---- unmeasured attempts, missing not at random
+
+
+def _unmeasured_tails(rows):
+    bad = [r for r in rows if r["confirmed"] > 0.025 or r["refuted"] > 0.025]
+    assert not bad, _fmt(bad, "confirmed", "refuted")
+    # what the measured attempts alone said: the failing cases hidden, a confirmation on every series
+    assert max(r["measured_confirmed"] for r in rows if r["bound"] == "above") > 0.9
+
+
+def test_unmeasured_failures_confirm_nothing_they_would_not():
+    """The failing attempts are the unmeasured ones (timeouts, inputs cut by the cap), up to the 5% rule:
+    counted against the claim, every tail stays at or below 0.025 (fast: 200 series, 200 cases)."""
+    _unmeasured_tails(V.unmeasured_rows(series=200, cases=(200,)))
+
+
+@pytest.mark.slow
+def test_unmeasured_failures_confirm_nothing_they_would_not_on_the_full_grid():
+    _unmeasured_tails(V.unmeasured_rows())
+
+
+def test_the_unmeasured_grids_verdicts_are_decides_own():
+    rng = np.random.default_rng(5)
+    kinds = {"r": "binary"}
+    checked = 0
+    for how, share, p_hard, p_good in V.UNMEASURED_CELLS:
+        questions = [type(q)("r", q.above, q.below, q.margin) for q in V.thresholds(0.96, 0.02)]
+        for _ in range(10):
+            measured, missing = V.unmeasured_series(rng, how, share, p_hard, p_good, 60, 10)
+            data = {"attempts": 600, "settled": 600, "infra_errors": 0, "variants": {"v": {"r": measured}},
+                    "unmeasured": {"budget_cut": 0, "cancelled": 0, "variants": {"v": missing}}}
+            facts = SeriesFacts("sid", "holdout", ("v",), kinds, total_attempts=600, salt="grid")
+            expected = V.unmeasured_verdicts(measured, missing, questions)
+            for question, verdict in zip(questions, expected):
+                decided = decide_table(question, EvidenceTable(data, kinds), facts)
+                assert (decided.state == "invalid") == (verdict == "invalid"), (how, question)
+                if verdict != "invalid":
+                    assert decided.cells[0].verdict == verdict, (how, question)
+                    checked += 1
+    assert checked > 20

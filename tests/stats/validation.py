@@ -860,3 +860,75 @@ def cost_of_pass_threshold_rows(series=S, cases_grid=(30, 100)):
                                    bounds(ratio_interval(costs.sum(axis=-1), passes)), truth, truth / 10,
                                    cases=cases, shape=name)
     return rows
+
+
+# ---- unmeasured attempts, missing not at random: the failing attempts are the ones never measured
+
+UNMEASURED_CELLS = (  # (how the failures go missing, share of hard cases, their rate, the others' rate)
+    ("failures time out", 0.03, 0.0, 0.99),    # every failed attempt ends as an infrastructure error
+    ("hard inputs cut", 0.04, 0.2, 0.99),      # a hard case's input is too large for the cap: no attempt measured
+)
+
+
+def unmeasured_series(rng, how: str, share: float, p_hard: float, p_good: float, cases: int, repeats: int):
+    """One series: (per case [passes, measured attempts], per case unmeasured attempts), cases named c000..."""
+    hard = rng.random(cases) < share
+    k = rng.binomial(repeats, np.where(hard, p_hard, p_good))
+    missing = repeats - k if how == "failures time out" else np.where(hard, repeats, 0)
+    names = [f"c{i:03d}" for i in range(cases)]
+    measured = {name: [int(kk), int(repeats - m)] for name, kk, m in zip(names, k, missing) if repeats - m > 0}
+    return measured, {name: int(m) for name, m in zip(names, missing) if m}
+
+
+def unmeasured_verdicts(measured: dict, missing: dict, questions, salt: str = "grid") -> list[str]:
+    """The verdict `decide` gives each threshold question on one series, through the functions it calls: the
+    5% rule over every unmeasured attempt, the measured cell, and the cell again with the unmeasured attempts
+    imputed against and for the claim (`missing.held`). test_validation holds it to `decide_table`."""
+    from pytest_aqven.stats import missing as imputation  # noqa: PLC0415
+    from pytest_aqven.stats.evidence import EvidenceTable  # noqa: PLC0415
+    from pytest_aqven.stats.verdicts import INFRA_SHARE_LIMIT, threshold_cell  # noqa: PLC0415
+
+    kinds = {"r": "binary"}
+    unmeasured = sum(missing.values())
+    planned = unmeasured + sum(n for _, n in measured.values())
+    if unmeasured / planned > INFRA_SHARE_LIMIT:
+        return ["invalid"] * len(questions)
+    data = {"attempts": planned, "settled": planned, "infra_errors": unmeasured, "variants": {"v": {"r": measured}},
+            "unmeasured": {"budget_cut": 0, "cancelled": 0, "variants": {"v": missing}}}
+    table = EvidenceTable(data, kinds)
+    info = metric_info("r", kinds)
+    low_end, high_end = (single(imputation.ImputedTable(table, {("v", "r"): high}, ("v",)).sample("v", info), salt)
+                         for high in (False, True))
+    measured_estimate = single(table.sample("v", info), salt)
+    out = []
+    for question in questions:
+        worst, best = (low_end, high_end) if question.above is not None else (high_end, low_end)
+        cells = [threshold_cell(question, "v", estimate, HIGHER) for estimate in (measured_estimate, worst, best)]
+        out.append(imputation.held(*cells).verdict if missing else cells[0].verdict)
+    return out
+
+
+def unmeasured_rows(series=S, cases=(40, 100, 200), repeats=10):
+    """The failing attempts are the unmeasured ones: P(confirmed) and P(refuted) at the truth (the mean over
+    all cases, measured or not), and what the measured attempts alone confirmed (`measured_confirmed`)."""
+    rows = []
+    for how, share, p_hard, p_good in UNMEASURED_CELLS:
+        truth = share * p_hard + (1 - share) * p_good
+        questions = [type(q)("r", q.above, q.below, q.margin) for q in thresholds(truth, 0.02)]
+        for c in cases:
+            rng = np.random.default_rng([13, c, int(share * 100), int(p_hard * 10)])
+            verdicts, alone = [], []
+            for _ in range(series):
+                measured, missing = unmeasured_series(rng, how, share, p_hard, p_good, c, repeats)
+                verdicts.append(unmeasured_verdicts(measured, missing, questions))
+                alone.append(unmeasured_verdicts(measured, {}, questions))
+            got, before = np.array(verdicts), np.array(alone)
+            for i, question in enumerate(questions):
+                above = question.above is not None
+                rows.append(verdict_row("unmeasured", f"{how} C={c} R={repeats} {share:.0%} at {p_hard}, rest "
+                                        f"{p_good} {'above' if above else 'below'}", got[:, i], above,
+                                        bound="above" if above else "below",
+                                        measured_confirmed=float(np.mean(before[:, i] == "pass")),
+                                        measured_refuted=float(np.mean(before[:, i] == "fail")),
+                                        invalid=float(np.mean(got[:, i] == "invalid"))))
+    return rows
