@@ -44,6 +44,8 @@ class Decided:
     def state(self) -> str | None:
         """Its verdict word for fail-on: open without a verdict (a look's state is None: open too)."""
         conclusion = self.conclusion
+        if conclusion is not None and conclusion.halted:
+            return "invalid"
         return "open" if conclusion is None or conclusion.verdict is None else conclusion.state
 
     def section(self) -> str:
