@@ -230,3 +230,30 @@ def test_a_map_whose_items_fail_stops_the_series_too(pytester, server):
     assert len(server.requests) <= 2        # the map's items, two words at most, of the first attempt alone
     del server.broken["m1"]
     assert "signal - Signal on dev" in verdict_line(run(pytester))
+
+
+FIXABLE = '''
+import os
+from pytest_aqven import ModelResponse, ProviderError
+
+
+def complete(request):
+    if not os.path.exists(os.path.join(os.path.dirname(__file__), "licensed")):
+        raise ProviderError("provider_error", "the model is not licensed here", fix="touch licensed")
+    return ModelResponse(text='{"label": "positive"}', cost_usd=0.0001)
+'''
+
+
+def test_a_function_provider_marks_its_own_error_permanent(pytester, xdist):
+    from .. import projects
+    root = projects.make(pytester, 6, files={"provider.py": FIXABLE}, repeats=2)
+    result = run(pytester, "--aqven-concurrency", "2", *xdist)
+    outcomes = result.parseoutcomes()
+    assert (outcomes["failed"], outcomes.get("passed", 0), outcomes["skipped"] > 0) == (1, 0, True)
+    result.stdout.fnmatch_lines(["SKIPPED [[]*[]] *: series * stopped at a permanent error, nothing more is spent: "
+                                 "provider fake, model bot-1: function provider raised provider_error at provider.py:*. "
+                                 "Fix: touch licensed; then run the same command: it continues the series "
+                                 "(provider_unusable)"])
+    (root / "licensed").touch()
+    result = run(pytester, "--aqven-concurrency", "2", *xdist)
+    assert result.ret == 0 and result.parseoutcomes()["passed"] == outcomes["skipped"] + 1
