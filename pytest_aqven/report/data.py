@@ -34,9 +34,10 @@ NEXT = {
 
 
 def state_word(conclusion) -> str:
-    """The verdict word people read: one of AQVEN's five, 'none' for a look, 'open' without a verdict."""
+    """The verdict word people read: one of AQVEN's five, 'none' for a look, 'open' without a verdict (but
+    'invalid' for a series stopped at a permanent provider error)."""
     if conclusion.verdict is None:
-        return "invalid" if conclusion.halted else "open"    # halted: stopped at a permanent provider error
+        return "invalid" if conclusion.halted else "open"
     return conclusion.state or "none"
 
 

@@ -168,8 +168,9 @@ class Ledger:
     def batch(self, ops: list[tuple]) -> list:
         """Several operations in one transaction: ("start", series_id, variant, case, repeat) -> Decision,
         ("claim", ...) the same for an attempt to start later, ("release", series_id, variant, case,
-        repeat) -> None, and ("halt", series_id, pause) -> None (see `halt`). The deferred finishes go first, then the releases (a claim then sees the spend and
-        the free reserve), then the rest in order. Returns the results
+        repeat) -> None, and ("halt", series_id, pause) -> None (a permanent provider error: the series waits,
+        PROVIDER_UNUSABLE). The deferred finishes go first, then the releases and halts (a claim then sees the
+        spend, the free reserve and the halt), then the rest in order. Returns the results
         in the order of `ops`, an exception in place of the result of an operation that failed: when one
         fails (or a cut interrupts the transaction), it is rolled back and each operation is done again in a
         transaction of its own, run again as a whole after a cut (storage.rerun)."""

@@ -12,6 +12,7 @@ import pytest
 from pytest_aqven.providers.base import ProviderError
 from pytest_aqven.providers.openai_compat import OpenAICompatProvider, RetryPolicy
 
+from .. import faults
 from .openai_server import Server
 from .test_openai_compat import request
 from .test_plugin_http import make, records, split_cases, verdict_line
@@ -103,10 +104,14 @@ def test_a_missing_key_stops_the_series_before_any_request(pytester, server, xdi
     monkeypatch.delenv("LOCAL_LLM_KEY", raising=False)
     root = make(pytester, server, split_cases(6), repeats=2)
     (root / ".env").unlink()
-    error, fix = stopped(run(pytester, *xdist), 12)
+    result = run(pytester, *xdist)
+    error, fix = stopped(result, 12)
     assert error == "no API key (LOCAL_LLM_KEY is not set)"
     assert fix == f"set LOCAL_LLM_KEY in the environment or in {root / '.env'}"
     assert server.requests == [] and records(root) == []
+    series_id = re.search(r"series (\S+) stopped at", result.stdout.str()).group(1)
+    refused = faults.aqven(pytester.path, "series", "approve", series_id, "--path", "proj")     # a fix, not a cap
+    assert refused.returncode == 2 and f"nothing to approve: series {series_id} stopped at a permanent" in refused.stderr
     (root / ".env").write_text("LOCAL_LLM_KEY=sk-test\n")
     assert "signal - Signal on dev" in verdict_line(run(pytester, *xdist))
     assert len(server.requests) == 12
@@ -257,3 +262,19 @@ def test_a_function_provider_marks_its_own_error_permanent(pytester, xdist):
     (root / "licensed").touch()
     result = run(pytester, "--aqven-concurrency", "2", *xdist)
     assert result.ret == 0 and result.parseoutcomes()["passed"] == outcomes["skipped"] + 1
+
+
+def test_an_attempt_that_falls_back_to_a_model_that_answers_stops_nothing(pytester, server):
+    from .. import projects
+    root = make(pytester, server, split_cases(4), repeats=1)
+    projects.write_files(root, {"agents/bot.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Agent"
+        description: "A model with a fallback"
+        model: "local:m1"
+        fallback_models: ["local:m2"]
+        output: {on_error: "fallback"}
+        '''})
+    server.broken["m1"] = "404"
+    assert "signal - Signal on dev" in verdict_line(run(pytester))
+    assert [r["model"] for r in server.requests] == ["m1", "m2"] * 4
