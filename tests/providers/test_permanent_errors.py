@@ -135,15 +135,16 @@ def test_a_refused_connection_stops_the_series_and_the_server_started_continues_
         up.stop()
 
 
-def test_held_out_cases_not_reached_stay_unspent(pytester, server):
+def test_held_out_cases_not_reached_stay_unspent(pytester, server, xdist):
     root = make(pytester, server, split_cases(8, "holdout"), repeats=1)
     server.broken["m1"] = "404"
-    stopped(run(pytester, "--aqven-holdout"), 8)
+    stopped(run(pytester, "--aqven-holdout", *xdist), 8)
     no_finding(root)
     del server.broken["m1"]
-    result = run(pytester, "--aqven-holdout")
+    result = run(pytester, "--aqven-holdout", *xdist)
     assert re.search(r"confirmed|refuted|inconclusive", verdict_line(result))
-    assert len(records(root)) == 8 and list((root / "experiments" / "rate_ok" / "findings").glob("*.yaml"))
+    assert len(records(root)) == 8 and len(server.requests) == 1 + 8
+    assert len(list((root / "experiments" / "rate_ok" / "findings").glob("*.yaml"))) == 1
 
 
 def test_attempts_in_flight_finish_and_no_new_one_starts(pytester, server, xdist):
