@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
+HALTED = "aqven_halted"     # the keyword of an attempt skipped because its series stopped at a permanent error
 CHECK_FAILED = pytest.StashKey[set]()     # node ids of experiment files that aqven check errors stopped
 SCHEDULER: pytest.StashKey[Scheduler] = pytest.StashKey()
 RUN_TOKEN = pytest.StashKey[str]()        # the same on every xdist worker of one run
@@ -264,7 +265,9 @@ class AttemptItem(pytest.Item):
                 outcome = wait(self.schedule(sched), lambda reach: self.look_further(sched, reach))
         except StorageError as exc:     # the store went away for longer than the run waits: one message, a stop
             store_away(self.session, str(exc))
-        if outcome.record is None:          # paused, cancelled or stopped: says what a person does next
+        if outcome.record is None:          # paused, halted, cancelled or stopped: says what a person does next
+            if outcome.kind == "halted":    # the controller's verdict is invalid (keywords travel on the report)
+                self.keywords[HALTED] = 1
             raise pytest.skip.Exception(outcome.why, _use_item_location=True)
         record, reused = outcome.record, outcome.kind == "reused"
         if reused and junit.per_testcase(self.config):

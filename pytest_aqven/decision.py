@@ -43,8 +43,11 @@ class Decided:
 
     @property
     def state(self) -> str | None:
-        """Its verdict word for fail-on: open without a verdict (a look's state is None: open too)."""
+        """Its verdict word for fail-on: open without a verdict (a look's state is None: open too), invalid when
+        its series stopped at a permanent provider error."""
         conclusion = self.conclusion
+        if conclusion is not None and conclusion.halted:
+            return "invalid"
         return "open" if conclusion is None or conclusion.verdict is None else conclusion.state
 
     def section(self) -> str:

@@ -221,7 +221,8 @@ class VerdictTests(VerdictReporter):
 
     def report_unrun(self, session: pytest.Session, verdict_id: str) -> None:
         """A selected verdict that no attempt record reached (its attempts deselected, paused, cancelled or
-        vetoed): open, which fails a held-out run when `open` is in --aqven-fail-on (the default)."""
+        vetoed): open, which fails a held-out run when `open` is in --aqven-fail-on (the default); invalid,
+        failing every run, when its series stopped at a permanent provider error."""
         file_nodeid = verdict_id.split("::")[0]
         experiment = Path(file_nodeid).parent.name
         split = "holdout" if self.config.getoption("aqven_holdout") else "dev"
@@ -229,17 +230,18 @@ class VerdictTests(VerdictReporter):
             f"no attempt of {experiment} ran in this session: select its attempts too (`pytest {file_nodeid}`) "
             "to decide it")
         self.unrun.append((experiment, split, why))
+        state = "invalid" if file_nodeid in self.halted else "open"
         outcome: Outcome
         longrepr: str | tuple[str, None, str]
-        if split == "holdout" and "open" in self.fail_on:
-            outcome, longrepr = "failed", f"verdict open: {why}"
+        if state == "invalid" or (split == "holdout" and "open" in self.fail_on):
+            outcome, longrepr = "failed", f"verdict {state}: {why}"
         else:
             outcome, longrepr = "skipped", (file_nodeid, None, f"Skipped: {why}")
-        props = [("aqven_verdict", "open"), ("aqven_experiment", experiment), ("aqven_split", split),
+        props = [("aqven_verdict", state), ("aqven_experiment", experiment), ("aqven_split", split),
                  ("aqven_sentence", why)]
         from .report import junit
         junit.add_suite_properties(self.config, props, experiment)
-        self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", f"verdict open: {why}")])
+        self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", f"verdict {state}: {why}")])
 
     def report(self, session: pytest.Session, file_nodeid: str, decided: Decided, look: tuple | None,
                verdict_id: str | None) -> None:

@@ -88,6 +88,7 @@ class VerdictReporter(Reporter):
         self.standing: dict[str, dict] = {}      # experiment file node id -> the finding that stands (spent cases)
         self.selected: list[str] | None = None      # the verdict items collected and selected, in order
         self.unrecorded: dict[str, str] = {}        # experiment file -> why its first attempt without a record ran none
+        self.halted: set[str] = set()               # experiment files whose series stopped at a permanent error
         self.unrun: list[tuple[str, str, str]] = []  # (experiment, split, why): selected verdicts no attempt reached
         self.went_down: list[str] = []              # xdist workers that went down mid-run (kill -9, a crash)
         self._deciding_imported = False
@@ -131,6 +132,8 @@ class VerdictReporter(Reporter):
         elif report.skipped and "aqven" in report.keywords and report.nodeid.count("::") == 3:
             # paused, cancelled, vetoed: the open verdict of an experiment no record reached says why
             self.unrecorded.setdefault(report.nodeid.split("::")[0], _skip_reason(report))
+            if "aqven_halted" in report.keywords:
+                self.halted.add(report.nodeid.split("::")[0])
         standing = getattr(report, "aqven_standing", None)
         if standing is not None:
             self._standing(standing)

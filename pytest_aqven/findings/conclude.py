@@ -32,6 +32,7 @@ class Conclusion:
     question: stats.Threshold | stats.Pair | stats.Look | None = None   # the stats question decided
     spend_usd: float = 0.0                    # what the priced calls cost
     unpriced_calls: int = 0                   # calls nothing priced: spend_usd is then a lower bound
+    halted: bool = False                      # stopped at a permanent provider error: invalid, with no finding
 
     @property
     def state(self) -> str | None:
@@ -63,9 +64,10 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
                                f"until a run selects every attempt of it and its verdict (`-k {tally.experiment}`, "
                                "or its experiment.yaml), which reuses those recorded")
             if series["status"] == "awaiting_approval":
-                from ..series.ledger import pause_text, spend
+                from ..series.ledger import PROVIDER_UNUSABLE, pause_text, spend
                 with store.transaction() as db:
                     conclusion.note = pause_text(series_id, series, spend(db, series_id))
+                conclusion.halted = (series.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE
             elif series["status"] == "cancelled":
                 conclusion.note = f"series {series_id} was cancelled: {series['verdict']['text']}"
             return conclusion

@@ -104,15 +104,20 @@ class ModelResponse:
 
 
 class ProviderError(Exception):
-    """A call that failed for infrastructure reasons (an infra error of the attempt)."""
+    """A call that failed for infrastructure reasons (an infra error of the attempt).
+
+    `fix`: set on a permanent error, one every call of this provider and model repeats until a person changes
+    the configuration (no key, HTTP 401/403, an unknown model or route (404), a connection refused): what
+    that person does. The series stops at the first one (series/scheduler.py)."""
 
     def __init__(self, code: str, message: str, retries: tuple[tuple[str, float], ...] = (),
-                 public: str | None = None):
+                 public: str | None = None, fix: str | None = None):
         super().__init__(scrub(message))    # provider text may echo a key: scrubbed where it is created
         self.code = code
         self.retries = retries          # transport retries before giving up: (cause, wait in s)
         # the message without case data (no body, no exception text): shown on held-out runs too
         self.public = None if public is None else scrub(public)
+        self.fix = fix
 
 
 class Provider(Protocol):

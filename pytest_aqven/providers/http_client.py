@@ -34,7 +34,12 @@ class HTTPTimeout(Exception):
 
 
 class HTTPTransportError(Exception):
-    """The connection failed or was dropped, or the answer is not HTTP or not decodable."""
+    """The connection failed or was dropped, or the answer is not HTTP or not decodable. `refused`: nothing
+    listens at the address (the connection was refused)."""
+
+    def __init__(self, message: str, refused: bool = False):
+        super().__init__(message)
+        self.refused = refused
 
 
 class AnswerTooLarge(Exception):
@@ -118,7 +123,7 @@ class Client:
         except httpx.RequestError as exc:
             raise _failure(exc) from None
         except aiohttp.ClientError as exc:              # what the transport does not map to httpx's errors
-            raise HTTPTransportError(f"{type(exc).__name__}: {exc}") from None
+            raise HTTPTransportError(f"{type(exc).__name__}: {exc}", refused=_refused(exc)) from None
 
     def _request(self, body: bytes) -> httpx.Request:
         """What `build_request` makes of the client's URL, headers and timeout: built here from the headers
@@ -198,4 +203,10 @@ def _failure(exc: httpx.RequestError) -> Exception:
     cause = exc.__cause__ if exc.__cause__ is not None else exc
     if isinstance(cause, TimeoutError) or (cause is exc and isinstance(exc, httpx.TimeoutException)):
         return HTTPTimeout(f"{type(cause).__name__}: {cause}")
-    return HTTPTransportError(f"{type(cause).__name__}: {cause}")
+    return HTTPTransportError(f"{type(cause).__name__}: {cause}", refused=_refused(cause))
+
+
+def _refused(cause: BaseException) -> bool:
+    """Nothing listens at the address: the OS refused the connection (aiohttp keeps the OSError it wraps)."""
+    return isinstance(cause, ConnectionRefusedError) or isinstance(getattr(cause, "os_error", None),
+                                                                   ConnectionRefusedError)

@@ -58,9 +58,12 @@ class OpenAICompatProvider:
                  timeout_s: float = 60.0, retry: RetryPolicy = RetryPolicy(),
                  limiter: SharedLimiter | None = None, price_list: PriceList | None = None,
                  headers: dict[str, str] | None = None, extra_body: dict[str, Any] | None = None,
-                 max_answer: int = MAX_ANSWER, verify: bool | ssl.SSLContext = True, proxy: str | None = None):
+                 max_answer: int = MAX_ANSWER, verify: bool | ssl.SSLContext = True, proxy: str | None = None,
+                 key_names: tuple[str, ...] = ()):
         self.provider_id = provider_id
+        self.base_url = base_url
         self.url = base_url.rstrip("/") + "/chat/completions"
+        self.key_names = key_names       # the variables the key is read from: a refused key names them
         self.catalog = catalog
         self.timeout_s = timeout_s
         self.retry = retry
@@ -116,6 +119,7 @@ class OpenAICompatProvider:
         waited = 0.0
         policy = self.retry
         attempt = 0
+        refused = True                   # every try so far found nothing listening at the address
         while True:      # ends: every retry is bounded by its policy
             retry_after = None
             slot = self.limiter.slot(request.model) if self.limiter else _nothing()
@@ -130,6 +134,7 @@ class OpenAICompatProvider:
                 except HTTPTransportError as exc:
                     cause, detail = "connection", str(exc)
                     brief = detail
+                    refused = refused and exc.refused
                 except AnswerTooLarge as exc:       # it would be as long again: never retried
                     message = f"{self.provider_id}: {exc} (params: max_answer_mb)"
                     raise ProviderError("answer_too_large", message, tuple(retries), public=message) from None
@@ -145,7 +150,7 @@ class OpenAICompatProvider:
                 brief = f"HTTP {status}"     # the body may echo the request: held-out runs show the status only
                 if status not in RETRIABLE:
                     raise ProviderError("provider_error", f"{self.provider_id}: {detail}", tuple(retries),
-                                        f"{self.provider_id}: {brief}")
+                                        f"{self.provider_id}: {brief}", fix=self.fix(status, request.model))
                 cause = "rate_limited" if status == 429 else f"http_{status}"
                 retry_after = _retry_after(response.headers.get("retry-after"))
             after = f" after {len(retries)} retries" if retries else ""
@@ -161,12 +166,26 @@ class OpenAICompatProvider:
                     code = {"timeout": "timeout", "rate_limited": "rate_limited"}.get(cause, "provider_error")
                     gave_up = after + (f" (next wait {wait:.1f} s would pass the {policy.total_s:g} s retry budget)"
                                        if attempt < policy.retries else "")
+                    fix = None
+                    if cause == "connection" and refused:
+                        fix = f"nothing accepts connections at {self.base_url}: start the server, or correct the provider's base_url"
                     raise ProviderError(code, f"{self.provider_id}: {detail}{gave_up}", tuple(retries),
-                                        f"{self.provider_id}: {brief}{gave_up}")
+                                        f"{self.provider_id}: {brief}{gave_up}", fix=fix)
+            refused = refused and cause == "connection"
             retries.append((cause, round(wait, 3)))
             waited += wait
             await asyncio.sleep(wait)
             attempt += 1
+
+    def fix(self, status: int, model: str) -> str | None:
+        """What a person changes after an HTTP status that every call would get again (None: any other)."""
+        if status in (401, 403):
+            return (f"the server refused the key: set a valid key in "
+                    f"{' or '.join(self.key_names) or 'the provider api_key (ref:env/NAME)'}")
+        if status == 404:
+            return (f"the server at {self.base_url} has no model {model} or no such route: correct the agent's "
+                    f"model, or the provider's base_url")
+        return None
 
     async def input_cost(self, request: ModelRequest, left_usd: float) -> float | None:
         """A lower bound of what the request's input costs at the model's known price (None: no price is
@@ -332,7 +351,8 @@ def _part(p: Part) -> dict[str, Any]:
     return {"type": "file", "file": {"filename": p.name or "document", "file_data": _data_url(p)}}
 
 
-def build(spec: ProviderSpec, entry: Entry | None, *, root: Path, api_key: str | None) -> OpenAICompatProvider:
+def build(spec: ProviderSpec, entry: Entry | None, *, root: Path, api_key: str | None,
+          key_names: tuple[str, ...] = ()) -> OpenAICompatProvider:
     """From a ProviderSpec (and its catalog entry, None for openai_compatible)."""
     params = dict(spec.params or {})
     knobs = {"retries": "retries", "retry_base_s": "base_s", "retry_cap_s": "cap_s", "retry_total_s": "total_s"}
@@ -367,4 +387,4 @@ def build(spec: ProviderSpec, entry: Entry | None, *, root: Path, api_key: str |
     return OpenAICompatProvider(provider_id=spec.id, base_url=base_url, api_key=api_key,
                                 catalog=spec.id if entry is not None else None, timeout_s=timeout_s, retry=retry,
                                 limiter=limiter, price_list=price_list, headers=headers, extra_body={**extra, **params},
-                                max_answer=max_answer, verify=verify, proxy=proxy)
+                                max_answer=max_answer, verify=verify, proxy=proxy, key_names=key_names)

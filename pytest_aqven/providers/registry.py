@@ -81,7 +81,7 @@ def _live(spec: ProviderSpec, *, package: str, root: Path) -> Provider:
             raise ProviderError("MODEL_FEATURE_UNSUPPORTED", f"provider {spec.id}: {entry.unsupported}")
     key = api_key(spec, entry, root)
     try:
-        return openai_compat.build(spec, entry, root=root, api_key=key)
+        return openai_compat.build(spec, entry, root=root, api_key=key, key_names=key_variables(spec, entry)[0])
     except (TypeError, ValueError) as exc:
         raise ProviderError("provider_config_invalid", f"provider {spec.id}: params: {exc}") from None
 
@@ -107,7 +107,7 @@ def api_key(spec: ProviderSpec, entry: Entry | None, root: Path) -> str | None:
         if value:
             return value
     if required:
-        raise ProviderError("provider_key_missing",
-                            f"provider {spec.id}: no API key: set {' or '.join(names)} in the environment or in "
-                            f"{root / '.env'}")
+        fix = f"set {' or '.join(names)} in the environment or in {root / '.env'}"
+        raise ProviderError("provider_key_missing", f"provider {spec.id}: no API key: {fix}",
+                            public=f"provider {spec.id}: no API key ({' or '.join(names)} is not set)", fix=fix)
     return None

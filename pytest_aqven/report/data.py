@@ -36,9 +36,10 @@ NEXT = {
 
 
 def state_word(conclusion) -> str:
-    """The verdict word people read: one of AQVEN's five, 'none' for a look, 'open' without a verdict."""
+    """The verdict word people read: one of AQVEN's five, 'none' for a look, 'open' without a verdict (but
+    'invalid' for a series stopped at a permanent provider error)."""
     if conclusion.verdict is None:
-        return "open"
+        return "invalid" if conclusion.halted else "open"
     return conclusion.state or "none"
 
 
@@ -143,7 +144,8 @@ def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
         "repeats": layout.get("repeats"),
         "attempts": {"done": conclusion.done, "total": conclusion.total, "reused": tally.reused,
                      "passed": tally.passed, "failed_checks": tally.failed_checks, "infra_errors": tally.infra},
-        "verdict": None if verdict is None else {"state": word, "reason": reason, "sentence": verdict.text},
+        "verdict": {"state": word, "reason": "provider_unusable", "sentence": conclusion.note} if conclusion.halted
+        else None if verdict is None else {"state": word, "reason": reason, "sentence": verdict.text},
         "note": conclusion.note,
         "cells": cells,
         "stability": stability(tally, layout.get("repeats") or 1),

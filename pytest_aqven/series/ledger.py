@@ -44,12 +44,13 @@ from .db import Store, attempt_id, attempt_row, known_series, planned_attempts
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
 CLAIMED_ELSEWHERE = "claimed by another runner"
 FIRST_ALONE = "the first attempt runs alone; its cost becomes the reserve"
+PROVIDER_UNUSABLE = "provider_unusable"     # the pause of a series stopped at a permanent provider error
 HOST = socket.gethostname()
 
 
 @dataclass(frozen=True)
 class Decision:
-    kind: str                        # start | reused | wait | paused | stopped
+    kind: str                        # start | reused | wait | paused | halted | stopped
     limit_usd: float | None = None   # start: the attempt's hard spend limit
     why: str = ""                    # wait/paused/stopped: for a person
     generation: int = 0              # start: the claim's generation, which its finish must still hold
@@ -117,8 +118,17 @@ def _record(db: Transaction, series_id: str) -> dict:
     return known_series(db, series_id)[1]
 
 
+def halt_text(series_id: str, halt: dict) -> str:
+    """The one line of a series stopped at a permanent provider error (its pause `halt`)."""
+    return (f"series {series_id} stopped at a permanent error, nothing more is spent: provider {halt['provider']}, "
+            f"model {halt['model']}: {halt['error']}. Fix: {halt['fix']}; then run the same command: it continues "
+            f"the series ({PROVIDER_UNUSABLE})")
+
+
 def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
     pause = record.get("pause") or {}
+    if pause.get("reason") == PROVIDER_UNUSABLE:
+        return halt_text(series_id, pause)
     cap = record["cap_usd"]         # every series record holds its cap (SeriesRun writes it at the start)
     if pause.get("reason") == "cap_above_project":
         return (f"series {series_id} waits for approval: its cap {dollars(cap)} is above the project cap "
@@ -157,9 +167,10 @@ class Ledger:
 
     def batch(self, ops: list[tuple]) -> list:
         """Several operations in one transaction: ("start", series_id, variant, case, repeat) -> Decision,
-        ("claim", ...) the same for an attempt to start later, and ("release", series_id, variant, case,
-        repeat) -> None. The deferred finishes go first, then the releases (a claim then sees the spend and
-        the free reserve), then the rest in order. Returns the results
+        ("claim", ...) the same for an attempt to start later, ("release", series_id, variant, case,
+        repeat) -> None, and ("halt", series_id, pause) -> None (a permanent provider error: the series waits,
+        PROVIDER_UNUSABLE). The deferred finishes go first, then the releases and halts (a claim then sees the
+        spend, the free reserve and the halt), then the rest in order. Returns the results
         in the order of `ops`, an exception in place of the result of an operation that failed: when one
         fails (or a cut interrupts the transaction), it is rolled back and each operation is done again in a
         transaction of its own, run again as a whole after a cut (storage.rerun)."""
@@ -195,6 +206,8 @@ class Ledger:
         seen.clear()        # what this transaction read of spend and claims
         if kind == "release":
             return self._release(db, *args)
+        if kind == "halt":
+            return db.pause_series(*args)
         raise ValueError(f"unknown ledger operation {kind!r}")
 
     def _try_start(self, db: Transaction, series_id: str, variant: str, case: str, repeat: int, now: float,
@@ -211,8 +224,10 @@ class Ledger:
         if finished:
             return Decision("reused")
         if status == "awaiting_approval":
-            return Decision("paused", why=pause_text(series_id, _record(db, series_id),
-                                                     spend(db, series_id, self.runner_id, now, seen)))
+            record = _record(db, series_id)
+            if (record.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE:
+                return Decision("halted", why=halt_text(series_id, record["pause"]))
+            return Decision("paused", why=pause_text(series_id, record, spend(db, series_id, self.runner_id, now, seen)))
         if status != "running":
             return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")
         if holder is not None:
@@ -290,6 +305,19 @@ def cancel(store: Store, series_id: str, why: str, *, unless_complete: bool = Fa
 
 def _complete(db: Transaction, series_id: str) -> bool:
     return db.count_finished(series_id) >= planned_attempts(_record(db, series_id))
+
+
+@storage.rerun
+def resume(store: Store, series_id: str, run: str | None) -> bool:
+    """A series an earlier run stopped at a permanent provider error runs again (the same command after the
+    fix): its attempts that were not recorded run now. A halt of this same run (another xdist worker met the
+    error) stays. True when it resumed."""
+    with store.transaction() as db:
+        status, record, _, _ = known_series(db, series_id)
+        pause = record.get("pause") or {}
+        if status != "awaiting_approval" or pause.get("reason") != PROVIDER_UNUSABLE or pause.get("run") == run:
+            return False
+        return db.resume_series(series_id)
 
 
 @storage.rerun

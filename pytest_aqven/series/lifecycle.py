@@ -15,7 +15,7 @@ from ..record import AttemptRecord
 from ..stats.model import experiment_salt
 from .cap import SeriesCap, series_cap
 from .db import Store, unpublished_series
-from .ledger import apply_cap
+from .ledger import apply_cap, resume
 from .plans import SearchCache
 from .spent import Spent, Standing
 from .to_stats import question_of, to_attempt
@@ -159,6 +159,8 @@ class SeriesRun:
                         + "; rerun without editing the project")
             if not self.created and cap.explicit:
                 apply_cap(self.store, self._series_id, cap)
+            if not self.created:        # stopped by an earlier run at a permanent provider error: run after the fix
+                resume(self.store, self._series_id, self.run)
         return self._series_id
 
     def warnings(self) -> list[str]:

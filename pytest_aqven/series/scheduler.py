@@ -22,7 +22,7 @@ from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from ..record import AttemptRecord
 from .db import Store
-from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, Decision, Ledger, cancel
+from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, PROVIDER_UNUSABLE, Decision, Ledger, cancel, halt_text
 
 if TYPE_CHECKING:
     from .lifecycle import SeriesRun
@@ -34,17 +34,19 @@ AHEAD_SECONDS = 2 * HEARTBEAT_SECONDS    # a claim made ahead and not started by
 
 @dataclass
 class Outcome:
-    kind: str                        # ran | reused | paused | stopped | cancelled
+    kind: str                        # ran | reused | paused | halted | stopped | cancelled
     record: AttemptRecord | None = None
     why: str = ""
 
 
 class Budget:
-    """The hard spend limit of one attempt: a call is refused once the attempt spent its limit."""
+    """The hard spend limit of one attempt: a call is refused once the attempt spent its limit. It also keeps
+    the first permanent provider error the attempt met (`unusable`), whatever the flow made of it."""
 
     def __init__(self, limit_usd: float | None):
         self.limit = limit_usd
         self.spent = 0.0
+        self.unusable: dict | None = None     # provider, model, error, fix (ProviderError.fix)
 
     def before(self) -> None:
         if self.limit is not None and self.spent >= self.limit:
@@ -70,21 +72,42 @@ class Budget:
 
 class BudgetGuard:
     """Wraps a provider for one attempt: refuses a call once the attempt spent its limit, or when its input
-    alone would pass it (providers that know their prices: input_cost)."""
+    alone would pass it (providers that know their prices: input_cost). Notes a permanent error of the call
+    (ProviderError.fix) on the budget, even one a container policy goes on to absorb."""
 
-    def __init__(self, inner, budget: Budget):
+    def __init__(self, inner, budget: Budget, provider_id: str = ""):
         self.inner = inner
         self.budget = budget
+        self.provider_id = provider_id
 
     async def complete(self, request):
         self.budget.before()
         input_cost = getattr(self.inner, "input_cost", None)
         if input_cost is not None:
             await self.budget.before_input(request, input_cost)
-        return self.budget.add(await self.inner.complete(request))
+        try:
+            response = await self.inner.complete(request)
+        except ProviderError as exc:
+            if exc.fix is not None and self.budget.unusable is None:
+                error = (exc.public or exc.code).removeprefix(f"provider {self.provider_id}: ")
+                self.budget.unusable = {"provider": self.provider_id, "model": request.model,
+                                        "error": error.removeprefix(f"{self.provider_id}: "), "fix": exc.fix}
+            raise
+        return self.budget.add(response)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+
+class Unbuilt:
+    """A provider that could not be built for a permanent reason (no key): each call raises its
+    ProviderError, through the BudgetGuard that notes it."""
+
+    def __init__(self, error: ProviderError):
+        self.error = error
+
+    async def complete(self, request):
+        raise self.error
 
 
 class Scheduler:
@@ -345,14 +368,23 @@ class Scheduler:
                 decision = await self._decide(key, run, series_id, variant, case.name, repeat, ahead)
                 if decision.kind == "start":
                     self.running.add(key)
+                    budget = Budget(decision.limit_usd)
                     try:
-                        record = await self._attempt(run, variant, case, repeat, series_id, decision.limit_usd)
+                        record = await self._attempt(run, variant, case, repeat, series_id, budget)
                     except BaseException:
                         await self._ledger_op(root, "release", series_id, variant, case.name, repeat)
                         self._wake_waiters()
                         raise
                     finally:
                         self.running.discard(key)
+            if decision.kind == "start" and budget.unusable is not None and record.outcome == "infra_error":
+                # a configuration that cannot work: no new attempt of the series starts, in any process
+                halt = {**budget.unusable, "reason": PROVIDER_UNUSABLE, "run": run.run}
+                await self._ledger_op(root, "halt", series_id, halt)
+                if not (budget.spent or record.unpriced_calls):     # nothing paid: it runs again after the fix
+                    await self._ledger_op(root, "release", series_id, variant, case.name, repeat)
+                    self._wake_waiters()
+                    return Outcome("halted", why=halt_text(series_id, halt))
             if decision.kind == "start":
                 # its finish (spend, claim and record together) is group-committed: it joins the next claim's
                 # transaction or a timer's, with no wait here; its claim counts its reserve until then
@@ -367,7 +399,7 @@ class Scheduler:
                 wire = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
                 if wire is not None:
                     return Outcome("reused", AttemptRecord.from_wire(wire))
-            elif decision.kind in ("paused", "stopped"):
+            elif decision.kind in ("paused", "stopped", "halted"):
                 return Outcome(decision.kind, why=decision.why)
             await self._until_finished(finished, forever=decision.why == FIRST_ALONE and self._runs_here(id(run)))
 
@@ -397,12 +429,19 @@ class Scheduler:
             raise decision
         return decision
 
-    async def _attempt(self, run, variant, case, repeat, series_id, limit) -> AttemptRecord:
+    async def _attempt(self, run, variant, case, repeat, series_id, budget: Budget) -> AttemptRecord:
         from ..experiments import attempt as attempts  # the engine: imported when an attempt runs
-        budget = Budget(limit)
-        providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
+        providers = {k: _guarded(k, p, budget) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
         return await attempts.run_attempt(*args)
+
+
+def _guarded(provider_id: str, provider, budget: Budget):
+    """The provider as one attempt calls it; one that could not be built stays its ProviderError, unless that
+    error is permanent (no key): then each call raises it through the guard, which notes it."""
+    if isinstance(provider, ProviderError):
+        return BudgetGuard(Unbuilt(provider), budget, provider_id) if provider.fix else provider
+    return BudgetGuard(provider, budget, provider_id)
 
 
 class HeldCtrlC:

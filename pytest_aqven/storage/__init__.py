@@ -68,6 +68,8 @@ class Transaction(Protocol):
         """a running series now awaits approval"""
     def set_cap(self, series_id: str, status: str, cap_usd: str, cap_from: Any, needs_approval: bool,
                 pause: Record | None) -> None: ...
+    def resume_series(self, series_id: str) -> bool:
+        """a series waiting on its pause runs again, the pause gone (not an approval); False when it was not waiting"""
     def approve_series(self, series_id: str, cap_usd: str, approved_by: str, at: float) -> bool:
         """a waiting series runs again under the cap; False when it was not waiting"""
     def approval(self, series_id: str) -> tuple[str, Any, Any]:

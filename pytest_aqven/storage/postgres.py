@@ -390,6 +390,15 @@ class PostgresTransaction(SqliteTransaction):
         self._change(series_id, lambda r: r.update(cap_usd=cap_usd, cap_from=cap_from, needs_approval=needs_approval,
                                                    pause=pause), ", status = %s", (status,))
 
+    def resume_series(self, series_id: str) -> bool:
+        if self.series_status(series_id) != "awaiting_approval":
+            return False
+
+        def resume(record: Record) -> None:
+            record.pop("pause", None)
+            record["needs_approval"] = False
+        return self._change(series_id, resume, ", status = 'running'")
+
     def approve_series(self, series_id: str, cap_usd: str, approved_by: str, at: float) -> bool:
         if self.series_status(series_id) != "awaiting_approval":
             return False

@@ -220,6 +220,11 @@ class SqliteTransaction:
                 "'$.needs_approval', json(?), '$.pause', json(?)) WHERE series_id = ?",
                 (status, cap_usd, cap_from, "true" if needs_approval else "false", json.dumps(pause), series_id))
 
+    def resume_series(self, series_id: str) -> bool:
+        return self._x("UPDATE aqven_series SET status = 'running', record = json_set(json_remove(record, '$.pause'), "
+                       "'$.needs_approval', json('false')) WHERE series_id = ? AND status = 'awaiting_approval'",
+                       (series_id,)).rowcount > 0
+
     def approve_series(self, series_id: str, cap_usd: str, approved_by: str, at: float) -> bool:
         return self._x("UPDATE aqven_series SET status = 'running', record = json_set(json_remove(record, '$.pause'), "
                        "'$.cap_usd', ?, '$.approved_by', ?, '$.approved_at', ?, '$.needs_approval', json('false')) "

@@ -1,13 +1,15 @@
 """A real HTTP server on 127.0.0.1 that speaks OpenAI chat completions, with scripted faults.
 
 Each request to /v1/chat/completions (or /api/v1/chat/completions) takes the next fault scripted for
-its model (`server.script(model, "429:1", "ok")`), else answers normally. Faults:
+its model (`server.script(model, "429:1", "ok")`), else the fault `server.broken` holds for the model (every
+request, until it is removed), else answers normally. Faults:
 
   ok               a normal answer (the responder's content), usage with cost when `server.with_cost`
   delay:<s>        answer after s seconds
   429[:<s>]        429 Too Many Requests, Retry-After: s when given
   500 / 503        a server error
-  400              a client error that echoes the Authorization header back (the canary path)
+  400 / 401        a client error that echoes the Authorization header back (the canary path)
+  403 / 404        a refused key, an unknown model
   drop             close the connection without an answer
   timeout          say nothing for `server.hang_s` seconds (longer than the client's timeout)
   length           finish_reason length, the JSON cut in half
@@ -42,8 +44,9 @@ def default_responder(body: dict) -> Any:
 
 
 class Server:
-    def __init__(self):
+    def __init__(self, port: int = 0):
         self.scripts: dict[str, deque[str]] = defaultdict(deque)
+        self.broken: dict[str, str] = {}        # model -> the fault of every request (a configuration fault)
         self.requests: list[dict] = []          # every chat request: time, model, headers, body, fault
         self.price_requests = 0
         self.prices: dict[str, dict] = {}
@@ -56,7 +59,7 @@ class Server:
         self.inflight = 0
         self.max_inflight = 0                   # the most chat requests answered at once
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
@@ -80,7 +83,7 @@ class Server:
     def next_fault(self, model: str) -> str:
         with self._lock:
             queue = self.scripts.get(model)
-            return queue.popleft() if queue else "ok"
+            return queue.popleft() if queue else self.broken.get(model, "ok")
 
     def log(self, entry: dict) -> None:
         with self._lock:
@@ -150,6 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
         if kind in ("400", "401"):
             echoed = self.headers.get("Authorization")
             return self._send(int(kind), {"error": {"message": f"invalid request; you sent Authorization: {echoed}"}})
+        if kind in ("403", "404"):
+            return self._send(int(kind), {"error": {"message": f"{kind}: no model {model} for this key"}})
         if kind == "drop":
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True

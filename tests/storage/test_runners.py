@@ -240,3 +240,31 @@ def test_an_xdist_worker_killed_after_reporting_a_record_it_never_committed_on_p
     assert len(faults.calls(cwd / "proj")) - paid == planned - finished
     assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_spend") == [(planned,)]
     assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_findings") == [(2,)]
+
+
+def test_a_configuration_that_cannot_work_stops_its_series_on_postgresql_and_the_fix_continues_it(tmp_path,
+                                                                                                   postgres_url):
+    """The stop lives in the shared store: both xdist workers see it, one call is made; after the fix the same
+    command continues the series on the server's database and decides it."""
+    from ..providers.openai_server import Server
+    from ..providers.test_plugin_http import make_files, split_cases
+    server = Server().start()
+    try:
+        make_files(tmp_path / "proj", server, split_cases(6), repeats=2)
+        server.broken["m1"] = "404"
+        env = {"AQVEN_STORE": postgres_url}
+        stopped = faults.run(tmp_path, "-n", "2", env=env)
+        assert stopped.returncode == 1, stopped.stdout
+        assert re.search(r"SKIPPED \[12\] .*stopped at a permanent error, nothing more is spent: provider local, "
+                         r"model m1: HTTP 404\. Fix: ", stopped.stdout), stopped.stdout
+        assert len(server.requests) == 1
+        assert rows(postgres_url, "SELECT status, record::json->'pause'->>'reason' FROM aqven_series") == \
+            [("awaiting_approval", "provider_unusable")]
+        assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_series_attempts") == [(0,)]
+        del server.broken["m1"]
+        fixed = faults.run(tmp_path, "-n", "2", env=env)
+        assert fixed.returncode == 0, fixed.stdout
+        assert len(server.requests) == 13
+        assert rows(postgres_url, "SELECT status FROM aqven_series") == [("done",)]
+    finally:
+        server.stop()
