@@ -229,8 +229,8 @@ class VerdictTests(VerdictReporter):
         why = self.unrecorded.get(file_nodeid) or (
             f"no attempt of {experiment} ran in this session: select its attempts too (`pytest {file_nodeid}`) "
             "to decide it")
-        self.unrun.append((experiment, split, why))
         state = "invalid" if file_nodeid in self.halted else "open"
+        self.unrun.append((experiment, split, why, state))
         outcome: Outcome
         longrepr: str | tuple[str, None, str]
         if state == "invalid" or (split == "holdout" and "open" in self.fail_on):

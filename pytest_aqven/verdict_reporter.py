@@ -89,7 +89,8 @@ class VerdictReporter(Reporter):
         self.selected: list[str] | None = None      # the verdict items collected and selected, in order
         self.unrecorded: dict[str, str] = {}        # experiment file -> why its first attempt without a record ran none
         self.halted: set[str] = set()               # experiment files whose series stopped at a permanent error
-        self.unrun: list[tuple[str, str, str]] = []  # (experiment, split, why): selected verdicts no attempt reached
+        # (experiment, split, why, state): verdicts left undecided (open; invalid when a permanent error stopped it)
+        self.unrun: list[tuple[str, str, str, str]] = []
         self.went_down: list[str] = []              # xdist workers that went down mid-run (kill -9, a crash)
         self._deciding_imported = False
         self.ran_here: dict[str, AttemptRecord] = {}    # node id -> the record of an attempt run in this process,
@@ -199,7 +200,7 @@ class VerdictReporter(Reporter):
         why = (f"its verdict was not selected ({tally.done} of its attempts ran in this session); a held-out series "
                f"is decided, and its finding written, only by a run that selects its verdict: "
                f"`pytest --aqven-holdout -k {tally.experiment}` finishes it, reusing the recorded attempts")
-        self.unrun.append((tally.experiment, tally.split, why))
+        self.unrun.append((tally.experiment, tally.split, why, "open"))
         if "open" in self.fail_on:
             session.testsfailed += 1
 

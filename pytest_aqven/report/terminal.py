@@ -108,16 +108,16 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def summary(tr, entries: list[dict], unrun: Sequence[tuple[str, str, str]] = ()) -> None:
+def summary(tr, entries: list[dict], unrun: Sequence[tuple[str, str, str, str]] = ()) -> None:
     """The table (one row per experiment), then each verdict's sentence and, unless confirmed, what to do
     next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats. `unrun`:
-    (experiment, split, why) of the verdicts left open without a decision (no attempt reached them, or a held-out
-    verdict was not selected): why each is open."""
+    (experiment, split, why, state) of the verdicts left undecided (no attempt reached them, a held-out verdict
+    was not selected: open; a permanent error stopped the series: invalid) and why."""
     if not entries:
         if unrun:
             tr.write_sep("=", "aqven verdicts")
-        for experiment, split, why in unrun:
-            tr.write_line(f"{experiment} ({split}): no verdict: {why}", yellow=True)
+        for undecided in unrun:
+            _unrun_line(tr, *undecided)
         return
     verbosity = tr.config.get_verbosity()
     tr.write_sep("=", "aqven verdicts")
@@ -131,8 +131,17 @@ def summary(tr, entries: list[dict], unrun: Sequence[tuple[str, str, str]] = ())
             tr.write_line("≥: some calls had no known price, so the spend is a lower bound")
     for entry in entries:
         _verdict(tr, entry, verbosity)
-    for experiment, split, why in unrun:
+    for undecided in unrun:
+        _unrun_line(tr, *undecided)
+
+
+def _unrun_line(tr, experiment: str, split: str, why: str, state: str) -> None:
+    if state == "open":
         tr.write_line(f"{experiment} ({split}): no verdict: {why}", yellow=True)
+    else:
+        tr.write(f"{experiment} ({split}): ")
+        tr.write(state, **COLOURS.get(state, {}))
+        tr.write_line(f" - {why}")
 
 
 def _verdict(tr, entry: dict, verbosity: int) -> None:

@@ -1,8 +1,9 @@
 """A container policy never absorbs an infrastructure error: pytest runs of flows whose map skips failed items or
 whose parallel skips failed branches, against the chat-completions server on 127.0.0.1, with the mistakes that
 used to publish a false `refuted` (the key unset, a model the server does not know). Every attempt is skipped as
-an infrastructure error naming the container, the item or branch and the original error; the verdict is invalid,
-no finding is written, and no call is made past the first failed item."""
+an infrastructure error naming the container, the item or branch and the original error; a permanent one (the
+key, a model the server does not know) stops the series at its first attempt; the verdict is invalid, no finding
+is written, and no call is made past the first failed item."""
 from __future__ import annotations
 
 import re
@@ -165,21 +166,26 @@ def held_out_run(pytester, xdist):
     return pytester.runpytest_subprocess("proj", "--aqven-holdout", "-rs", "-p", "no:cacheprovider", *xdist)
 
 
-def assert_unmeasured(result, root, reason: str, note: str) -> list[dict]:
-    """Every attempt skipped with one reason, `reason` ... `note`; the verdict invalid on the infrastructure errors;
-    no finding."""
+def assert_stopped(result, root, fault: str, recorded: int = 0) -> list[dict]:
+    """A permanent fault absorbed by a policy is an infrastructure error all the same, so it stops the series
+    at its first attempt (issue 41's plumbing rule and its stop-before-spending rule together): every attempt is
+    skipped with one line naming the provider, the model or key, and the fix; the verdict is invalid; no finding;
+    only an attempt that paid for a call is recorded (the others run again after the fix)."""
     out = result.stdout.str()
     skipped = re.findall(r"SKIPPED \[(\d+)\] \S+: (.*)", out)
-    assert len({why for _, why in skipped}) == 1, skipped
-    assert skipped[0][1].startswith(reason) and skipped[0][1].endswith(note), skipped
+    stops = [(int(n), why) for n, why in skipped if why.startswith("series ")]
+    assert len({why for _, why in stops}) == 1 and sum(n for n, _ in stops) == CASES - recorded, skipped
+    why = stops[0][1]
+    assert " stopped at a permanent error, nothing more is spent: " in why, why
+    assert fault in why and why.endswith("then run the same command: it continues the series (provider_unusable)")
     outcomes = result.parseoutcomes()
     assert outcomes.get("skipped") == sum(int(n) for n, _ in skipped) == CASES, outcomes
     assert outcomes.get("xfailed", 0) == 0 and outcomes.get("passed", 0) == 0
-    assert f"verdict invalid: No finding: {CASES} of {CASES} attempts hit infrastructure errors." in out
-    assert "refuted" not in out and result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "verdict invalid: series " in out and "refuted" not in out and result.ret == pytest.ExitCode.TESTS_FAILED
+    assert re.search(r"^rate_ok \(holdout\): invalid - series ", out, re.M), out     # the summary says so too
     assert not (root / "experiments/rate_ok/findings").exists() and not (root / "FINDINGS.md").exists()
     rows = records(root)
-    assert len(rows) == CASES and {(r["outcome"], r["passed"]) for r in rows} == {("infra_error", None)}
+    assert len(rows) == recorded and {(r["outcome"], r["passed"]) for r in rows} <= {("infra_error", None)}
     return rows
 
 
@@ -188,9 +194,7 @@ def test_a_map_that_skips_items_never_skips_a_missing_key(pytester, server, monk
     root = wired(pytester, server, MAP)
     (root / ".env").unlink()
     result = held_out_run(pytester, xdist)
-    rows = assert_unmeasured(result, root, "provider_key_missing: node each: item 0: node judge: provider local: "
-                                           "no API key: set LOCAL_LLM_KEY", SKIP)
-    assert {r["error_code"] for r in rows} == {"provider_key_missing"}
+    assert_stopped(result, root, "LOCAL_LLM_KEY")
     assert server.requests == []
 
 
@@ -198,26 +202,19 @@ def test_a_map_that_skips_items_never_skips_a_model_the_server_does_not_know(pyt
     root = wired(pytester, server, MAP)
     server.unknown_models = {"m1"}
     result = held_out_run(pytester, xdist)
-    rows = assert_unmeasured(result, root, "provider_error: node each: item 0: node judge: local: HTTP 404", SKIP)
-    assert {r["error_code"] for r in rows} == {"provider_error"}
-    assert {r["first_failed_node"] for r in rows} == {"each"}
-    # the original error, as the provider gave it, in each attempt's trace at the item that failed
-    failed = [(n["node"], n["item"], n["error_code"]) for r in rows for n in r["trace"]["nodes"]
-              if n["status"] == "failed" and n["kind"] == "llm"]
-    assert failed == [("each__judge", 0, "provider_error")] * CASES
-    # one call per attempt: the first sentence's; the two after it never start
-    assert len(server.requests) == CASES and {q["model"] for q in server.requests} == {"m1"}
+    assert_stopped(result, root, "provider local, model m1: HTTP 404")
+    # one call in all: the first attempt's first sentence; no item after it, no attempt after it starts
+    assert len(server.requests) == 1 and {q["model"] for q in server.requests} == {"m1"}
 
 
 def test_a_quorum_that_skips_failed_branches_never_skips_an_outage(pytester, server, xdist):
     root = wired(pytester, server, QUORUM)
     server.unknown_models = {"ghost"}
     result = held_out_run(pytester, xdist)
-    rows = assert_unmeasured(result, root, "provider_error: node raters: branch a: node rate_a: local: HTTP 404",
-                             " (join use: quorum absorbs only the model's own failures)")
-    assert {r["error_code"] for r in rows} == {"provider_error"}
+    rows = assert_stopped(result, root, "model ghost: HTTP 404", recorded=len(records(root)))
+    assert len(rows) <= 1 and {r["error_code"] for r in rows} <= {"provider_error"}   # recorded if it paid a rater
     ghost = [q for q in server.requests if q["model"] == "ghost"]
-    assert len(ghost) == CASES and len(server.requests) <= 3 * CASES     # the other raters: cancelled or answered
+    assert len(ghost) == 1 and len(server.requests) <= 3     # the first attempt's raters only
 
 
 def test_one_item_lost_to_an_outage_is_an_unmeasured_attempt_counted_by_the_five_percent_rule(pytester, server,
@@ -229,6 +226,7 @@ def test_one_item_lost_to_an_outage_is_an_unmeasured_attempt_counted_by_the_five
     out = result.stdout.str()
     rows = records(root)
     assert sorted(r["outcome"] for r in rows) == ["infra_error"] + ["ok"] * (CASES - 1)
-    assert f"verdict invalid: No finding: 1 of {CASES} attempts hit infrastructure errors." in out
+    assert (f"verdict invalid: No finding: 1 of {CASES} attempts hit infrastructure errors (1 of {CASES} cases had "
+            "none measured).") in out
     assert re.search(rf"^rate_ok +threshold +bot +invalid .* {CASES}/{CASES} +1 ", out, re.M), out   # infra column
     assert len(server.requests) == 1 + 3 * (CASES - 1)
