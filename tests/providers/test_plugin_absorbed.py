@@ -182,7 +182,7 @@ def assert_stopped(result, root, fault: str, recorded: int = 0) -> list[dict]:
     assert outcomes.get("skipped") == sum(int(n) for n, _ in skipped) == CASES, outcomes
     assert outcomes.get("xfailed", 0) == 0 and outcomes.get("passed", 0) == 0
     assert "verdict invalid: series " in out and "refuted" not in out and result.ret == pytest.ExitCode.TESTS_FAILED
-    assert re.search(r"^rate_ok \(holdout\): invalid - series ", out, re.M), out     # the summary says so too
+    assert re.search(r"^rate_ok \(holdout(, \d+/\d+ attempts)?\): invalid - series ", out, re.M), out   # the summary too
     assert not (root / "experiments/rate_ok/findings").exists() and not (root / "FINDINGS.md").exists()
     rows = records(root)
     assert len(rows) == recorded and {(r["outcome"], r["passed"]) for r in rows} <= {("infra_error", None)}
