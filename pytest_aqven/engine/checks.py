@@ -106,9 +106,8 @@ class CompiledCheck:
             raise CheckRaised(message, "CHECK_VALUE_INVALID", message)
         if self.spec.kind == "binary":
             return CheckResult("passed" if verdict.passed else "failed", 1.0 if verdict.passed else 0.0, verdict.reason)
-        if verdict.score is None:
-            message = f"check {self.id}: evaluator {self.label} returned no score for a {self.spec.kind} check"
-            raise CheckRaised(message, "CHECK_VALUE_INVALID", message)
+        if verdict.score is None:   # no value to measure (a cost check on calls of unknown price): left out of it
+            return CheckResult("error", None, f"evaluator returned no score for a {self.spec.kind} check")
         return CheckResult("passed", float(verdict.score), verdict.reason)
 
 
