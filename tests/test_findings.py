@@ -106,6 +106,29 @@ def test_every_edit_of_a_finding_is_tampered_at_its_line(project, published, edi
     assert any(d.code == "W_FINDINGS_STALE" for d in check_root(project))
 
 
+def test_a_finding_of_earlier_statistics_stands_and_says_what_todays_would_decide(project, published):
+    """A finding written before `method.statistics` (version 1) whose sentence today's statistics word another way
+    is intact, not tampered: W_FINDING_METHOD_CHANGED says what today's would decide. The same edit claimed by
+    today's version is a forgery, as before."""
+    doc = yaml.safe_load(published.finding.read_text())
+    assert doc["method"]["statistics"] == 2
+    today = doc["statement"]
+
+    def earlier(d):
+        d["method"].pop("statistics")
+        d["statement"] = "bot: label is 1.00 (95% CI 0.80 to 1.00) against above 0.5 with margin 0: as release 1 said."
+    _edit(published.finding, earlier, True)
+    diags = check_root(project)
+    assert not [d for d in diags if d.code == "E_FINDING_TAMPERED"], diags
+    (changed,) = [d for d in diags if d.code == "W_FINDING_METHOD_CHANGED"]
+    assert changed.file == published.finding.relative_to(project).as_posix() and changed.line is not None
+    assert f"decided with statistics version 1: {doc['state']}; today's version 2 would decide its data as " \
+           f"{doc['state']}: {today}" in changed.message
+    assert read_findings(project, "testproj") != []           # it stands
+    _edit(published.finding, _set(("method", "statistics"), 2), True)
+    assert [d.code for d in check_root(project) if d.code == "E_FINDING_TAMPERED"] == ["E_FINDING_TAMPERED"]
+
+
 def test_a_renamed_or_moved_finding_is_tampered(project, published):
     renamed = published.finding.with_name("00000000-0000-4000-8000-000000000000.yaml")
     published.finding.rename(renamed)

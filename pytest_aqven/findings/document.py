@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
 from ..project.loader import Project
-from ..stats.model import KEY_HEX, case_key
+from ..stats.model import KEY_HEX, STATISTICS_VERSION, case_key
 from . import judges
 from .fields import cell_dict, estimate_dict, judges_key, judges_of
 from .files import read_findings
@@ -99,6 +99,7 @@ def method(conclusion: Conclusion) -> dict:
     from ..stats.intervals import ALPHA
     question, _, facts, _ = conclusion.decided()
     return {
+        "statistics": STATISTICS_VERSION,
         "question": evidence.question_dict(question),
         "family": facts.family,
         "alpha": ALPHA,

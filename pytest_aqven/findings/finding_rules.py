@@ -1,4 +1,5 @@
-"""E_FINDING_TAMPERED and W_FINDINGS_STALE: every finding decided again from its own data, and
+"""E_FINDING_TAMPERED, W_FINDING_METHOD_CHANGED and W_FINDINGS_STALE: every finding decided again from its own
+data (one of an earlier release's statistics stands as written, said beside what today's would decide), and
 FINDINGS.md compared with the text the findings generate."""
 from __future__ import annotations
 
@@ -9,20 +10,29 @@ from ..project.loader import Project
 from ..project.yamlpos import parse_yaml
 from .files import REBUILD_HINT, TAMPERED_HINT, examine, finding_path, render_findings_md
 
+METHOD_HINT = ("a finding is never decided again: it stands as its release decided it; a new held-out series "
+               "(fresh cases, or --aqven-respend-holdout) decides the question with today's statistics")
+
 
 def finding_rules(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagnostic]]]:
     """(project-level diagnostics, diagnostics per experiment id). A finding's errors belong to the
     experiment whose folder holds it (a collection error of that experiment in pytest)."""
     from .publish import recorded  # noqa: PLC0415  (the series store: only when findings are checked)
+    from .verify import method_changed  # noqa: PLC0415  (numpy and scipy: only when findings are checked)
 
     root = project.root
     per_experiment: dict[str, list[Diagnostic]] = {}
     project_level: list[Diagnostic] = []
     examined = examine(root, project.package)
-    for path, _, found in examined:
+    for path, document, found in examined:
         owner = path.parent.parent.name
         target = per_experiment.setdefault(owner, []) if owner in project.experiments else project_level
-        target += [_tampered(root, path, owner, where, message) for where, message in found]
+        target += [_diag(root, path, owner, "E_FINDING_TAMPERED", where, message, TAMPERED_HINT)
+                   for where, message in found]
+        changed = None if found else method_changed(document)
+        if changed is not None:
+            project_level.append(_diag(root, path, owner, "W_FINDING_METHOD_CHANGED", ("method",), changed,
+                                       METHOD_HINT))
     rows = recorded(root)
     for series_id, experiment, _ in rows:
         path = finding_path(root, experiment, series_id)
@@ -36,15 +46,15 @@ def finding_rules(project: Project) -> tuple[list[Diagnostic], dict[str, list[Di
     return project_level + stale, per_experiment
 
 
-def _tampered(root: Path, path: Path, owner: str, where: tuple, message: str) -> Diagnostic:
+def _diag(root: Path, path: Path, owner: str, code: str, where: tuple, message: str, hint: str) -> Diagnostic:
     rel = path.relative_to(root).as_posix()
     text = f"finding {path.name} of experiment {owner}: {message}"
     try:
         doc = parse_yaml(path.read_text(encoding="utf-8"), rel)
     except (DiagnosticError, OSError, UnicodeDecodeError):
-        return Diagnostic("E_FINDING_TAMPERED", rel, tuple(where), text, hint=TAMPERED_HINT)
-    diag = doc.diag("E_FINDING_TAMPERED", tuple(where), text, TAMPERED_HINT)
-    return diag if diag.line is not None else Diagnostic("E_FINDING_TAMPERED", rel, tuple(where), text, 1, 1, TAMPERED_HINT)
+        return Diagnostic(code, rel, tuple(where), text, hint=hint)
+    diag = doc.diag(code, tuple(where), text, hint)
+    return diag if diag.line is not None else Diagnostic(code, rel, tuple(where), text, 1, 1, hint)
 
 
 def _stale(root: Path, standing: list, any_finding: bool) -> list[Diagnostic]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import stats
 from ..stats import evidence
+from ..stats.model import STATISTICS_VERSION
 from ..stats.verdicts import decide_table
 from .fields import cell_dict, estimate_dict
 from .selfhash import self_hash
@@ -48,7 +49,33 @@ def problems(document: Any, *, stem: str, folder: str, package: str | None, made
     if package is not None and salt != expected_salt(package, folder) and not renamed:   # W_HALVES_MOVED says so
         out.append((("method", "salt"), f"method.salt is {_get(document, ('method', 'salt'))}, but cases of this "
                                         f"experiment are keyed with {expected_salt(package, folder)}"))
-    return out if made else out + _recomputed(document)
+    if made:
+        return out
+    if earlier_statistics(document) and not out:     # intact, from a release that decided it another way
+        return []
+    return out + _recomputed(document)
+
+
+def earlier_statistics(document: Mapping) -> int | None:
+    """The statistics version of a finding written by an earlier release (1 when none is recorded), else None:
+    its verdict stands as written; today's decision of its data is said beside it (method_changed)."""
+    version = _get(document, ("method", "statistics"))
+    version = 1 if version is None else version
+    return version if isinstance(version, int) and version < STATISTICS_VERSION else None
+
+
+def method_changed(document: Mapping) -> str | None:
+    """For an intact finding of earlier statistics: what today's method decides from its data, when that
+    differs from what the finding says; else None."""
+    version = earlier_statistics(document)
+    if version is None or not _recomputed(document):
+        return None
+    try:
+        today = _cached_recompute(repr(document), document)
+    except Exception as exc:  # noqa: BLE001 - data today's method cannot read: say so, the finding stands
+        return f"decided with statistics version {version}; today's version {STATISTICS_VERSION} cannot read its data ({exc})"
+    return (f"decided with statistics version {version}: {document['state']}; today's version {STATISTICS_VERSION} "
+            f"would decide its data as {today.state}: {today.text}")
 
 
 def _get(d: Any, path: tuple) -> Any:

@@ -66,6 +66,11 @@ def experiment_salt(package: str, experiment: str) -> str:
     return f"{package}/{experiment}"
 
 
+# the statistics a verdict is decided with, by version: a finding records it (method.statistics) and `aqven check`
+# decides a finding of an earlier version again only to say what today's would read (findings/verify.py).
+# 1: before it was recorded; 2: unmeasured attempts counted against the claim, declared scales, exact agreement
+# bounds, cost tails, sentences at their precision
+STATISTICS_VERSION = 2
 KEY_HEX = 16  # 64 bits of SHA-256: no two cases of a dataset collide in practice
 
 
