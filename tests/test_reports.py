@@ -151,6 +151,19 @@ def pair(kind: str) -> str:
                   '  margin: 0.1\nplan:\n  repeats: 2\n', f"pair_{kind}", two_variants=True)
 
 
+def test_the_shipped_json_schema_is_generated_from_the_definition_the_writer_validates_with():
+    """One typed definition (json_report.JsonReport): the shipped schema is generated from it (`python -m
+    pytest_aqven.report.json_report` writes it), and the writer refuses a document that does not fit it."""
+    from pydantic import ValidationError
+
+    from pytest_aqven.report import json_report
+
+    assert json_report.SCHEMA.read_text(encoding="utf-8") == json_report.schema_text(), \
+        "the shipped schema is stale: run python -m pytest_aqven.report.json_report"
+    with pytest.raises(ValidationError, match="surprise"):
+        json_report.document([{"surprise": 1}])
+
+
 @pytest.mark.parametrize("split", [[], ["--aqven-holdout"]], ids=["dev", "holdout"])
 def test_json_report_of_every_question_kind_validates_against_the_shipped_schema(pytester, split):
     import os
