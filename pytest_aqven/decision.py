@@ -176,19 +176,22 @@ def _entry(project: Project, conclusion: Conclusion, tally: SeriesTally, family:
               "variants": row.get("variants", []), "cases": len(row.get("cases", [])), "repeats": row.get("repeats")}
     plan = None
     if experiment and conclusion.state in ("refuted", "inconclusive", "signal"):
-        plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, family))
+        plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, family,
+                                          observed=conclusion.series_id))
     # the series' own cap (the one its series line and a pause name), not the project's
     cap = row.get("cap_usd") or runnable(project).spec.research.spend_cap_usd
     return data.series_entry(conclusion, tally, layout, float(cap), plan,
                              Path(os.path.relpath(Path(tally.root), reports_root)).as_posix())
 
 
-def quick_plan(project: Project, experiment: RunnableExperiment, split: str, layout: dict, family: str):
-    """The launch plan in closed form (instant), with this experiment's history."""
+def quick_plan(project: Project, experiment: RunnableExperiment, split: str, layout: dict, family: str,
+               observed: str | None = None):
+    """The launch plan in closed form (instant), with this experiment's history (the series `observed`: a verdict's
+    figure at the rates observed is its own series')."""
     run = SeriesRun(runnable(project), experiment, split, cases=layout["cases"] or None, repeats=layout["repeats"],
                     spent=spent_for(project, experiment, split))
     try:
-        return run.launch_plan(family, simulate=False)
+        return run.launch_plan(family, simulate=False, observed=observed)
     finally:
         run.close_store()
 

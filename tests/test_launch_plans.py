@@ -86,3 +86,18 @@ def test_after_a_series_the_plan_gives_the_figure_at_the_observed_rates_and_the_
     assert observed.startswith("  at the rates observed so far (label 0.") and ", the edge 0.42), about " in observed
     assert observed.endswith(" cases give an 80% chance to confirm (simulated)")
     assert int(observed.split(", about ")[1].split()[0]) < int(pre.split("about ")[1].split()[0])
+
+
+def test_a_verdicts_next_step_quotes_the_rate_its_own_series_observed(pytester):
+    """A series of more than 200 attempts a variant: its verdict block's figure at the observed rates is read
+    from every attempt of that series (it read the first 200 by case name: another rate than the sentence's)."""
+    import re
+
+    cases = projects.cases(46) + [(f"z_wrong_{i:02d}", "wrong") for i in range(16)]    # last by name
+    projects.make(pytester, cases, experiments={"rate_ok": {"above": 0.5, "margin": 0.05, "repeats": 8}})
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    (stated,) = re.findall(r"rate_ok \(dev, (\d+)/\d+ attempts\): signal - .*: bot: label is (\d\.\d+)", out)
+    assert int(stated[0]) > 200
+    (observed,) = re.findall(r"at the rates observed so far \(label (\d\.\d+) over (\d+) cases", out)
+    assert observed[0] == stated[1] and int(observed[1]) * 8 == int(stated[0]), (observed, stated)

@@ -172,12 +172,15 @@ class SeriesRun:
                        f"--aqven-cases N")
         return out
 
-    def launch_plan(self, family: str = "robust", *, simulate: bool = True) -> stats.LaunchPlan:
-        """Attempts and the recommended cases; history only from a database that already exists.
-        The simulated search is read from .aqven/plans/, else run when `simulate` and cached there."""
+    def launch_plan(self, family: str = "robust", *, simulate: bool = True,
+                    observed: str | None = None) -> stats.LaunchPlan:
+        """Attempts and the recommended cases; history only from a database that already exists: the series
+        `observed` (every attempt of it: a verdict's own figure quotes its own rate), else the experiment's latest
+        finished series. The simulated search is read from .aqven/plans/, else run when `simulate` and cached."""
         history = []
         if storage.exists(self.project.root):
-            history = [to_attempt(AttemptRecord.from_wire(r)) for r in self.store.history(self.experiment.id)]
+            records = self.store.attempts(observed) if observed else self.store.history(self.experiment.id)
+            history = [to_attempt(AttemptRecord.from_wire(r)) for r in records]
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,
                                  variants=len(self.plan.variants), available=self.plan.available,
