@@ -179,6 +179,11 @@ def pytest_runtest_makereport(item: pytest.Item, call):
             item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
     elif collect and isinstance(item, collect.VerdictItem) and report.when == "call" and item.standing is not None:
         report.aqven_standing = item.standing       # the finding that stands, for the controller's summary
+    elif collect and isinstance(item, collect.AttemptItem) and report.when == "call" and report.skipped \
+            and item.experiment_file.series.standing is not None:
+        # held-out cases another run took as the series opened: the controller reports the verdict from this
+        file = item.experiment_file
+        report.aqven_standing = {**file.series.standing.entry(file.nodeid), "at_open": True}
     return report
 
 
@@ -240,6 +245,19 @@ class VerdictTests(VerdictReporter):
         from .report import junit
         junit.add_suite_properties(self.config, props, experiment)
         self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", f"verdict open: {why}")])
+
+    def report_standing(self, session: pytest.Session, verdict_id: str, standing: dict) -> None:
+        """A held-out series that found its cases taken by another run as it opened: its verdict is the finding
+        that stands (or open, while another run still runs them), as a verdict item reports one known at
+        collection."""
+        state = standing["state"]
+        outcome: Outcome = "failed" if state in self.fail_on else "passed"
+        longrepr = f"verdict {state} (the finding that stands; nothing ran): {standing['statement']}\n" \
+                   f"{standing['why']}" if outcome == "failed" else None
+        from .report import junit
+        self._fire(session, verdict_id, outcome, longrepr, junit.standing_properties(standing),
+                   [("aqven verdict", f"verdict {state} (the finding that stands): "
+                                      f"{standing['finding'] or standing['series']}")])
 
     def report(self, session: pytest.Session, file_nodeid: str, decided: Decided, look: tuple | None,
                verdict_id: str | None) -> None:
