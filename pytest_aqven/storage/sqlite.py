@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
-from . import schema
+from . import disk, schema
 from .disk import StorageError
 
 if TYPE_CHECKING:      # the interface (the package) opens this backend: the alias is for annotations only
@@ -57,6 +57,7 @@ class SqliteDatabase:
     def __init__(self, path: Path):
         self.path = path
         self.location = str(path)
+        disk.refuse_outside(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.raw = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
         self.raw.execute(f"PRAGMA busy_timeout={BUSY_MS}")
@@ -416,6 +417,7 @@ class SqliteLimits:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            disk.refuse_outside(self.path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
