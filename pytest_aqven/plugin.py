@@ -96,10 +96,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     roots = options.project_roots(session.config)
     if not roots:
         return
-    from .storage import StorageError, preflight, preflight_findings
+    from .project.loader import package_of
+    from .storage import StorageError, check_project, preflight, preflight_findings
     for root in roots:
         try:
             preflight(root, again=True)
+            check_project(root, package_of(root))
             if session.config.getoption("aqven_holdout"):
                 preflight_findings(root)
         except StorageError as exc:

@@ -224,6 +224,15 @@ class Store:
             if any(beat is not None and now - beat[2] < lease_s for beat in beats):
                 raise HeldOutTaken(series_id, running=True)
 
+    @storage.rerun
+    def own(self, package: str) -> None:
+        """The store holds this project's series (one database, one project): recorded by its first series;
+        StorageError (storage.foreign) when it holds another project's."""
+        with self.transaction() as db:
+            recorded = db.own_project(package)
+        if recorded != package:
+            raise storage.foreign(self.root, recorded, package)
+
     def series(self, series_id: str) -> dict | None:
         with self.read() as db:
             row = db.series(series_id)

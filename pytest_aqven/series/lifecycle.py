@@ -73,7 +73,9 @@ class SeriesRun:
     @cached_property
     def store(self) -> Store:
         storage.preflight(self.project.root)
-        return Store(self.project.root)
+        store = Store(self.project.root)
+        store.own(self.project.package)
+        return store
 
     def close_store(self) -> None:
         """Write the last batch and close, so no WAL file is left behind; a later use opens it again."""

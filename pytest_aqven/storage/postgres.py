@@ -304,6 +304,7 @@ class PostgresTransaction(SqliteTransaction):
     of both dialects is the same; its own words below where it is not (JSON records, upserts, counters).
     `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly);
     `at`: the server's clock when the transaction took the writer's lock."""
+    DIALECT = "postgresql"
 
     def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None,
                  at: float | None = None):

@@ -38,13 +38,19 @@ def _retry_locked(fn: Callable[[], T]) -> T:
     return fn()
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def newer(path: Path, version: int) -> StorageError:
+    """A database a newer pytest-aqven wrote: never opened, never changed."""
+    return StorageError(f"pytest-aqven: the project database {path} was written by a newer pytest-aqven (schema "
+                        f"version {version}, this one knows {schema.LATEST}): upgrade pytest-aqven; nothing was "
+                        f"run or changed.")
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
     """Inside the caller's transaction: apply every migration above the stored version."""
     row = conn.execute("SELECT version FROM aqven_schema_versions WHERE component = 'series'").fetchone()
     version = row[0] if row else 1
     if version > schema.LATEST:
-        raise StorageError(f"the project database was written by a newer pytest-aqven (schema version {version}, "
-                           f"this one knows {schema.LATEST}): upgrade pytest-aqven")
+        raise newer(path, version)
     for target in range(version + 1, schema.LATEST + 1):
         for statement in schema.script(schema.MIGRATIONS[target], "sqlite"):
             conn.execute(statement)
@@ -69,7 +75,7 @@ class SqliteDatabase:
                 self.raw.execute(statement)
             self.raw.execute("INSERT OR IGNORE INTO aqven_schema_versions VALUES ('series', ?)",
                              (schema.SERIES_VERSION,))
-            migrate(self.raw)
+            migrate(self.raw, path)
 
     def _wal(self) -> None:
         """Switching to WAL takes a lock the busy handler does not wait for: retry it ourselves."""
@@ -137,6 +143,7 @@ def _loads(text: str | None) -> Record:
 
 
 class SqliteTransaction:
+    DIALECT = "sqlite"
     """Every statement pytest-aqven runs on SQLite. `raw`: the connection (this backend's tests read it)."""
 
     def __init__(self, raw: sqlite3.Connection):
@@ -355,6 +362,19 @@ class SqliteTransaction:
                                                  outcome, at))
         self._x(self.SAVE_ATTEMPT, row)
         return True
+
+    # --- the project --------------------------------------------------------------------------------------
+    def project(self) -> str | None:
+        row = self._x("SELECT value FROM aqven_project WHERE key = 'package'").fetchone()
+        return row[0] if row else None
+
+    def own_project(self, package: str) -> str:
+        for statement in schema.script(schema.PROJECT, self.DIALECT):
+            self._x(statement)
+        recorded = self.project()
+        if recorded is None:
+            self._x("INSERT INTO aqven_project VALUES ('package', ?)", (package,))
+        return recorded or package
 
     # --- findings ---------------------------------------------------------------------------------------
     def ensure_findings(self) -> None:

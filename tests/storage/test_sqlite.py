@@ -87,3 +87,29 @@ def test_a_database_of_a_newer_pytest_aqven_is_refused_and_left_as_it_is(tmp_pat
                                                     rf"this one knows {schema.LATEST}\): upgrade pytest-aqven"):
         Store(tmp_path)
     assert dump(path) == before
+
+
+def test_a_newer_database_is_one_message_in_pytest_and_in_every_aqven_command(tmp_path, xdist):
+    """pytest: once, at the session start, exit 4, no call; each aqven command that reads the store: the same
+    message, never a traceback; `aqven db check` says it is newer and exits 1. The file is left as it is."""
+    from .. import faults
+    root = faults.make(tmp_path, cases=8, experiments=("rate_a", "rate_b"))
+    first = faults.run(tmp_path, "--aqven-holdout")
+    assert first.returncode == 0, first.stdout
+    path = storage.database_path(root)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE aqven_schema_versions SET version = ? WHERE component = 'series'", (schema.LATEST + 1,))
+    conn.close()
+    before = dump(path)
+    message = f"was written by a newer pytest-aqven (schema version {schema.LATEST + 1}, this one knows {schema.LATEST})"
+    run = faults.run(tmp_path, "--aqven-holdout", *xdist)
+    out = run.stdout + run.stderr
+    assert run.returncode == 4 and out.count(message) == 1 and "Traceback" not in out, out
+    for command in (["series", "list"], ["series", "show", "x"], ["findings", "rebuild"], ["plan"],
+                    ["db", "migrate"]):
+        done = faults.aqven(tmp_path, *command, "--project", "proj")
+        said = done.stdout + done.stderr
+        assert done.returncode in (1, 2) and message in said and "Traceback" not in said, (command, said)
+    check = faults.aqven(tmp_path, "db", "check", "--project", "proj")
+    assert check.returncode == 1 and f"schema version {schema.LATEST + 1} is newer" in check.stdout, check.stdout
+    assert dump(path) == before
