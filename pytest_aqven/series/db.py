@@ -163,8 +163,9 @@ class Store:
         snapshot = record.get("snapshot") or {}
         files = {k: v for k, v in snapshot.items() if k != "cases_sha256"}     # the files, not the case selection
         for series_id, recorded, marks in db.open_series_of(experiment_id, split, keep):
-            before = {k: v for k, v in recorded.items() if k != "cases_sha256"}
-            if before == files or not files:
+            # only the kinds of input both record: a release that hashes one more kind changed no input
+            before = {k: v for k, v in recorded.items() if k != "cases_sha256" and k in files}
+            if before == {k: v for k, v in files.items() if k in recorded} or not files:
                 continue
             # fingerprints (mtimes) name the files a checkout edited; another checkout's (another machine's)
             # differ in every path and time: the kinds of input whose hashes differ name the change then
@@ -191,12 +192,32 @@ class Store:
             rows = [r for r in rows if r[1] == fresh_for]
         if rows:
             return rows[0][0], False
+        older = self._older_format(db, experiment_id, split, plan_key, record, scope_key) if fresh_for is None else None
+        if older is not None:
+            return older, False
         if spend_once is not None:
             self._taken_elsewhere(db, experiment_id, split, record, run, spend_once)
         series_id = str(uuid.uuid4())
         db.insert_series(series_id, experiment_id, flow_id, dataset_id, split, question, status, plan_key,
                          db.now(), {**record, "series_id": series_id, "run_token": fresh_for, "scope_key": scope_key})
         return series_id, True
+
+    @staticmethod
+    def _older_format(db: Transaction, experiment_id: str, split: str, plan_key: str, record: dict,
+                      scope_key: str | None) -> str | None:
+        """An open series of this selection that an older release recorded: its snapshot holds fewer kinds of
+        input (a release added some), each equal to this one's. Its inputs did not change: it is continued
+        under this release's plan key and hashes (its attempts reused), not closed as inputs_changed."""
+        snapshot = record.get("snapshot") or {}
+        for series_id, before, _ in db.open_series_of(experiment_id, split, ""):
+            if not before.keys() < snapshot.keys() or any(snapshot[k] != v for k, v in before.items()):
+                continue
+            found = db.series(series_id)
+            recorded = found[1] if found else {}
+            if all(recorded.get(k) == record.get(k) for k in ("cases", "repeats", "variants")):
+                db.adopt_series(series_id, plan_key, snapshot, record.get("fingerprints") or {}, scope_key)
+                return series_id
+        return None
 
     @staticmethod
     def _taken_elsewhere(db: Transaction, experiment_id: str, split: str, record: dict, run: str | None,

@@ -59,6 +59,9 @@ class Transaction(Protocol):
         """the newest open series of this scope and another plan key that the run `run` continues"""
     def open_series_of(self, experiment_id: str, split: str, keep: str) -> list[tuple[str, Record, Record]]:
         """(series_id, snapshot, fingerprints) of the other open series of the experiment and half"""
+    def adopt_series(self, series_id: str, plan_key: str, snapshot: Record, fingerprints: Record,
+                     scope_key: str | None) -> None:
+        """an open series recorded by an older release continues under this one's plan key and input hashes"""
     def series_runs(self, series_id: str) -> list[str]: ...
     def add_run(self, series_id: str, run: str) -> None: ...
     def set_closed(self, series_id: str, closed: list[Record]) -> None: ...

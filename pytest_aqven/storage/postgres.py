@@ -372,6 +372,11 @@ class PostgresTransaction(SqliteTransaction):
         if record is not None and run not in (record.get("runs") or []):
             self._change(series_id, lambda r: r.__setitem__("runs", [*(r.get("runs") or []), run]))
 
+    def adopt_series(self, series_id: str, plan_key: str, snapshot: Record, fingerprints: Record,
+                     scope_key: str | None) -> None:
+        self._change(series_id, lambda r: r.update(snapshot=snapshot, fingerprints=fingerprints, scope_key=scope_key),
+                     ", plan_key = %s", (plan_key,))
+
     def set_closed(self, series_id: str, closed: list[Record]) -> None:
         self._change(series_id, lambda r: r.__setitem__("closed", closed))
 

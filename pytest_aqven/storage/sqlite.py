@@ -198,6 +198,12 @@ class SqliteTransaction:
                        "AND series_id != ?", (experiment_id, split, keep)).fetchall()
         return [(sid, _loads(snapshot), _loads(marks)) for sid, snapshot, marks in rows]
 
+    def adopt_series(self, series_id: str, plan_key: str, snapshot: Record, fingerprints: Record,
+                     scope_key: str | None) -> None:
+        self._x("UPDATE aqven_series SET plan_key = ?, record = json_set(record, '$.snapshot', json(?), "
+                "'$.fingerprints', json(?), '$.scope_key', ?) WHERE series_id = ?",
+                (plan_key, json.dumps(snapshot), json.dumps(fingerprints), scope_key, series_id))
+
     def series_runs(self, series_id: str) -> list[str]:
         row = self._x("SELECT json_extract(record, '$.runs') FROM aqven_series WHERE series_id = ?",
                       (series_id,)).fetchone()

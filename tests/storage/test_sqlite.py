@@ -113,3 +113,31 @@ def test_a_newer_database_is_one_message_in_pytest_and_in_every_aqven_command(tm
     check = faults.aqven(tmp_path, "db", "check", "--project", "proj")
     assert check.returncode == 1 and f"schema version {schema.LATEST + 1} is newer" in check.stdout, check.stdout
     assert dump(path) == before
+
+
+def test_an_open_series_an_older_release_recorded_is_continued_not_closed_as_inputs_changed(tmp_path):
+    """A release of 2026-11-30 hashed fewer kinds of input (no judges, experiment folder, modules) and so keyed
+    its plan otherwise: its open series is continued under this release's key, its attempts reused, nothing
+    closed as inputs_changed and nothing paid twice."""
+    import json
+
+    from .. import faults
+    root = faults.make(tmp_path, cases=24, gate=4)
+    planned = faults.attempts_planned(root, "dev")
+    faults.kill_mid_series(tmp_path, root, 4)
+    (series_id, record), = faults.query(root, "SELECT series_id, record FROM aqven_series")
+    old = json.loads(record)
+    for kind in ("judges_sha256", "experiment_folder_sha256", "modules_sha256", "modules"):
+        del old["snapshot"][kind]
+    for key in ("scope_key", "runs"):
+        old.pop(key, None)
+    with sqlite3.connect(storage.database_path(root)) as conn:     # as that release wrote it
+        conn.execute("UPDATE aqven_series SET plan_key = 'older', record = ? WHERE series_id = ?",
+                     (json.dumps(old), series_id))
+    conn.close()
+    kept, paid = faults.finished(root), len(faults.calls(root))
+    again = faults.run(tmp_path)
+    assert again.returncode == 0, again.stdout
+    assert "inputs changed" not in again.stdout and f"{planned - kept} attempts ran, {kept} reused" in again.stdout
+    assert [(s["series_id"], s["status"]) for s in faults.series(root)] == [(series_id, "done")]
+    assert len(faults.calls(root)) - paid <= planned - kept + 4         # only what was missing (and in flight)
