@@ -113,6 +113,24 @@ def test_a_run_that_concludes_an_experiment_while_another_run_is_past_its_collec
     assert f"{planned // 2 + 2} passed, {planned // 2} skipped" in out        # both verdicts reported
 
 
+def test_a_run_on_held_out_cases_another_run_is_running_runs_nothing_and_says_which_series(tmp_path):
+    """Run A holds a held-out series of 6 cases in flight; run B, another plan of the same experiment (all
+    its held-out cases), would open a second series on them: it runs nothing, its verdict open, naming A's."""
+    root = faults.make(tmp_path, cases=24, gate=2)
+    a = faults.start(tmp_path, HOLDOUT, "--aqven-cases", "6")
+    try:
+        faults.wait_until(lambda: len(faults.calls(root)) >= 2, a, what="run A calling")
+        b = faults.run(tmp_path, HOLDOUT)
+    finally:
+        (root / "go").touch()
+    out = a.communicate(timeout=300)[0]
+    (series,) = faults.series(root, "holdout")
+    assert a.returncode == 0 and len(faults.calls(root)) == 6, out
+    assert b.returncode == 1 and f"held-out cases taken: series {series['series_id']} of another run is running " \
+                                 f"them, nothing ran" in b.stdout, b.stdout
+    assert "verdict open (the finding that stands; nothing ran)" in b.stdout and len(faults.finding_files(root)) == 1
+
+
 @pytest.mark.slow          # a worker killed mid-series and replaced: long (CI runs -m slow)
 def test_an_xdist_worker_killed_mid_series_then_the_same_command(tmp_path):
     root, planned = two_experiments(tmp_path, gate=12, sleep=0.05)
