@@ -253,11 +253,11 @@ class VerdictTests(VerdictReporter):
         that stands (or open, while another run still runs them), as a verdict item reports one known at
         collection."""
         state = standing["state"]
-        outcome: Outcome = "failed" if state in self.fail_on else "passed"
+        failing = state in self.fail_on
         longrepr = f"verdict {state} (the finding that stands; nothing ran): {standing['statement']}\n" \
-                   f"{standing['why']}" if outcome == "failed" else None
+                   f"{standing['why']}" if failing else None
         from .report import junit
-        self._fire(session, verdict_id, outcome, longrepr, junit.standing_properties(standing),
+        self._fire(session, verdict_id, "failed" if failing else "passed", longrepr, junit.standing_properties(standing),
                    [("aqven verdict", f"verdict {state} (the finding that stands): "
                                       f"{standing['finding'] or standing['series']}")])
 
