@@ -115,6 +115,8 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     if root is None:
         return 2
     project = load_project(root)
+    from . import storage  # noqa: PLC0415
+    storage.check_project(root, project.package)    # another project's findings are never written here
     restorable, lost = edited(project)
     if lost:
         print(render_text([Diagnostic("E_FINDING_TAMPERED", path.relative_to(root).as_posix(), (), why, hint=(

@@ -38,8 +38,10 @@ def test_a_store_that_holds_another_projects_series_is_refused_with_one_message(
     assert "is the project with package 'otherproj': one database holds one project" in out
     assert "Traceback" not in out and faults.calls(b / "proj") == [] and faults.finding_files(b / "proj") == []
     assert not (b / "proj" / "FINDINGS.md").exists()
-    listed = faults.aqven(b, "series", "list", "--project", "proj", env={**os.environ, **env})
-    assert listed.returncode == 2 and message in listed.stderr, listed.stdout + listed.stderr
+    for command in (["series", "list"], ["findings", "rebuild"]):
+        done = faults.aqven(b, *command, "--project", "proj", env={**os.environ, **env})
+        assert done.returncode == 2 and message in done.stderr, (command, done.stdout + done.stderr)
+    assert faults.finding_files(b / "proj") == []
     if store == "postgresql":   # A's series untouched: nothing of B's cancelled or joined it
         with psycopg.connect(env["AQVEN_STORE"], autocommit=True) as conn:
             assert conn.execute("SELECT status FROM aqven_series").fetchall() == [("done",)]
