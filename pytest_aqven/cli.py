@@ -115,6 +115,8 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     if root is None:
         return 2
     project = load_project(root)
+    from . import storage  # noqa: PLC0415
+    storage.check_project(root, project.package)    # another project's findings are never written here
     restorable, lost = edited(project)
     if lost:
         print(render_text([Diagnostic("E_FINDING_TAMPERED", path.relative_to(root).as_posix(), (), why, hint=(
@@ -297,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return SIGPIPE_EXIT
+    except Exception as exc:
+        storage = sys.modules.get("pytest_aqven.storage")      # imported by the commands that use a store
+        if storage is None or not isinstance(exc, storage.StorageError):
+            raise
+        # a store this release cannot use (newer, another project's): its one message
+        print(f"aqven {args.command}: {str(exc).removeprefix('pytest-aqven: ')}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -96,10 +96,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     roots = options.project_roots(session.config)
     if not roots:
         return
-    from .storage import StorageError, preflight, preflight_findings
+    from .project.loader import package_of
+    from .storage import StorageError, check_project, preflight, preflight_findings
     for root in roots:
         try:
             preflight(root, again=True)
+            check_project(root, package_of(root))
             if session.config.getoption("aqven_holdout"):
                 preflight_findings(root)
         except StorageError as exc:
@@ -179,6 +181,11 @@ def pytest_runtest_makereport(item: pytest.Item, call):
             item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
     elif collect and isinstance(item, collect.VerdictItem) and report.when == "call" and item.standing is not None:
         report.aqven_standing = item.standing       # the finding that stands, for the controller's summary
+    elif collect and isinstance(item, collect.AttemptItem) and report.when == "call" and report.skipped \
+            and item.experiment_file.series.standing is not None:
+        # held-out cases another run took as the series opened: the controller reports the verdict from this
+        file = item.experiment_file
+        report.aqven_standing = {**file.series.standing.entry(file.nodeid), "at_open": True}
     return report
 
 
@@ -242,6 +249,19 @@ class VerdictTests(VerdictReporter):
         from .report import junit
         junit.add_suite_properties(self.config, props, experiment)
         self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", f"verdict {state}: {why}")])
+
+    def report_standing(self, session: pytest.Session, verdict_id: str, standing: dict) -> None:
+        """A held-out series that found its cases taken by another run as it opened: its verdict is the finding
+        that stands (or open, while another run still runs them), as a verdict item reports one known at
+        collection."""
+        state = standing["state"]
+        failing = state in self.fail_on
+        longrepr = f"verdict {state} (the finding that stands; nothing ran): {standing['statement']}\n" \
+                   f"{standing['why']}" if failing else None
+        from .report import junit
+        self._fire(session, verdict_id, "failed" if failing else "passed", longrepr, junit.standing_properties(standing),
+                   [("aqven verdict", f"verdict {state} (the finding that stands): "
+                                      f"{standing['finding'] or standing['series']}")])
 
     def report(self, session: pytest.Session, file_nodeid: str, decided: Decided, look: tuple | None,
                verdict_id: str | None) -> None:

@@ -169,6 +169,10 @@ class VerdictReporter(Reporter):
             if collect else {}
         projects = self.projects = decision.projects_of(self.tallies, collected)
         errors = []
+        for verdict_id in self.selected or []:     # held-out cases taken by another run as the series opened
+            standing = self.standing.get(verdict_id.split("::")[0])
+            if standing is not None and standing.get("at_open"):
+                self.report_standing(session, verdict_id, standing)
         for verdict_id, series in decision.session_order(self.tallies, self.selected, self.standing, projects):
             # --sw stops at the first failed verdict: the later ones are decided, not reported as tests
             fire = verdict_id is not None and not (session.shouldstop and self.config.getoption("stepwise", False))
@@ -207,6 +211,8 @@ class VerdictReporter(Reporter):
     def _standing(self, standing: dict) -> None:
         """A held-out experiment whose cases are spent reported the finding that stands: its junit figures."""
         from .report import junit
+        if standing["file_nodeid"] in self.standing:     # every attempt of a series taken at its opening says so
+            return
         self.standing[standing["file_nodeid"]] = standing
         junit.add_suite_properties(self.config, junit.standing_properties(standing), standing["experiment"])
 
@@ -288,6 +294,9 @@ class VerdictReporter(Reporter):
         raise NotImplementedError     # plugin.VerdictTests
 
     def report_unrun(self, session: pytest.Session, verdict_id: str) -> None:
+        raise NotImplementedError
+
+    def report_standing(self, session: pytest.Session, verdict_id: str, standing: dict) -> None:
         raise NotImplementedError
 
 

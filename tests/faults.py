@@ -291,6 +291,24 @@ def pytest_runtest_logreport(report):
     if HELD and wire and (wire["series_id"], wire["variant"], wire["case"], wire["repeat"]) == HELD[0]:
         os.kill(os.getpid(), signal.SIGKILL)
 '''
+# a conftest.py: each process that collects (one, or each xdist worker) marks it with a file collected-<pid> and
+# waits there for a file `go-on` (FAULT_HOLD_AFTER_COLLECTION=1): another run goes between collection and the run
+HOLD_AFTER_COLLECTION = '''
+import os, pathlib, time
+def pytest_collection_finish(session):
+    if os.environ.get("FAULT_HOLD_AFTER_COLLECTION") == "1":
+        here = pathlib.Path(__file__).parent
+        (here / f"collected-{os.getpid()}").touch()
+        while not (here / "go-on").exists():
+            time.sleep(0.02)
+'''
+
+
+def collected(root: Path) -> int:
+    """How many processes of a run started with FAULT_HOLD_AFTER_COLLECTION=1 collected and wait for `go-on`."""
+    return len(list(root.glob("collected-*")))
+
+
 # a conftest.py: a lease of 3 s, so a runner stopped for longer loses its claims in a test's time
 SHORT_LEASE = "from pytest_aqven.series import ledger\nledger.LEASE_SECONDS = 3.0\n"
 # a conftest.py: the disk fills up while a finding or FINDINGS.md is written (FAULT_DISK_FULL=1)

@@ -45,10 +45,11 @@ def records_for(run: SeriesRun, series_id: str, passed, t0: float = 1_790_000_00
 
 
 def held_out(root: Path, experiment: str = "rate_ok", passed=passes_with(0.97)) -> tuple[str, list[dict]]:
-    """Open (or continue) the held-out series of the experiment and save every attempt's record."""
+    """Open (or continue) the held-out series of the experiment and save every attempt's record. A second
+    look at cases that gave a finding is --aqven-respend-holdout's (the store refuses any other)."""
     project = load_project(root)
     exp = project.experiments[experiment]
-    run = SeriesRun(project, exp, "holdout", spent=spent(project, exp))
+    run = SeriesRun(project, exp, "holdout", spent=spent(project, exp), respend=True)
     series_id = run.series_id
     records = records_for(run, series_id, passed)
     save(run.store, [r for r in records

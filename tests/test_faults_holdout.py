@@ -89,6 +89,48 @@ def test_a_kill_between_two_experiments_decisions_then_the_same_command(tmp_path
            f"attempts): confirmed" in again.stdout
 
 
+def test_a_run_that_concludes_an_experiment_while_another_run_is_past_its_collection(tmp_path, xdist):
+    """Run A collects both experiments (nothing spent yet) and waits; run B concludes rate_b meanwhile. A's
+    held-out series of rate_b then finds its cases taken as it opens: it runs nothing and reports B's finding,
+    so every held-out attempt is paid once and each experiment has one look."""
+    root, planned = two_experiments(tmp_path, files={"conftest.py": faults.HOLD_AFTER_COLLECTION})
+    a = faults.start(tmp_path, HOLDOUT, *xdist, env={"FAULT_HOLD_AFTER_COLLECTION": "1"})
+    try:
+        faults.wait_until(lambda: faults.collected(root) == (2 if xdist else 1), a, what="run A collected")
+        b = faults.run(tmp_path, HOLDOUT, *xdist, "-k", "rate_b", "--aqven-concurrency", "8")
+    finally:
+        (root / "go-on").touch()
+    out = a.communicate(timeout=300)[0]
+    assert b.returncode == 0 and a.returncode == 0, out
+    assert len(faults.calls(root)) == planned
+    assert_spent_once(root, planned)
+    assert "holdout looks" not in (root / "FINDINGS.md").read_text()
+    (finding,) = [p for p in faults.finding_files(root) if p.parent.parent.name == "rate_b"]
+    assert f"SKIPPED [{planned // 2}] proj/experiments/rate_b/experiment.yaml:1: held-out cases spent: finding " \
+           f"{finding.relative_to(root).as_posix()} (confirmed) stands, nothing ran" in out, out
+    assert "rate_b (holdout, nothing ran): confirmed" in out and f"rate_a (holdout, {planned // 2}/{planned // 2} " \
+           f"attempts): confirmed" in out
+    assert f"{planned // 2 + 2} passed, {planned // 2} skipped" in out        # both verdicts reported
+
+
+def test_a_run_on_held_out_cases_another_run_is_running_runs_nothing_and_says_which_series(tmp_path):
+    """Run A holds a held-out series of 6 cases in flight; run B, another plan of the same experiment (all
+    its held-out cases), would open a second series on them: it runs nothing, its verdict open, naming A's."""
+    root = faults.make(tmp_path, cases=24, gate=2)
+    a = faults.start(tmp_path, HOLDOUT, "--aqven-cases", "6")
+    try:
+        faults.wait_until(lambda: len(faults.calls(root)) >= 2, a, what="run A calling")
+        b = faults.run(tmp_path, HOLDOUT)
+    finally:
+        (root / "go").touch()
+    out = a.communicate(timeout=300)[0]
+    (series,) = faults.series(root, "holdout")
+    assert a.returncode == 0 and len(faults.calls(root)) == 6, out
+    assert b.returncode == 1 and f"held-out cases taken: series {series['series_id']} of another run is running " \
+                                 f"them, nothing ran" in b.stdout, b.stdout
+    assert "verdict open (the finding that stands; nothing ran)" in b.stdout and len(faults.finding_files(root)) == 1
+
+
 @pytest.mark.slow          # a worker killed mid-series and replaced: long (CI runs -m slow)
 def test_an_xdist_worker_killed_mid_series_then_the_same_command(tmp_path):
     root, planned = two_experiments(tmp_path, gate=12, sleep=0.05)

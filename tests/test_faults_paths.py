@@ -133,3 +133,25 @@ def test_the_snapshot_never_reads_a_file_out_of_the_project(tmp_path):
     taken = planning.take(project, series)
     assert all(SECRET.encode() not in data for data in taken.sources.files.values())
     assert not any("outside" in str(p) for p in taken.sources.files)
+
+
+@pytest.mark.parametrize("link", [".aqven", ".aqven/aqven.sqlite"])
+def test_a_project_database_linked_out_of_the_project_is_refused_and_nothing_is_written(tmp_path, xdist, link):
+    """`.aqven` or its database a symlink to another application's SQLite file: one message at the session
+    start (exit 4) and from every aqven command (exit 2); no model called, the other file unchanged."""
+    import sqlite3
+    root = faults.make(tmp_path, cases=8)
+    other = tmp_path / "app"
+    other.mkdir()
+    with sqlite3.connect(other / "aqven.sqlite") as conn:        # another application's database
+        conn.execute("CREATE TABLE users (name TEXT)")
+    before = (other / "aqven.sqlite").read_bytes()
+    faults.link(root / link, other if link == ".aqven" else other / "aqven.sqlite")
+    run = faults.run(tmp_path, "--aqven-holdout", *xdist)
+    assert run.returncode == 4 and faults.calls(root) == [], run.stdout + run.stderr
+    message = f"{root / link} is a symlink (to {other if link == '.aqven' else other / 'aqven.sqlite'})"
+    assert (run.stdout + run.stderr).count(message) == 1 and "Traceback" not in run.stdout + run.stderr
+    listed = faults.aqven(tmp_path, "series", "list", "--project", "proj")
+    assert listed.returncode == 2 and message in listed.stderr, listed.stderr
+    assert (other / "aqven.sqlite").read_bytes() == before and sorted(p.name for p in other.iterdir()) == \
+        ["aqven.sqlite"]

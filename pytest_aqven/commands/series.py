@@ -92,7 +92,7 @@ class Refused(Exception):
 
 
 def _store(args) -> Store:
-    from ..project.loader import PROJECT_FILE, find_root
+    from ..project.loader import PROJECT_FILE, find_root, package_of
     start = Path(args.project or ".")
     root = find_root(start) if start.exists() else None
     if root is None:
@@ -101,6 +101,7 @@ def _store(args) -> Store:
         raise Refused(f"{root} has no series yet ({storage.database_path(root)} does not exist)")
     try:
         storage.preflight(root)
+        storage.check_project(root, package_of(root))
     except storage.StorageError as exc:
         raise Refused(str(exc)) from None
     store = Store(root)
@@ -420,6 +421,10 @@ def run_db_check(args) -> int:
         print(f"aqven db check: {path} does not exist", file=sys.stderr)
         return 2
     problem = storage.check_file(path, full=True)
+    version = storage.file_version(path) if problem is None else None
+    if version is not None and version > storage.LATEST:
+        print(f"{path}: schema version {version} is newer than this pytest-aqven's ({storage.LATEST}): upgrade it")
+        return 1
     if problem is None:
         print(f"{path}: ok (integrity_check)")
         return 0

@@ -11,7 +11,7 @@ from .files import finding_files, parse
 
 
 def spent(project: Project, experiment: RunnableExperiment) -> Spent:
-    out = Spent()
+    out = Spent(reread=lambda: spent(project, experiment))
     root = project.root
     seen: set[str] = set()
     for path in finding_files(root):

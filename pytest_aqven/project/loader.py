@@ -165,6 +165,16 @@ class RunnableProject(Project):
     doc: YamlDoc
 
 
+def package_of(root: Path) -> str | None:
+    """The package aqven.yaml names, read quickly (no project load); None when it does not read."""
+    try:
+        data = load_yaml(Path(root) / PROJECT_FILE, Path(root)).data
+    except Exception:      # aqven check reports what does not read
+        return None
+    package = data.get("package") if isinstance(data, dict) else None
+    return package if isinstance(package, str) else None
+
+
 def runnable(project: Project) -> RunnableProject:
     """The project, to run its experiments."""
     if not isinstance(project, RunnableProject):

@@ -36,6 +36,16 @@ def planned_attempts(series: dict) -> int:
     return len(series["variants"]) * len(series["cases"]) * series["repeats"]
 
 
+class HeldOutTaken(Exception):
+    """A held-out series would open on cases another series already took: one that gave a finding
+    (`running` False), or one another run still runs (`running` True). Held-out cases are spent once."""
+
+    def __init__(self, series_id: str, running: bool):
+        super().__init__(series_id)
+        self.series_id = series_id
+        self.running = running
+
+
 def known_series(db: Transaction, series_id: str) -> tuple[str, dict, float, float | None]:
     """(status, record, created_at, finished_at) of a series that must exist (its id came from this database)."""
     row = db.series(series_id)
@@ -119,20 +129,23 @@ class Store:
     def open_series(self, *, plan_key: str, experiment_id: str, flow_id: str, dataset_id: str, split: str,
                     question: str, record: dict, status: str = "running",
                     fresh_for: str | None = None, scope_key: str | None = None,
-                    run: str | None = None) -> tuple[str, bool]:
+                    run: str | None = None, spend_once: float | None = None) -> tuple[str, bool]:
         """The unfinished series with this plan key, or a new one. Returns (series id, created).
         fresh_for: a run token (--aqven-new-series): only a series that run created is continued; other
         unfinished ones with the key are cancelled, in the same transaction, so every worker agrees.
         run: this run's token, kept in the series it opens; a process of the same run whose inputs differ
         (another plan key, same `scope_key`: experiment, half, cases, repeats, variants) joins that series
-        instead of starting one of its own: the caller sees the recorded snapshot differ."""
+        instead of starting one of its own: the caller sees the recorded snapshot differ.
+        spend_once: a held-out series, whose cases are spent once, with the claims' lease in seconds: no new
+        series opens on a case of a series that gave a finding, or that another run still runs (HeldOutTaken);
+        an open series of this plan key is continued all the same (runs of one series share its work by claims)."""
         with self.transaction() as db:
             if run is not None and scope_key is not None:
                 joined = db.open_series_joined(scope_key, plan_key, run)
                 if joined is not None:
                     return joined, False
             sid = self._open_series(db, plan_key, experiment_id, flow_id, dataset_id, split, question, record,
-                                    status, fresh_for, scope_key)
+                                    status, fresh_for, scope_key, run, spend_once)
             closed = self._close_invalidated(db, sid[0], experiment_id, split, record)
             if closed:      # the run says so: `aqven series` lines of the terminal summary read it here
                 db.set_closed(sid[0], closed)
@@ -150,8 +163,9 @@ class Store:
         snapshot = record.get("snapshot") or {}
         files = {k: v for k, v in snapshot.items() if k != "cases_sha256"}     # the files, not the case selection
         for series_id, recorded, marks in db.open_series_of(experiment_id, split, keep):
-            before = {k: v for k, v in recorded.items() if k != "cases_sha256"}
-            if before == files or not files:
+            # only the kinds of input both record: a release that hashes one more kind changed no input
+            before = {k: v for k, v in recorded.items() if k != "cases_sha256" and k in files}
+            if before == {k: v for k, v in files.items() if k in recorded} or not files:
                 continue
             # fingerprints (mtimes) name the files a checkout edited; another checkout's (another machine's)
             # differ in every path and time: the kinds of input whose hashes differ name the change then
@@ -168,7 +182,7 @@ class Store:
         return closed
 
     def _open_series(self, db: Transaction, plan_key, experiment_id, flow_id, dataset_id, split, question, record, status,
-                     fresh_for, scope_key) -> tuple[str, bool]:
+                     fresh_for, scope_key, run, spend_once) -> tuple[str, bool]:
         rows = db.open_series_by_key(plan_key)
         if fresh_for is not None:
             for old, token in rows:
@@ -178,10 +192,67 @@ class Store:
             rows = [r for r in rows if r[1] == fresh_for]
         if rows:
             return rows[0][0], False
+        older = self._older_format(db, experiment_id, split, plan_key, record, scope_key) if fresh_for is None else None
+        if older is not None:
+            return older, False
+        if spend_once is not None:
+            self._taken_elsewhere(db, experiment_id, split, record, run, spend_once)
         series_id = str(uuid.uuid4())
         db.insert_series(series_id, experiment_id, flow_id, dataset_id, split, question, status, plan_key,
                          db.now(), {**record, "series_id": series_id, "run_token": fresh_for, "scope_key": scope_key})
         return series_id, True
+
+    @staticmethod
+    def _older_format(db: Transaction, experiment_id: str, split: str, plan_key: str, record: dict,
+                      scope_key: str | None) -> str | None:
+        """An open series of this selection that an older release recorded: its snapshot holds fewer kinds of
+        input (a release added some), each equal to this one's. Its inputs did not change: it is continued
+        under this release's plan key and hashes (its attempts reused), not closed as inputs_changed."""
+        snapshot = record.get("snapshot") or {}
+        for series_id, before, _ in db.open_series_of(experiment_id, split, ""):
+            if not before.keys() < snapshot.keys() or any(snapshot[k] != v for k, v in before.items()):
+                continue
+            found = db.series(series_id)
+            recorded = found[1] if found else {}
+            if all(recorded.get(k) == record.get(k) for k in ("cases", "repeats", "variants")):
+                db.adopt_series(series_id, plan_key, snapshot, record.get("fingerprints") or {}, scope_key)
+                return series_id
+        return None
+
+    @staticmethod
+    def _taken_elsewhere(db: Transaction, experiment_id: str, split: str, record: dict, run: str | None,
+                         lease_s: float) -> None:
+        """In the transaction that would open a held-out series: HeldOutTaken when a case of it gave a finding
+        of another series (this checkout's run, another checkout's on the same store, a resumed runner's), or
+        is run by an open series of the same inputs that another run is running now (a runner of it holds a
+        live claim). An open series whose runners are all gone takes nothing: `aqven series cancel` or its own
+        command ends it; one on other inputs is closed as inputs_changed."""
+        cases = set(record.get("cases") or [])
+        db.ensure_findings()
+        for series_id, recorded, _ in db.held_out_findings(experiment_id):
+            if cases & set(recorded.get("cases") or []):
+                raise HeldOutTaken(series_id, running=False)
+        files = {k: v for k, v in (record.get("snapshot") or {}).items() if k != "cases_sha256"}
+        now = db.now()
+        for series_id, snapshot, _ in db.open_series_of(experiment_id, split, ""):
+            if {k: v for k, v in snapshot.items() if k != "cases_sha256"} != files:
+                continue
+            found = db.series(series_id)
+            recorded = found[1] if found else {}
+            if run in (recorded.get("runs") or []) or not cases & set(recorded.get("cases") or []):
+                continue
+            beats = [db.runner(runner_id) for runner_id, _ in db.running_claims(series_id)]
+            if any(beat is not None and now - beat[2] < lease_s for beat in beats):
+                raise HeldOutTaken(series_id, running=True)
+
+    @storage.rerun
+    def own(self, package: str) -> None:
+        """The store holds this project's series (one database, one project): recorded by its first series;
+        StorageError (storage.foreign) when it holds another project's."""
+        with self.transaction() as db:
+            recorded = db.own_project(package)
+        if recorded != package:
+            raise storage.foreign(self.root, recorded, package)
 
     def series(self, series_id: str) -> dict | None:
         with self.read() as db:

@@ -13,8 +13,9 @@ from ..providers import registry
 from ..providers.base import ProviderError
 from ..record import AttemptRecord
 from ..stats.model import experiment_salt
+from . import ledger
 from .cap import SeriesCap, series_cap
-from .db import Store, unpublished_series
+from .db import HeldOutTaken, Store, unpublished_series
 from .ledger import apply_cap, resume
 from .plans import SearchCache
 from .spent import Spent, Standing
@@ -35,6 +36,9 @@ class SeriesRun:
         self.plan = planning.plan(project, experiment, split, cases, repeats)
         self.standing: Standing | None = None     # held-out: the finding that stands instead of a new series
         self.respent_from: list[str] = []           # held-out, --aqven-respend-holdout: the findings run again
+        self.respend = respend
+        self.spent = spent
+        self._taken: HeldOutTaken | None = None     # held-out cases another series took when this one opened
         if split == "holdout":
             if spent is None:
                 raise TypeError("a held-out SeriesRun needs spent=findings.spent.spent(project, experiment)")
@@ -69,7 +73,9 @@ class SeriesRun:
     @cached_property
     def store(self) -> Store:
         storage.preflight(self.project.root)
-        return Store(self.project.root)
+        store = Store(self.project.root)
+        store.own(self.project.package)
+        return store
 
     def close_store(self) -> None:
         """Write the last batch and close, so no WAL file is left behind; a later use opens it again."""
@@ -118,6 +124,8 @@ class SeriesRun:
     @property
     def series_id(self) -> str:
         """Opened on first use, in a transaction, so every process of the run gets the same series."""
+        if self._taken is not None:
+            raise self._taken
         if self._series_id is None:
             taken = self.start()
             snapshot = taken.hashes
@@ -141,11 +149,16 @@ class SeriesRun:
                 record["respent_from"] = self.respent_from
             if cap.needs_approval:      # seeds: a cap above the project cap waits for approval before anything runs
                 record["pause"] = {"reason": "cap_above_project", "spent_usd": 0.0}
-            self._series_id, self.created = self.store.open_series(
-                plan_key=key, experiment_id=self.experiment.id, flow_id=spec.subject.flow,
-                dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,
-                record=record, status="awaiting_approval" if cap.needs_approval else "running",
-                fresh_for=self.fresh_for, scope_key=planning.canonical_hash(scope), run=self.run)
+            try:
+                self._series_id, self.created = self.store.open_series(
+                    plan_key=key, experiment_id=self.experiment.id, flow_id=spec.subject.flow,
+                    dataset_id=spec.cases.dataset, split=self.plan.split, question=spec.question.kind,
+                    record=record, status="awaiting_approval" if cap.needs_approval else "running",
+                    fresh_for=self.fresh_for, scope_key=planning.canonical_hash(scope), run=self.run,
+                    spend_once=ledger.LEASE_SECONDS if self.plan.split == "holdout" and not self.respend else None)
+            except HeldOutTaken as exc:
+                self._taken_by(exc)
+                raise
             if not self.created:
                 series = self.store.known_series(self._series_id)
                 recorded = series["snapshot"]
@@ -162,6 +175,17 @@ class SeriesRun:
             if not self.created:        # stopped by an earlier run at a permanent provider error: run after the fix
                 resume(self.store, self._series_id, self.run)
         return self._series_id
+
+    def _taken_by(self, taken: HeldOutTaken) -> None:
+        """Another run took this series' held-out cases after collection checked them (runs that overlap, in
+        this checkout or another on the same store): its finding stands, or its run decides them; nothing
+        of this series runs."""
+        self._taken = taken
+        if taken.running:
+            self.standing = Standing.running(self.experiment, taken.series_id)
+        else:
+            used = self.spent.reread() if self.spent is not None and self.spent.reread else Spent()
+            self.standing = Standing(self.experiment, used, self.plan.available)
 
     def warnings(self) -> list[str]:
         """What the launch plan says besides the numbers."""

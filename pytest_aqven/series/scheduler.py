@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from ..record import AttemptRecord
-from .db import Store
+from .db import HeldOutTaken, Store
 from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, PROVIDER_UNUSABLE, Decision, Ledger, cancel, halt_text
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ AHEAD_SECONDS = 2 * HEARTBEAT_SECONDS    # a claim made ahead and not started by
 
 @dataclass
 class Outcome:
-    kind: str                        # ran | reused | paused | halted | stopped | cancelled
+    kind: str                        # ran | reused | paused | halted | stopped | cancelled | spent
     record: AttemptRecord | None = None
     why: str = ""
 
@@ -356,7 +356,10 @@ class Scheduler:
         self.runs[id(run)] = run
         series_id = self.series_ids.get(id(run))
         if series_id is None:           # opening the series reads the database: once per run, not per attempt
-            series_id = self.series_ids[id(run)] = await self._on_db(lambda: run.series_id)
+            try:
+                series_id = self.series_ids[id(run)] = await self._on_db(lambda: run.series_id)
+            except HeldOutTaken:        # held-out cases spent once: another run's series took them
+                return Outcome("spent", why=run.standing.short)
         self.series[series_id] = root
         while True:
             if self.stopping:

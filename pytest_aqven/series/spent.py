@@ -9,6 +9,7 @@ here writes anything."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..project.loader import RunnableExperiment
 from ..stats.model import case_key
@@ -21,6 +22,8 @@ class Spent:
     keys: set[str] = field(default_factory=set)         # salted case keys (from finding files)
     findings: list[dict] = field(default_factory=list)  # {series, state, statement, path, finished_at, cases, keys}
     open_series: bool = False                            # a held-out series of the experiment is still open
+    # the same read again, for a series that finds its cases taken by another run's finding as it opens
+    reread: Callable[[], Spent] | None = field(default=None, repr=False, compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.names or self.keys)
@@ -49,6 +52,17 @@ class Standing:
         self.fresh_wanted = fresh_wanted
         self.dataset = experiment.spec.cases.dataset
         self.held_out = held_out                # the held-out cases the experiment selects
+        self.running_in: str | None = None      # the series another run is running on these cases
+
+    @classmethod
+    def running(cls, experiment: RunnableExperiment, series_id: str) -> Standing:
+        """The held-out cases are run by an open series of another run (that run decides them): open, no
+        finding yet."""
+        out = cls(experiment, Spent(), 0)
+        out.running_in = series_id
+        out.finding = {"series": series_id, "state": "open",
+                       "statement": f"series {series_id} of another run is running these held-out cases"}
+        return out
 
     @property
     def state(self) -> str | None:
@@ -61,6 +75,10 @@ class Standing:
 
     @property
     def why(self) -> str:
+        if self.running_in is not None:
+            return (f"held-out cases are spent once: the held-out cases of {self.experiment} are being run by series "
+                    f"{self.running_in}, which another run started and is running; nothing ran here. That run "
+                    f"decides it and writes its finding; the same command then reports it.")
         fresh = (f"For fresh cases: add cases to datasets/{self.dataset}.yaml (about twice what the series needs: "
                  f"half land on the held-out side) and run with --aqven-new-series, which takes only held-out cases "
                  f"no finding used. --aqven-respend-holdout runs the spent cases again, recorded in the new finding.")
@@ -74,6 +92,8 @@ class Standing:
     @property
     def short(self) -> str:
         """The collection report's reason (the terminal summary says the rest)."""
+        if self.running_in is not None:
+            return f"held-out cases taken: series {self.running_in} of another run is running them, nothing ran"
         return (f"held-out cases spent: {self.finding_words} stands, nothing ran"
                 + ("; no fresh held-out case for --aqven-new-series" if self.fresh_wanted else ""))
 

@@ -59,6 +59,9 @@ class Transaction(Protocol):
         """the newest open series of this scope and another plan key that the run `run` continues"""
     def open_series_of(self, experiment_id: str, split: str, keep: str) -> list[tuple[str, Record, Record]]:
         """(series_id, snapshot, fingerprints) of the other open series of the experiment and half"""
+    def adopt_series(self, series_id: str, plan_key: str, snapshot: Record, fingerprints: Record,
+                     scope_key: str | None) -> None:
+        """an open series recorded by an older release continues under this one's plan key and input hashes"""
     def series_runs(self, series_id: str) -> list[str]: ...
     def add_run(self, series_id: str, run: str) -> None: ...
     def set_closed(self, series_id: str, closed: list[Record]) -> None: ...
@@ -118,6 +121,12 @@ class Transaction(Protocol):
                       unpriced_calls: int, outcome: str, at: float, row: tuple[Any, ...], generation: int) -> bool:
         """the runner's running claim of `generation` marked finished, the spend row and the attempt saved (`row`
         as in save_attempts); False, and nothing written, when the runner no longer holds that claim"""
+
+    # --- the project ----------------------------------------------------------------------------------
+    def project(self) -> str | None:
+        """the package of the project whose series the store holds (the table may not exist yet)"""
+    def own_project(self, package: str) -> str:
+        """the recorded package, this one when none was recorded yet (recorded now)"""
 
     # --- findings ---------------------------------------------------------------------------------------
     def ensure_findings(self) -> None: ...
@@ -277,6 +286,12 @@ def migrate(root: Path) -> tuple[int | None, int]:
     return before, LATEST
 
 
+def file_version(path: Path) -> int | None:
+    """The schema version of an SQLite database file (`aqven db check FILE`), None when it has none."""
+    from .sqlite import version  # noqa: PLC0415
+    return version(path)
+
+
 def schema_version(root: Path) -> int | None:
     """The store's schema version, None when it has no tables yet; StorageError when it cannot be reached."""
     if _chosen is not None:
@@ -286,15 +301,42 @@ def schema_version(root: Path) -> int | None:
     return version(database_path(root))
 
 
+def foreign(root: Path, recorded: str, package: str) -> StorageError:
+    """One database holds one project: the message when it holds another's series."""
+    return StorageError(
+        f"pytest-aqven: the store {location(root)} holds the series of the project with package {recorded!r}, and "
+        f"{root} is the project with package {package!r}: one database holds one project (its series, findings "
+        f"and spent held-out cases would mix). Give this project its own store: a PostgreSQL database or schema "
+        f"of its own (docs/scale.md), or, on SQLite, its own .aqven/ (not a copy of another project's); nothing "
+        f"was run.")
+
+
+def check_project(root: Path, package: str | None) -> None:
+    """StorageError (`foreign`) when the store holds another project's series; creates nothing."""
+    if not package:
+        return
+    try:
+        with peek(root) as db:
+            recorded = None if db is None else db.project()
+    except ERRORS:      # no aqven_project table: no series opened since it came
+        return
+    if recorded is not None and recorded != package:
+        raise foreign(root, recorded, package)
+
+
 def preflight(root: Path, *, again: bool = False) -> None:
     """Before a series writes anything: the store can be written (StorageError with the one message if not).
     A server: reachable, the credentials taken, its schema not newer than this release's (made current)."""
     if _chosen is None:
         disk.preflight(root, again=again)
+        from .sqlite import newer, version  # noqa: PLC0415
+        found = version(database_path(root))
+        if found is not None and found > LATEST:
+            raise newer(database_path(root), found)
         return
     migrate(root)
 
 
 __all__ = ["ENV", "ERRORS", "LATEST", "Database", "Interrupted", "Limits", "StorageError", "StoreAway", "Transaction",
-           "check_file", "choose", "chosen", "database_path", "exists", "forget", "limits", "location", "migrate",
+           "check_file", "check_project", "choose", "chosen", "database_path", "exists", "file_version", "foreign", "forget", "limits", "location", "migrate",
            "open_database", "peek", "preflight", "preflight_findings", "rerun", "schema_version", "store_setting"]

@@ -34,6 +34,18 @@ def database_path(root: Path) -> Path:
     return Path(root) / FOLDER / FILE
 
 
+def refuse_outside(path: Path) -> None:
+    """A project database (`database_path`) that is, or lies in, a symlink is refused before anything opens
+    it: through one, SQLite would write outside the project, into whatever file it points at (another
+    application's database). StorageError with the one message; nothing is written."""
+    for file in (path.parent, path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if file.is_symlink():
+            raise StorageError(
+                f"pytest-aqven: {file} is a symlink (to {os.readlink(file)}): the project database is kept inside "
+                f"the project, never written through a link to somewhere else. Remove the link (a plain "
+                f"{FOLDER}/ folder is made on the next run); nothing was written.")
+
+
 def _writable(folder: Path) -> str | None:
     """Why nothing can be written in `folder`, or None. A real probe: permission bits lie to root."""
     try:
@@ -112,6 +124,7 @@ def preflight(root: Path, *, again: bool = False) -> None:
     if root in _CHECKED and not again:
         return
     path = database_path(root)
+    refuse_outside(path)
     folder = path.parent
     target = folder if folder.is_dir() else root
     why = _writable(target)

@@ -304,6 +304,7 @@ class PostgresTransaction(SqliteTransaction):
     of both dialects is the same; its own words below where it is not (JSON records, upserts, counters).
     `execute`: how a statement runs (a read's retries after a dropped connection; a transaction's plainly);
     `at`: the server's clock when the transaction took the writer's lock."""
+    DIALECT = "postgresql"
 
     def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None,
                  at: float | None = None):
@@ -370,6 +371,11 @@ class PostgresTransaction(SqliteTransaction):
         record = self._record(series_id)
         if record is not None and run not in (record.get("runs") or []):
             self._change(series_id, lambda r: r.__setitem__("runs", [*(r.get("runs") or []), run]))
+
+    def adopt_series(self, series_id: str, plan_key: str, snapshot: Record, fingerprints: Record,
+                     scope_key: str | None) -> None:
+        self._change(series_id, lambda r: r.update(snapshot=snapshot, fingerprints=fingerprints, scope_key=scope_key),
+                     ", plan_key = %s", (plan_key,))
 
     def set_closed(self, series_id: str, closed: list[Record]) -> None:
         self._change(series_id, lambda r: r.__setitem__("closed", closed))

@@ -10,7 +10,8 @@ Components and when they are created (as in every release, so a database of an o
 - `series` (SERIES, then MIGRATIONS 2..LATEST): when a store opens; its version is kept in
   aqven_schema_versions, and a version above LATEST is refused (a newer pytest-aqven wrote it);
 - `findings` (FINDINGS): by the first transaction that records or publishes a finding;
-- `limits` (LIMITS): by the first provider call that paces or leases.
+- `limits` (LIMITS): by the first provider call that paces or leases;
+- `project` (PROJECT): by the first series a project opens in the store.
 """
 from __future__ import annotations
 
@@ -147,6 +148,12 @@ CREATE TABLE IF NOT EXISTS aqven_findings (
       recorded_at REAL NOT NULL,
       published_at REAL);
 CREATE TABLE IF NOT EXISTS aqven_findings_md (sha256 TEXT PRIMARY KEY, written_at REAL NOT NULL);
+"""
+
+# aqven_project: the project whose series the store holds, by its package (one database, one project), recorded
+# by the first transaction that opens a series
+PROJECT = """
+CREATE TABLE IF NOT EXISTS aqven_project (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 LIMITS = """

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
-from . import schema
+from . import disk, schema
 from .disk import StorageError
 
 if TYPE_CHECKING:      # the interface (the package) opens this backend: the alias is for annotations only
@@ -38,13 +38,19 @@ def _retry_locked(fn: Callable[[], T]) -> T:
     return fn()
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def newer(path: Path, version: int) -> StorageError:
+    """A database a newer pytest-aqven wrote: never opened, never changed."""
+    return StorageError(f"pytest-aqven: the project database {path} was written by a newer pytest-aqven (schema "
+                        f"version {version}, this one knows {schema.LATEST}): upgrade pytest-aqven; nothing was "
+                        f"run or changed.")
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
     """Inside the caller's transaction: apply every migration above the stored version."""
     row = conn.execute("SELECT version FROM aqven_schema_versions WHERE component = 'series'").fetchone()
     version = row[0] if row else 1
     if version > schema.LATEST:
-        raise StorageError(f"the project database was written by a newer pytest-aqven (schema version {version}, "
-                           f"this one knows {schema.LATEST}): upgrade pytest-aqven")
+        raise newer(path, version)
     for target in range(version + 1, schema.LATEST + 1):
         for statement in schema.script(schema.MIGRATIONS[target], "sqlite"):
             conn.execute(statement)
@@ -57,6 +63,7 @@ class SqliteDatabase:
     def __init__(self, path: Path):
         self.path = path
         self.location = str(path)
+        disk.refuse_outside(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.raw = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
         self.raw.execute(f"PRAGMA busy_timeout={BUSY_MS}")
@@ -68,7 +75,7 @@ class SqliteDatabase:
                 self.raw.execute(statement)
             self.raw.execute("INSERT OR IGNORE INTO aqven_schema_versions VALUES ('series', ?)",
                              (schema.SERIES_VERSION,))
-            migrate(self.raw)
+            migrate(self.raw, path)
 
     def _wal(self) -> None:
         """Switching to WAL takes a lock the busy handler does not wait for: retry it ourselves."""
@@ -136,6 +143,7 @@ def _loads(text: str | None) -> Record:
 
 
 class SqliteTransaction:
+    DIALECT = "sqlite"
     """Every statement pytest-aqven runs on SQLite. `raw`: the connection (this backend's tests read it)."""
 
     def __init__(self, raw: sqlite3.Connection):
@@ -189,6 +197,12 @@ class SqliteTransaction:
                        f"FROM aqven_series WHERE experiment_id = ? AND split = ? AND status IN {OPEN} "
                        "AND series_id != ?", (experiment_id, split, keep)).fetchall()
         return [(sid, _loads(snapshot), _loads(marks)) for sid, snapshot, marks in rows]
+
+    def adopt_series(self, series_id: str, plan_key: str, snapshot: Record, fingerprints: Record,
+                     scope_key: str | None) -> None:
+        self._x("UPDATE aqven_series SET plan_key = ?, record = json_set(record, '$.snapshot', json(?), "
+                "'$.fingerprints', json(?), '$.scope_key', ?) WHERE series_id = ?",
+                (plan_key, json.dumps(snapshot), json.dumps(fingerprints), scope_key, series_id))
 
     def series_runs(self, series_id: str) -> list[str]:
         row = self._x("SELECT json_extract(record, '$.runs') FROM aqven_series WHERE series_id = ?",
@@ -360,6 +374,19 @@ class SqliteTransaction:
         self._x(self.SAVE_ATTEMPT, row)
         return True
 
+    # --- the project --------------------------------------------------------------------------------------
+    def project(self) -> str | None:
+        row = self._x("SELECT value FROM aqven_project WHERE key = 'package'").fetchone()
+        return row[0] if row else None
+
+    def own_project(self, package: str) -> str:
+        for statement in schema.script(schema.PROJECT, self.DIALECT):
+            self._x(statement)
+        recorded = self.project()
+        if recorded is None:
+            self._x("INSERT INTO aqven_project VALUES ('package', ?)", (package,))
+        return recorded or package
+
     # --- findings ---------------------------------------------------------------------------------------
     def ensure_findings(self) -> None:
         for statement in schema.script(schema.FINDINGS, "sqlite"):
@@ -421,6 +448,7 @@ class SqliteLimits:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            disk.refuse_outside(self.path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None)
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")

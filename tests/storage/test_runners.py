@@ -88,6 +88,37 @@ def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, p
     assert (fresh / "proj" / "FINDINGS.md").read_text() == (a / "proj" / "FINDINGS.md").read_text()
 
 
+def test_a_checkout_that_concludes_an_experiment_while_another_is_past_its_collection(tmp_path, postgres_url):
+    """CI shards on one store: checkout A collects both experiments (nothing spent yet) and waits, checkout B
+    concludes rate_b. A's held-out series of rate_b finds its cases taken as it opens: it runs nothing and
+    reports B's finding; each held-out attempt is paid once and `aqven findings rebuild` publishes one finding
+    per experiment."""
+    a, b, fresh = copies(tmp_path, 3, cases=24, experiments=("rate_a", "rate_b"),
+                         files={"conftest.py": faults.HOLD_AFTER_COLLECTION})
+    env = {"AQVEN_STORE": postgres_url}
+    first = faults.start(a, "--aqven-holdout", env={**env, "FAULT_HOLD_AFTER_COLLECTION": "1"})
+    try:
+        faults.wait_until(lambda: faults.collected(a / "proj") == 1, first, what="checkout A collected")
+        second = faults.run(b, "--aqven-holdout", "-k", "rate_b", "--aqven-concurrency", "8", env=env)
+    finally:
+        (a / "proj" / "go-on").touch()
+    out = first.communicate(timeout=300)[0]
+    assert second.returncode == 0 and first.returncode == 0, out
+    planned = faults.attempts_planned(a / "proj")
+    calls = faults.calls(a / "proj") + faults.calls(b / "proj")
+    assert len(calls) == len(set(calls)) == planned
+    assert {c.split("|")[0] for c in faults.calls(b / "proj")} == {"rate_b"}
+    assert rows(postgres_url, "SELECT experiment_id, COUNT(*) FROM aqven_series GROUP BY experiment_id "
+                              "ORDER BY experiment_id") == [("rate_a", 1), ("rate_b", 1)]
+    assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_findings") == [(2,)]
+    assert "rate_b (holdout, nothing ran): confirmed" in out and "held-out cases spent: finding " in out
+
+    rebuilt = faults.aqven(fresh, "findings", "rebuild", "--project", "proj", env={**os.environ, **env})
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert len(faults.finding_files(fresh / "proj")) == 2
+    assert "holdout looks" not in (fresh / "proj" / "FINDINGS.md").read_text()
+
+
 def test_a_runner_whose_inputs_differ_closes_the_others_series_as_inputs_changed(tmp_path, postgres_url):
     """Another commit of the dataset on the second machine: its runner starts a series on its own inputs and
     closes the first machine's, invalid (inputs_changed, naming the file), in the transaction that opens its

@@ -87,3 +87,57 @@ def test_a_database_of_a_newer_pytest_aqven_is_refused_and_left_as_it_is(tmp_pat
                                                     rf"this one knows {schema.LATEST}\): upgrade pytest-aqven"):
         Store(tmp_path)
     assert dump(path) == before
+
+
+def test_a_newer_database_is_one_message_in_pytest_and_in_every_aqven_command(tmp_path, xdist):
+    """pytest: once, at the session start, exit 4, no call; each aqven command that reads the store: the same
+    message, never a traceback; `aqven db check` says it is newer and exits 1. The file is left as it is."""
+    from .. import faults
+    root = faults.make(tmp_path, cases=8, experiments=("rate_a", "rate_b"))
+    first = faults.run(tmp_path, "--aqven-holdout")
+    assert first.returncode == 0, first.stdout
+    path = storage.database_path(root)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE aqven_schema_versions SET version = ? WHERE component = 'series'", (schema.LATEST + 1,))
+    conn.close()
+    before = dump(path)
+    message = f"was written by a newer pytest-aqven (schema version {schema.LATEST + 1}, this one knows {schema.LATEST})"
+    run = faults.run(tmp_path, "--aqven-holdout", *xdist)
+    out = run.stdout + run.stderr
+    assert run.returncode == 4 and out.count(message) == 1 and "Traceback" not in out, out
+    for command in (["series", "list"], ["series", "show", "x"], ["findings", "rebuild"], ["plan"],
+                    ["db", "migrate"]):
+        done = faults.aqven(tmp_path, *command, "--project", "proj")
+        said = done.stdout + done.stderr
+        assert done.returncode in (1, 2) and message in said and "Traceback" not in said, (command, said)
+    check = faults.aqven(tmp_path, "db", "check", "--project", "proj")
+    assert check.returncode == 1 and f"schema version {schema.LATEST + 1} is newer" in check.stdout, check.stdout
+    assert dump(path) == before
+
+
+def test_an_open_series_an_older_release_recorded_is_continued_not_closed_as_inputs_changed(tmp_path):
+    """A release of 2026-11-30 hashed fewer kinds of input (no judges, experiment folder, modules) and so keyed
+    its plan otherwise: its open series is continued under this release's key, its attempts reused, nothing
+    closed as inputs_changed and nothing paid twice."""
+    import json
+
+    from .. import faults
+    root = faults.make(tmp_path, cases=24, gate=4)
+    planned = faults.attempts_planned(root, "dev")
+    faults.kill_mid_series(tmp_path, root, 4)
+    (series_id, record), = faults.query(root, "SELECT series_id, record FROM aqven_series")
+    old = json.loads(record)
+    for kind in ("judges_sha256", "experiment_folder_sha256", "modules_sha256", "modules"):
+        del old["snapshot"][kind]
+    for key in ("scope_key", "runs"):
+        old.pop(key, None)
+    with sqlite3.connect(storage.database_path(root)) as conn:     # as that release wrote it
+        conn.execute("UPDATE aqven_series SET plan_key = 'older', record = ? WHERE series_id = ?",
+                     (json.dumps(old), series_id))
+    conn.close()
+    kept, paid = faults.finished(root), len(faults.calls(root))
+    again = faults.run(tmp_path)
+    assert again.returncode == 0, again.stdout
+    assert "inputs changed" not in again.stdout and f"{planned - kept} attempts ran, {kept} reused" in again.stdout
+    assert [(s["series_id"], s["status"]) for s in faults.series(root)] == [(series_id, "done")]
+    assert len(faults.calls(root)) - paid <= planned - kept + 4         # only what was missing (and in flight)
