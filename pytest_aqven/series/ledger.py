@@ -277,7 +277,7 @@ class Ledger:
 
 @storage.rerun
 def cancel(store: Store, series_id: str, why: str, *, unless_complete: bool = False) -> bool:
-    """`aqven series cancel`, or a run stopped early (Ctrl-C, -x, --maxfail): the series is cancelled and its
+    """`aqven series cancel`, or a run stopped early (-x, --maxfail): the series is cancelled and its
     verdict invalid. `unless_complete` (a stop): a series whose every attempt is recorded, this store's
     deferred finishes included, was not cut short: it stays undecided, and the same command decides it
     without a call, where a cancel would have thrown away every attempt it paid for."""
