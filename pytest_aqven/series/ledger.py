@@ -173,6 +173,8 @@ class Ledger:
                     results[i] = self._op(db, ops[i], now, seen)
             return results
         except Exception as exc:     # noqa: BLE001 - one at a time, so each gets its own answer
+            if isinstance(exc, storage.StoreAway):      # away, or stalled: alone they would wait as long each
+                return [exc] * len(ops)
             if len(ops) == 1 and not isinstance(exc, storage.Interrupted):
                 return [exc]
         for i in order:

@@ -24,6 +24,34 @@ class StoreAway(StorageError):
     """The store's server stayed away longer than the run waits for it: the run stops with this message."""
 
 
+class Stalled(StoreAway):
+    """Another runner held the writer's turn longer than a writer waits for it (a runner stopped inside a
+    transaction: Ctrl-Z, a paused CI job, a sleeping laptop): the run stops with this message, naming it."""
+
+
+LOCK_WAIT_S = 60.0      # how long a writer waits for another's turn before the run stops, saying who holds it
+
+
+def stalled(location: str, holder: str) -> Stalled:
+    return Stalled(f"pytest-aqven: the project database {location} was held by another writer for more than "
+                   f"{LOCK_WAIT_S:.0f} s: {holder}. This run stops here; what was committed is kept. Resume or "
+                   f"end that runner, then run the same command: it continues the series.")
+
+
+def holder(pid: int, host: str) -> str:
+    """A runner named for a message: its pid and host, and on this host whether it is stopped or gone."""
+    import socket  # noqa: PLC0415
+    if host != socket.gethostname():
+        return f"pid {pid} on {host}"
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return f"pid {pid} on this machine (gone)"
+    if state in ("T", "t"):
+        return f"pid {pid} on this machine, stopped (Ctrl-Z or SIGSTOP: `kill -CONT {pid}` resumes it)"
+    return f"pid {pid} on this machine"
+
+
 class Interrupted(Exception):
     """The connection was cut before the transaction committed: nothing of it was kept, so it may run again."""
 

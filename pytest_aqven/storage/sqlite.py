@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -15,27 +16,72 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
-from . import schema
+from . import disk, schema
 from .disk import StorageError
 
 if TYPE_CHECKING:      # the interface (the package) opens this backend: the alias is for annotations only
     from . import Record
 
-BUSY_MS = 60000
+BUSY_MS = 60000      # a read-only look's wait (a writer's is disk.LOCK_WAIT_S)
 OPEN = "('running', 'awaiting_approval')"
 T = TypeVar("T")
 
 
-def _retry_locked(fn: Callable[[], T]) -> T:
-    """The busy handler does not cover every lock (a schema change, the switch to WAL): retry those ourselves."""
-    for _ in range(600):
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _retry_locked(fn: Callable[[], T], path: Path) -> T:
+    """The busy handler does not cover every lock (a schema change, the switch to WAL): retry those ourselves,
+    for disk.LOCK_WAIT_S in all; then Stalled, naming the writer that holds the database."""
+    deadline = time.monotonic() + disk.LOCK_WAIT_S
+    while True:
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if not _locked(exc):
                 raise
+            if time.monotonic() > deadline:
+                raise disk.stalled(str(path), Writer(path).holder()) from None
             time.sleep(0.05)
-    return fn()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A writer's connection: SQLite's busy handler waits disk.LOCK_WAIT_S for another writer's turn."""
+    conn = sqlite3.connect(path, timeout=disk.LOCK_WAIT_S, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout={int(disk.LOCK_WAIT_S * 1000)}")
+    return conn
+
+
+class Writer:
+    """Who holds the writer's turn, in a file beside the database (`aqven.sqlite-writer`): SQLite does not say,
+    and a runner that waited past disk.LOCK_WAIT_S names it. One write of a few bytes per transaction, in
+    place (no new block: a full disk does not fail it)."""
+
+    def __init__(self, path: Path):
+        self.file = path.with_name(path.name + "-writer")
+        self._fd: int | None = None
+        self._me = f"{os.getpid()} {socket.gethostname()}".ljust(128)[:128].encode()
+
+    def took(self) -> None:
+        try:
+            if self._fd is None:
+                self._fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+            os.pwrite(self._fd, self._me, 0)
+        except OSError:
+            pass        # only a message needs it
+
+    def holder(self) -> str:
+        try:
+            pid, host = self.file.read_text().split()[:2]
+            return disk.holder(int(pid), host)
+        except (OSError, ValueError):
+            return "a runner that did not say which (an older pytest-aqven, or another tool)"
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def migrate(conn: sqlite3.Connection) -> None:
@@ -58,8 +104,8 @@ class SqliteDatabase:
         self.path = path
         self.location = str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.raw = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
-        self.raw.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+        self.raw = _connect(path)
+        self.writer = Writer(path)
         self._wal()
         self.raw.execute("PRAGMA synchronous=NORMAL")     # WAL: a killed process loses nothing committed
         self._lock = threading.RLock()         # one transaction at a time on this connection
@@ -85,7 +131,13 @@ class SqliteDatabase:
     @contextmanager
     def transaction(self) -> Iterator[SqliteTransaction]:
         with self._lock:
-            self.raw.execute("BEGIN IMMEDIATE")
+            try:
+                self.raw.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc):
+                    raise
+                raise disk.stalled(self.location, self.writer.holder()) from None
+            self.writer.took()
             try:
                 yield SqliteTransaction(self.raw)
                 self.raw.execute("COMMIT")
@@ -101,6 +153,7 @@ class SqliteDatabase:
 
     def close(self) -> None:
         self.raw.close()
+        self.writer.close()
 
 
 @contextmanager
@@ -412,17 +465,17 @@ class SqliteLimits:
         self.path = path
         self._local = threading.local()
         self._ready = False
+        self.writer = Writer(path)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+            conn = _connect(self.path)
             self._local.conn = conn
             if not self._ready:
                 for statement in schema.script(schema.LIMITS, "sqlite"):
-                    _retry_locked(functools.partial(conn.execute, statement))
+                    _retry_locked(functools.partial(conn.execute, statement), self.path)
                 self._ready = True
         return conn
 
@@ -431,6 +484,7 @@ class SqliteLimits:
 
         def run() -> T:
             conn.execute("BEGIN IMMEDIATE")
+            self.writer.took()
             try:
                 out = fn(conn)
             except BaseException:
@@ -438,7 +492,7 @@ class SqliteLimits:
                 raise
             conn.execute("COMMIT")
             return out
-        return _retry_locked(run)
+        return _retry_locked(run, self.path)
 
     def _now(self, db: Executes) -> float:
         """The clock the slots and leases are kept by (PostgreSQL: the server's, one for every machine)."""
