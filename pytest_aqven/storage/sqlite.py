@@ -46,6 +46,19 @@ def _retry_locked(fn: Callable[[], T], path: Path) -> T:
             time.sleep(0.05)
 
 
+def _full(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the database file; None when it is gone."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     """A writer's connection: SQLite's busy handler waits disk.LOCK_WAIT_S for another writer's turn."""
     conn = sqlite3.connect(path, timeout=disk.LOCK_WAIT_S, isolation_level=None, check_same_thread=False)
@@ -106,6 +119,7 @@ class SqliteDatabase:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.raw = _connect(path)
         self.writer = Writer(path)
+        self._identity = _identity(path)       # the file opened: one removed or replaced since is noticed
         self._wal()
         self.raw.execute("PRAGMA synchronous=NORMAL")     # WAL: a killed process loses nothing committed
         self._lock = threading.RLock()         # one transaction at a time on this connection
@@ -139,11 +153,15 @@ class SqliteDatabase:
                 raise disk.stalled(self.location, self.writer.holder()) from None
             self.writer.took()
             try:
+                if _identity(self.path) != self._identity:
+                    raise disk.gone(self.path)
                 yield SqliteTransaction(self.raw)
                 self.raw.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if self.raw.in_transaction:
                     self.raw.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) and _full(exc):
+                    raise disk.full(self.path) from None
                 raise
 
     @contextmanager
