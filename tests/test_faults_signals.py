@@ -105,3 +105,25 @@ def test_a_first_signal_waits_for_the_attempt_a_second_abandons_it_and_one_after
         interrupts.uninstall()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+EXITS = {
+    "exit": ("import os\ndef clean(text: str) -> dict:\n    os._exit(3)\n",
+             "os._exit(3) was called: it would end pytest and every attempt with it"),
+    "fork": ("import os\ndef clean(text: str) -> dict:\n    if os.fork() == 0:\n        while True:\n"
+             "            pass\n    return {'text': text}\n",
+             "os.fork() was called: the copy would run pytest on and hold the project database"),
+}
+
+
+@pytest.mark.parametrize("kind", EXITS)
+def test_a_code_node_that_exits_or_forks_is_its_attempts_error_not_the_end_of_pytest(tmp_path, xdist, kind):
+    code, said = EXITS[kind]
+    root = faults.make(tmp_path, cases=8, files={"flows/rate/nodes/clean/clean.py": code})
+    result = faults.run(tmp_path, *xdist, "-v", timeout=120)
+    out = result.stdout + result.stderr
+    assert said in out, out
+    assert "verdict" in out and result.returncode in (0, 1), out      # the session ran to its end and reported
+    assert [s["status"] for s in faults.series(root)] in (["done"], ["failed"])
+    alive = [p for p in faults.pids(root)]
+    assert alive == []                                               # no call was made: the flow stops first
