@@ -82,3 +82,29 @@ def test_the_database_removed_mid_run_stops_it_and_nothing_more_is_paid_into_it(
     assert len(faults.calls(root)) <= paid + 2 * workers       # at most the attempts already in flight
     again = faults.run(tmp_path, *xdist, "--aqven-concurrency", "2")
     assert again.returncode == 0, again.stdout
+
+
+# the test project's conftest: with FAULT_CLOCK_STEP=120 this process's wall clock runs 120 s ahead (NTP, or
+# faketime, stepped it); a 3 s lease, so a step counted as time would take the other runner's claims
+CLOCK_STEP = '''
+import os, time
+from pytest_aqven.series import ledger
+ledger.LEASE_SECONDS = 3.0
+if os.environ.get("FAULT_CLOCK_STEP"):
+    _time, _step = time.time, float(os.environ["FAULT_CLOCK_STEP"])
+    time.time = lambda: _time() + _step
+'''
+
+
+def test_a_clock_step_on_the_machine_takes_no_live_claim(tmp_path):
+    root = faults.make(tmp_path, cases=24, gate=4, sleep=0.01, files={"conftest.py": CLOCK_STEP})
+    first = faults.start(tmp_path, "--aqven-concurrency", "2")
+    faults.wait_until(lambda: len(faults.calls(root)) >= 4, first, what="calls in flight")
+    second = faults.start(tmp_path, "--aqven-concurrency", "2", env={"FAULT_CLOCK_STEP": "120"})
+    faults.wait_until(lambda: len(faults.calls(root)) >= 6, second, what="the second runner's calls")
+    (root / "go").touch()
+    outs = [proc.communicate(timeout=300)[0] for proc in (first, second)]
+    assert first.returncode == second.returncode == 0, outs
+    assert not any("discarded" in out for out in outs), outs
+    paid = faults.calls(root)
+    assert len(paid) == len(set(paid)) == faults.attempts_planned(root, "dev")     # none paid twice
