@@ -56,8 +56,8 @@ def test_sigterm_stops_like_a_first_ctrl_c_says_so_and_the_same_command_continue
 
 
 @pytest.mark.parametrize("concurrency", ["1", "2"])
-def test_a_second_ctrl_c_stops_at_once_without_a_traceback(tmp_path, concurrency):
-    args = ("--aqven-concurrency", concurrency)
+def test_a_second_ctrl_c_stops_at_once_without_a_traceback(tmp_path, xdist, concurrency):
+    args = (*xdist, "--aqven-concurrency", concurrency)
     root, out, code = stopped_with(tmp_path, [signal.SIGINT, signal.SIGINT], *args)
     assert code == pytest.ExitCode.INTERRUPTED, out
     assert "Traceback" not in out and "Task exception" not in out, out

@@ -202,6 +202,11 @@ class Scheduler:
             for task in left:           # read: a release that failed is no traceback (the claim ends with this runner)
                 if not task.cancelled():
                     task.exception()
+        if self.thread.is_alive():      # attempts a second Ctrl-C abandoned on the loop: the same, there
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_all(), self.loop).result(timeout=10)
+            except (concurrent.futures.TimeoutError, RuntimeError):
+                pass
         for run in list(self.runs.values()):
             self._call(run.close_store)
         for ledger in list(self.ledgers.values()):     # the last batch of finishes commits, then unstarted claims go
@@ -401,6 +406,18 @@ class Scheduler:
         providers = {k: (p if isinstance(p, ProviderError) else BudgetGuard(p, budget)) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
         return await attempts.run_attempt(*args)
+
+
+async def _cancel_all() -> None:
+    """On a loop: every other task cancelled, and waited for (their claims released), their errors read."""
+    left = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in left:
+        task.cancel()
+    if left:
+        await asyncio.wait(left, timeout=5)
+    for task in left:
+        if task.done() and not task.cancelled():
+            task.exception()
 
 
 def _settle(fut: concurrent.futures.Future, task: asyncio.Task) -> None:
