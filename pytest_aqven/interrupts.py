@@ -61,8 +61,8 @@ class Interrupts:
         if self.raised is not None:
             if not self.hurry:
                 self.hurry = True
-                self.say(f"pytest-aqven: {name} again: stopping now; the attempts still running are abandoned (what "
-                     f"they paid is not recorded, the same command runs them again)")
+                self.say(f"pytest-aqven: {name} again: stopping now; the attempts still running are abandoned "
+                         f"(what they paid is not recorded, the same command runs them again)")
             return
         if self.running and self.pressed is None:
             self.pressed = name
