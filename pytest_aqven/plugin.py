@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from . import internals, options
+from . import internals, interrupts, options
 from .hooks import SeriesStart
 from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, end_store_away, heard_store_away, stop
 from .verdict_reporter import VerdictReporter, WorkerReporter
@@ -41,6 +41,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    interrupts.install(internals.past_capture(config))
     config.addinivalue_line("markers", "aqven: an attempt of an AQVEN experiment (deselect with -m 'not aqven')")
     fail_on = options.check(config)
     reporter: WorkerReporter | VerdictTests
@@ -57,6 +58,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .report.html import HtmlReport
 
         config.pluginmanager.register(HtmlReport(reporter), "aqven-html")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    interrupts.uninstall()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
@@ -145,18 +150,26 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
-    """Ctrl-C, -x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight. A store that
-    went away (running.store_away) cancels nothing: the run ends with its message and exit code 4."""
+    """-x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight. Ctrl-C and SIGTERM
+    stop and cancel nothing: the same command continues each series from its recorded attempts (a line says
+    so). A store that went away (running.store_away) cancels nothing: the run ends with its message and exit
+    code 4."""
     if end_store_away(session):
         return
     why = None
     # a stop the verdicts set off (-x, --sw on a failed verdict) came after every attempt: no series is cut short
     stopped = session.stash[LOOP_ENDED] if LOOP_ENDED in session.stash else (session.shouldstop or session.shouldfail)
-    if exitstatus == pytest.ExitCode.INTERRUPTED and LOOP_ENDED not in session.stash:
-        why = "interrupted (Ctrl-C)"
-    elif stopped:
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    if stopped and not interrupted:
         why = f"the run stopped early: {stopped}"
     stop(session, why)
+    if interrupted and options.project_roots(session.config) and not internals.is_worker(session.config):
+        running = ("the attempts still running were abandoned" if interrupts.hurried()
+                   else "the attempts already running finished and were recorded")
+        tr = session.config.pluginmanager.getplugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"pytest-aqven: stopped by {interrupts.stopped_by()}: no new attempt started; {running}. "
+                          f"Run the same command to continue: it reuses every recorded attempt and runs only the rest.")
 
 
 @pytest.hookimpl(optionalhook=True)

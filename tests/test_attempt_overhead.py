@@ -2,21 +2,16 @@
 inline, with the same ledger, durability and stopping rules as the scheduler's threads."""
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import threading
 import time
 
 import pytest
-
-from pytest_aqven.series.scheduler import HeldCtrlC
 
 from .test_series import (
     calls,
     db,
     finished,
-    interrupt_and_see_it_cancelled,
+    interrupt_and_see_it_kept,
     kill_9_mid_series_then_resume,
     make,
     output,
@@ -56,7 +51,7 @@ def test_at_concurrency_1_attempts_run_in_the_pytest_thread_and_above_it_on_the_
     assert set((root / "threads.log").read_text().split()) == {"aqven-attempts"}
 
 
-def test_ctrl_c_at_concurrency_1_lets_the_running_attempt_finish_and_record_then_cancels(pytester):
+def test_ctrl_c_at_concurrency_1_lets_the_running_attempt_finish_and_record(pytester):
     root = make(pytester.path, sleep=0.3)
     provider = (root / "provider.py").read_text()     # paid first, then answered: a Ctrl-C meets paid calls
     wait = "    await asyncio.sleep(0.3)\n"
@@ -64,37 +59,11 @@ def test_ctrl_c_at_concurrency_1_lets_the_running_attempt_finish_and_record_then
     proc = subprocess.Popen(pytest_cmd(), cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     wait_for_calls(root, 3, proc)
-    interrupt_and_see_it_cancelled(root, proc)      # most likely inside an attempt's 0.3 s answer, after its call
+    interrupt_and_see_it_kept(root, proc)      # most likely inside an attempt's 0.3 s answer, after its call
 
 
 def test_kill_9_at_concurrency_1_then_the_same_command_resumes(pytester):
     kill_9_mid_series_then_resume(pytester, make(pytester.path, sleep=0.05, gate=6), 6)
-
-
-def test_a_first_ctrl_c_waits_for_the_attempt_and_a_second_one_stops_at_once():
-    assert threading.current_thread() is threading.main_thread()
-    held = HeldCtrlC()
-    try:
-        assert held.installed
-        with pytest.raises(KeyboardInterrupt):
-            with held.attempt():
-                os.kill(os.getpid(), signal.SIGINT)
-                finished_attempt = True         # reached: the first Ctrl-C is held
-        assert finished_attempt
-        reached = False
-        with pytest.raises(KeyboardInterrupt):
-            with held.attempt():
-                os.kill(os.getpid(), signal.SIGINT)
-                os.kill(os.getpid(), signal.SIGINT)
-                reached = True                   # never: the second one is raised at once
-        assert not reached
-        with pytest.raises(KeyboardInterrupt):   # between attempts: at once, as Python's own handler
-            os.kill(os.getpid(), signal.SIGINT)
-            for _ in range(1000):
-                pass
-    finally:
-        held.uninstall()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 WORKER_MODULES = """

@@ -425,21 +425,21 @@ def test_kill_9_of_an_xdist_worker_mid_series_then_the_same_command_resumes(pyte
     _resumes_without_rerunning(root, pytester.path, sorted(workers)[:1])
 
 
-def test_ctrl_c_mid_series_stops_new_attempts_records_the_running_ones_and_cancels(pytester):
+def test_ctrl_c_mid_series_stops_new_attempts_records_the_running_ones_and_keeps_the_series(pytester):
     root = make(pytester.path, sleep=0.2)
     proc = subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     wait_for_calls(root, 6, proc)
-    interrupt_and_see_it_cancelled(root, proc)
+    interrupt_and_see_it_kept(root, proc)
 
 
-def interrupt_and_see_it_cancelled(root: Path, proc: subprocess.Popen) -> None:
-    """Ctrl-C the run: it exits interrupted, the series is cancelled, every paid call recorded, no claim left."""
+def interrupt_and_see_it_kept(root: Path, proc: subprocess.Popen) -> None:
+    """Ctrl-C the run: it exits interrupted, the series stays for the same command to continue, every paid call
+    recorded, no claim left."""
     proc.send_signal(signal.SIGINT)
     out = output(proc, 120)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    s = the_series(root)
-    assert s["status"] == "cancelled" and s["verdict"]["reason"] == "cancelled"
+    assert the_series(root)["status"] == "running" and "Run the same command to continue" in out
     assert sorted(calls(root)) == sorted(finished(root)) and len(finished(root)) < 40   # paid = recorded
     assert db(root).execute("SELECT COUNT(*) FROM aqven_claims WHERE state = 'running'").fetchone()[0] == 0
 

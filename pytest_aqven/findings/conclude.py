@@ -111,7 +111,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
 
 
 def _stopped(series: dict) -> str | None:
-    """Why a cancelled series was stopped: cancelled (a person, Ctrl-C, -x), or inputs_changed (a later run
+    """Why a cancelled series was stopped: cancelled (a person, -x, --maxfail), or inputs_changed (a later run
     found its inputs edited and closed it); None for a series that was not."""
     if series["status"] != "cancelled":
         return None

@@ -3,7 +3,9 @@
 A hung synchronous function cannot be stopped from outside; its thread is abandoned (daemon, so it never
 holds the interpreter at exit) and the attempt gets the infrastructure error `timeout`. A SystemExit or
 KeyboardInterrupt raised BY user code is that call's error; a real Ctrl-C arrives in the main thread (or
-as the cancellation asyncio.run makes of it) and is never caught here."""
+as the cancellation asyncio.run makes of it) and is never caught here. `os._exit` and `os.fork` called BY
+user code raise instead (`contained`): the one would end pytest silently, the other leave a copy of it
+holding the database."""
 from __future__ import annotations
 
 import asyncio
@@ -18,11 +20,39 @@ import traceback
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any, Awaitable, Callable, Iterator, NoReturn
 
 DEFAULT_TIMEOUT = 120.0          # seconds per user call, unless aqven.yaml or the node sets limits.seconds
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the pytest_aqven package
 _LIBS = tuple(os.path.dirname(file) for file in (asyncio.__file__, threading.__file__) if file)
+
+
+_IN_USER_CODE = contextvars.ContextVar("aqven_in_user_code", default=False)
+_os_exit, _os_fork = os._exit, getattr(os, "fork", None)
+
+
+def _exit(status: int) -> NoReturn:
+    if _IN_USER_CODE.get():
+        raise RuntimeError(f"os._exit({status}) was called: it would end pytest and every attempt with it. A node "
+                           f"returns its output or raises an exception; its error is then the attempt's")
+    _os_exit(status)
+
+
+def _fork() -> int:
+    if _IN_USER_CODE.get():
+        raise RuntimeError("os.fork() was called: the copy would run pytest on and hold the project database. Run "
+                           "another program with subprocess instead (or multiprocessing with the 'spawn' start "
+                           "method)")
+    assert _os_fork is not None
+    return _os_fork()
+
+
+def contained() -> None:
+    """From now on os._exit and os.fork raise when user code calls them (in its worker thread, or in the task
+    that awaits it), and do what they do for anyone else (pytest, xdist, execnet). Idempotent."""
+    os._exit = _exit
+    if _os_fork is not None:
+        os.fork = _fork
 
 
 class UserCallTimeout(Exception):
@@ -245,6 +275,15 @@ async def call(fn: Callable, *args: Any, timeout: float | None = DEFAULT_TIMEOUT
     """Run `fn(*args, **kwargs)`: awaited when async, else in a worker thread; limited to `timeout` seconds.
 
     Raises UserCallTimeout or UserCodeError; never lets the user's SystemExit/KeyboardInterrupt through."""
+    contained()
+    inside = _IN_USER_CODE.set(True)       # copied into the worker thread's context, or this task's own
+    try:
+        return await _call(fn, *args, timeout=timeout, **kwargs)
+    finally:
+        _IN_USER_CODE.reset(inside)
+
+
+async def _call(fn: Callable, *args: Any, timeout: float | None, **kwargs: Any) -> Any:
     try:
         async with asyncio.timeout(timeout):
             if is_async(fn):

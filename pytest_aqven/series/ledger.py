@@ -184,6 +184,8 @@ class Ledger:
                     results[i] = self._op(db, ops[i], now, seen)
             return results
         except Exception as exc:     # noqa: BLE001 - one at a time, so each gets its own answer
+            if isinstance(exc, storage.StoreAway):      # away, or stalled: alone they would wait as long each
+                return [exc] * len(ops)
             if len(ops) == 1 and not isinstance(exc, storage.Interrupted):
                 return [exc]
         for i in order:
@@ -292,7 +294,7 @@ class Ledger:
 
 @storage.rerun
 def cancel(store: Store, series_id: str, why: str, *, unless_complete: bool = False) -> bool:
-    """`aqven series cancel`, or a run stopped early (Ctrl-C, -x, --maxfail): the series is cancelled and its
+    """`aqven series cancel`, or a run stopped early (-x, --maxfail): the series is cancelled and its
     verdict invalid. `unless_complete` (a stop): a series whose every attempt is recorded, this store's
     deferred finishes included, was not cut short: it stays undecided, and the same command decides it
     without a call, where a cancel would have thrown away every attempt it paid for."""

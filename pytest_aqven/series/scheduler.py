@@ -10,14 +10,13 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
-import signal
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import interrupts
 from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from ..record import AttemptRecord
@@ -178,7 +177,7 @@ class Scheduler:
         `ahead()`: (variant, case name, repeat) of the attempts of this run that come next, claimed with this
         one when it needs a claim; the finish is group-committed (Ledger.finish_later)."""
         here = self.here_loop()
-        with self.ctrl_c.attempt():
+        with interrupts.current().attempt():
             return here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant, case,
                                                      repeat, ahead))
 
@@ -186,7 +185,6 @@ class Scheduler:
         """run_here's event loop, in the calling thread, made on first use."""
         if self.here is None:
             self.here = asyncio.new_event_loop()
-            self.ctrl_c = HeldCtrlC()
         return self.here
 
     def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
@@ -206,14 +204,11 @@ class Scheduler:
         """No new attempt starts; running ones finish, are paid and recorded (waits for them).
         With `why`, every series this process touched that the stop cut short is cancelled (its verdict invalid)."""
         self.stopping = True
-        try:
-            for fut in list(self.jobs.values()):
-                try:
-                    fut.result(timeout=wait)
-                except Exception:
-                    pass
-        except KeyboardInterrupt:       # a second Ctrl-C: stop waiting; unsaved claims expire with this process
-            pass
+        deadline = None if wait is None else time.monotonic() + wait
+        for fut in list(self.jobs.values()):
+            # in short waits: a second Ctrl-C or SIGTERM stops waiting (unsaved claims go with this process)
+            while not fut.done() and not interrupts.hurried() and (deadline is None or time.monotonic() < deadline):
+                concurrent.futures.wait([fut], timeout=0.1)
         if why:
             for series_id, root in self.series.items():
                 self._call(lambda: cancel(self._ledger(root).store, series_id, why, unless_complete=True))
@@ -221,6 +216,20 @@ class Scheduler:
     def close(self) -> None:
         self.stopping = True
         self._beat.cancel()
+        if self.here is not None:       # an attempt a second Ctrl-C abandoned: cancelled, its claim released
+            left = asyncio.all_tasks(self.here)
+            for task in left:
+                task.cancel()
+            if left:
+                self.here.run_until_complete(asyncio.wait(left))
+            for task in left:           # read: a release that failed is no traceback (the claim ends with this runner)
+                if not task.cancelled():
+                    task.exception()
+        if self.thread.is_alive():      # attempts a second Ctrl-C abandoned on the loop: the same, there
+            try:
+                asyncio.run_coroutine_threadsafe(_cancel_all(), self.loop).result(timeout=10)
+            except (concurrent.futures.TimeoutError, RuntimeError):
+                pass
         for run in list(self.runs.values()):
             self._call(run.close_store)
         for ledger in list(self.ledgers.values()):     # the last batch of finishes commits, then unstarted claims go
@@ -229,14 +238,8 @@ class Scheduler:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.db.shutdown(wait=True)
-        if self.here is not None:       # an attempt a second Ctrl-C abandoned: cancelled, its claim released
-            self.ctrl_c.uninstall()
-            left = asyncio.all_tasks(self.here)
-            for task in left:
-                task.cancel()
+        if self.here is not None:
             try:
-                if left:
-                    self.here.run_until_complete(asyncio.wait(left))
                 self.here.run_until_complete(self.here.shutdown_asyncgens())   # the HTTP clients close
             finally:
                 self.here.close()
@@ -447,40 +450,16 @@ def _guarded(provider_id: str, provider, budget: Budget):
     return BudgetGuard(provider, budget, provider_id)
 
 
-class HeldCtrlC:
-    """SIGINT in the main thread while run_here runs an attempt: a first Ctrl-C is held until the attempt ends
-    (its calls are paid: its record is kept), then raised; a second one is raised at once. Outside an attempt
-    it raises as Python's own handler does. Installed once (swapping handlers per attempt cost 4% of an attempt),
-    and only over Python's default handler, from the main thread."""
-
-    def __init__(self) -> None:
-        self.running = False
-        self.pressed = False
-        self.installed = threading.current_thread() is threading.main_thread() \
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        if self.installed:
-            signal.signal(signal.SIGINT, self._handler)
-
-    def _handler(self, signum, frame) -> None:
-        if not self.running or self.pressed:
-            raise KeyboardInterrupt
-        self.pressed = True
-
-    @contextmanager
-    def attempt(self):
-        self.running = True
-        try:
-            yield
-        finally:
-            self.running = False
-        if self.pressed:
-            self.pressed = False
-            raise KeyboardInterrupt
-
-    def uninstall(self) -> None:
-        if self.installed and signal.getsignal(signal.SIGINT) == self._handler:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-        self.installed = False
+async def _cancel_all() -> None:
+    """On a loop: every other task cancelled, and waited for (their claims released), their errors read."""
+    left = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in left:
+        task.cancel()
+    if left:
+        await asyncio.wait(left, timeout=5)
+    for task in left:
+        if task.done() and not task.cancelled():
+            task.exception()
 
 
 def _settle(fut: concurrent.futures.Future, task: asyncio.Task) -> None:

@@ -5,6 +5,7 @@ naming it and what to do. A normal run checks quickly (PRAGMA quick_check); `aqv
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -22,6 +23,63 @@ class StorageError(Exception):
 
 class StoreAway(StorageError):
     """The store's server stayed away longer than the run waits for it: the run stops with this message."""
+
+
+class Stalled(StoreAway):
+    """Another runner held the writer's turn longer than a writer waits for it (a runner stopped inside a
+    transaction: Ctrl-Z, a paused CI job, a sleeping laptop): the run stops with this message, naming it."""
+
+
+LOCK_WAIT_S = 60.0      # how long a writer waits for another's turn before the run stops, saying who holds it
+
+
+def stalled(location: str, holder: str) -> Stalled:
+    return Stalled(f"pytest-aqven: the project database {location} was held by another writer for more than "
+                   f"{LOCK_WAIT_S:.0f} s: {holder}. This run stops here; what was committed is kept. Resume or "
+                   f"end that runner, then run the same command: it continues the series.")
+
+
+def holder(pid: int, host: str) -> str:
+    """A runner named for a message: its pid and host, and on this host whether it is stopped or gone."""
+    import socket  # noqa: PLC0415
+    if host != socket.gethostname():
+        return f"pid {pid} on {host}"
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return f"pid {pid} on this machine (gone)"
+    if state in ("T", "t"):
+        return f"pid {pid} on this machine, stopped (Ctrl-Z or SIGSTOP: `kill -CONT {pid}` resumes it)"
+    return f"pid {pid} on this machine"
+
+
+MIN_FREE_BYTES = 64 * 2**20     # the free space a run starts with at the least (its records, WAL and findings)
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 2**20:.0f} MB"
+
+
+def full(path: Path) -> StoreAway:
+    """The disk filled up under a transaction: the run stops taking attempts, with this message."""
+    return StoreAway(f"pytest-aqven: the disk holding {path} is full ({_megabytes(_free(path.parent))} free): "
+                     f"the run stops here and takes no more attempts; what was committed is kept. Free space on "
+                     f"that disk, then run the same command: it continues the series.")
+
+
+def gone(path: Path) -> StoreAway:
+    """The database file was removed or replaced since this process opened it (`git clean -xdf`, a restore)."""
+    return StoreAway(f"pytest-aqven: the project database {path} was removed or replaced during the run (`git "
+                     f"clean -xdf` removes .aqven/): the run stops here; nothing more was recorded, and nothing "
+                     f"was paid into the removed file. Run the same command: it continues from what the database "
+                     f"now holds.")
+
+
+def _free(folder: Path) -> int:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return 0
 
 
 class Interrupted(Exception):
@@ -132,6 +190,13 @@ def preflight(root: Path, *, again: bool = False) -> None:
         raise StorageError(
             f"pytest-aqven: cannot write in {target} ({why}). Series and their attempts are stored in {path}: "
             f"make {target} writable for this user, or run from a writable copy of the project.")
+    free = _free(target)
+    if free < MIN_FREE_BYTES:
+        raise StorageError(
+            f"pytest-aqven: the disk holding {target} has {_megabytes(free)} free, less than the "
+            f"{_megabytes(MIN_FREE_BYTES)} a run starts with (series, attempts and their traces are stored in "
+            f"{path}): free space on that disk (old .aqven/*.damaged-* files, caches, build output), then run "
+            f"the same command; nothing was run.")
     for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         if file.exists():
             try:

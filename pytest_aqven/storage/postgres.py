@@ -14,6 +14,8 @@ StoreAway, one message, for every store of the process at once."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
 import threading
 import time
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import psycopg
 
-from . import schema
+from . import disk, schema
 from .disk import RERUNS, Interrupted, StorageError, StoreAway
 from .sqlite import SqliteLimits, SqliteTransaction
 
@@ -64,6 +66,34 @@ def _last_line(exc: BaseException) -> str:
     return " ".join(lines[0].rpartition("failed: ")[2].split()) if lines else type(exc).__name__
 
 
+def _open(url: str) -> psycopg.Connection:
+    """A connection whose waits are bounded: for the writer's lock disk.LOCK_WAIT_S (`lock_timeout`, then the run
+    stops naming the holder: `stalled`); a session idle inside a transaction (its runner stopped: Ctrl-Z, a
+    paused CI job) is ended by the server after half that, so the other runners go on without it. Its
+    application_name names its runner (pid and host) for that message."""
+    conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                           application_name=f"aqven {os.getpid()} {socket.gethostname()}"[:63])
+    wait_ms = int(disk.LOCK_WAIT_S * 1000)
+    conn.execute(f"SET lock_timeout = {wait_ms}")
+    conn.execute(f"SET idle_in_transaction_session_timeout = {wait_ms // 2}")
+    return conn
+
+
+def stalled(conn: psycopg.Connection, key: int, location: str) -> disk.Stalled:
+    """After lock_timeout on the advisory lock `key`, its transaction rolled back: who holds that lock."""
+    row = conn.execute("SELECT a.application_name, a.pid, a.client_addr::text FROM pg_locks l JOIN pg_stat_activity "
+                       "a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND "
+                       "l.classid::bigint = %s AND l.objid::bigint = %s", (key >> 32, key & 0xFFFFFFFF)).fetchone()
+    if row is None:
+        return disk.stalled(location, "a session that has let go of it since")
+    name, backend, address = row
+    parts = (name or "").split()
+    if len(parts) == 3 and parts[0] == "aqven" and parts[1].isdigit():
+        return disk.stalled(location, f"{disk.holder(int(parts[1]), parts[2])}, server backend {backend}")
+    return disk.stalled(location, f"server backend {backend} ({name or 'no application name'}, "
+                                  f"from {address or 'a local socket'})")
+
+
 def connect(url: str) -> psycopg.Connection:
     """A connection, or StorageError with what is wrong (unreachable, refused credentials) and what to do.
     In a process that was connected before, a server away is waited for (`reconnect`)."""
@@ -71,7 +101,7 @@ def connect(url: str) -> psycopg.Connection:
     if _reached:
         return reconnect(url)
     try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
+        conn = _open(url)
     except psycopg.OperationalError as exc:
         text = _last_line(exc)
         if "password" in text or "authentication" in text:
@@ -102,7 +132,7 @@ def reconnect(url: str) -> psycopg.Connection:
     deadline, said = time.monotonic() + AWAY_S, False
     while True:
         try:
-            return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="aqven")
+            return _open(url)
         except psycopg.OperationalError as exc:
             if time.monotonic() > deadline:
                 _away = away(where(url))
@@ -156,11 +186,12 @@ def migrate(conn: psycopg.Connection, url: str) -> tuple[int | None, int]:
 
 def cut(conn: psycopg.Connection, exc: BaseException) -> bool:
     """Whether `exc` says the connection was cut (the server went away, restarted or ended this backend: SQLSTATE
-    class 08 or 57P), so what ran on it since BEGIN did not happen; such a connection is closed, to be opened
+    class 08 or 57P; or 25P03, its runner was stopped inside a transaction past idle_in_transaction_session_timeout),
+    so what ran on it since BEGIN did not happen; such a connection is closed, to be opened
     again. libpq may report a terminated backend before it marks the connection broken."""
-    if not isinstance(exc, psycopg.OperationalError):
+    if not isinstance(exc, (psycopg.OperationalError, psycopg.errors.IdleInTransactionSessionTimeout)):
         return False
-    if conn.broken or conn.closed or (exc.sqlstate or "").startswith(("08", "57P")):
+    if conn.broken or conn.closed or (exc.sqlstate or "").startswith(("08", "57P", "25P03")):
         conn.close()
         return True
     return False
@@ -220,6 +251,9 @@ class PostgresDatabase:
                 row = _one(conn.execute("SELECT pg_advisory_xact_lock(%s)::text, pg_current_xact_id()::text, "
                                         "extract(epoch FROM clock_timestamp())::float8", (WRITER_LOCK,)))
                 return conn, row[1], row[2]
+            except psycopg.errors.LockNotAvailable:
+                conn.execute("ROLLBACK")
+                raise stalled(conn, WRITER_LOCK, self.location) from None
             except psycopg.OperationalError as exc:
                 if not cut(conn, exc):
                     raise
@@ -501,6 +535,8 @@ class PostgresLimits(SqliteLimits):
                     with conn.transaction():
                         conn.execute("SELECT pg_advisory_xact_lock(%s)", (LIMITS_LOCK,))
                         return fn(QMarks(conn.execute))
+                except psycopg.errors.LockNotAvailable:
+                    raise stalled(conn, LIMITS_LOCK, where(self.url)) from None
                 except psycopg.OperationalError as exc:
                     if self._link is None or not cut(self._link, exc) or not tries:
                         raise

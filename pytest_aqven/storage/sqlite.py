@@ -7,7 +7,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import socket
 import sqlite3
+import tempfile
 import threading
 import time
 import uuid
@@ -21,21 +23,120 @@ from .disk import StorageError
 if TYPE_CHECKING:      # the interface (the package) opens this backend: the alias is for annotations only
     from . import Record
 
-BUSY_MS = 60000
+BUSY_MS = 60000      # a read-only look's wait (a writer's is disk.LOCK_WAIT_S)
 OPEN = "('running', 'awaiting_approval')"
 T = TypeVar("T")
 
 
-def _retry_locked(fn: Callable[[], T]) -> T:
-    """The busy handler does not cover every lock (a schema change, the switch to WAL): retry those ourselves."""
-    for _ in range(600):
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _retry_locked(fn: Callable[[], T], path: Path) -> T:
+    """The busy handler does not cover every lock (a schema change, the switch to WAL): retry those ourselves,
+    for disk.LOCK_WAIT_S in all; then Stalled, naming the writer that holds the database."""
+    deadline = time.monotonic() + disk.LOCK_WAIT_S
+    while True:
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if not _locked(exc):
                 raise
+            if time.monotonic() > deadline:
+                raise disk.stalled(str(path), Writer(path).holder()) from None
             time.sleep(0.05)
-    return fn()
+
+
+def _boot() -> tuple[str, float]:
+    """(this boot's id, the epoch time of this boot as the first process of it to ask saw it), kept in a file of
+    the temporary folder named by the boot id, so every process of this machine's boot shares one anchor."""
+    try:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "", time.time() - time.monotonic()       # no boot id: one anchor per process
+    anchor = Path(tempfile.gettempdir()) / f"aqven-clock-{boot_id}"
+    for _ in range(100):
+        try:
+            return boot_id, float(anchor.read_text())
+        except (OSError, ValueError):
+            pass
+        try:                # written whole, then linked: a reader never sees half of it; the first link wins
+            fd, temp = tempfile.mkstemp(dir=anchor.parent, prefix=".aqven-clock-")
+            with os.fdopen(fd, "w") as f:
+                f.write(repr(time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)))
+            try:
+                os.link(temp, anchor)
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(temp)
+        except OSError:
+            break
+    return boot_id, time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+@functools.lru_cache(maxsize=1)
+def _anchor() -> float:
+    return _boot()[1]
+
+
+def steady_now() -> float:
+    """Epoch seconds by a clock no step of the wall clock moves (NTP, a manual set): the machine's time since
+    boot (CLOCK_BOOTTIME: it counts a suspend, as a lease must) from one anchor per boot. Every runner of an
+    SQLite database is on this machine, so heartbeats and claims judged by it are never taken from a live
+    runner because the clock stepped; its times stay within a step of the wall clock for display."""
+    return _anchor() + time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def _full(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the database file; None when it is gone."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A writer's connection: SQLite's busy handler waits disk.LOCK_WAIT_S for another writer's turn."""
+    conn = sqlite3.connect(path, timeout=disk.LOCK_WAIT_S, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout={int(disk.LOCK_WAIT_S * 1000)}")
+    return conn
+
+
+class Writer:
+    """Who holds the writer's turn, in a file beside the database (`aqven.sqlite-writer`): SQLite does not say,
+    and a runner that waited past disk.LOCK_WAIT_S names it. One write of a few bytes per transaction, in
+    place (no new block: a full disk does not fail it)."""
+
+    def __init__(self, path: Path):
+        self.file = path.with_name(path.name + "-writer")
+        self._fd: int | None = None
+        self._me = f"{os.getpid()} {socket.gethostname()}".ljust(128)[:128].encode()
+
+    def took(self) -> None:
+        try:
+            if self._fd is None:
+                self._fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+            os.pwrite(self._fd, self._me, 0)
+        except OSError:
+            pass        # only a message needs it
+
+    def holder(self) -> str:
+        try:
+            pid, host = self.file.read_text().split()[:2]
+            return disk.holder(int(pid), host)
+        except (OSError, ValueError):
+            return "a runner that did not say which (an older pytest-aqven, or another tool)"
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def newer(path: Path, version: int) -> StorageError:
@@ -65,8 +166,9 @@ class SqliteDatabase:
         self.location = str(path)
         disk.refuse_outside(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.raw = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
-        self.raw.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+        self.raw = _connect(path)
+        self.writer = Writer(path)
+        self._identity = _identity(path)       # the file opened: one removed or replaced since is noticed
         self._wal()
         self.raw.execute("PRAGMA synchronous=NORMAL")     # WAL: a killed process loses nothing committed
         self._lock = threading.RLock()         # one transaction at a time on this connection
@@ -92,13 +194,23 @@ class SqliteDatabase:
     @contextmanager
     def transaction(self) -> Iterator[SqliteTransaction]:
         with self._lock:
-            self.raw.execute("BEGIN IMMEDIATE")
             try:
+                self.raw.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc):
+                    raise
+                raise disk.stalled(self.location, self.writer.holder()) from None
+            self.writer.took()
+            try:
+                if _identity(self.path) != self._identity:
+                    raise disk.gone(self.path)
                 yield SqliteTransaction(self.raw)
                 self.raw.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if self.raw.in_transaction:
                     self.raw.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) and _full(exc):
+                    raise disk.full(self.path) from None
                 raise
 
     @contextmanager
@@ -108,6 +220,7 @@ class SqliteDatabase:
 
     def close(self) -> None:
         self.raw.close()
+        self.writer.close()
 
 
 @contextmanager
@@ -304,7 +417,7 @@ class SqliteTransaction:
 
     # --- ledger: runners, claims, spend ---------------------------------------------------------------
     def now(self) -> float:
-        return time.time()
+        return steady_now()
 
     def add_runner(self, runner_id: str, host: str, pid: int, at: float) -> None:
         self._x("INSERT OR REPLACE INTO aqven_runners VALUES (?, ?, ?, ?, ?)", (runner_id, host, pid, at, at))
@@ -444,18 +557,18 @@ class SqliteLimits:
         self.path = path
         self._local = threading.local()
         self._ready = False
+        self.writer = Writer(path)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             disk.refuse_outside(self.path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+            conn = _connect(self.path)
             self._local.conn = conn
             if not self._ready:
                 for statement in schema.script(schema.LIMITS, "sqlite"):
-                    _retry_locked(functools.partial(conn.execute, statement))
+                    _retry_locked(functools.partial(conn.execute, statement), self.path)
                 self._ready = True
         return conn
 
@@ -464,6 +577,7 @@ class SqliteLimits:
 
         def run() -> T:
             conn.execute("BEGIN IMMEDIATE")
+            self.writer.took()
             try:
                 out = fn(conn)
             except BaseException:
@@ -471,7 +585,7 @@ class SqliteLimits:
                 raise
             conn.execute("COMMIT")
             return out
-        return _retry_locked(run)
+        return _retry_locked(run, self.path)
 
     def _now(self, db: Executes) -> float:
         """The clock the slots and leases are kept by (PostgreSQL: the server's, one for every machine)."""

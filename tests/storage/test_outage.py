@@ -18,7 +18,7 @@ from .. import faults
 from . import server as pg
 from .test_runners import copies, rows
 
-OURS = "application_name = 'aqven' AND datname = current_database() AND pid != pg_backend_pid()"
+OURS = "application_name LIKE 'aqven %' AND datname = current_database() AND pid != pg_backend_pid()"
 
 
 @pytest.fixture
