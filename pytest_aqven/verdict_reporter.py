@@ -5,6 +5,7 @@ heavy: the verdict machinery is imported in the background from the first attemp
 from __future__ import annotations
 
 import gc
+import re
 import sys
 import threading
 from importlib import import_module
@@ -281,13 +282,21 @@ class VerdictReporter(Reporter):
         collect = collect_module()
         terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
                               self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
-        terminal.check_warnings(terminalreporter, _check_warnings(self.config) + self.worker_warnings)
+        terminal.check_warnings(terminalreporter, self.standing_warnings())
         terminal.summary(terminalreporter, self.entries, self.unrun)
         terminal.standing(terminalreporter, list(self.standing.values()))
         if self.looks:
             from .report import look
             for experiment, split, records, kinds in self.looks:
                 look.table(terminalreporter, experiment, split, records, kinds)
+
+    def standing_warnings(self) -> list[tuple[str, str]]:
+        """The `aqven check` warnings collection found, but W_JUDGE_UNVALIDATED of a judge whose calibration this
+        very session confirmed on held-out cases (decided first: decision.session_order): it no longer holds."""
+        calibrated = {e["experiment"] for e in self.entries
+                      if e["split"] == "holdout" and (e["verdict"] or {}).get("state") == "confirmed"}
+        return [(root, text) for root, text in _check_warnings(self.config) + self.worker_warnings
+                if not _calibrated(text, calibrated)]
 
     def report(self, session: pytest.Session, file_nodeid: str, decided, look: tuple | None,
                verdict_id: str | None) -> None:
@@ -308,6 +317,14 @@ DECIDING = ("findings.conclude", "stats.verdicts", "stats.pairs", "stats.interva
 def _decision():
     from . import decision
     return decision
+
+
+def _calibrated(warning: str, confirmed: set[str]) -> bool:
+    """Whether a rendered W_JUDGE_UNVALIDATED names, in its hint, a calibration experiment in `confirmed`."""
+    if " warning W_JUDGE_UNVALIDATED " not in warning:
+        return False
+    found = re.search(r"\(pytest --aqven-holdout -k (\S+)\)", warning)
+    return found is not None and found.group(1) in confirmed
 
 
 def _skip_reason(report: pytest.TestReport) -> str:

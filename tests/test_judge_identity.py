@@ -113,6 +113,8 @@ def test_a_judge_validated_by_a_confirmed_finding_of_the_same_judge_decides(pyte
                                                   "inference": "grade",
                                                   "prompt_sha256": file_hash(root / f"{GRADE}.prompt.md")}]
     assert result.ret == 0
+    # collection warned (no finding yet); the session's own calibration settled it: the summary no longer alarms
+    assert "W_JUDGE_UNVALIDATED" not in result.stdout.str()
 
 
 def test_a_calibration_refuted_in_the_same_session_leaves_the_judge_s_verdict_a_signal(pytester, xdist):
@@ -123,6 +125,7 @@ def test_a_calibration_refuted_in_the_same_session_leaves_the_judge_s_verdict_a_
     assert re.search(r"zz_calib \(holdout, \d+/\d+ attempts\): refuted", out), out
     assert ("signal - Signal only, judge grade is not validated: the latest held-out finding of zz_calib, its "
             "validated_by, is refuted: bot: grade is 0.900") in out
+    assert "warning W_JUDGE_UNVALIDATED checks[0].validated_by: experiment graded" in out     # still true
 
 
 def test_validated_by_without_a_finding_a_changed_prompt_or_a_stale_finding_is_a_signal_and_a_warning(
