@@ -3,6 +3,9 @@ datasets); the rules that need a higher layer live in it (engine/flow_rules.py, 
 providers/price_rules.py ...), and checker.py runs them all in one order."""
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from ..diagnostics import Diagnostic
 from ..project.specs import FieldDecl, RecordTypeSpec, UnionTypeSpec
 from .context import CheckContext, text_problem
@@ -130,16 +133,32 @@ def tool_rules(ctx: CheckContext) -> list[Diagnostic]:
     return out
 
 
+# what a pytest node id cannot hold and give back: its separator, a parameter's brackets, a path's slashes,
+# whitespace and control characters (-k, --lf and a node id given back would not find the case again)
+NODE_ID_BREAKERS = re.compile(r"::|[\[\]/\\]|\s|[\x00-\x1f\x7f]")
+NAME_HINT = ("name cases with letters, digits, `_`, `-` and `.`: a case's name is a part of its attempts' node ids "
+             "(`<experiment file>::<variant>::<case>::<repeat>`)")
+
+
 def dataset_rules(ctx: CheckContext) -> list[Diagnostic]:
     project, out = ctx.project, []
     for ds in project.datasets.values():
         seen: dict[str, int] = {}
         for i, case in enumerate(ds.spec.cases):
-            if case.name in seen:
+            breaker = NODE_ID_BREAKERS.search(case.name)
+            if breaker is not None:
+                out.append(ds.doc.diag("E_CASE_NAME_INVALID", ("cases", i, "name"),
+                                       f"case name {case.name!r} of dataset {ds.id} holds {breaker.group()!r}, which a "
+                                       "pytest node id cannot give back", NAME_HINT))
+            key = unicodedata.normalize("NFC", case.name.strip())      # names that look the same are the same
+            if key in seen:
+                first = ds.spec.cases[seen[key]].name
+                taken = f"is already taken by cases[{seen[key]}]" if first == case.name else \
+                    f"is cases[{seen[key]}]'s {first!r} once Unicode-normalized and trimmed"
                 out.append(ds.doc.diag("E_CASE_DUPLICATE", ("cases", i, "name"),
-                                       f"case name {case.name} is already taken by cases[{seen[case.name]}] of dataset {ds.id}",
+                                       f"case name {case.name} {taken} of dataset {ds.id}",
                                        "rename one of the cases: name is the case key and is unique in a dataset"))
-            seen.setdefault(case.name, i)
+            seen.setdefault(key, i)
         if ds.spec.flow is not None and ds.spec.flow not in project.flows and not ctx.unreadable("flow", ds.spec.flow):
             out.append(ds.doc.diag("E_FLOW_UNKNOWN", ("flow",), f"dataset {ds.id}: flow {ds.spec.flow} does not exist in the project",
                                    f"name a flow of the project ({', '.join(sorted(project.flows)) or 'none yet'}), or "

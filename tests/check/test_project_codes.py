@@ -1,5 +1,7 @@
 """The project-level codes a loader needs: references, nodes, types, agents, inferences, code
 references, unsupported kinds, datasets. One broken thing each; the whole diagnostic is asserted."""
+import pytest
+
 from .showcase import FILES
 
 SC = "flows/support_case/"
@@ -234,6 +236,25 @@ def test_case_duplicate(showcase):
         "datasets/support_case_cases.yaml:252:3: error E_CASE_DUPLICATE cases[13].name: case name price_drop is "
         "already taken by cases[12] of dataset support_case_cases\n"
         "  hint: rename one of the cases: name is the case key and is unique in a dataset")
+
+
+def test_case_names_that_look_the_same_are_duplicates(showcase):
+    """Names that differ only by Unicode normalization or a trailing space are one name."""
+    showcase.edit("datasets/support_case_cases.yaml", 'name: "price_drop"', 'name: "caf\u00e9"')   # NFC
+    showcase.edit("datasets/support_case_cases.yaml", 'name: "gift_return"', 'name: "cafe\u0301"')  # NFD
+    assert showcase.one("E_CASE_DUPLICATE").startswith(
+        "datasets/support_case_cases.yaml:252:3: error E_CASE_DUPLICATE cases[13].name: case name cafe\u0301 is "
+        "cases[12]'s 'caf\u00e9' once Unicode-normalized and trimmed of dataset support_case_cases")
+
+
+@pytest.mark.parametrize("name", ["a::b", "a[1]", "a/b", "two words", "nul\\u0000", "line\\nbreak"])
+def test_case_names_a_node_id_cannot_give_back(showcase, name):
+    """A case name is a part of its attempts' node ids: one pytest cannot select again is refused."""
+    showcase.edit("datasets/support_case_cases.yaml", 'name: "gift_return"', f'name: "{name}"')
+    found = showcase.one("E_CASE_NAME_INVALID")
+    assert found.startswith("datasets/support_case_cases.yaml:252:3: error E_CASE_NAME_INVALID cases[13].name: case "
+                            "name "), found
+    assert "which a pytest node id cannot give back" in found and "hint: name cases with letters, digits" in found
 
 
 def test_case_inputs_that_do_not_fit_the_flow_input(showcase):
