@@ -121,7 +121,10 @@ class ExperimentFile(pytest.File):
             errors = collection_errors(lp.project, experiment, lp.diagnostics, own)
         if errors:
             self.config.stash.setdefault(CHECK_FAILED, set()).add(self.nodeid)
-            raise self.CollectError(_render(errors))
+            text = _render(errors)
+            if any(e not in own for e in errors):  # the project's: each experiment says it is stopped (xdist shows
+                text += f"\nexperiment {self.experiment_id} cannot run until the project's errors above are fixed"
+            raise self.CollectError(text)           # one of equal collection errors, however many files raised it)
         project, experiment = runnable(lp.project), lp.project.runnable_experiment(self.experiment_id)  # check passed
         opt = self.config.getoption
         split = "holdout" if opt("aqven_holdout") else "dev"

@@ -50,9 +50,14 @@ def test_check_errors_and_warnings_in_pytest(pytester, project, capsys, xdist):
                    for line in out)
 
 
-def test_project_errors_stop_every_experiment(pytester, project):
+def test_project_errors_stop_every_experiment(pytester, project, xdist):
+    """Each experiment the project's error stops is its own collection error, under xdist too (which shows one
+    of several equal errors)."""
     project.edit("agents/gpt.yaml", 'model: "sim:gpt-oss"', 'model: "openai:gpt-oss"')
-    result = pytester.runpytest("lumen", "-p", "no:cacheprovider", "-p", "no:benchmark")
+    result = pytester.runpytest_subprocess("lumen", "-p", "no:cacheprovider", "-p", "no:benchmark", *xdist)
     result.assert_outcomes(errors=2)
     assert result.stdout.lines.count("agents/gpt.yaml:4:1: error E_PROVIDER_UNKNOWN model: agent gpt: provider openai "
                                      "is not declared in aqven.yaml") == 2
+    stopped = sorted(line for line in result.stdout.lines if line.endswith("cannot run until the project's errors "
+                                                                           "above are fixed"))
+    assert len(stopped) == 2 and len(set(stopped)) == 2, stopped
