@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from . import internals, interrupts, options
+from . import internals, options
 from .hooks import SeriesStart
 from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, end_store_away, heard_store_away, stop
+from .series import interrupts
 from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pytest_aqven import interrupts
+from pytest_aqven.series import interrupts
 
 from . import faults
 

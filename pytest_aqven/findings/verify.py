@@ -51,9 +51,14 @@ def problems(document: Any, *, stem: str, folder: str, package: str | None, made
                                         f"experiment are keyed with {expected_salt(package, folder)}"))
     if made:
         return out
-    if earlier_statistics(document) and not out:     # intact, from a release that decided it another way
-        return []
-    return out + _recomputed(document)
+    found = _recomputed(document)
+    if earlier_statistics(document) and not out and found and not _unreadable(found):
+        return []       # intact, from a release that decided it another way: it stands (method_changed says so)
+    return out + found
+
+
+def _unreadable(found: list[Problem]) -> bool:
+    return any(where == ("data",) for where, _ in found)
 
 
 def earlier_statistics(document: Mapping) -> int | None:
@@ -68,12 +73,10 @@ def method_changed(document: Mapping) -> str | None:
     """For an intact finding of earlier statistics: what today's method decides from its data, when that
     differs from what the finding says; else None."""
     version = earlier_statistics(document)
-    if version is None or not _recomputed(document):
+    found = _recomputed(document) if version is not None else []
+    if not found or _unreadable(found):      # the same decision, or data no method reads (E_FINDING_TAMPERED)
         return None
-    try:
-        today = _cached_recompute(repr(document), document)
-    except Exception as exc:  # noqa: BLE001 - data today's method cannot read: say so, the finding stands
-        return f"decided with statistics version {version}; today's version {STATISTICS_VERSION} cannot read its data ({exc})"
+    today = _cached_recompute(repr(document), document)     # it read the data just now: cached
     return (f"decided with statistics version {version}: {document['state']}; today's version {STATISTICS_VERSION} "
             f"would decide its data as {today.state}: {today.text}")
 

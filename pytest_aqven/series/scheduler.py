@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import interrupts
 from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from ..record import AttemptRecord
+from . import interrupts
 from .db import HeldOutTaken, Store
 from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, PROVIDER_UNUSABLE, Decision, Ledger, cancel, halt_text
 

@@ -45,10 +45,10 @@ def holder(pid: int, host: str) -> str:
     if host != socket.gethostname():
         return f"pid {pid} on {host}"
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        letter = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]    # the process's run state
     except (OSError, IndexError):
         return f"pid {pid} on this machine (gone)"
-    if state in ("T", "t"):
+    if letter in ("T", "t"):
         return f"pid {pid} on this machine, stopped (Ctrl-Z or SIGSTOP: `kill -CONT {pid}` resumes it)"
     return f"pid {pid} on this machine"
 
