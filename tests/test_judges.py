@@ -221,7 +221,7 @@ def test_a_judge_input_nothing_binds_is_the_check_s_infrastructure_error_and_no_
     assert {r["error_code"] for r in dev} == {"CHECK_INPUT_MISSING"}
     assert all("judges" not in r["trace"] and r["check_cost_usd"] == 0 for r in dev)
     result.stdout.fnmatch_lines([
-        f"graded (dev, *): invalid - No finding: {len(dev)} of {len(dev)} attempts hit infrastructure errors.",
+        f"graded (dev, *): invalid - No finding: {len(dev)} of {len(dev)} attempts hit infrastructure errors (*).",
         "*every attempt of variant bot hit CHECK_INPUT_MISSING*",
         "SKIPPED * CHECK_INPUT_MISSING: check grade: judge grade (critic) needs input tone (Text), which is missing: "
         "looked for in $in, $answer.out, $out; the judge was not called"])

@@ -18,7 +18,6 @@ def finding_rules(project: Project) -> tuple[list[Diagnostic], dict[str, list[Di
     """(project-level diagnostics, diagnostics per experiment id). A finding's errors belong to the
     experiment whose folder holds it (a collection error of that experiment in pytest)."""
     from .publish import recorded  # noqa: PLC0415  (the series store: only when findings are checked)
-    from .verify import method_changed  # noqa: PLC0415  (numpy and scipy: only when findings are checked)
 
     root = project.root
     per_experiment: dict[str, list[Diagnostic]] = {}
@@ -29,6 +28,7 @@ def finding_rules(project: Project) -> tuple[list[Diagnostic], dict[str, list[Di
         target = per_experiment.setdefault(owner, []) if owner in project.experiments else project_level
         target += [_diag(root, path, owner, "E_FINDING_TAMPERED", where, message, TAMPERED_HINT)
                    for where, message in found]
+        from .verify import method_changed  # noqa: PLC0415  (numpy and scipy: only when a finding file is there)
         changed = None if found else method_changed(document)
         if changed is not None:
             project_level.append(_diag(root, path, owner, "W_FINDING_METHOD_CHANGED", ("method",), changed,
