@@ -11,7 +11,10 @@ says how to write one):
   pytest's duration and timestamps are compared as placeholders; a `sh` block's commands must exit 0;
 - a `text` block is illustrative and never run; `<!-- docs: not run: <reason> -->` on the line before a
   fence keeps it from running, with the reason said; a block without a language is an error, and a
-  `python` block without a path must compile.
+  `python` block without a path must compile;
+- commands run as a plain install (`pip install pytest-aqven`, no extra) runs them: the modules of the optional
+  extras cannot be imported, unless `<!-- docs: extra <name> -->` on the line before the fence names the extra
+  the example needs (and the doc says so), e.g. `postgres` for a PostgreSQL store.
 """
 from __future__ import annotations
 
@@ -40,6 +43,21 @@ LANGUAGES = {"yaml", "toml", "python", "console", "sh", "text", "json"}
 FENCE = re.compile(r"^( *)(`{3,})\s*([\w-]*)\s*$")
 NOT_RUN = re.compile(r"^<!-- docs: not run: (.+\S) -->$")
 FILE = re.compile(r"^<!-- docs: file ([\w./-]+) -->$")        # a file that has no comment syntax (a prompt)
+EXTRA = re.compile(r"^<!-- docs: extra (\w+) -->$")          # the optional extra a block's commands need
+EXTRAS = {"postgres": ("psycopg",), "mcp": ("mcp",)}          # pyproject.toml's extras -> the modules they bring
+# a plain install's view: the modules of the extras a block does not name are not installed
+PLAIN = """import sys
+
+
+class PlainInstall:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {absent!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, PlainInstall())
+"""
 HEADING = re.compile(r"^#{1,6} ")
 PATH_LINE = re.compile(r"^# (excerpt of )?([\w./-]+)\s*$")
 VOLATILE = [                           # (pattern, placeholder), on both sides
@@ -58,6 +76,7 @@ class Block:
     not_run: str | None = None     # the reason, when marked
     file: str | None = None        # the project file it is, named by the first line or the marker before it
     excerpt: bool = False          # a YAML mapping merged into `file`
+    extra: str | None = None       # the optional extra its commands need, named by the marker before it
 
     @property
     def where(self) -> str:
@@ -91,9 +110,11 @@ def sections(doc: Path) -> list[Section]:
             assert end is not None, f"{doc.relative_to(REPO)}:{i + 1}: a fence that never closes"
             text = "\n".join(line[len(indent):] for line in lines[i + 1:end]) + "\n"
             before = lines[i - 1].strip() if i else ""
-            not_run, named = NOT_RUN.match(before), FILE.match(before)
+            not_run, named, extra = NOT_RUN.match(before), FILE.match(before), EXTRA.match(before)
             head = PATH_LINE.match(text.splitlines()[0]) if text.strip() and language != "text" else None
-            block = Block(doc, i + 1, language, text, not_run[1] if not_run else None)
+            block = Block(doc, i + 1, language, text, not_run[1] if not_run else None,
+                          extra=extra[1] if extra else None)
+            assert block.extra in (None, *EXTRAS), f"{block.where}: docs: extra names none of {sorted(EXTRAS)}"
             if named:
                 block.file = named[1]
             elif head:
@@ -195,11 +216,22 @@ def commands(block: Block) -> list[tuple[str, list[str] | None]]:
     return [(cmd, shown if any(s.strip() for s in shown) else None) for cmd, shown in out]
 
 
-def environment() -> dict[str, str]:
+def environment(plain: Path | None = None) -> dict[str, str]:
+    """The environment commands run in; `plain`: a folder whose sitecustomize.py hides the extras' modules."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_")) and k != "PYTHONPATH"}
     env.update(PATH=f"{sysconfig.get_path('scripts')}{os.pathsep}{env['PATH']}", COLUMNS="80", NO_COLOR="1",
                PY_COLORS="0", TERM="dumb")
+    if plain is not None:
+        env["PYTHONPATH"] = str(plain)
     return env
+
+
+def plain_install(folder: Path, extra: str | None) -> Path:
+    """A sitecustomize.py that hides the modules of every extra but `extra`, as a plain install lacks them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    absent = sorted(m for name, modules in EXTRAS.items() if name != extra for m in modules)
+    (folder / "sitecustomize.py").write_text(PLAIN.format(absent=set(absent)), encoding="utf-8")
+    return folder
 
 
 def runs(block: Block) -> bool:
@@ -224,9 +256,10 @@ def test_the_examples_of_a_section_run_as_shown(section, tmp_path):
         found = [d.render() for d in check_root(work / "demo")]
         assert not found, f"{section.id} ({section.title}): aqven check of demo/ with its files:\n" + "\n".join(found)
     for block in shells:
+        plain = plain_install(tmp_path / f"plain-{block.extra}", block.extra)
         for command, shown in commands(block):
             done = subprocess.run(["bash", "-c", command], cwd=work / "demo" if section.doc in NEW_READMES else work,
-                                  env=environment(), capture_output=True, text=True, timeout=300)
+                                  env=environment(plain), capture_output=True, text=True, timeout=300)
             printed = done.stdout + done.stderr
             if shown is None:
                 assert done.returncode == 0, f"{block.where}: `{command}` exited {done.returncode}:\n{printed}"
