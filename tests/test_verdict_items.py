@@ -182,4 +182,5 @@ def test_an_ini_value_of_the_wrong_toml_type_is_a_usage_error_naming_the_key(pyt
         pytester.makefile(".toml", pyproject=f"[tool.pytest]\n{key} = {value}\n")
         result = pytester.runpytest("proj", "-p", "no:cacheprovider")
         assert result.ret == pytest.ExitCode.USAGE_ERROR, key
-        result.stderr.fnmatch_lines([f"ERROR: {key} (ini): *{value}*"])
+        # ours, or pytest's own from 9.2 on (it checks a native table's types itself): both name the key and value
+        result.stderr.fnmatch_lines([f"ERROR: *{key}*{value}*"])

@@ -58,6 +58,7 @@ def test_project_errors_stop_every_experiment(pytester, project, xdist):
     result.assert_outcomes(errors=2)
     assert result.stdout.lines.count("agents/gpt.yaml:4:1: error E_PROVIDER_UNKNOWN model: agent gpt: provider openai "
                                      "is not declared in aqven.yaml") == 2
-    stopped = sorted(line for line in result.stdout.lines if line.endswith("cannot run until the project's errors "
-                                                                           "above are fixed"))
-    assert len(stopped) == 2 and len(set(stopped)) == 2, stopped
+    stopped = {line for line in result.stdout.lines if line.endswith("cannot run until the project's errors above "
+                                                                      "are fixed")}
+    assert stopped == {f"experiment {e} cannot run until the project's errors above are fixed"
+                       for e in ("reply_look", "reply_overpromise_risk")}, stopped
