@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from check.showcase import FILES, Showcase  # noqa: E402  (the test suite's showcase project)
 
-from pytest_aqven.checker import check_root  # noqa: E402
+from pytest_aqven.api.check import check_root  # noqa: E402
 from pytest_aqven.diagnostics import render_text  # noqa: E402
 
 TEMPLATES = [rel for rel in FILES if rel.startswith("experiments/")]

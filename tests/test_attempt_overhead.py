@@ -193,7 +193,7 @@ def test_under_xdist_each_worker_claims_ahead_only_what_it_runs(pytester, dist):
     root = make(pytester.path, cases=60)
     (root / "provider.py").write_text((root / "provider.py").read_text() + SLOW_ON_GW1)
     pytester.makeconftest("""
-        from pytest_aqven.internals import dist_mode
+        from pytest_aqven.plugin.internals import dist_mode
 
         def pytest_sessionstart(session):
             if hasattr(session.config, "workerinput"):

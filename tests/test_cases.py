@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.cli import main
 from pytest_aqven.experiments.split import split_of
 from pytest_aqven.project.loader import load_project

@@ -27,8 +27,9 @@ def _strings(node: ast.AST) -> list[str]:
 
 
 def aqven_check(path) -> bool:
-    """A module of `aqven check`, whose codes are diagnostics: check/, each layer's *_rules.py, checker.py."""
-    return "check" in path.relative_to(PACKAGE).parts or path.name.endswith("_rules.py") or path.name == "checker.py"
+    """A module of `aqven check`, whose codes are diagnostics: check/, each layer's *_rules.py, api/check.py."""
+    parts = path.relative_to(PACKAGE).parts
+    return "check" in parts or path.name.endswith("_rules.py") or parts == ("api", "check.py")
 
 
 def used_codes() -> dict[str, str]:

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.scaffold import TEMPLATES, create
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.scaffold import create, template
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_aqven.checker import check_project
+from pytest_aqven.api.check import check_project
 from pytest_aqven.findings.files import FindingsRefused, finding_files, write_finding_file
 from pytest_aqven.project import coderefs
 from pytest_aqven.project.loader import load_project

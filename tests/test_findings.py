@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.cli import main
 from pytest_aqven.findings.files import (
     FindingsRefused,

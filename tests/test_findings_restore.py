@@ -8,7 +8,7 @@ import pty
 import subprocess
 import sys
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.cli import main
 
 from . import findings_util as fu

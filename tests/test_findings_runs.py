@@ -7,7 +7,7 @@ import textwrap
 import pytest
 import yaml
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 
 from . import projects
 

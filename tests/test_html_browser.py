@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_aqven.plugin.html import BADGE
 from pytest_aqven.report import svg
-from pytest_aqven.report.html import BADGE
 
 EXAMPLE = Path(__file__).parent.parent / "example_project"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -252,7 +252,7 @@ def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
 def test_the_cell_table_reads_a_narrow_interval_shows_and_every_cell_names_its_decider():
     """No browser: the cells' text is dark on white at WCAG AA or better (pytest-html greys table text); an interval
     narrower than its estimate's dot has caps taller than the dot; an unclear cell says no bound decided it."""
-    from pytest_aqven.report import html
+    from pytest_aqven.plugin import html
 
     assert contrast(hex_rgb(html.TEXT), (255, 255, 255)) >= 4.5 > contrast(hex_rgb("#999999"), (255, 255, 255))
     assert f"color:{html.TEXT}" in html.CSS

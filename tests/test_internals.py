@@ -1,4 +1,4 @@
-"""pytest_aqven.internals: each pytest / xdist internal is found in the installed versions (CI runs this file
+"""pytest_aqven.plugin.internals: each pytest / xdist internal is found in the installed versions (CI runs this file
 against the oldest and newest pytest and xdist, .ci/matrix), and an internal that changed fails loudly."""
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import types
 
 import pytest
 
-from pytest_aqven import internals
-from pytest_aqven.internals import InternalsChanged
+from pytest_aqven.plugin import internals
+from pytest_aqven.plugin.internals import InternalsChanged
 
 CONFTEST = """
 import pytest
-from pytest_aqven import internals
+from pytest_aqven.plugin import internals
 
 def pytest_collection_modifyitems(config, items):
     lf = internals.last_failed(config)

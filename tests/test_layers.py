@@ -23,18 +23,18 @@ LAYERS = [
     {"storage"},                            # the database interface: series/ and the providers' limits share it
     {"project", "compat"},                  # compat: only install(), which puts the stand-in on sys.path
     {"check"},                              # the check context and the rules of the project alone; each layer
-                                            # above holds its own rules (engine/flow_rules.py ...), checker.py runs them
+                                            # above holds its own rules (engine/flow_rules.py ...), api/check.py runs them
     {"providers"},
     {"engine"},                             # with the evaluators and policies
     {"experiments"},
     {"series"},
     {"findings"},
-    {"report", "internals"},                # internals: the one adapter of pytest's and xdist's internals
-    # the top: every layer's aqven check rules run in one order (checker), deciding a series (the pytest layer's
-    # and `aqven series decide`'s), the launch plans of `aqven plan`, the pytest glue, the CLI and its subcommands,
-    # the stand-in of AQVEN's API that user code imports, the scaffold
-    {"", "compat.aqven", "checker", "decision", "launch", "hooks", "options", "running", "verdict_reporter", "collect",
-     "plugin", "cli", "commands", "scaffold"},
+    {"report"},
+    {"api"},                                # the library face the plugin and the CLI call: every layer's aqven check
+                                            # rules in one order, deciding a series, the launch plans of `aqven plan`
+    # the top: the pytest layer (the only importer of pytest, pluggy and xdist), the CLI, the stand-in of AQVEN's
+    # API that user code imports, the scaffold
+    {"", "compat.aqven", "plugin", "cli", "scaffold"},
 ]
 
 # the edges the layers still have, each named so a new one fails and a mended one must leave the list

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_aqven import collect
+from pytest_aqven.plugin import collect
 from pytest_aqven.record import AttemptRecord
 
 from . import projects

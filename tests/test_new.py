@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.cli import main
 from pytest_aqven.scaffold import TEMPLATES, package_name, template
 

@@ -226,7 +226,7 @@ def test_subagents_and_judge_checks_of_an_inference_run_in_a_series(pytester):
 
 def test_a_failure_while_deciding_fails_the_verdict_test_not_the_session(pytester, monkeypatch):
     make(pytester, projects.cases(8), repeats=1)
-    from pytest_aqven import decision
+    from pytest_aqven.api import decide as decision
 
     def broken(*args, **kwargs):
         raise RuntimeError("database went away")

@@ -578,7 +578,7 @@ def test_an_old_database_is_migrated_and_its_spend_counted(tmp_path):
 # --- large datasets ----------------------------------------------------------------------------------
 
 def test_deselected_experiments_cost_nothing_at_collection_and_a_big_unsized_series_warns(pytester, monkeypatch):
-    from pytest_aqven import collect
+    from pytest_aqven.plugin import collect
     from pytest_aqven.series import lifecycle
     make(pytester.path, cases=8)
     planned = []

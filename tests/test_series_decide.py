@@ -1,4 +1,4 @@
-"""`aqven series decide <id>`: the library decision (pytest_aqven/decision.py) the pytest session end makes,
+"""`aqven series decide <id>`: the library decision (pytest_aqven/api/decide.py) the pytest session end makes,
 from the terminal: the same verdict and finding as the pytest run that ran the series."""
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_a_tally_with_an_attempt_the_database_never_got_decides_nothing(pytester
     process was killed in the group commit's window) leaves the series undecided, counted or looked up."""
     import dataclasses
 
-    from pytest_aqven.decision import _stored, decide
+    from pytest_aqven.api.decide import _stored, decide
     from pytest_aqven.project.loader import load_project
     from pytest_aqven.series.tally import SeriesTally
 

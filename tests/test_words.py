@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_aqven.report.data import NEXT, cell_entry
-from pytest_aqven.report.junit import cell_text
-from pytest_aqven.report.text import pair_words
+from pytest_aqven.report.text import cell_text, pair_words
 from pytest_aqven.stats import Attempt, CheckValue, Guardrail, Pair, decide
 
 from .stats.helpers import facts

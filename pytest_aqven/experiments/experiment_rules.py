@@ -57,7 +57,7 @@ def _tag_values(cases, tags: dict[str, str]) -> str:
 
 
 # why a check's judge is not validated by a held-out finding of its validated_by, or None (the findings layer's
-# rule, findings/judges.py why_unvalidated, handed in by checker.py: the finding files are read above here)
+# rule, findings/judges.py why_unvalidated, handed in by api/check.py: the finding files are read above here)
 Unvalidated = Callable[[RunnableExperiment, Any], "str | None"]
 
 

@@ -120,7 +120,7 @@ def why_not_validated(project: Project, judge: dict, findings: list[dict]) -> st
 
 
 def why_unvalidated(project: Project, experiment: Experiment, check) -> str | None:
-    """W_JUDGE_UNVALIDATED's reason (experiments/experiment_rules.py, handed this by checker.py): why the judge of
+    """W_JUDGE_UNVALIDATED's reason (experiments/experiment_rules.py, handed this by api/check.py): why the judge of
     `check` has no standing, confirmed held-out finding of its validated_by for this very judge, or None."""
     from .files import read_findings  # noqa: PLC0415  (findings decide again: numpy)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .junit import against
-from .text import figure, interval, usd
+from .text import against, figure, interval, usd
 
 HEADER = ("experiment", "split", "verdict", "estimate", "95% interval", "against", "attempts", "spend")
 

@@ -80,8 +80,7 @@ HEADER = ("experiment", "question", "variants", "verdict", "estimate [95% CI]", 
 
 def row(entry: dict) -> tuple[str, ...]:
     """One experiment: its primary cell's estimate and interval against the bound or margin."""
-    from .junit import against
-    from .text import figure, interval, pair_words, usd
+    from .text import against, figure, interval, pair_words, usd
 
     verdict = entry["verdict"]
     primary = next((c for c in entry["cells"] if c["role"] == "primary"), None)
@@ -145,7 +144,7 @@ def _unrun_line(tr, experiment: str, split: str, why: str, state: str) -> None:
 
 
 def _verdict(tr, entry: dict, verbosity: int) -> None:
-    from .junit import cell_text
+    from .text import cell_text
 
     a = entry["attempts"]
     head = f"{entry['experiment']} ({entry['split']}, {a['done']}/{a['total']} attempts): "

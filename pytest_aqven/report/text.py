@@ -87,3 +87,17 @@ def pair_words(cell: dict, short: bool = False) -> str:
         lo, hi = sorted((_raw(cell, low), _raw(cell, high)))
         span = _span(lo, hi, unit)
     return f"{head} [{span}]" if short else f"{head}; 95% CI {span}"
+
+
+def cell_text(cell: dict) -> str:
+    """A cell in one line; a pair's in words (which variant is better, by how much, in the metric's unit)."""
+    e = cell["estimate"]
+    if cell["baseline"] is not None:
+        return f"{pair_words(cell)}; {against(cell)}: {cell['verdict']}"
+    return f"{figure(e['value'], e['unit'])} {interval(e)} {against(cell)}: {cell['verdict']}"
+
+
+def against(cell: dict) -> str:
+    if cell["bound"]:
+        return f"against {cell['bound']} {cell['threshold']:g} with margin {cell['margin']:g}"
+    return f"against the relative margin {cell['margin']:g}" if cell["relative"] else f"against margin {cell['margin']:g}"

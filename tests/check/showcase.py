@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.diagnostics import Diagnostic, render_text
 
 from ..projects import write_files

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pytest_aqven import checker
+from pytest_aqven.api import check as checker
 from pytest_aqven.cli import main
 from pytest_aqven.experiments import experiment_rules as experiments
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.diagnostics import render_text
 from pytest_aqven.project.loader import load_project
 

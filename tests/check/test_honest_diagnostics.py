@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from pytest_aqven.api.check import check_project, check_root
 from pytest_aqven.check.scope import collection_errors
-from pytest_aqven.checker import check_project, check_root
 from pytest_aqven.diagnostics import render_text
 from pytest_aqven.project.loader import load_project
 

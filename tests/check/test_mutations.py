@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.diagnostics import Diagnostic
 
 from ..compat_project import write_project
@@ -320,8 +320,8 @@ def test_a_judge_with_a_numeric_score_is_valid(tmp_path):
 
 def collection_lines(root) -> dict[str, list[str]]:
     """experiment id -> the first lines of the errors its pytest collection shows."""
+    from pytest_aqven.api.check import check_project
     from pytest_aqven.check.scope import collection_errors
-    from pytest_aqven.checker import check_project
     from pytest_aqven.project.loader import load_project
 
     project = load_project(root)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.diagnostics import render_text
 
 from .. import compat_project, projects, showcase_experiments, support_case

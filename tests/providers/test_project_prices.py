@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from pytest_aqven.checker import check_root
+from pytest_aqven.api.check import check_root
 from pytest_aqven.providers.base import ModelRequest, ModelResponse
 from pytest_aqven.providers.prices import Price, PricedProvider, ProjectPrices, load, pyproject_of
 

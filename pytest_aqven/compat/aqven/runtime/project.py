@@ -211,7 +211,7 @@ class Project:
 
     @classmethod
     def load(cls, root: Path) -> "Project":
-        from ....checker import check_project
+        from ....api.check import check_project
         from ....project.loader import load_project
         project = load_project(Path(root))
         diagnostics, _per_experiment = check_project(project)   # an experiment's errors do not stop its flows

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import project_argument, project_path
+from .project import project_argument, project_path
 
 
 def add_cases(commands) -> None:

@@ -11,19 +11,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import storage
-from .findings.conclude import Conclusion, conclude
-from .findings.files import FindingsRefused
-from .findings.publish import write_finding_for
-from .findings.spent import spent_for
-from .project.loader import Project, RunnableExperiment, load_project, runnable
-from .record import AttemptRecord
-from .report import data, terminal
-from .series.cap import CapError, SeriesCap, approved_cap_holds, approved_cap_text, series_cap
-from .series.db import Store
-from .series.ledger import LEASE_SECONDS, cancel, series_spend
-from .series.lifecycle import SeriesRun
-from .series.tally import SeriesTally
+from .. import storage
+from ..findings.conclude import Conclusion, conclude
+from ..findings.files import FindingsRefused
+from ..findings.publish import write_finding_for
+from ..findings.spent import spent_for
+from ..project.loader import Project, RunnableExperiment, load_project, runnable
+from ..record import AttemptRecord
+from ..report import data, terminal
+from ..series.cap import CapError, SeriesCap, approved_cap_holds, approved_cap_text, series_cap
+from ..series.db import Store
+from ..series.ledger import LEASE_SECONDS, cancel, series_spend
+from ..series.lifecycle import SeriesRun
+from ..series.tally import SeriesTally
 
 
 @dataclass(frozen=True)

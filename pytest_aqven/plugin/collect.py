@@ -7,26 +7,26 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
-from . import internals
-from .check.context import internal_error
-from .check.scope import collection_errors
-from .checker import check_project
-from .diagnostics import Diagnostic
-from .experiments.plan import PlanError
-from .findings.publish import repair as repair_findings
-from .findings.spent import spent_for
-from .project.loader import Project, load_project, runnable
-from .record import AttemptRecord
-from .report import attempts, junit
+from ..api.check import check_project
+from ..check.context import internal_error
+from ..check.scope import collection_errors
+from ..diagnostics import Diagnostic
+from ..experiments.plan import PlanError
+from ..findings.publish import repair as repair_findings
+from ..findings.spent import spent_for
+from ..project.loader import Project, load_project, runnable
+from ..record import AttemptRecord
+from ..report import attempts
+from ..series.cap import CapError, series_cap
+from ..series.lifecycle import SeriesRun
+from ..stats.model import case_key
+from ..storage import StorageError
+from . import internals, junit
 from .running import store_away
-from .series.cap import CapError, series_cap
-from .series.lifecycle import SeriesRun
-from .stats.model import case_key
-from .storage import StorageError
 
 if TYPE_CHECKING:
-    from .project.specs import CaseSpec
-    from .series.scheduler import Scheduler
+    from ..project.specs import CaseSpec
+    from ..series.scheduler import Scheduler
 
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
@@ -190,7 +190,7 @@ def node_name(series: SeriesRun, case: str) -> str:
     """A held-out case is never shown by name, so its node is named by the salted key its finding uses."""
     if series.plan.split != "holdout":
         return case
-    from .stats.model import experiment_salt
+    from ..stats.model import experiment_salt
     return "case-" + case_key(experiment_salt(series.project.package, series.experiment.id), case)
 
 
@@ -324,7 +324,7 @@ class VerdictItem(pytest.Item):
         text = f"verdict {state} (the finding that stands; nothing ran): {standing['statement']}\n{standing['why']}"
         self.add_report_section("call", "aqven verdict", f"verdict {state} (the finding that stands): "
                                                           f"{standing['finding']}")
-        from .report import junit
+        from . import junit
         if junit.per_testcase(self.config):
             self.user_properties += junit.standing_properties(standing)
         reporter = self.config.pluginmanager.get_plugin("aqven-verdicts")
@@ -356,7 +356,7 @@ def run_token(config: pytest.Config) -> str:
 def scheduler(config: pytest.Config):
     """This process's attempt scheduler, started on first use."""
     if SCHEDULER not in config.stash:
-        from .series.scheduler import Scheduler
+        from ..series.scheduler import Scheduler
         config.stash[SCHEDULER] = Scheduler(config.option.aqven_concurrency)
     return config.stash[SCHEDULER]
 

@@ -18,7 +18,7 @@ _COLLECT = f"{__package__}.collect"
 
 
 def collect_module():
-    """pytest_aqven.collect once this process collected an experiment file, else None (asked by several hooks
+    """pytest_aqven.plugin.collect once this process collected an experiment file, else None (asked by several hooks
     of every item)."""
     return sys.modules.get(_COLLECT)
 
@@ -67,14 +67,14 @@ def _not_ours(properties: list) -> list:
 
 
 class JunitNames:
-    """Testcase names CI reporters can read (report/junit.py), set before junitxml opens each testcase."""
+    """Testcase names CI reporters can read (junit.py), set before junitxml opens each testcase."""
 
     def __init__(self, config: pytest.Config):
         self.config = config
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from .report import junit
+        from . import junit
         junit.name_testcase(self.config, report)
 
 
@@ -112,7 +112,7 @@ def stop(session: pytest.Session, why: str | None) -> None:
             del session.config.stash[collect.SCHEDULER]
     reporter = session.config.pluginmanager.getplugin("aqven-verdicts")
     if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
-        from .decision import cancel_all
+        from ..api.decide import cancel_all
         cancel_all(reporter.tallies, why)
 
 
@@ -136,7 +136,7 @@ def end_store_away(session: pytest.Session) -> bool:
     session.exitstatus = pytest.ExitCode.USAGE_ERROR
     if internals.is_worker(session.config):
         internals.worker_output(session.config)["aqven_store_away"] = away
-    from .storage import StorageError
+    from ..storage import StorageError
     with contextlib.suppress(StorageError):
         stop(session, None)
     return True

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .project.paths import PROJECT_FILE, find_root  # noqa: F401  (PROJECT_FILE: plugin.py reads it here)
+from ..project.paths import PROJECT_FILE, find_root  # noqa: F401  (PROJECT_FILE: plugin/__init__.py reads it here)
 
 FAILING = ("refuted", "inconclusive", "invalid", "open")
 STATES = ("confirmed", "refuted", "inconclusive", "signal", "invalid", "open")   # open: no verdict (yet)
@@ -79,7 +79,7 @@ def check(config: pytest.Config) -> frozenset[str]:
         where = "aqven_concurrency (ini)" if "aqven_concurrency" in from_ini else "--aqven-concurrency"
         raise pytest.UsageError(f"{where} must be between 1 and 1024, not {config.option.aqven_concurrency}")
     if config.getoption("aqven_cap") is not None:
-        from .series.cap import CapError, parse_usd
+        from ..series.cap import CapError, parse_usd
         try:
             parse_usd(config.getoption("aqven_cap"), "--aqven-cap")
         except CapError as exc:
@@ -129,7 +129,8 @@ def _choose_store(config: pytest.Config) -> None:
     line, else the ini value, else the environment variable AQVEN_STORE, else SQLite in each project."""
     import os  # noqa: PLC0415
 
-    from . import internals, storage  # noqa: PLC0415
+    from .. import storage  # noqa: PLC0415
+    from . import internals  # noqa: PLC0415
     given = [(config.getoption("aqven_store"), "--aqven-store"), (_ini(config, "aqven_store"), "aqven_store (ini)"),
              (os.environ.get(storage.ENV), storage.ENV)]
     value, source = next(((v, s) for v, s in given if v), (None, storage.ENV))

@@ -8,10 +8,9 @@ from html import escape
 import pytest
 
 from ..record import AttemptRecord
-from . import look, svg
-from .attempts import HELD_OUT
-from .junit import cell_text
-from .text import usd
+from ..report import look, svg
+from ..report.attempts import HELD_OUT
+from ..report.text import cell_text, usd
 
 # badge backgrounds: each has a contrast of at least 4.5 with white text (tests/test_html_browser.py measures it)
 TEXT = "#1f2328"

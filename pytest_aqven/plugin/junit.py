@@ -9,10 +9,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .. import internals
 from ..record import AttemptRecord
-from . import attempts, look
-from .text import figure, interval, pair_words
+from ..report import attempts, look
+from ..report.text import cell_text
+from . import internals
 
 
 def per_testcase(config) -> bool:
@@ -115,20 +115,6 @@ def verdict_properties(entry: dict) -> list[tuple[str, str]]:
     if entry["finding_path"]:
         props.append(("aqven_finding", entry["finding_path"]))
     return props
-
-
-def cell_text(cell: dict) -> str:
-    """A cell in one line; a pair's in words (which variant is better, by how much, in the metric's unit)."""
-    e = cell["estimate"]
-    if cell["baseline"] is not None:
-        return f"{pair_words(cell)}; {against(cell)}: {cell['verdict']}"
-    return f"{figure(e['value'], e['unit'])} {interval(e)} {against(cell)}: {cell['verdict']}"
-
-
-def against(cell: dict) -> str:
-    if cell["bound"]:
-        return f"against {cell['bound']} {cell['threshold']:g} with margin {cell['margin']:g}"
-    return f"against the relative margin {cell['margin']:g}" if cell["relative"] else f"against margin {cell['margin']:g}"
 
 
 def _key(testcase: ET.Element) -> tuple:

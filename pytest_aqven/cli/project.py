@@ -1,6 +1,6 @@
-"""The `aqven` subcommands cli.py assembles, each module adding its parsers (`add_*`) and running them (`run_*`):
-series.py `aqven series` and `aqven db`, cases.py `aqven cases`. They sit on the top layer, beside cli.py, over
-the library layers they call."""
+"""The project argument of every `aqven` subcommand. The subcommands cli/__init__.py assembles each add their
+parsers (`add_*`) and run them (`run_*`): series.py `aqven series` and `aqven db`, cases.py `aqven cases`. They
+sit on the top layer over the library they call."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

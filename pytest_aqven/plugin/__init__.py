@@ -1,6 +1,6 @@
 """pytest hooks only, and how a decision becomes a test report (VerdictTests). The hooks delegate: options
 (options.py), the node tree (collect.py), the objects that follow attempts (running.py), the controller
-that folds records and decides (verdict_reporter.py over decision.py), pytest/xdist internals (internals.py).
+that folds records and decides (verdict_reporter.py over api/decide.py), pytest/xdist internals (internals.py).
 
 pytest imports this module in every run of an environment where the plugin is installed, so it imports
 nothing heavy: the node tree (and with it pydantic, numpy, scipy) is imported when the first experiment
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
+from ..series import interrupts
 from . import internals, options
 from .hooks import SeriesStart
 from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, end_store_away, heard_store_away, stop
-from .series import interrupts
 from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:
-    from .decision import Decided
+    from ..api.decide import Decided
 
 Outcome = Literal["passed", "failed", "skipped"]    # a TestReport's
 
@@ -56,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if getattr(config.option, "xmlpath", None) and not reporter.is_worker:
         config.pluginmanager.register(JunitNames(config), "aqven-junit-names")
     if config.pluginmanager.hasplugin("html") and not reporter.is_worker:   # pytest-html writes on the controller
-        from .report.html import HtmlReport
+        from .html import HtmlReport
 
         config.pluginmanager.register(HtmlReport(reporter), "aqven-html")
 
@@ -102,8 +102,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     roots = options.project_roots(session.config)
     if not roots:
         return
-    from .project.loader import package_of
-    from .storage import StorageError, check_project, preflight, preflight_findings
+    from ..project.loader import package_of
+    from ..storage import StorageError, check_project, preflight, preflight_findings
     for root in roots:
         try:
             preflight(root, again=True)
@@ -119,11 +119,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     bound the cap cannot hold (W_PRICE_UNKNOWN). Only a project that calls models over HTTP is loaded."""
     if internals.is_worker(config):
         return []
-    from .providers.prices import calls_over_http
+    from ..providers.prices import calls_over_http
     roots = [root for root in options.project_roots(config) if calls_over_http(root)]
     if not roots:
         return []
-    from .providers.price_rules import before_the_run
+    from ..providers.price_rules import before_the_run
     return [f"aqven: {line}" for root in roots for line in before_the_run(root)]
 
 
@@ -190,7 +190,7 @@ def pytest_runtest_makereport(item: pytest.Item, call):
             reporter.ran_here[report.nodeid] = item.record
         if item.details is not None:
             report.aqven_details = item.details     # for pytest-html; never set for held-out attempts
-        from .report import junit
+        from . import junit
         if junit.per_testcase(item.config):                  # xunit2 allows no properties on a testcase
             item.user_properties.extend(junit.attempt_properties(item.record))   # on the teardown report too
     elif collect and isinstance(item, collect.VerdictItem) and report.when == "call" and item.standing is not None:
@@ -208,7 +208,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     collect = collect_module()
     if collect is None or config.option.collectonly or config.get_verbosity() < 0 or internals.is_worker(config):
         return []       # an xdist worker's lines are never shown (the controller writes them): no numpy there
-    from .report import terminal
+    from ..report import terminal
     files = list(dict.fromkeys(i.experiment_file for i in items if isinstance(i, collect.AttemptItem)))
     family = config.option.aqven_intervals
     return [terminal.plan_line(f.experiment_id, f.series.plan.split, f.series.launch_plan(family, simulate=False))
@@ -260,7 +260,7 @@ class VerdictTests(VerdictReporter):
             outcome, longrepr = "skipped", (file_nodeid, None, f"Skipped: {why}")
         props = [("aqven_verdict", state), ("aqven_experiment", experiment), ("aqven_split", split),
                  ("aqven_sentence", why)]
-        from .report import junit
+        from . import junit
         junit.add_suite_properties(self.config, props, experiment)
         self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", f"verdict {state}: {why}")])
 
@@ -272,7 +272,7 @@ class VerdictTests(VerdictReporter):
         failing = state in self.fail_on
         longrepr = f"verdict {state} (the finding that stands; nothing ran): {standing['statement']}\n" \
                    f"{standing['why']}" if failing else None
-        from .report import junit
+        from . import junit
         self._fire(session, verdict_id, "failed" if failing else "passed", longrepr, junit.standing_properties(standing),
                    [("aqven verdict", f"verdict {state} (the finding that stands): "
                                       f"{standing['finding'] or standing['series']}")])
@@ -305,7 +305,7 @@ class VerdictTests(VerdictReporter):
             outcome, longrepr = "failed", f"verdict {state}: {text}"
         else:
             outcome, longrepr = "passed", None
-        from .report import junit
+        from . import junit
         props = junit.verdict_properties(entry) + (junit.look_properties(look[1], look[2], look[3]) if look else [])
         junit.add_suite_properties(self.config, props, entry["experiment"])
         if verdict_id is not None:
@@ -317,7 +317,7 @@ class VerdictTests(VerdictReporter):
         phases, logfinish (its item was counted at collection: pytest's progress stays right)."""
         file_nodeid = nodeid.split("::")[0]
         location = (file_nodeid, 0, f"{Path(file_nodeid).parent.name} verdict")
-        from .report import junit
+        from . import junit
         props = props if junit.per_testcase(self.config) else []
         hook = self.config.hook
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)

@@ -1,6 +1,6 @@
 """The process that sees every attempt's report (the only one, or the xdist controller): it folds the attempt
-records as they are reported, decides every series after the run loop (decision.py) and writes the
-session's reports. How a decision becomes a test report is plugin.py's (VerdictTests). Imports nothing
+records as they are reported, decides every series after the run loop (api/decide.py) and writes the
+session's reports. How a decision becomes a test report is plugin/__init__.py's (VerdictTests). Imports nothing
 heavy: the verdict machinery is imported in the background from the first attempt record on."""
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..record import AttemptRecord
+from ..report.progress import Progress
 from . import internals
-from .record import AttemptRecord
-from .report.progress import Progress
 from .running import LOOP_ENDED, STORE_AWAY, collect_module
 
 if TYPE_CHECKING:
-    from .findings.conclude import Conclusion
-    from .series.tally import SeriesTally
+    from ..findings.conclude import Conclusion
+    from ..series.tally import SeriesTally
 
 
 class Reporter:
@@ -41,7 +41,7 @@ class Reporter:
         result = yield
         # attempt records are group-committed: the last batch, before anyone reads them (the module may be
         # half imported by the background import thread: then this process opened no store)
-        flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
+        flush_all = getattr(sys.modules.get("pytest_aqven.series.db"), "flush_all", None)
         if flush_all is not None:
             flush_all()
         collect = collect_module()
@@ -211,7 +211,7 @@ class VerdictReporter(Reporter):
 
     def _standing(self, standing: dict) -> None:
         """A held-out experiment whose cases are spent reported the finding that stands: its junit figures."""
-        from .report import junit
+        from . import junit
         if standing["file_nodeid"] in self.standing:     # every attempt of a series taken at its opening says so
             return
         self.standing[standing["file_nodeid"]] = standing
@@ -220,12 +220,12 @@ class VerdictReporter(Reporter):
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         path = self.config.getoption("aqven_json")
         if path:
-            from .report import json_report
+            from ..report import json_report
 
             json_report.write(Path(path), self.entries)
         summary = self.config.getoption("aqven_summary")
         if summary and (self.entries or self.unrun or self.standing):
-            from .report import summary as markdown
+            from ..report import summary as markdown
 
             markdown.append(Path(summary), self.entries, self.unrun, sorted(self.standing.values(),
                                                                             key=lambda s: s["file_nodeid"]))
@@ -234,7 +234,7 @@ class VerdictReporter(Reporter):
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         xml = getattr(config.option, "xmlpath", None)
         if xml and self.entries:
-            from .report import junit
+            from . import junit
 
             junit.sort_testcases(Path(xml))
 
@@ -271,7 +271,7 @@ class VerdictReporter(Reporter):
             self.discarded[series_id] = self.discarded.get(series_id, 0) + n
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        from .report import terminal
+        from ..report import terminal
         away = STORE_AWAY in self.config.stash      # the store went away: nothing more is read from it
         lines = _decision().spend_lines(self.tallies, self.discarded, self.projects, self.config.getoption("aqven_cap")) \
             if self.tallies and not away else []
@@ -286,7 +286,7 @@ class VerdictReporter(Reporter):
         terminal.summary(terminalreporter, self.entries, self.unrun)
         terminal.standing(terminalreporter, list(self.standing.values()))
         if self.looks:
-            from .report import look
+            from ..report import look
             for experiment, split, records, kinds in self.looks:
                 look.table(terminalreporter, experiment, split, records, kinds)
 
@@ -311,12 +311,12 @@ class VerdictReporter(Reporter):
 
 # what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
 # thread once the attempts are collected, while they run, so the session end only decides
-DECIDING = ("findings.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "findings.publish", "decision")
+DECIDING = ("findings.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "findings.publish", "api.decide")
 
 
 def _decision():
-    from . import decision
-    return decision
+    from ..api import decide
+    return decide
 
 
 def _calibrated(warning: str, confirmed: set[str]) -> bool:
@@ -337,7 +337,7 @@ def _import_in_background(modules: tuple[str, ...]) -> None:
     def run() -> None:
         try:
             for name in modules:
-                import_module(f"{__package__}.{name}")
+                import_module(f"..{name}", __package__)
             import_module("scipy.special")
         except Exception:   # the session end imports them again and reports what fails
             pass

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .experiments.plan import PlanError
-from .findings.spent import spent_for
-from .project.loader import NotRunnable, load_project, runnable
-from .series.lifecycle import SeriesRun
+from ..experiments.plan import PlanError
+from ..findings.spent import spent_for
+from ..project.loader import NotRunnable, load_project, runnable
+from ..series.lifecycle import SeriesRun
 
 
 def plan_experiments(root: Path, experiment_ids: list[str], split: str, *, cases: int | None = None,

@@ -10,11 +10,11 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
-from .checker import check_root
-from .commands import project_argument, project_path
-from .diagnostics import render_github, render_json, render_text
-from .project.loader import PROJECT_FILE, find_root
+from .. import __version__
+from ..api.check import check_root
+from ..diagnostics import render_github, render_json, render_text
+from ..project.loader import PROJECT_FILE, find_root
+from .project import project_argument, project_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,11 +22,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aqven (pytest-aqven) {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_check(commands)
-    from .scaffold import add_new
+    from ..scaffold import add_new
     add_new(commands)
-    from .commands.cases import add_cases
+    from .cases import add_cases
     add_cases(commands)
-    from .commands.series import add_db, add_series
+    from .series import add_db, add_series
     add_series_decide(add_series(commands))
     add_db(commands)
     add_findings(commands)
@@ -47,9 +47,9 @@ def add_series_decide(series_commands) -> None:
 
 
 def run_series_decide(args: argparse.Namespace) -> int:
-    from .commands.series import _run, _series, _store, unrecorded_line
-    from .decision import decide
-    from .project.loader import load_project
+    from ..api.decide import decide
+    from ..project.loader import load_project
+    from .series import _run, _series, _store, unrecorded_line
 
     def body(args) -> int:
         store = _store(args)
@@ -106,16 +106,16 @@ def _root_of(command: str, path: str) -> Path | None:
 
 
 def run_findings_rebuild(args: argparse.Namespace) -> int:
-    from .diagnostics import Diagnostic  # noqa: PLC0415
-    from .findings.files import FindingsRefused  # noqa: PLC0415
-    from .findings.publish import edited, rebuild, restore  # noqa: PLC0415
-    from .project.loader import load_project  # noqa: PLC0415
+    from ..diagnostics import Diagnostic  # noqa: PLC0415
+    from ..findings.files import FindingsRefused  # noqa: PLC0415
+    from ..findings.publish import edited, rebuild, restore  # noqa: PLC0415
+    from ..project.loader import load_project  # noqa: PLC0415
 
     root = _root_of("findings rebuild", project_path(args))
     if root is None:
         return 2
     project = load_project(root)
-    from . import storage  # noqa: PLC0415
+    from .. import storage  # noqa: PLC0415
     storage.check_project(root, project.package)    # another project's findings are never written here
     restorable, lost = edited(project)
     if lost:
@@ -212,10 +212,10 @@ def add_plan(commands) -> None:
 def run_plan(args: argparse.Namespace) -> int:
     import os
 
-    from .checker import check_project
-    from .launch import plan_experiments
-    from .project.loader import load_project
-    from .report.terminal import plan_lines
+    from ..api.check import check_project
+    from ..api.plan import plan_experiments
+    from ..project.loader import load_project
+    from ..report.terminal import plan_lines
     if args.cases is not None and args.cases < 1 or args.repeats is not None and not 1 <= args.repeats <= 20:
         print("aqven plan: --cases must be at least 1 and --repeats between 1 and 20", file=sys.stderr)
         return 2
@@ -273,7 +273,7 @@ STORE_COMMANDS = ("series", "db", "findings", "plan")     # the commands that re
 
 def _choose_store(args: argparse.Namespace) -> bool:
     """--store, else AQVEN_STORE, else the project's SQLite file; False (said on stderr) when it is refused."""
-    from . import storage
+    from .. import storage
     value, source = (args.store, "--store") if getattr(args, "store", None) else (os.environ.get(storage.ENV),
                                                                                    storage.ENV)
     try:
@@ -306,7 +306,3 @@ def main(argv: list[str] | None = None) -> int:
         # a store this release cannot use (newer, another project's): its one message
         print(f"aqven {args.command}: {str(exc).removeprefix('pytest-aqven: ')}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

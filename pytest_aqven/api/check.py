@@ -6,17 +6,17 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from .check.context import CheckContext, internal_error
-from .check.paths import path_rules
-from .check.rules import agent_rules, dataset_rules, providers_and_agents, tool_rules, type_rules
-from .diagnostics import Diagnostic
-from .engine.flow_rules import FlowView, compile_flow
-from .experiments.experiment_rules import ExperimentRules, merge_case_findings
-from .findings.halves_rules import halves_rules
-from .findings.judges import why_unvalidated
-from .project.loader import Experiment, Flow, Project, RunnableExperiment, load_project
-from .providers.price_rules import price_rules
-from .providers.secret_rules import secret_rules
+from ..check.context import CheckContext, internal_error
+from ..check.paths import path_rules
+from ..check.rules import agent_rules, dataset_rules, providers_and_agents, tool_rules, type_rules
+from ..diagnostics import Diagnostic
+from ..engine.flow_rules import FlowView, compile_flow
+from ..experiments.experiment_rules import ExperimentRules, merge_case_findings
+from ..findings.halves_rules import halves_rules
+from ..findings.judges import why_unvalidated
+from ..project.loader import Experiment, Flow, Project, RunnableExperiment, load_project
+from ..providers.price_rules import price_rules
+from ..providers.secret_rules import secret_rules
 
 __all__ = ["check_project", "check_root", "internal_error", "project_rules"]
 
@@ -92,7 +92,7 @@ def _findings(project: Project) -> tuple[list[Diagnostic], dict[str, list[Diagno
     """E_FINDING_TAMPERED / W_FINDINGS_STALE (findings/finding_rules.py); a bug there is an internal error, never a traceback."""
     if project.spec is None:
         return [], {}
-    from .findings.finding_rules import finding_rules  # noqa: PLC0415  (decides findings again: numpy and scipy)
+    from ..findings.finding_rules import finding_rules  # noqa: PLC0415  (decides findings again: numpy and scipy)
     try:
         return finding_rules(project)
     except Exception as exc:

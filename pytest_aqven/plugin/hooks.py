@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 import pluggy
 import pytest
 
-from .record import AttemptRecord
+from ..record import AttemptRecord
 
 hookspec = pluggy.HookspecMarker("pytest")
 
