@@ -18,8 +18,10 @@ says how to write one):
 """
 from __future__ import annotations
 
+import argparse
 import difflib
 import functools
+import importlib.metadata
 import os
 import re
 import shutil
@@ -27,6 +29,7 @@ import subprocess
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -38,7 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 # the README of the project `aqven new` writes: its commands run inside that project
 # the README of each project `aqven new` writes -> its template (its commands run inside that project)
 NEW_READMES = {REPO / "pytest_aqven" / "scaffold" / folder / "README.md": name for name, folder in TEMPLATES.items()}
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "CHANGELOG.md", *NEW_READMES]
+PAGES = sorted((REPO / "docs").rglob("*.md"))
+DOCS = [REPO / "README.md", *PAGES, REPO / "CHANGELOG.md", *NEW_READMES]
 LANGUAGES = {"yaml", "toml", "python", "console", "sh", "text", "json"}
 FENCE = re.compile(r"^( *)(`{3,})\s*([\w-]*)\s*$")
 NOT_RUN = re.compile(r"^<!-- docs: not run: (.+\S) -->$")
@@ -305,3 +309,104 @@ def test_blocks_are_read_with_their_file_and_marks(tmp_path):
     assert (prompt.file, runs(prompt)) == ("flows/a/a.prompt.md", True)
     assert (install.not_run, runs(install)) == ("it installs", False)
     assert second.blocks[0].language == "" and second.title == "U"
+
+
+# docs/index.md: every page of docs/ once, in one of the four parts a reader takes them in
+PARTS = ("Getting started", "How-to", "Reference", "Explanation")
+LINK = re.compile(r"\]\(([\w./-]+\.md)(?:#[\w-]*)?\)")
+
+
+def index_parts() -> dict[str, list[Path]]:
+    """The pages docs/index.md links under each of its `## <part>` headings."""
+    index = REPO / "docs" / "index.md"
+    parts: dict[str, list[Path]] = {}
+    part = None
+    for line in index.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            part = line[3:].strip()
+            parts[part] = []
+        elif part is not None:
+            parts[part] += [(index.parent / link).resolve() for link in LINK.findall(line)]
+    return parts
+
+
+def test_the_index_lists_every_page_once_in_its_part():
+    parts = index_parts()
+    assert tuple(parts) == PARTS, f"docs/index.md's parts are {list(parts)}, not {list(PARTS)}"
+    listed = [page for pages in parts.values() for page in pages]
+    twice = sorted({str(p.relative_to(REPO)) for p in listed if listed.count(p) > 1})
+    assert not twice, f"docs/index.md lists these pages more than once: {twice}"
+    pages = set(PAGES) - {REPO / "docs" / "index.md"}
+    missing = sorted(str(p.relative_to(REPO)) for p in pages - set(listed))
+    assert not missing, f"docs/index.md does not list: {missing}"
+    absent = sorted(str(p) for p in set(listed) - pages)
+    assert not absent, f"docs/index.md lists pages docs/ does not hold: {absent}"
+
+
+def reference_text() -> str:
+    return "\n".join(page.read_text(encoding="utf-8") for page in index_parts()["Reference"])
+
+
+def on_page(name: str, text: str) -> bool:
+    """`name` written as code: alone, with its arguments (`--aqven-cases N`) or called (`hook(config)`)."""
+    return re.search(rf"`{re.escape(name)}[` (]", text) is not None
+
+
+def test_every_option_ini_value_and_hook_is_on_a_reference_page(pytester):
+    """Found as a user's pytest finds them (the plugin loaded by its entry point), not by reading files."""
+    shown = pytester.runpytest("--help").stdout.lines
+    options = {m[1] for line in shown if (m := re.match(r"\s+(--aqven-[\w-]+)", line))}
+    ini = {m[1] for line in shown if (m := re.match(r"\s+(aqven_\w+) \(", line))}
+    hooks = {name for name in dir(pytester.parseconfig().hook) if name.startswith("pytest_aqven_")}
+    assert options and ini and hooks, "pytest --help shows no --aqven-* option or aqven_* ini value, or no hook"
+    text = reference_text()
+    missing = sorted(name for name in options | ini | hooks if not on_page(name, text))
+    assert not missing, f"not on a reference page (docs/index.md's Reference part): {missing}"
+
+
+class _Parsed(BaseException):
+    """Raised in place of parsing, once `aqven` has built its parser."""
+
+
+def aqven_parser() -> argparse.ArgumentParser:
+    """The parser the `aqven` console script builds, found through its entry point as a shell finds it."""
+    (script,) = importlib.metadata.entry_points(group="console_scripts", name="aqven")
+    built: list[argparse.ArgumentParser] = []
+
+    def parse_args(parser, *args, **kwargs):
+        built.append(parser)
+        raise _Parsed
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", parse_args), pytest.raises(_Parsed):
+        script.load()(["--help"])
+    return built[0]
+
+
+def leaf_commands(parser: argparse.ArgumentParser, path: str = "aqven"):
+    """(`aqven series show`, its parser) for every command that takes no further subcommand."""
+    nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not nested:
+        yield path, parser
+    for action in nested:
+        for name, sub in action.choices.items():
+            yield from leaf_commands(sub, f"{path} {name}")
+
+
+def test_every_aqven_command_and_its_arguments_are_on_the_reference_page():
+    """Each command has a heading of its own; each of its arguments is named under it, or, shared by every
+    command that reads a project (--project, --store), in the page's opening."""
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    opening = text.split("\n## ", 1)[0]
+    missing = []
+    for command, parser in leaf_commands(aqven_parser()):
+        heading = re.search(rf"^#+ `{re.escape(command)}`\n(.*?)(?=^#|\Z)", text, re.M | re.S)
+        if heading is None:
+            missing.append(command)
+            continue
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            name = action.option_strings[0] if action.option_strings else action.metavar or action.dest
+            if not on_page(name, heading[1]) and not on_page(name, opening):
+                missing.append(f"{command} {name}")
+    assert not missing, f"docs/cli.md does not name: {missing}"
