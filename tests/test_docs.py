@@ -410,3 +410,58 @@ def test_every_aqven_command_and_its_arguments_are_on_the_reference_page():
             if not on_page(name, heading[1]) and not on_page(name, opening):
                 missing.append(f"{command} {name}")
     assert not missing, f"docs/cli.md does not name: {missing}"
+
+
+MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def prose(doc: Path) -> list[str]:
+    """The lines of a page outside its fenced blocks (whose output may show links and `#` comments)."""
+    lines, fence = [], None
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        match = FENCE.match(line)
+        if fence is None and match:
+            fence = match[2]
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is None:
+            lines.append(line)
+    return lines
+
+
+def anchors(doc: Path) -> set[str]:
+    """The anchors GitHub gives the headings of a page: lower case, punctuation but `-` and `_` dropped,
+    spaces as `-`."""
+    return {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            for line in prose(doc) if HEADING.match(line)}
+
+
+def test_every_link_names_a_file_and_heading_the_repository_holds():
+    broken = []
+    for doc in [*DOCS, REPO / "bench" / "LOG.md"]:
+        for target in MD_LINK.findall(re.sub(r"`[^`\n]*`", "", "\n".join(prose(doc)))):   # not in code
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (doc.parent / path).resolve() if path else doc
+            if not file.exists():
+                broken.append(f"{doc.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+                broken.append(f"{doc.relative_to(REPO)}: {target} (no such heading)")
+    assert not broken, "links to what the repository does not hold:\n" + "\n".join(broken)
+
+
+# a path in the repository, not a pattern (`tests/test_faults_*.py`, `findings/<series>.yaml`)
+REPO_PATH = re.compile(r"(?:^|[\s(])((?:pytest_aqven|tests|bench|docs|example_project|\.ci)/[\w./-]*+)(?![*<{])")
+
+
+def test_every_path_the_docs_name_is_in_the_repository():
+    """A file or folder named in code (`tests/test_tally.py`, `bench/bench_floor.py --rounds 3`) exists: a
+    moved or deleted file fails here until the docs say where it went."""
+    absent = []
+    for doc in [*DOCS, REPO / "bench" / "LOG.md"]:
+        for span in re.findall(r"`([^`\n]+)`", "\n".join(prose(doc))):
+            paths = [path.rstrip(".-") for path in REPO_PATH.findall(span)]
+            absent += [f"{doc.relative_to(REPO)}: {path}" for path in paths
+                       if not (REPO / path).exists() and not (doc.parent / path).exists()]
+    assert not absent, "the docs name what the repository does not hold:\n" + "\n".join(absent)
