@@ -1,12 +1,13 @@
 """The floors under the attempt-overhead and concurrency targets: what the least an attempt must do costs.
 
 Three things every attempt does, whatever the code around it: it is a pytest item (one per variant × case ×
-repeat, docs/concepts.md), it is a coroutine on an event loop whose synchronous user code runs in a worker thread
-under a time limit (docs/engine.md), and its record is kept durably (WAL, group commit). `floor` tests do exactly that and nothing else: each runs a
-coroutine that hands a no-op to a worker thread and waits for it with a time limit, then queues a record of
-the size of a real one (about 1.1 KB of JSON, one attempt of bench_attempts.py's project) for a SQLite
-insert, committed 16 at a time. No engine, no checks, no ledger, no report hooks. Side by side with trivial
-tests and with real attempts (bench_attempts.py's project), so the ratios share one run:
+repeat, docs/concepts.md), it is a coroutine on an event loop whose synchronous user code runs in a worker
+thread under a time limit (docs/engine.md), and its record is kept durably (WAL, group commit). `floor` tests
+do exactly that and nothing else: each runs a coroutine that hands a no-op to a worker thread and waits for
+it with a time limit, then queues a record of the size of a real one (about 1.1 KB of JSON, one attempt of
+bench_attempts.py's project) for a SQLite insert, committed 16 at a time. No engine, no checks, no ledger, no
+report hooks. Side by side with trivial tests and with real attempts (bench_attempts.py's project), so the
+ratios share one run:
 
     python bench/bench_floor.py [--n 10000] [--rounds 3] [--no-xdist]
 
