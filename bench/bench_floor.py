@@ -1,12 +1,13 @@
 """The floors under the attempt-overhead and concurrency targets: what the least an attempt must do costs.
 
-DESIGN.md fixes three things every attempt does: it is a pytest item (one per variant × case × repeat), it
-is a coroutine on an event loop whose synchronous user code runs in a worker thread under a time limit, and
-its record is kept durably (WAL, group commit). `floor` tests do exactly that and nothing else: each runs a
-coroutine that hands a no-op to a worker thread and waits for it with a time limit, then queues a record of
-the size of a real one (about 1.1 KB of JSON, one attempt of bench_attempts.py's project) for a SQLite
-insert, committed 16 at a time. No engine, no checks, no ledger, no report hooks. Side by side with trivial
-tests and with real attempts (bench_attempts.py's project), so the ratios share one run:
+Three things every attempt does, whatever the code around it: it is a pytest item (one per variant × case ×
+repeat, docs/concepts.md), it is a coroutine on an event loop whose synchronous user code runs in a worker
+thread under a time limit (docs/engine.md), and its record is kept durably (WAL, group commit). `floor` tests
+do exactly that and nothing else: each runs a coroutine that hands a no-op to a worker thread and waits for
+it with a time limit, then queues a record of the size of a real one (about 1.1 KB of JSON, one attempt of
+bench_attempts.py's project) for a SQLite insert, committed 16 at a time. No engine, no checks, no ledger, no
+report hooks. Side by side with trivial tests and with real attempts (bench_attempts.py's project), so the
+ratios share one run:
 
     python bench/bench_floor.py [--n 10000] [--rounds 3] [--no-xdist]
 
@@ -20,7 +21,7 @@ flow (a code node, then a chat completion from a local server answering after 50
 least: the worker-thread handoff, one keep-alive POST through the design's HTTP client (httpx over the
 httpx-aiohttp transport, one client on the attempts' loop), its JSON parsed, the record kept as above. At concurrency 1 each item runs its attempt; above, a loop thread runs every attempt
 from the start, at most N at once, and each item waits for its own. The attempts' phase (first start to last
-end) and its speed-up over concurrency 1 are the most any implementation of DESIGN.md can reach here:
+end) and its speed-up over concurrency 1 are the most any implementation of those three can reach here:
 
     python bench/bench_floor.py --concurrency [--attempts 400] [--rounds 3]
     python bench/bench_floor.py --concurrency --attempts 1000 --delay 0.5 --levels 100    # the 0.5 s target
@@ -43,7 +44,7 @@ import projects  # noqa: E402
 from bench_attempts import fresh  # noqa: E402
 from sidebyside import compare, private_temproot, pytest_cmd, report, run_once  # noqa: E402
 
-# The floor's test file: N items, each one attempt doing only what DESIGN.md requires (PORT None: a flow of one
+# The floor's test file: N items, each one attempt doing only those three things (PORT None: a flow of one
 # code node; else a code node, then a chat completion from 127.0.0.1:PORT).
 FLOOR = '''
 import asyncio, concurrent.futures, json, os, queue, sqlite3, threading, time

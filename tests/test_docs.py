@@ -15,11 +15,18 @@ says how to write one):
 - commands run as a plain install (`pip install pytest-aqven`, no extra) runs them: the modules of the optional
   extras cannot be imported, unless `<!-- docs: extra <name> -->` on the line before the fence names the extra
   the example needs (and the doc says so), e.g. `postgres` for a PostgreSQL store.
+
+The docs have a path and hold only what is there: docs/index.md lists every page once under one of its four
+parts; the pages of its Reference part name every `--aqven-*` option, ini value and hook pytest knows, and
+docs/cli.md every `aqven` subcommand with its arguments (both found by asking pytest and the `aqven` parser);
+every link names a file and heading of the repository, and every repository path in code exists.
 """
 from __future__ import annotations
 
+import argparse
 import difflib
 import functools
+import importlib.metadata
 import os
 import re
 import shutil
@@ -27,6 +34,7 @@ import subprocess
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -38,7 +46,8 @@ REPO = Path(__file__).resolve().parent.parent
 # the README of the project `aqven new` writes: its commands run inside that project
 # the README of each project `aqven new` writes -> its template (its commands run inside that project)
 NEW_READMES = {REPO / "pytest_aqven" / "scaffold" / folder / "README.md": name for name, folder in TEMPLATES.items()}
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "CHANGELOG.md", *NEW_READMES]
+PAGES = sorted((REPO / "docs").rglob("*.md"))
+DOCS = [REPO / "README.md", *PAGES, REPO / "CHANGELOG.md", *NEW_READMES]
 LANGUAGES = {"yaml", "toml", "python", "console", "sh", "text", "json"}
 FENCE = re.compile(r"^( *)(`{3,})\s*([\w-]*)\s*$")
 NOT_RUN = re.compile(r"^<!-- docs: not run: (.+\S) -->$")
@@ -305,3 +314,156 @@ def test_blocks_are_read_with_their_file_and_marks(tmp_path):
     assert (prompt.file, runs(prompt)) == ("flows/a/a.prompt.md", True)
     assert (install.not_run, runs(install)) == ("it installs", False)
     assert second.blocks[0].language == "" and second.title == "U"
+
+
+# docs/index.md: every page of docs/ once, in one of the four parts a reader takes them in
+PARTS = ("Getting started", "How-to", "Reference", "Explanation")
+MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def index_parts() -> dict[str, list[Path]]:
+    """The pages docs/index.md links under each of its `## <part>` headings."""
+    index = REPO / "docs" / "index.md"
+    parts: dict[str, list[Path]] = {}
+    part = None
+    for line in index.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            part = line[3:].strip()
+            parts[part] = []
+        elif part is not None:
+            parts[part] += [(index.parent / link.partition("#")[0]).resolve() for link in MD_LINK.findall(line)]
+    return parts
+
+
+def test_the_index_lists_every_page_once_in_its_part():
+    parts = index_parts()
+    assert tuple(parts) == PARTS, f"docs/index.md's parts are {list(parts)}, not {list(PARTS)}"
+    listed = [page for pages in parts.values() for page in pages]
+    twice = sorted({str(p.relative_to(REPO)) for p in listed if listed.count(p) > 1})
+    assert not twice, f"docs/index.md lists these pages more than once: {twice}"
+    pages = set(PAGES) - {REPO / "docs" / "index.md"}
+    missing = sorted(str(p.relative_to(REPO)) for p in pages - set(listed))
+    assert not missing, f"docs/index.md does not list: {missing}"
+    absent = sorted(str(p) for p in set(listed) - pages)
+    assert not absent, f"docs/index.md lists pages docs/ does not hold: {absent}"
+
+
+def reference_text() -> str:
+    return "\n".join(page.read_text(encoding="utf-8") for page in index_parts()["Reference"])
+
+
+def on_page(name: str, text: str) -> bool:
+    """`name` written as code: alone, with its arguments (`--aqven-cases N`) or called (`hook(config)`)."""
+    return re.search(rf"`{re.escape(name)}[` (]", text) is not None
+
+
+def test_every_option_ini_value_and_hook_is_on_a_reference_page(pytester):
+    """Found as a user's pytest finds them (the plugin loaded by its entry point), not by reading files."""
+    shown = pytester.runpytest("--help").stdout.lines
+    options = {m[1] for line in shown if (m := re.match(r"\s+(--aqven-[\w-]+)", line))}
+    ini = {m[1] for line in shown if (m := re.match(r"\s+(aqven_\w+) \(", line))}
+    hooks = {name for name in dir(pytester.parseconfig().hook) if name.startswith("pytest_aqven_")}
+    assert options and ini and hooks, "pytest --help shows no --aqven-* option or aqven_* ini value, or no hook"
+    text = reference_text()
+    missing = sorted(name for name in options | ini | hooks if not on_page(name, text))
+    assert not missing, f"not on a reference page (docs/index.md's Reference part): {missing}"
+
+
+class _Parsed(BaseException):
+    """Raised in place of parsing, once `aqven` has built its parser."""
+
+
+def aqven_parser() -> argparse.ArgumentParser:
+    """The parser the `aqven` console script builds, found through its entry point as a shell finds it."""
+    (script,) = importlib.metadata.entry_points(group="console_scripts", name="aqven")
+    built: list[argparse.ArgumentParser] = []
+
+    def parse_args(parser, *args, **kwargs):
+        built.append(parser)
+        raise _Parsed
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", parse_args), pytest.raises(_Parsed):
+        script.load()(["--help"])
+    return built[0]
+
+
+def leaf_commands(parser: argparse.ArgumentParser, path: str = "aqven"):
+    """(`aqven series show`, its parser) for every command that takes no further subcommand."""
+    nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not nested:
+        yield path, parser
+    for action in nested:
+        for name, sub in action.choices.items():
+            yield from leaf_commands(sub, f"{path} {name}")
+
+
+def test_every_aqven_command_and_its_arguments_are_on_the_reference_page():
+    """Each command has a heading of its own; each of its arguments is named under it, or, shared by every
+    command that reads a project (--project, --store), in the page's opening."""
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    opening = text.split("\n## ", 1)[0]
+    missing = []
+    for command, parser in leaf_commands(aqven_parser()):
+        heading = re.search(rf"^#+ `{re.escape(command)}`\n(.*?)(?=^#|\Z)", text, re.M | re.S)
+        if heading is None:
+            missing.append(command)
+            continue
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            name = action.option_strings[0] if action.option_strings else action.metavar or action.dest
+            if not on_page(name, heading[1]) and not on_page(name, opening):
+                missing.append(f"{command} {name}")
+    assert not missing, f"docs/cli.md does not name: {missing}"
+
+
+def prose(doc: Path) -> list[str]:
+    """The lines of a page outside its fenced blocks (whose output may show links and `#` comments)."""
+    lines, fence = [], None
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        match = FENCE.match(line)
+        if fence is None and match:
+            fence = match[2]
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is None:
+            lines.append(line)
+    return lines
+
+
+def anchors(doc: Path) -> set[str]:
+    """The anchors GitHub gives the headings of a page: lower case, punctuation but `-` and `_` dropped,
+    spaces as `-`."""
+    return {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            for line in prose(doc) if HEADING.match(line)}
+
+
+def test_every_link_names_a_file_and_heading_the_repository_holds():
+    broken = []
+    for doc in [*DOCS, REPO / "bench" / "LOG.md"]:
+        for target in MD_LINK.findall(re.sub(r"`[^`\n]*`", "", "\n".join(prose(doc)))):   # not in code
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (doc.parent / path).resolve() if path else doc
+            if not file.exists():
+                broken.append(f"{doc.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+                broken.append(f"{doc.relative_to(REPO)}: {target} (no such heading)")
+    assert not broken, "links to what the repository does not hold:\n" + "\n".join(broken)
+
+
+# a path in the repository, not a pattern (`tests/test_faults_*.py`, `findings/<series>.yaml`)
+REPO_PATH = re.compile(r"(?:^|[\s(])((?:pytest_aqven|tests|bench|docs|example_project|\.ci)/[\w./-]*+)(?![*<{])")
+
+
+def test_every_path_the_docs_name_is_in_the_repository():
+    """A file or folder named in code (`tests/test_tally.py`, `bench/bench_floor.py --rounds 3`) exists: a
+    moved or deleted file fails here until the docs say where it went."""
+    absent = []
+    for doc in [*DOCS, REPO / "bench" / "LOG.md"]:
+        for span in re.findall(r"`([^`\n]+)`", "\n".join(prose(doc))):
+            paths = [path.rstrip(".-") for path in REPO_PATH.findall(span)]
+            absent += [f"{doc.relative_to(REPO)}: {path}" for path in paths
+                       if not (REPO / path).exists() and not (doc.parent / path).exists()]
+    assert not absent, "the docs name what the repository does not hold:\n" + "\n".join(absent)

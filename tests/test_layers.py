@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md §7, locked: every import of the package (module-level and inside functions; found with
+"""The layers of README.md's Layout, locked: every import of the package (module-level and inside functions; found with
 ast, never by importing) points down or sideways within its own package, and no two modules import each other
 through any chain. Run with `-s` to see the graph between packages (`pytest tests/test_layers.py -s`).
 
