@@ -233,8 +233,8 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
                 response = await provider.complete(request)
     except ProviderError as exc:
         # a failed call gave no answer to bill: it costs nothing and is never "unpriced"
-        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed", error=str(exc), cost_bound_usd=0.0,
-                                     cause=exc.code, retries=[list(r) for r in getattr(exc, "retries", ())]))
+        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed", cost_bound_usd=0.0,
+                                     error=str(exc), cause=exc.code, retries=[list(r) for r in getattr(exc, "retries", ())]))
         public = f"node {node_id}: {exc.public}" if exc.public else None
         if exc.code == "provider_error":    # on_error: fallback may still move on to the next model
             return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0, public=public)

@@ -143,7 +143,7 @@ def no_cost_bound(cell: Cell) -> bool:
 
 
 def cost_caveat(cell: Cell) -> str:
-    """" (no per-attempt cost bound is known)" for a cost_usd cell decided without one, else ""."""
+    """" (no per-attempt cost bound is known)" for a cost cell (in dollars) decided without one, else ""."""
     est = cell.estimate
     unbounded = est.unit == "usd" and est.cost_bound is None and not no_cost_bound(cell)
     return f" ({NO_COST_BOUND})" if unbounded and est.low is not None and not zero_width(est) else ""
