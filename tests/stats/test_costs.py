@@ -149,8 +149,8 @@ def test_the_cost_grid_is_decides_own():
     """cost_interval over simulated series gives the verdicts `decide` gives on the same data."""
     costs, truth = V.cost_draws("attempt sigma 2", np.random.default_rng(6), 20, 12, 3)
     for question in V.thresholds(truth, truth / 10, "cost_usd"):
-        grid = V.threshold_verdicts(question, *V.bounds(cost_interval(costs.mean(axis=-1), V._log_spread(costs),
-                                                                      "robust")))
+        grid = V.no_upper_bound(question, V.threshold_verdicts(question, *V.bounds(cost_interval(
+            costs.mean(axis=-1), V._log_spread(costs), "robust"))))
         for s in range(20):
             cell = decide(question, _attempts(costs[s]), _facts()).cells[0]
             assert cell.verdict == grid[s], (question, s)
