@@ -56,6 +56,7 @@ class AttemptRecord:
     started_at: float | None
     finished_at: float | None
     trace: dict | None = None       # per-node outputs, calls, errors: stored, never sent to the controller
+    cost_bound_usd: float | None = None   # the most the subject's calls could have cost (max_tokens), None: unknown
     # what the session adds where the attempt was reported
     reused: bool = False            # finished in an earlier session of its series
     root: str | None = None         # the module root

@@ -20,7 +20,7 @@ from pytest_aqven.findings.verify import problems
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.series.db import Store
 from pytest_aqven.stats.evidence import question_dict, question_from
-from pytest_aqven.stats.model import Guardrail, Look, Pair, Threshold
+from pytest_aqven.stats.model import STATISTICS_VERSION, Guardrail, Look, Pair, Threshold
 
 from . import findings_util as fu
 
@@ -111,7 +111,7 @@ def test_a_finding_of_earlier_statistics_stands_and_says_what_todays_would_decid
     is intact, not tampered: W_FINDING_METHOD_CHANGED says what today's would decide. The same edit claimed by
     today's version is a forgery, as before."""
     doc = yaml.safe_load(published.finding.read_text())
-    assert doc["method"]["statistics"] == 2
+    assert doc["method"]["statistics"] == STATISTICS_VERSION
     today = doc["statement"]
 
     def earlier(d):
@@ -122,10 +122,10 @@ def test_a_finding_of_earlier_statistics_stands_and_says_what_todays_would_decid
     assert not [d for d in diags if d.code == "E_FINDING_TAMPERED"], diags
     (changed,) = [d for d in diags if d.code == "W_FINDING_METHOD_CHANGED"]
     assert changed.file == published.finding.relative_to(project).as_posix() and changed.line is not None
-    assert f"decided with statistics version 1: {doc['state']}; today's version 2 would decide its data as " \
-           f"{doc['state']}: {today}" in changed.message
+    assert (f"decided with statistics version 1: {doc['state']}; today's version {STATISTICS_VERSION} would decide its "
+            f"data as {doc['state']}: {today}") in changed.message
     assert read_findings(project, "testproj") != []           # it stands
-    _edit(published.finding, _set(("method", "statistics"), 2), True)
+    _edit(published.finding, _set(("method", "statistics"), STATISTICS_VERSION), True)
     assert [d.code for d in check_root(project) if d.code == "E_FINDING_TAMPERED"] == ["E_FINDING_TAMPERED"]
 
 

@@ -242,3 +242,15 @@ def test_repeat_numbers_beyond_int64_masks_are_read_case_by_case():
         x, y = by_records.sample("a", metric_info(name, KINDS)), table.sample("a", metric_info(name, KINDS))
         assert x.cases == y.cases and np.array_equal(x.flat, y.flat) and np.array_equal(x.sizes, y.sizes), name
     assert table.sample("a", metric_info("cost_usd", KINDS)) is table.sample("a", metric_info("cost_usd", KINDS))
+
+
+def test_the_series_cost_bound_is_the_largest_of_the_attempts_whose_cost_counts():
+    """SeriesFacts.cost_bound: the largest attempt bound, none when one attempt whose cost counts has none; an
+    attempt whose cost does not count (unpriced, an infrastructure error) does not take the bound away."""
+    unique = [r for r in one_per_attempt(records(3)) if r["outcome"] == "ok" and r["cost_usd"] is not None
+              and r.get("cost_known", r["unpriced_calls"] == 0)][:6]
+    bounded = [{**r, "cost_bound_usd": 0.02 + i / 1000} for i, r in enumerate(unique)]
+    assert SeriesTally.of(bounded).cost_bound() == pytest.approx(0.025)
+    assert SeriesTally.of([*bounded[:-1], unique[-1]]).cost_bound() is None
+    error = {**unique[-1], "outcome": "infra_error", "passed": None}
+    assert SeriesTally.of([*bounded[:-1], error]).cost_bound() == pytest.approx(0.024)

@@ -233,14 +233,14 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
                 response = await provider.complete(request)
     except ProviderError as exc:
         # a failed call gave no answer to bill: it costs nothing and is never "unpriced"
-        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed", error=str(exc),
-                                     cause=exc.code, retries=[list(r) for r in getattr(exc, "retries", ())]))
+        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed", cost_bound_usd=0.0,
+                                     error=str(exc), cause=exc.code, retries=[list(r) for r in getattr(exc, "retries", ())]))
         public = f"node {node_id}: {exc.public}" if exc.public else None
         if exc.code == "provider_error":    # on_error: fallback may still move on to the next model
             return ProviderFailed(finish_reason="error", error=str(exc), cost_usd=0.0, latency_ms=0.0, public=public)
         raise RunError(exc.code, f"node {node_id}: {exc}", public=public) from None
     except TimeoutError:
-        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed",
+        trace.calls.append(CallTrace(model, "error", cost_usd=0.0, cost_source="failed", cost_bound_usd=0.0,
                                      error=f"no answer within {seconds:g} s", cause="timeout"))
         message = f"node {node_id}: the model call did not return within {seconds:g} s"
         raise RunError("timeout", message, public=message) from None
@@ -249,7 +249,8 @@ async def complete(runner: "Runner", provider, request: ModelRequest, node: "Nod
     source = response.cost_source or ("provider" if response.cost_usd is not None else "unknown")
     trace.calls.append(CallTrace(model, response.outcome, response.tokens_in, response.tokens_out,
                                  response.cost_usd, source, response.latency_ms or 0.0,
-                                 retries=[list(r) for r in response.retries]))
+                                 retries=[list(r) for r in response.retries],
+                                 cost_bound_usd=response.cost_bound_usd))
     return response
 
 

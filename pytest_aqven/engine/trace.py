@@ -38,6 +38,7 @@ class CallTrace:
     action: str | None = None        # what followed this call: retry | repair | fallback | None (it was the last)
     cause: str | None = None         # why it did not end the node: refusal, schema_invalid, check <id>, ...
     retries: list = field(default_factory=list)   # transport retries before it: [cause, wait in s]
+    cost_bound_usd: float | None = None   # the most it could have cost (ModelResponse.cost_bound_usd); None: unknown
 
 
 @dataclass
@@ -130,6 +131,13 @@ class RunResult:
     @property
     def unpriced_calls(self) -> int:
         return sum(1 for c in self.calls if c.cost_usd is None)
+
+    @property
+    def cost_bound_usd(self) -> float | None:
+        """The most the attempt's calls could have cost (each's input as sent, its max_tokens of output);
+        None when some call has no such bound."""
+        bounds = [c.cost_bound_usd for c in self.calls]
+        return None if any(b is None for b in bounds) else float(sum(b for b in bounds if b is not None))
 
     @property
     def tokens(self) -> tuple[int, int]:

@@ -128,6 +128,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "check_cost_usd": sum(r.cost_usd for r in judge_runs.values()),   # series spend, not the cost metric
         "unpriced_calls": result.unpriced_calls + sum(r.unpriced_calls for r in judge_runs.values()),
         "cost_known": result.unpriced_calls == 0,    # the subject's calls all priced: cost metrics may use it
+        "cost_bound_usd": result.cost_bound_usd,
         "latency_ms": result.latency_ms,
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,

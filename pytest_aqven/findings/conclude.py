@@ -90,7 +90,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
             inputs_changed=now != series["snapshot"] or bool(touched)
             or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
             changed_inputs=inputs.named(touched, project.root),
-            salt=stats.experiment_salt(project.package, experiment.id))
+            salt=stats.experiment_salt(project.package, experiment.id), cost_bound=tally.cost_bound())
         table = tally.table(facts.salt, facts.check_kinds)
         conclusion.question = question = question_of(spec)
         from ..stats.verdicts import decide_table  # noqa: PLC0415

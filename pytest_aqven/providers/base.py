@@ -91,6 +91,9 @@ class ModelResponse:
     tool_calls: tuple[ToolCall, ...] = ()   # finish_reason tool_calls: the tools the model asks to run
     cost_source: str | None = None   # provider | openrouter | genai_prices | unknown; None: "provider" if cost_usd
     retries: tuple[tuple[str, float], ...] = ()   # transport retries before this answer: (cause, wait in s)
+    # the most the call could have cost: its input as sent and the request's max_tokens of output at the model's
+    # price; None when either is unknown (statistics bound cost_usd with it: SeriesFacts.cost_bound)
+    cost_bound_usd: float | None = None
 
     @property
     def outcome(self) -> str:
@@ -101,6 +104,12 @@ class ModelResponse:
         if self.finish_reason == "length":
             return "truncated"
         return "ok"
+
+
+def max_output_tokens(request: ModelRequest) -> int | None:
+    """The request's max_tokens setting, when it has one."""
+    value = request.settings.get("max_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class ProviderError(Exception):

@@ -23,7 +23,17 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .. import storage
-from .base import CALLS_IN_FLIGHT, OUTPUT_TOOL, Message, ModelRequest, ModelResponse, Part, ProviderError, ToolCall
+from .base import (
+    CALLS_IN_FLIGHT,
+    OUTPUT_TOOL,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Part,
+    ProviderError,
+    ToolCall,
+    max_output_tokens,
+)
 from .http_client import MAX_ANSWER, AnswerTooLarge, Client, HTTPTimeout, HTTPTransportError, tls_setting
 from .limits import SharedLimiter
 from .pricing import PriceList, genai_cost
@@ -235,6 +245,8 @@ class OpenAICompatProvider:
         tokens_out = int(usage.get("completion_tokens") or 0)
         cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
         cost, source = self.cost(request.model, usage, tokens_in, tokens_out, cached)
+        most = max_output_tokens(request)   # the most it could have cost: the price list's, never a reported cost
+        bound = None if most is None else self.cost(request.model, {}, tokens_in, max(most, tokens_out), cached)[0]
         finish = choice.get("finish_reason") or "stop"
         refusal = message.get("refusal")
         text = message.get("content")
@@ -264,7 +276,7 @@ class OpenAICompatProvider:
             refusal = "the provider's content filter stopped the answer"
         return ModelResponse(text=text, parsed=parsed, finish_reason=finish_reason, tokens_in=tokens_in,
                              tokens_out=tokens_out, cost_usd=cost, cost_source=source, latency_ms=latency_ms,
-                             refusal=refusal, tool_calls=tuple(calls), retries=retries,
+                             refusal=refusal, tool_calls=tuple(calls), retries=retries, cost_bound_usd=bound,
                              error=scrub(str(data["error"])) if finish_reason == "error" and data.get("error") else None)
 
     def cost(self, model: str, usage: dict[str, Any], tokens_in: int, tokens_out: int,

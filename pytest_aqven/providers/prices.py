@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import ModelRequest, ModelResponse, Provider
+from .base import ModelRequest, ModelResponse, Provider, max_output_tokens
 
 if TYPE_CHECKING:
     from ..project.specs import ProviderSpec
@@ -135,6 +135,10 @@ class PricedProvider:
         if response.cost_usd is None and price is not None and response.outcome != "error":
             response = dataclasses.replace(response, cost_usd=price.cost(response.tokens_in, response.tokens_out),
                                            cost_source="project")
+        most = max_output_tokens(request)
+        if response.cost_bound_usd is None and price is not None and most is not None:
+            response = dataclasses.replace(response, cost_bound_usd=price.cost(response.tokens_in,
+                                                                               max(most, response.tokens_out)))
         return response
 
 

@@ -22,6 +22,8 @@ NEXT = {
     ("inconclusive", "too_few_cases"): "run more cases: too few had attempts for an interval (a comparison needs at "
                                        "least 2 cases both variants ran on)",
     ("inconclusive", "too_few_attempts"): "run more cases or repeats: a p95 needs at least 20 attempts per variant",
+    ("inconclusive", "no_cost_bound"): "give every agent of the flow max_tokens and a priced model, so the most one "
+                                       "attempt can cost is known, then run a new held-out series on fresh cases",
     ("inconclusive", "unmeasured"): "measure every attempt (-rs names the errors and the inputs too large for the "
                                     "spend cap), then run a new held-out series on fresh cases",
     ("inconclusive", None): "run a new held-out series of the recommended size on fresh cases",

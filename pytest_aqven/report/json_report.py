@@ -34,7 +34,7 @@ class Attempts(_Closed):
 class VerdictData(_Closed):
     state: Literal["confirmed", "refuted", "inconclusive", "signal", "invalid", "none"] = Field(
         description="none: a look, which gives no verdict")
-    reason: str | None = Field(description="e.g. dev_split, below_mde, infra_errors, unmeasured, provider_unusable")
+    reason: str | None = Field(description="e.g. dev_split, below_mde, infra_errors, unmeasured, no_cost_bound, provider_unusable")
     sentence: str = Field(description="the sentence to quote verbatim")
 
 

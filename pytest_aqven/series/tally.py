@@ -89,6 +89,9 @@ class SeriesTally:
         self.done = self.reused = self.passed = self.failed_checks = self.infra = self.infra_errors = 0
         self.budget_cut = 0              # attempts the spend cap cut (an input too large for what was left of it)
         self.unpriced_calls = self.unpriced_attempts = 0
+        # the largest per-attempt cost bound of the attempts whose cost counts, and whether one of them had none
+        self.dearest_bound = 0.0
+        self.unbounded_costs = 0
         self.inputs_changed = 0          # attempts a process refused: it read other inputs than the series recorded
         # the sums the records path computed, each in its own order of addition (arrival order)
         self.spend = 0.0                 # of (cost + check cost) per attempt: conclude
@@ -112,6 +115,12 @@ class SeriesTally:
         for record in records:
             tally.add(record)
         return tally
+
+    def cost_bound(self) -> float | None:
+        """The most one attempt can cost (SeriesFacts.cost_bound): the largest bound of the attempts whose cost
+        counts, each its calls' input as sent and max_tokens of output at the model's price; None when one of
+        them had no bound (an agent without max_tokens, a model without a known price) or none had a cost."""
+        return self.dearest_bound if self.dearest_bound > 0 and not self.unbounded_costs else None
 
     def attempts(self) -> set[tuple[str, str, int]]:
         """(variant, case, repeat) of every attempt folded."""
@@ -189,6 +198,10 @@ class SeriesTally:
             if case.cost is None:
                 case.cost = _Values()
             case.cost.add(repeat, cost)
+            if record.cost_bound_usd is None:
+                self.unbounded_costs += 1
+            else:
+                self.dearest_bound = max(self.dearest_bound, record.cost_bound_usd)
         latency = record.latency_ms
         if _known(latency):
             if case.latency is None:

@@ -62,5 +62,14 @@ def no_point_pass(estimate: Estimate, verdict: str) -> str:
     return verdict
 
 
+def no_upper_bound(question: Threshold, verdicts: ArrayLike) -> NDArray[np.str_]:
+    """A mean the data cannot bound from above (a cost with no per-attempt bound known, robust family):
+    the verdict that rests on its upper bound (pass below, fail above) is unclear, since attempts dearer
+    than any measured could lift the mean past the edge (docs/statistics.md, costs)."""
+    rests_on_high = "fail" if question.above is not None else "pass"
+    out: NDArray[np.str_] = np.where(np.asarray(verdicts) == rests_on_high, "unclear", verdicts)
+    return out
+
+
 def bound_or_nan(x: float | None) -> float:
     return np.nan if x is None else x

@@ -53,7 +53,7 @@ def _f(x: SupportsFloat | None) -> float | None:
     if x is None:
         return None
     number = float(x)
-    return None if math.isnan(number) else number
+    return number if math.isfinite(number) else None   # inf: unbounded on that side
 
 
 def with_hull(
@@ -174,6 +174,14 @@ def usable_bound(cost_bound: float | None, family: str, *samples: Sample) -> flo
     return cost_bound
 
 
+def open_above(estimate: Estimate, family: str) -> bool:
+    """Whether the data cannot bound the mean from above: a cost (cost_usd, cost_of_pass) under the robust
+    family with no per-attempt cost bound known. No sample rules out attempts dearer than any it holds
+    (1% of attempts at 100x hide from 30 attempts 74% of the time), so a verdict resting on the upper
+    bound is not taken (edges.no_upper_bound)."""
+    return family == "robust" and estimate.unit == "usd" and estimate.cost_bound is None
+
+
 def cost_interval(means: npt.ArrayLike, logs: LogSpread | None, family: str, order: np.ndarray | None = None,
                   bound: float | None = None) -> Interval:
     """cost_usd: the skewness-corrected t on case means, its upper bound raised to the lognormal bound
@@ -190,10 +198,21 @@ def cost_interval(means: npt.ArrayLike, logs: LogSpread | None, family: str, ord
     return Interval(mean, low, high, betting.interval_on(in_order(np.asarray(means, float), order), 0.0, bound))
 
 
-def ratio_interval(y: npt.ArrayLike, x: npt.ArrayLike) -> Interval:
-    """cost_of_pass, a ratio of case totals: M7 (no distribution-free interval for an unbounded ratio)."""
+def ratio_interval(y: npt.ArrayLike, x: npt.ArrayLike, family: str = "model", order: np.ndarray | None = None,
+                   bound: float | None = None, attempts: npt.ArrayLike | None = None) -> Interval:
+    """cost_of_pass, a ratio of case totals (costs y, passes x): M7; under "robust" with a known per-attempt
+    cost bound (`attempts`: per case), hulled with the ratio of betting intervals, each at alpha / 2 (a union
+    bound): the mean cost per attempt on [0, bound] over the pass rate on [0, 1]."""
     ratio, low, high = intervals.m7(y, x)
-    return Interval(ratio, low, high)
+    if family != "robust" or bound is None or attempts is None:
+        return Interval(ratio, low, high)
+    n = np.asarray(attempts, float)
+    cost_low, cost_high = betting.interval_on(in_order(np.asarray(y, float) / n, order), 0.0, bound,
+                                              intervals.ALPHA / 2)
+    pass_low, pass_high = betting.interval(in_order(np.asarray(x, float) / n, order), intervals.ALPHA / 2)
+    with np.errstate(divide="ignore"):
+        bet = (cost_low / pass_high, np.where(pass_low > 0, cost_high / np.maximum(pass_low, 1e-300), np.inf))
+    return Interval(ratio, low, high, bet)
 
 
 def clears(model_low: np.ndarray, model_high: np.ndarray, values: np.ndarray, span: tuple[float, float],
@@ -292,10 +311,11 @@ def single(sample: Sample, salt: str, family: str = "robust", bet: Bet | None = 
             return degenerate("no_data", "M7", cases, attempts, unit)
         if cases < 2:
             return degenerate("too_few_cases", "M7", cases, attempts, unit, value=float(y.sum() / x.sum()))
-        iv = ratio_interval(y, x)
+        bound = usable_bound(cost_bound, family, sample)
+        iv = ratio_interval(y, x, family, ordered(sample, salt), bound, sample.counts())
         return with_hull(iv.value, iv.model_low, iv.model_high, method="M7", cases=cases, attempts=attempts,
                          n_eff=float(cases), reliability="low" if cases < FEW_CASES else "ok", unit=unit,
-                         family=family, bet=None)
+                         family=family, bet=iv.bet, cost_bound=bound)
     # quantile
     if cases == 0:
         return degenerate("no_data", "M5", 0, 0, unit)

@@ -69,8 +69,9 @@ def experiment_salt(package: str, experiment: str) -> str:
 # the statistics a verdict is decided with, by version: a finding records it (method.statistics) and `aqven check`
 # decides a finding of an earlier version again only to say what today's would read (findings/verify.py).
 # 1: before it was recorded; 2: unmeasured attempts counted against the claim, declared scales, exact agreement
-# bounds, cost tails, sentences at their precision
-STATISTICS_VERSION = 2
+# bounds, cost tails, sentences at their precision; 3: a cost with no per-attempt bound known decides nothing on its
+# upper bound, cost_of_pass hulled with betting intervals when it is known
+STATISTICS_VERSION = 3
 KEY_HEX = 16  # 64 bits of SHA-256: no two cases of a dataset collide in practice
 
 

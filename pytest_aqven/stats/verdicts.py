@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from . import betting, missing, wording
-from .edges import bound_or_nan, decided_by, no_point_pass, threshold_edge, threshold_verdicts
-from .estimates import betting_input, single
+from .edges import bound_or_nan, decided_by, no_point_pass, no_upper_bound, threshold_edge, threshold_verdicts
+from .estimates import betting_input, open_above, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
 from .pairs import pair_cells
 from .samples import SERIES_METRICS, AttemptTable, SampleTable, Unmeasured, metric_info
@@ -15,10 +15,12 @@ from .samples import SERIES_METRICS, AttemptTable, SampleTable, Unmeasured, metr
 INFRA_SHARE_LIMIT = 0.05
 
 
-def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str) -> Cell:
+def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str, family: str) -> Cell:
     above = question.above is not None
     verdict = str(threshold_verdicts(question, bound_or_nan(estimate.low), bound_or_nan(estimate.high)))
     verdict = no_point_pass(estimate, verdict)
+    if open_above(estimate, family):
+        verdict = str(no_upper_bound(question, verdict))
     return Cell(
         metric=question.metric, role="primary", variant=variant, baseline=None, direction=direction,
         bound="above" if above else "below", threshold=question.above if above else question.below,
@@ -63,6 +65,8 @@ def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
     for reason in ("uninformative", "no_discordance", "too_few_cases", "too_few_attempts"):
         if any(c.estimate.degenerate == reason for c in primaries):
             return reason
+    if any(wording.no_cost_bound(c) for c in primaries):
+        return "no_cost_bound"  # the interval cleared its edge from below, but no bound holds the mean there
     if any(c.verdict == "unclear" and wording.zero_width(c.estimate) for c in primaries):
         return "uninformative"  # a constant: no width to be too wide
     if any(c.verdict == "unclear" and _below_mde(c) for c in primaries):
@@ -113,7 +117,8 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         unit = metric_info(metric, facts.check_kinds, facts.check_scales).unit
         tested = [question.variant] if question.variant else list(facts.variants)
         direction = _direction(metric, question.direction, facts)
-        primaries = [threshold_cell(question, v, metrics[v][metric], direction) for v in tested if v in metrics]
+        primaries = [threshold_cell(question, v, metrics[v][metric], direction, facts.family)
+                     for v in tested if v in metrics]
         if missing.affected(question, facts, unmeasured):
             info = metric_info(metric, facts.check_kinds)
             worst, best = (missing.ImputedTable(table, missing.sides(question, facts, side), facts.variants)
@@ -121,7 +126,8 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
 
             def imputed_cell(imputed: missing.ImputedTable, variant: str) -> Cell:
                 return threshold_cell(question, variant, single(imputed.sample(variant, info), facts.salt,
-                                                                facts.family), direction)
+                                                                facts.family, cost_bound=facts.cost_bound),
+                                      direction, facts.family)
             primaries = [missing.held(cell, imputed_cell(worst, cell.variant), imputed_cell(best, cell.variant))
                          for cell in primaries]
         guards: list[Cell] = []

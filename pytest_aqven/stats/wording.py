@@ -48,6 +48,9 @@ WHOLE_TOLERANCE = 1e-9  # a bound this close to a whole number is on it (the bet
 ZERO_WIDTH_TAIL = "every case measured the same, and a zero-width interval decides nothing"
 NO_INTERVAL_TAIL = "no interval, so no decision"
 NO_COST_BOUND = "no per-attempt cost bound is known"  # docs/statistics.md: what an unseen dear attempt does
+# a cost verdict the interval gave but no per-attempt bound holds (estimates.open_above)
+NO_COST_BOUND_TAIL = (f"not decided, as {NO_COST_BOUND}: attempts dearer than any measured could lift the mean "
+                      "past the edge")
 MORE_DIGITS = 4  # at most this many extra decimals (or significant digits) to show a bound's side of an edge
 
 
@@ -131,10 +134,18 @@ def _undecided_tail(cell: Cell, tail: str) -> str:
     return tail
 
 
-def cost_caveat(cell: Cell) -> str:
-    """" (no per-attempt cost bound is known)" for a cost_usd cell decided without one, else ""."""
+def no_cost_bound(cell: Cell) -> bool:
+    """A cost cell left unclear although its interval lies below its edge: no per-attempt bound is known, so
+    the upper bound was not taken (edges.no_upper_bound). Under the model family it would have decided."""
     est = cell.estimate
-    unbounded = cell.metric == "cost_usd" and est.cost_bound is None
+    return (cell.verdict == "unclear" and est.unit == "usd" and est.cost_bound is None and est.high is not None
+            and cell.edge is not None and est.high < cell.edge and cell.baseline is None and not zero_width(est))
+
+
+def cost_caveat(cell: Cell) -> str:
+    """" (no per-attempt cost bound is known)" for a cost cell (in dollars) decided without one, else ""."""
+    est = cell.estimate
+    unbounded = est.unit == "usd" and est.cost_bound is None and not no_cost_bound(cell)
     return f" ({NO_COST_BOUND})" if unbounded and est.low is not None and not zero_width(est) else ""
 
 
@@ -150,6 +161,8 @@ def threshold_phrase(cell: Cell, unit: str) -> str:
     tail = THRESHOLD_TAILS[cell.verdict]
     if cell.counted_against is not None:
         tail = counted_against_tail(cell, unit)
+    elif no_cost_bound(cell):
+        tail = NO_COST_BOUND_TAIL
     elif cell.verdict == "unclear":
         tail = _undecided_tail(cell, tail)
     return (

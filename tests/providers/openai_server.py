@@ -53,6 +53,7 @@ class Server:
         self.responder: Callable[[dict], Any] = default_responder
         self.with_cost = True
         self.cost = 0.00042
+        self.prompt_tokens: Callable[[dict], int] = lambda body: 12   # the usage reported for a request's input
         self.hang_s = 3.0
         self.prices_down = False
         self.unknown_models: set[str] = set()
@@ -183,7 +184,8 @@ def _completion(owner: Server, body: dict, kind: str) -> dict:
         message = {"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": content}}]}
         finish = "tool_calls"
-    usage: dict = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
+    tokens_in = owner.prompt_tokens(body)
+    usage: dict = {"prompt_tokens": tokens_in, "completion_tokens": 5, "total_tokens": tokens_in + 5}
     if owner.with_cost and kind != "nocost":
         usage["cost"] = owner.cost
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),

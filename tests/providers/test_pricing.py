@@ -1,6 +1,7 @@
 """The price chain: provider report, OpenRouter's price list (cached on disk), genai-prices, unknown."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -87,3 +88,21 @@ def test_only_the_subjects_unpriced_calls_make_an_attempts_cost_unknown():
     assert to_attempt(AttemptRecord.from_wire({**base, "unpriced_calls": 1, "cost_known": False})).cost_usd is None
     assert to_attempt(AttemptRecord.from_wire({**base, "unpriced_calls": 2})).cost_usd is None                       # an older record
     assert to_attempt(AttemptRecord.from_wire({**base, "unpriced_calls": 0})).cost_usd == 0.01
+
+
+def test_a_calls_cost_bound_is_its_input_and_max_tokens_at_the_listed_price(server, tmp_path, monkeypatch):
+    """With max_tokens the call records the most it could have cost, at the price list's prices even when the
+    provider reports the cost itself; without max_tokens, or without a price, no bound."""
+    server.prices = {"m1": {"prompt": "0.001", "completion": "0.002", "request": "0.01"}}
+    p = openrouter(server, tmp_path, monkeypatch)
+    bounded = dataclasses.replace(request(), settings={"temperature": 0, "max_tokens": 50})
+    response = call(p, bounded)
+    assert response.cost_source == "provider" and response.cost_bound_usd == pytest.approx(12 * 0.001 + 50 * 0.002
+                                                                                           + 0.01)
+    assert call(p, request()).cost_bound_usd is None
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-1")
+    genai = registry.build(spec(id="openai", base_url=server.url), package="p", root=tmp_path)
+    listed = dataclasses.replace(request("gpt-4o"), settings={"max_tokens": 50})
+    assert call(genai, listed).cost_bound_usd == pytest.approx(12 * 2.5e-6 + 50 * 10e-6)
+    unknown = dataclasses.replace(request("a-model-nobody-prices"), settings={"max_tokens": 50})
+    assert call(genai, unknown).cost_bound_usd is None

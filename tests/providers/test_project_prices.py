@@ -8,12 +8,13 @@ import sqlite3
 import textwrap
 
 import pytest
+import yaml
 
 from pytest_aqven.api.check import check_root
 from pytest_aqven.providers.base import ModelRequest, ModelResponse
 from pytest_aqven.providers.prices import Price, PricedProvider, ProjectPrices, load, pyproject_of
 
-from .test_plugin_http import make, split_cases
+from .test_plugin_http import make, split_cases, verdict_of
 
 PRICES = '''
 [project]
@@ -138,3 +139,35 @@ def test_a_function_provider_that_reports_tokens_only_takes_the_declared_price(p
     small = (0.15, 0.60)            # "sim:small-1" of the project's pyproject.toml, USD per million tokens
     assert priced and all(c["cost_source"] == "project" and c["cost_usd"] == pytest.approx(
         (c["tokens_in"] * small[0] + c["tokens_out"] * small[1]) / 1e6) for c in priced), priced[0]
+
+
+def test_max_tokens_and_a_declared_price_bound_what_an_attempt_can_cost(pytester, server, xdist):
+    """Every call's bound is its input as sent and the agent's max_tokens of output at the model's price: the
+    series' cost_usd is then a bounded mean, "cheaper than" is confirmed, and the finding records the bound.
+    Without max_tokens no bound is known and the same series is not decided on its upper bound."""
+    cases = [(name, "fine " * (i % 7)) for i, (name, _) in enumerate(split_cases(40, "holdout"))]
+    root = make(pytester, server, cases)
+    server.with_cost = False
+    server.prompt_tokens = lambda body: 10 + len(body["messages"][-1]["content"]) // 5
+    (root / "pyproject.toml").write_text(textwrap.dedent(PRICES))
+    experiment = root / "experiments/rate_ok/experiment.yaml"
+    experiment.write_text(experiment.read_text().replace(
+        'metric: "label"\n  above: 0.5', 'metric: "cost_usd"\n  below: 0.0002'))
+    agent = root / "agents/bot.yaml"
+    agent.write_text(agent.read_text().replace("seed: 7}", "seed: 7, max_tokens: 40}"))
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-holdout", *xdist)
+    line = verdict_of(result.stdout.str())
+    assert "confirmed" in line and "no per-attempt cost bound" not in line, result.stdout.str()
+    priced = calls(root)
+    assert all(c["cost_bound_usd"] == pytest.approx((c["tokens_in"] * 0.5 + 40 * 1.5) / 1e6) for c in priced)
+    [finding] = (root / "experiments/rate_ok/findings").glob("*.yaml")
+    assert yaml.safe_load(finding.read_text())["method"]["cost_bound"] == pytest.approx(
+        max(c["cost_bound_usd"] for c in priced))
+
+    agent.write_text(agent.read_text().replace(", max_tokens: 40}", "}"))
+    for path in (root / ".aqven").glob("aqven.sqlite*"):
+        path.unlink()
+    finding.unlink()
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-holdout", *xdist)
+    line = verdict_of(result.stdout.str())
+    assert "inconclusive" in line and "no per-attempt cost bound is known" in line, result.stdout.str()

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pytest_aqven.stats import Attempt, Guardrail, Pair, SeriesFacts, Threshold, decide, intervals
+from pytest_aqven.stats import Attempt, Guardrail, Pair, SeriesFacts, Threshold, betting, decide, intervals
 from pytest_aqven.stats.estimates import cost_interval, log_spread
 from pytest_aqven.stats.samples import build_sample, metric_info
 
@@ -70,8 +70,44 @@ def test_a_free_attempt_leaves_the_skewness_corrected_t():
 
 
 def test_without_a_bound_the_sentence_says_so():
-    verdict = decide(Threshold("cost_usd", below=1.0), _attempts(_costs()), _facts())
+    verdict = decide(Threshold("cost_usd", below=0.001), _attempts(_costs()), _facts())
     assert verdict.text.endswith(f"{NO_BOUND}.") and verdict.cells[0].estimate.cost_bound is None
+
+
+@pytest.mark.parametrize("metric", ["cost_usd", "cost_of_pass"])
+def test_without_a_bound_the_upper_bound_decides_nothing(metric):
+    """No sample rules out attempts dearer than any it holds: "cheaper than" is not confirmed, nor "dearer
+    than" refuted, on the upper bound of a cost with no per-attempt bound known; the sentence says why.
+    The lower bound still decides, the model family keeps the upper bound, and a known bound decides."""
+    costs = _costs()
+    below = decide(Threshold(metric, below=1.0), _attempts(costs), _facts())
+    assert (below.state, below.reason, below.cells[0].verdict) == ("inconclusive", "no_cost_bound", "unclear")
+    assert below.cells[0].estimate.high < 1.0
+    assert below.text.endswith("against below $1 with margin $0: not decided, as no per-attempt cost bound is "
+                               "known: attempts dearer than any measured could lift the mean past the edge.")
+    assert decide(Threshold(metric, above=1.0), _attempts(costs), _facts()).reason == "no_cost_bound"
+    assert decide(Threshold(metric, below=0.001), _attempts(costs), _facts()).state == "refuted"
+    assert decide(Threshold(metric, below=1.0), _attempts(costs), _facts(family="model")).state == "confirmed"
+    known = decide(Threshold(metric, below=1.0), _attempts(costs), _facts(cost_bound=float(costs.max()) * 2))
+    assert known.state == "confirmed" and NO_BOUND not in known.text
+
+
+def test_a_cost_of_pass_bound_hulls_m7_with_the_ratio_of_betting_intervals():
+    """cost_of_pass with a known bound: the mean cost per attempt on [0, bound] over the pass rate, each
+    betting interval at alpha / 2, hulled with M7."""
+    costs = _costs()
+    bound = float(costs.max()) * 2
+    attempts = [dataclasses.replace(a, passed=(i % 3 != 0)) for i, a in enumerate(_attempts(costs))]
+    estimate = decide(Threshold("cost_of_pass", below=1.0), attempts, _facts(cost_bound=bound)).cells[0].estimate
+    passes = np.array([[i % 3 != 0 for i in range(r * 3, r * 3 + 3)] for r in range(30)], float)
+    order = np.array(betting.case_order("pkg/exp", [f"c{i:03d}" for i in range(30)]))
+    cost_low, cost_high = betting.interval_on(costs.mean(axis=1)[order], 0.0, bound, 0.025)
+    pass_low, pass_high = betting.interval(passes.mean(axis=1)[order], 0.025)
+    assert estimate.cost_bound == bound and estimate.family == "robust"
+    assert (estimate.betting_low, estimate.betting_high) == (pytest.approx(cost_low / pass_high),
+                                                             pytest.approx(cost_high / pass_low))
+    assert estimate.low == min(estimate.model_low, estimate.betting_low)
+    assert estimate.high == max(estimate.model_high, estimate.betting_high)
 
 
 @pytest.mark.parametrize("family", ["robust", "model"])
@@ -92,7 +128,7 @@ def test_a_known_bound_hulls_the_interval_with_the_betting_one(family):
 def test_a_bound_an_attempt_passed_is_not_used():
     costs = _costs()
     verdict = decide(Threshold("cost_usd", below=1.0), _attempts(costs), _facts(cost_bound=float(costs.max()) / 2))
-    assert verdict.cells[0].estimate.cost_bound is None and NO_BOUND in verdict.text
+    assert verdict.cells[0].estimate.cost_bound is None and NO_BOUND[1:-1] in verdict.text
 
 
 def test_a_cost_guardrail_with_a_known_bound():
@@ -113,8 +149,8 @@ def test_the_cost_grid_is_decides_own():
     """cost_interval over simulated series gives the verdicts `decide` gives on the same data."""
     costs, truth = V.cost_draws("attempt sigma 2", np.random.default_rng(6), 20, 12, 3)
     for question in V.thresholds(truth, truth / 10, "cost_usd"):
-        grid = V.threshold_verdicts(question, *V.bounds(cost_interval(costs.mean(axis=-1), V._log_spread(costs),
-                                                                      "robust")))
+        grid = V.no_upper_bound(question, V.threshold_verdicts(question, *V.bounds(cost_interval(
+            costs.mean(axis=-1), V._log_spread(costs), "robust"))))
         for s in range(20):
             cell = decide(question, _attempts(costs[s]), _facts()).cells[0]
             assert cell.verdict == grid[s], (question, s)
@@ -140,4 +176,4 @@ def test_a_finding_decided_again_uses_its_recorded_bound():
     again = recompute(document)
     assert again.text == verdict.text and again.cells == verdict.cells
     del document["method"]["cost_bound"]
-    assert NO_BOUND in recompute(document).text
+    assert NO_BOUND[1:-1] in recompute(document).text

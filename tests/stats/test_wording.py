@@ -34,8 +34,8 @@ def test_a_bound_next_to_the_edge_shows_its_side(value, edge, shown):
 
 def test_the_eleven_runs_sentence_no_longer_reads_0_62_to_0_96_on_both_sides():
     q = Threshold("m", above=0.6, margin=0.02)
-    below = threshold_cell(q, "small", _estimate(0.618, 0.96), "higher_is_better")
-    above = threshold_cell(q, "small", _estimate(0.6204, 0.96), "higher_is_better")
+    below = threshold_cell(q, "small", _estimate(0.618, 0.96), "higher_is_better", "robust")
+    above = threshold_cell(q, "small", _estimate(0.6204, 0.96), "higher_is_better", "robust")
     assert below.verdict == "unclear" and above.verdict == "pass"
     assert threshold_phrase(below, "rate") == ("small: m is 0.80 (95% CI 0.618 to 0.96) against above 0.6 with margin "
                                                "0.02: too wide to decide")

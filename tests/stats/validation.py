@@ -21,7 +21,7 @@ import numpy as np
 from scipy import special, stats
 
 from pytest_aqven.stats import betting, intervals
-from pytest_aqven.stats.edges import interval_verdict, interval_verdicts, threshold_verdicts
+from pytest_aqven.stats.edges import interval_verdict, interval_verdicts, no_upper_bound, threshold_verdicts
 from pytest_aqven.stats.estimates import cost_interval, mean_interval, rate_interval, ratio_interval, single
 from pytest_aqven.stats.model import Guardrail, Pair, Threshold
 from pytest_aqven.stats.pairs import (
@@ -74,12 +74,15 @@ def thresholds(truth: float, margin: float = MARGIN, metric: str = "x") -> tuple
             Threshold(metric, below=truth + margin, margin=margin))
 
 
-def threshold_rows(test, cell, low_high, truth, margin=MARGIN, **extra):
-    """One row per direction of `thresholds(truth)`: the verdicts of the interval (low, high) at each edge."""
+def threshold_rows(test, cell, low_high, truth, margin=MARGIN, open_above=False, **extra):
+    """One row per direction of `thresholds(truth)`: the verdicts of the interval (low, high) at each edge;
+    `open_above`: a cost with no per-attempt bound known, whose upper bound decides nothing (`decide`'s rule)."""
     rows = []
     for question in thresholds(truth, margin):
         above = question.above is not None
         verdicts = threshold_verdicts(question, *low_high)
+        if open_above:
+            verdicts = no_upper_bound(question, verdicts)
         rows.append(verdict_row(test, f"{cell} {'above' if above else 'below'}", verdicts, above,
                                 bound="above" if above else "below", **extra))
     return rows
@@ -716,7 +719,9 @@ def cost_rows(series=S, cases_grid=(30, 100, 400)):
     between cases, within cases, and with an intra-case correlation of 0.9 on the log scale) and rare huge
     costs (1% of attempts at 100x), 1 or 5 attempts a case. Each row: `cost_interval`'s verdicts with no
     known bound, `before_*` the skewness-corrected t's alone, and for rare huge costs `bound_*` with the
-    per-attempt bound known (robust: the betting hull on [0, 150])."""
+    per-attempt bound known (robust: the betting hull on [0, 150]). Without a bound `decide` takes no verdict
+    that rests on the upper bound (`open_above`); `model_*` are the verdicts of the same interval with it, as
+    decided until now (the model family still does)."""
     rows = []
     for cases in cases_grid:
         for i, (name, repeats) in enumerate(COST_CELLS):
@@ -730,10 +735,12 @@ def cost_rows(series=S, cases_grid=(30, 100, 400)):
             if name == "rare":
                 known = cost_interval(means, _log_spread(costs), "robust", bound=RARE_BOUND)
                 extra = {"bound": threshold_rows("cost", cell, bounds(known), truth, truth / 10)}
-            pairs = zip(threshold_rows("cost", cell, bounds(after), truth, truth / 10, cases=cases, shape=name),
-                        threshold_rows("cost", cell, bounds(before), truth, truth / 10))
-            for side, (a, b) in enumerate(pairs):
-                row = dict(a, before_confirmed=b["confirmed"], before_refuted=b["refuted"])
+            pairs = zip(threshold_rows("cost", cell, bounds(after), truth, truth / 10, True, cases=cases, shape=name),
+                        threshold_rows("cost", cell, bounds(before), truth, truth / 10),
+                        threshold_rows("cost", cell, bounds(after), truth, truth / 10))
+            for side, (a, b, m) in enumerate(pairs):
+                row = dict(a, before_confirmed=b["confirmed"], before_refuted=b["refuted"],
+                           model_confirmed=m["confirmed"], model_refuted=m["refuted"])
                 if extra:
                     row.update(bound_confirmed=extra["bound"][side]["confirmed"],
                                bound_refuted=extra["bound"][side]["refuted"])
@@ -845,9 +852,11 @@ def cost_of_pass_rows(series=S, cases_grid=(30, 100, 400)):
 
 
 def cost_of_pass_threshold_rows(series=S, cases_grid=(30, 100)):
-    """A cost_of_pass threshold (M7) on the costs of `cost_rows`, pass rates U(0.4, 1) per case drawn
-    apart from the costs (truth: mean cost / 0.7), thresholds below and above at a tenth of the truth.
-    Measured for docs/statistics.md, not held to a band: M7's upper bound misses on heavy tails."""
+    """A cost_of_pass threshold on the costs of `cost_rows`, pass rates U(0.4, 1) per case drawn apart from
+    the costs (truth: mean cost / 0.7), thresholds below and above at a tenth of the truth: `decide`'s
+    verdicts with no bound known (M7, its upper bound deciding nothing), `before_*` M7's alone (its upper
+    bound misses on heavy tails), and for rare huge costs `bound_*` with the per-attempt bound known (the
+    hull with the ratio of betting intervals, costs on [0, 150])."""
     rows = []
     for cases in cases_grid:
         for i, (name, repeats) in enumerate(COST_CELLS):
@@ -855,10 +864,21 @@ def cost_of_pass_threshold_rows(series=S, cases_grid=(30, 100)):
             costs, mean_cost = cost_draws(name, rng, series, cases, repeats)
             rate = rng.uniform(0.4, 1.0, (series, cases, 1))
             passes = (rng.random((series, cases, repeats)) < rate).sum(axis=-1).astype(float)
-            truth = mean_cost / 0.7
-            rows += threshold_rows("cost-of-pass M7", f"{name} C={cases} R={repeats}",
-                                   bounds(ratio_interval(costs.sum(axis=-1), passes)), truth, truth / 10,
-                                   cases=cases, shape=name)
+            ok = passes.sum(axis=-1) > 0
+            y, x = costs.sum(axis=-1)[ok], passes[ok]
+            truth, cell = mean_cost / 0.7, f"{name} C={cases} R={repeats}"
+            m7 = bounds(ratio_interval(y, x))
+            sides = zip(threshold_rows("cost-of-pass", cell, m7, truth, truth / 10, True, cases=cases, shape=name),
+                        threshold_rows("cost-of-pass", cell, m7, truth, truth / 10))
+            known = None
+            if name == "rare":
+                known = threshold_rows("", cell, bounds(ratio_interval(y, x, "robust", None, RARE_BOUND,
+                                                                       np.full_like(x, repeats))), truth, truth / 10)
+            for side, (a, b) in enumerate(sides):
+                row = dict(a, before_confirmed=b["confirmed"], before_refuted=b["refuted"])
+                if known:
+                    row.update(bound_confirmed=known[side]["confirmed"], bound_refuted=known[side]["refuted"])
+                rows.append(row)
     return rows
 
 
@@ -903,7 +923,7 @@ def unmeasured_verdicts(measured: dict, missing: dict, questions, salt: str = "g
     out = []
     for question in questions:
         worst, best = (low_end, high_end) if question.above is not None else (high_end, low_end)
-        cells = [threshold_cell(question, "v", estimate, HIGHER) for estimate in (measured_estimate, worst, best)]
+        cells = [threshold_cell(question, "v", estimate, HIGHER, "robust") for estimate in (measured_estimate, worst, best)]
         out.append(imputation.held(*cells).verdict if missing else cells[0].verdict)
     return out
 
