@@ -102,6 +102,9 @@ class SeriesFacts:
     # the most one attempt can cost (USD), known before the data (an agent's max_tokens at the model's
     # price); None: unknown. Under "robust" it bounds cost_usd for a distribution-free interval.
     cost_bound: float | None = None
+    # stopped early (--aqven-stop-early): the cases the series selected, of which its attempts are the first in
+    # the betting order; its cells are then the betting sequence's (stats/early.py). 0: it ran to the end
+    planned_cases: int = 0
 
 
 @dataclass(frozen=True)
