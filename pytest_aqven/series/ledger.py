@@ -40,6 +40,7 @@ from .. import storage
 from ..storage import Transaction
 from .cap import NEAR, SeriesCap, approved_cap_holds, dollars
 from .db import Store, attempt_id, attempt_row, known_series, planned_attempts
+from .stopping import decided_text, stop_of
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
 CLAIMED_ELSEWHERE = "claimed by another runner"
@@ -229,6 +230,8 @@ class Ledger:
             record = _record(db, series_id)
             if (record.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE:
                 return Decision("halted", why=halt_text(series_id, record["pause"]))
+            if stop_of(record) is not None:     # decided early: nothing more runs, nothing waits for approval
+                return Decision("stopped", why=decided_text(series_id, record["pause"]))
             return Decision("paused", why=pause_text(series_id, record, spend(db, series_id, self.runner_id, now, seen)))
         if status != "running":
             return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")

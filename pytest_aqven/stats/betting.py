@@ -7,13 +7,14 @@ order that must not depend on outcomes (see `case_order`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+from .model import order_key
 
 TRUNCATION = 0.95  # c: the largest fraction of capital ever bet
 ORDERS = 1  # case orders the wealth is averaged over (docs/statistics.md: averaged vs single order)
@@ -33,7 +34,7 @@ def case_order(salt: str, cases: Sequence[str]) -> list[int]:
 
 @lru_cache(maxsize=64)
 def _case_order(salt: str, cases: tuple[str, ...]) -> tuple[int, ...]:
-    keys = [hashlib.sha256(f"{salt}\x00{name}".encode()).hexdigest() for name in cases]
+    keys = [order_key(salt, name) for name in cases]
     return tuple(sorted(range(len(cases)), key=lambda i: keys[i]))
 
 

@@ -74,6 +74,11 @@ STATISTICS_VERSION = 2
 KEY_HEX = 16  # 64 bits of SHA-256: no two cases of a dataset collide in practice
 
 
+def order_key(salt: str, name: str) -> str:
+    """What the betting interval sorts a case by (betting.case_order): a hash of its name salted, never its score."""
+    return hashlib.sha256(f"{salt}\x00{name}".encode()).hexdigest()
+
+
 def case_key(salt: str, name: str) -> str:
     """A case's name in findings and the evidence table: its name is never written for held-out cases."""
     return hashlib.sha256(f"{salt}\x00case\x00{name}".encode()).hexdigest()[:KEY_HEX]
