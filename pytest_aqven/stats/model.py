@@ -206,3 +206,6 @@ class LaunchPlan:
     family: str = "robust"
     capped: bool = False  # the simulated search reached MAX_SIMULATED_CASES below 80% power: more cases are needed
     observed: ObservedPlan | None = None  # at the rates observed so far, when a finished series has them
+    # --aqven-stop-early: the cases a series of `cases` is expected to use when the truth is one margin past the
+    # edge (simulated with the verdict's own stop); None when not simulated or its question cannot stop
+    stop_early_cases: float | None = None

@@ -154,3 +154,19 @@ def test_a_clear_effect_is_decided_by_a_fraction_of_the_planned_cases():
 def test_optional_stopping_keeps_every_tail_at_2000_series():
     rows = stopping.edge_rows(2000) + stopping.past_rows(2000)
     assert not _bad(rows, TAIL), "\n".join(_bad(rows, TAIL))
+
+
+def test_the_launch_plan_says_how_many_cases_stopping_early_is_expected_to_use():
+    from pytest_aqven.stats.plan import launch_plan
+    question = Threshold("success_rate", above=0.8, margin=0.05)
+    plan = launch_plan(question, cases=200, repeats=5, variants=1, available=300, check_kinds={}, simulate=True)
+    assert plan.stop_early_cases is not None and 100 < plan.stop_early_cases < 200
+    assert f"with --aqven-stop-early a series of 200 cases is expected to use about {plan.stop_early_cases:.0f}" \
+        in plan.text
+    cached = launch_plan(question, cases=200, repeats=5, variants=1, available=300, check_kinds={}, simulate=False)
+    assert cached.stop_early_cases is None          # not simulated, nothing cached: the closed form alone
+    model = launch_plan(question, cases=200, repeats=5, variants=1, available=300, check_kinds={}, family="model")
+    assert model.stop_early_cases is None and "stop-early" not in model.text
+    cost = launch_plan(Threshold("cost_usd", below=0.01, margin=0.001), cases=200, repeats=5, variants=1,
+                       available=300, check_kinds={})
+    assert cost.stop_early_cases is None
