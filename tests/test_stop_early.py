@@ -84,3 +84,55 @@ def test_a_question_that_cannot_stop_runs_its_planned_cases_and_says_why(pyteste
     assert f"rate_ok series {entry['series_id']} runs to its planned cases: it cannot stop early: the model " \
            "family's verdict does not rest on the distribution-free bound" in result.stdout.str()
     assert "stop_early" not in _finding(root)["method"]
+
+
+PAIR = {
+    "agents/bot2.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Agent"
+        description: "The other test model"
+        model: "fake:bot-2"
+        ''',
+    "experiments/rate_ok/experiment.yaml": '''
+        apiVersion: "aqven/v1"
+        kind: "Experiment"
+        description: "The second model labels reviews no worse than the first"
+        failure_mode: "mislabel"
+        subject:
+          flow: "rate"
+        varies:
+          what: "agent"
+          nodes: ["judge"]
+        cases:
+          dataset: "reviews"
+        variants:
+        - id: "bot"
+        - id: "bot2"
+          nodes:
+            judge: "bot2"
+        checks:
+        - id: "label"
+          kind: "binary"
+          use: "expected"
+        question:
+          kind: "noninferior"
+          baseline: "bot"
+          candidate: "bot2"
+          primary: "label"
+          margin: 0.1
+        plan:
+          repeats: 1
+        ''',
+}
+
+
+def test_a_pair_runs_its_cases_with_both_variants_together_and_stops(pytester, xdist):
+    root = faults.make(pytester.path, cases=200, files=PAIR)
+    result, entry = _run(pytester, *STOP, *xdist)
+    assert entry["verdict"]["state"] == "confirmed"
+    decided = int(entry["verdict"]["sentence"].split("stopped early after ")[1].split(" of ")[0])
+    calls = [line.split("|") for line in faults.calls(root)]
+    if not xdist:       # case by case, both variants of a case together: the decided prefix and nothing more
+        assert len(calls) == 2 * decided
+        assert [c[1] for c in calls] == ["bot", "bot2"] * decided
+    assert len({c[2] for c in calls}) < 112
