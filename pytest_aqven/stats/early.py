@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import betting, verdicts  # verdicts imports this module: its names are read at call time
+from . import betting
+from .edges import threshold_cell
 from .model import Cell, Estimate, Guardrail, Look, Pair, SeriesFacts, Threshold
 from .pairs import _cell, aligned, contrast, contrast_scale, guardrail_edge, orientation, pair_scale, primary_edge
 from .samples import LOWER, MetricInfo, Sample, SampleTable, Scale, bounded_scale, metric_info
@@ -60,7 +61,7 @@ def _in_order(sample: Sample, salt: str) -> np.ndarray:
 
 def _threshold_cells(question: Threshold, table: SampleTable, facts: SeriesFacts, planned: int) -> list[Cell] | None:
     info = metric_info(question.metric, facts.check_kinds, facts.check_scales)
-    direction = verdicts._direction(question.metric, question.direction, facts)
+    direction = question.direction or info.direction
     cells = []
     for variant in [question.variant] if question.variant else list(facts.variants):
         sample = table.sample(variant, info)
@@ -69,7 +70,7 @@ def _threshold_cells(question: Threshold, table: SampleTable, facts: SeriesFacts
             return None
         means = sample.case_means()[_in_order(sample, facts.salt)]
         estimate = _estimate(means, scale, planned, info, sample.n_cases, sample.n_attempts)
-        cells.append(verdicts.threshold_cell(question, variant, estimate, direction))
+        cells.append(threshold_cell(question, variant, estimate, direction))
     return cells
 
 

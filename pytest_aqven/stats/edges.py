@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from .model import Estimate, Threshold
+from .model import Cell, Estimate, Threshold
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -64,3 +64,15 @@ def no_point_pass(estimate: Estimate, verdict: str) -> str:
 
 def bound_or_nan(x: float | None) -> float:
     return np.nan if x is None else x
+
+
+def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str) -> Cell:
+    above = question.above is not None
+    verdict = str(threshold_verdicts(question, bound_or_nan(estimate.low), bound_or_nan(estimate.high)))
+    verdict = no_point_pass(estimate, verdict)
+    return Cell(
+        metric=question.metric, role="primary", variant=variant, baseline=None, direction=direction,
+        bound="above" if above else "below", threshold=question.above if above else question.below,
+        margin=question.margin, relative=False, estimate=estimate, verdict=verdict,
+        edge=threshold_edge(question), decided_by=decided_by(estimate, verdict, above),
+    )

@@ -6,25 +6,13 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from . import betting, early, missing, wording
-from .edges import bound_or_nan, decided_by, no_point_pass, threshold_edge, threshold_verdicts
+from .edges import threshold_cell
 from .estimates import betting_input, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
 from .pairs import pair_cells
 from .samples import SERIES_METRICS, AttemptTable, SampleTable, Unmeasured, metric_info
 
 INFRA_SHARE_LIMIT = 0.05
-
-
-def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str) -> Cell:
-    above = question.above is not None
-    verdict = str(threshold_verdicts(question, bound_or_nan(estimate.low), bound_or_nan(estimate.high)))
-    verdict = no_point_pass(estimate, verdict)
-    return Cell(
-        metric=question.metric, role="primary", variant=variant, baseline=None, direction=direction,
-        bound="above" if above else "below", threshold=question.above if above else question.below,
-        margin=question.margin, relative=False, estimate=estimate, verdict=verdict,
-        edge=threshold_edge(question), decided_by=decided_by(estimate, verdict, above),
-    )
 
 
 def all_metrics(table: SampleTable, facts: SeriesFacts, extra: Sequence[str] = ()) -> dict[str, dict[str, Estimate]]:
