@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .. import storage
 from ..stats.model import case_key, order_key
+
+if TYPE_CHECKING:
+    from ..project.loader import Project
 
 DECIDED = "decided"     # the pause reason of a series stopped early
 
@@ -85,7 +90,7 @@ class Looks:
     def __init__(self, family: str):
         self.family = family
         self.watches: dict[str, _Watch | None] = {}     # None: it cannot stop, or it stopped already
-        self.projects: dict[str, object] = {}
+        self.projects: dict[str, Project] = {}
         self.lines: list[str] = []                       # what the run says of its series (why one cannot stop)
 
     def after(self, tally) -> None:
@@ -96,15 +101,18 @@ class Looks:
         if watch is None:
             return
         pause = watch.look(tally)
-        if pause is not None:
-            from .db import Store
-            store = Store(Path(watch.root))
-            try:
-                with store.transaction() as db:
-                    db.pause_series(watch.series_id, pause)
-            finally:
-                store.close()
+        if pause is None:
+            return
+        from .db import Store
+        store = Store(Path(watch.root))
+        try:
+            with store.transaction() as db:
+                db.pause_series(watch.series_id, pause)
             self.watches[tally.series_id] = None
+        except storage.ERRORS:      # the store is busy or away: the next complete case looks again
+            watch.complete -= 1
+        finally:
+            store.close()
 
     def _watch(self, tally) -> _Watch | None:
         from ..project.loader import RunnableExperiment, load_project
@@ -112,7 +120,7 @@ class Looks:
         from .db import Store
 
         project = self.projects.get(tally.root) or self.projects.setdefault(tally.root, load_project(Path(tally.root)))
-        experiment = project.experiments.get(tally.experiment)      # type: ignore[attr-defined]
+        experiment = project.experiments.get(tally.experiment)
         store = Store(Path(tally.root))
         try:
             series = store.series(tally.series_id)
