@@ -40,7 +40,9 @@ def test_aqven_plan_searches_once_and_collect_only_shows_the_cached_search(pytes
     assert "rate_hi" not in first
     simulated = [l for l in first.splitlines() if l.startswith("  simulated: ")]
     assert len(simulated) == 1 and "% power to decide at " in simulated[0]
-    assert len(list((root / ".aqven" / "plans").glob("*.json"))) == 1
+    # the search, and the cases --aqven-stop-early is expected to use at the planned cases
+    assert len(list((root / ".aqven" / "plans").glob("*.json"))) == 2
+    assert "with --aqven-stop-early a series of " in first
 
     monkeypatch.setattr(stats_plan, "search_cases", no_search)       # from here on only the cache answers
     assert main(["plan", "rate_ok", "--project", str(root)]) == 0

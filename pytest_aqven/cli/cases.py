@@ -48,6 +48,9 @@ def run_cases(args: argparse.Namespace) -> int:
     for name in h.working:
         print(f"  {name}")
     print(f"held-out cases: {h.held_out}, never named (whoever reads them starts tuning to them)")
+    spent_line = _spent(project, args.experiment, h.held_out)
+    if spent_line:
+        print(spent_line)
     if h.tag_counts:
         width = max(len("tag"), *map(len, h.tag_counts))
         print(f"{'tag':<{width}}  working  held out")
@@ -56,3 +59,21 @@ def run_cases(args: argparse.Namespace) -> int:
     for moved in reshuffles(project, args.experiment):
         print(f"warning: {moved.text(args.experiment)}")
     return 0
+
+
+def _spent(project, experiment_id: str, held_out: int) -> str | None:
+    """How many held-out cases findings spent and how many remain (a series stopped early spends only the cases
+    it reached); None before any finding."""
+    from ..experiments import split as splitting
+    from ..findings.spent import spent
+    from ..stats.model import experiment_salt
+    experiment = project.runnable_experiment(experiment_id)
+    used = spent(project, experiment)
+    if not used:
+        return None
+    dataset = experiment.spec.cases.dataset
+    names = [c.name for c in splitting.selected(project.datasets[dataset].spec, dict(experiment.spec.cases.tags))
+             if splitting.split_of(project.package, dataset, c.name) == "holdout"]
+    taken = len(used.among(names, experiment_salt(project.package, experiment_id)))
+    return (f"held-out cases spent by findings: {taken}; unspent: {held_out - taken} (a new held-out series, "
+            f"--aqven-new-series, takes only these)")

@@ -13,6 +13,7 @@ from ..report.terminal import table
 from ..series.cap import CapError, dollars, parse_usd
 from ..series.db import Store, planned_attempts
 from ..series.ledger import PROVIDER_UNUSABLE, approve, cancel, pause_text, series_spend
+from ..series.stopping import decided_text, stop_of
 from .project import project_argument
 
 EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "error_code", "cost_usd",
@@ -274,6 +275,8 @@ def run_approve(args) -> int:
             raise Refused(f"series {sid} is {s['status']}, not awaiting approval: nothing to approve")
         if (s.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE:     # no cap to raise: a fix to make
             raise Refused(f"nothing to approve: {pause_text(sid, s)}")
+        if stop_of(s) is not None:      # decided: the run that stopped it (or the same command) decides it
+            raise Refused(f"nothing to approve: {decided_text(sid, s['pause'])}; the same command decides it")
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise Refused("approve needs a person at an interactive terminal and a typed confirmation "
                           "(an agent can start a series but never continue one); run it in a terminal")

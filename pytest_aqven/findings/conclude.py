@@ -12,6 +12,7 @@ from ..experiments.checks import check_scales
 from ..project.loader import Project
 from ..record import AttemptRecord
 from ..series.db import Store, planned_attempts
+from ..series.stopping import decided_cases
 from ..series.tally import SeriesTally, TallyTable
 from ..series.to_stats import question_of
 from .judges import unvalidated
@@ -56,10 +57,15 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
     try:
         series = store.known_series(series_id)
         total = planned_attempts(series)
-        conclusion = Conclusion(series["experiment_id"], series_id, series["split"], tally.done, total)
+        salt = stats.experiment_salt(project.package, series["experiment_id"])
+        prefix = decided_cases(series, salt)    # stopped early: decided on these cases alone
+        if prefix is not None:
+            total = len(series["variants"]) * len(prefix) * series["repeats"]
+        done = tally.done if prefix is None else tally.table(salt, {}, set(prefix)).tallies()[0]
+        conclusion = Conclusion(series["experiment_id"], series_id, series["split"], done, total)
         conclusion.spend_usd = tally.spend
         conclusion.unpriced_calls = tally.unpriced_calls
-        if tally.done < total:
+        if done < total:
             conclusion.note = (f"{tally.done} of {total} attempts ran in this session; the series stays open "
                                f"until a run selects every attempt of it and its verdict (`-k {tally.experiment}`, "
                                "or its experiment.yaml), which reuses those recorded")
@@ -90,8 +96,9 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
             inputs_changed=now != series["snapshot"] or bool(touched)
             or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
             changed_inputs=inputs.named(touched, project.root),
-            salt=stats.experiment_salt(project.package, experiment.id), cost_bound=tally.cost_bound())
-        table = tally.table(facts.salt, facts.check_kinds)
+            salt=salt, cost_bound=tally.cost_bound(),
+            planned_cases=0 if prefix is None else len(series["cases"]))
+        table = tally.table(facts.salt, facts.check_kinds, None if prefix is None else set(prefix))
         conclusion.question = question = question_of(spec)
         from ..stats.verdicts import decide_table  # noqa: PLC0415
         verdict = decide_table(question, table, facts)
@@ -100,7 +107,9 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
         from .publish import record  # noqa: PLC0415  (the finding document builds on this module)
         # the series is marked done in the transaction that records its finding, unless a cancel won
         held = record(store, project, series, conclusion, tally, status, {
-            "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
+            "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family,
+            # stopped early: the held-out cases no attempt reached stay unspent (findings/spent.py)
+            **({"spent_cases": sorted(tally.case_names())} if prefix is not None else {})})
         if held == "cancelled" and not (facts.cancelled or facts.inputs_changed):   # while it was being decided
             why = _stopped(store.known_series(series_id))                           # final, for its reason
             facts = dataclasses.replace(facts, cancelled=why == "cancelled", inputs_changed=why == "inputs_changed")

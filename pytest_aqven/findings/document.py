@@ -46,6 +46,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
     checks = [judges.identity(project, experiment, c) for c in spec.checks if c.is_judge]
     how = method(conclusion)
     measured = judges.spoken_for(project, experiment, checks, variants, how["question"])
+    data = evidence.sufficient_data(table, facts, verdict.metrics)
     # the earlier looks at this question (the experiment on the same cases) that measured the same judges
     others = [f for _, f in read_findings(project.root, project.package) if f["experiment"] == experiment.id
               and f["series"] != conclusion.series_id and f["scope"]["case_names_sha256"] == case_names_sha
@@ -71,15 +72,17 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
             "tags": dict(spec.cases.tags),
             "cases": len(series["cases"]),
             "repeats": series["repeats"],
-            "attempts": tally.done,
-            "infra_errors": tally.infra_errors,
+            "attempts": data["attempts"],         # a series stopped early: those its verdict was decided on
+            "infra_errors": data["infra_errors"],
             "unpriced_attempts": tally.unpriced_attempts,
             "holdout_looks": 1 + len(others),
             **({"judges": measured} if measured else {}),
             "case_names_sha256": case_names_sha,
             # every case the series ran, by salted key: without the project database (a fresh clone) a held-out
             # run still knows these cases are spent
-            "case_keys": sorted(case_key(facts.salt, name) for name in series["cases"]),
+            # (stopped early: the cases an attempt reached; the others stay unspent)
+            "case_keys": sorted(case_key(facts.salt, name)
+                                for name in (tally.case_names() if facts.planned_cases else series["cases"])),
             **({"respent_from": list(series["respent_from"])} if series.get("respent_from") else {}),
             "started_at": _iso(tally.started_at),
             "finished_at": _iso(tally.finished_at),
@@ -88,7 +91,7 @@ def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict
         "inputs": dict(series["snapshot"]),
         "spend_usd": str(spend.quantize(Decimal("0.000001")).normalize()),
         "method": how,
-        "data": evidence.sufficient_data(table, facts, verdict.metrics),
+        "data": data,
     }
 
 
@@ -97,7 +100,7 @@ def method(conclusion: Conclusion) -> dict:
     from ..stats import betting, evidence
     from ..stats.estimates import RESAMPLES
     from ..stats.intervals import ALPHA
-    question, _, facts, _ = conclusion.decided()
+    question, verdict, facts, _ = conclusion.decided()
     return {
         "statistics": STATISTICS_VERSION,
         "question": evidence.question_dict(question),
@@ -112,4 +115,7 @@ def method(conclusion: Conclusion) -> dict:
         "unvalidated_judges": dict(sorted(facts.unvalidated_judges.items())),
         "variants": list(facts.variants),
         **({"cost_bound": facts.cost_bound} if facts.cost_bound is not None else {}),
+        # stopped early: decided on the betting bound at the first `cases` of the `planned` in the betting order
+        **({"stop_early": {"cases": verdict.cells[0].estimate.cases, "planned": facts.planned_cases,
+                           "bound": "betting"}} if facts.planned_cases and verdict.cells else {}),
     }

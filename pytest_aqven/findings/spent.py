@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .. import storage
 from ..project.loader import Project, RunnableExperiment
+from ..series.db import spent_cases
 from ..series.spent import Spent
 from .files import finding_files, parse
 
@@ -26,7 +27,7 @@ def spent(project: Project, experiment: RunnableExperiment) -> Spent:
             seen.add(str(document.get("series")))
             out.findings.append(_summary(document, path.relative_to(root).as_posix()))
     for series_id, record, text in _recorded(root, experiment.id):
-        out.names |= set(record.get("cases") or [])
+        out.names |= spent_cases(record)
         if series_id not in seen:               # recorded, its file not written (yet)
             document, _ = parse(text, "finding")
             if isinstance(document, dict):

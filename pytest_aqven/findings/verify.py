@@ -106,7 +106,7 @@ def recompute(document: Mapping) -> stats.Verdict:
         check_scales={c: (float(low), float(high)) for c, (low, high) in method.get("check_scales", {}).items()},
         unvalidated_judges=_judges(method["unvalidated_judges"]),
         total_attempts=int(data["attempts"]), family=method["family"], salt=method["salt"],
-        cost_bound=method.get("cost_bound"))
+        cost_bound=method.get("cost_bound"), planned_cases=int((method.get("stop_early") or {}).get("planned", 0)))
     table = evidence.EvidenceTable(data, facts.check_kinds)
     return decide_table(evidence.question_from(method["question"]), table, facts)
 

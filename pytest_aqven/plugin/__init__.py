@@ -82,6 +82,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     collect = collect_module()
     if collect is not None:
         collect.rerun_failed_verdicts(config, items)
+        collect.stop_early_order(config, items)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

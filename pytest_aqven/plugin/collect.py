@@ -475,3 +475,29 @@ def rerun_failed_verdicts(config: pytest.Config, items: list[pytest.Item]) -> No
                      None)
         if first is not None:
             info.last_failed = internals.item_key(first) if not isinstance(last, str) else first.nodeid
+
+
+def stop_early_order(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--aqven-stop-early: each experiment's attempts case by case in the betting order, every variant and repeat
+    of a case together, so that the complete prefixes of that order a series looks at come as early as they can
+    (series/stopping.py). The attempts take the places the experiment's attempts held; the rest stays."""
+    if not config.option.aqven_stop_early:
+        return
+    from .series.stopping import run_order
+    from .stats.model import experiment_salt
+    places = [i for i, item in enumerate(items) if isinstance(item, AttemptItem)]
+    attempts = [item for item in items if isinstance(item, AttemptItem)]
+    files: dict[ExperimentFile, dict[str, int]] = {}    # each file, in order of its first attempt: its case ranks
+    for item in attempts:
+        file = item.experiment_file
+        if file not in files:
+            series = file.series
+            salt = experiment_salt(series.project.package, series.experiment.id)
+            files[file] = {name: rank for rank, name in enumerate(run_order(salt, [c.name for c in series.plan.cases]))}
+    position = {file: i for i, file in enumerate(files)}
+
+    def key(item: AttemptItem) -> tuple:
+        file = item.experiment_file
+        return position[file], files[file][item.case.name]
+    for place, item in zip(places, sorted(attempts, key=key)):     # stable: variants and repeats keep their order
+        items[place] = item

@@ -28,6 +28,9 @@ def add(parser: pytest.Parser) -> None:
                          "model: the model-based interval alone")
     group.addoption("--aqven-concurrency", type=int, default=None, metavar="N",
                     help="attempts in flight per process (default 1; with -n it multiplies)")
+    group.addoption("--aqven-stop-early", action="store_true", default=None,
+                    help="stop a series as soon as the distribution-free bound decides its verdict (same error "
+                         "rates); the attempts and held-out cases it did not need are not spent")
     group.addoption("--aqven-cap", default=None, metavar="USD",
                     help="this run's series cap in USD; above the project cap the series waits for approval")
     group.addoption("--aqven-new-series", action="store_true", default=False,
@@ -57,6 +60,8 @@ def add(parser: pytest.Parser) -> None:
                   type="linelist", default=list(FAILING))
     parser.addini("aqven_intervals", "robust or model", default="robust")
     parser.addini("aqven_concurrency", "attempts in flight per process", type="int", default=1)
+    parser.addini("aqven_stop_early", "stop a series as soon as its verdict is decided (as --aqven-stop-early)",
+                  type="bool", default=False)
     parser.addini("aqven_progress", "seconds between progress lines (0: none)", type="float", default=30.0)
     parser.addini("aqven_json", "write every series of the session as JSON to this path", default="")
     parser.addini("aqven_summary", "append the verdicts as a Markdown table to this file", default="")
@@ -107,7 +112,8 @@ def _from_ini(config: pytest.Config) -> set[str]:
     """Each option the command line left unset takes its ini value (typed, checked here once), so the rest of
     the plugin reads `config.option` alone; returns the names that came from the ini file."""
     opt, from_ini = config.option, set()
-    for name in ("aqven_concurrency", "aqven_progress", "aqven_intervals", "aqven_json", "aqven_summary"):
+    for name in ("aqven_concurrency", "aqven_progress", "aqven_intervals", "aqven_json", "aqven_summary",
+                 "aqven_stop_early"):
         if getattr(opt, name) is None:
             setattr(opt, name, _ini(config, name) or None)
             from_ini.add(name)

@@ -94,6 +94,10 @@ class VerdictReporter(Reporter):
         self.unrun: list[tuple[str, str, str, str]] = []
         self.went_down: list[str] = []              # xdist workers that went down mid-run (kill -9, a crash)
         self._deciding_imported = False
+        self.stops = None
+        if config.option.aqven_stop_early:
+            from .series.stopping import Looks
+            self.stops = Looks(family)
         self.ran_here: dict[str, AttemptRecord] = {}    # node id -> the record of an attempt run in this process,
         # until its call report is logged (plugin.pytest_runtest_makereport): folded without its wire round trip
 
@@ -131,6 +135,8 @@ class VerdictReporter(Reporter):
             if tally.add(record):
                 self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
                 self.progress.attempt(record)
+                if self.stops is not None:      # --aqven-stop-early: this process decides when a series stops
+                    self.stops.after(tally)
         elif report.skipped and "aqven" in report.keywords and report.nodeid.count("::") == 3:
             # paused, cancelled, vetoed: the open verdict of an experiment no record reached says why
             self.unrecorded.setdefault(report.nodeid.split("::")[0], _skip_reason(report))
@@ -275,6 +281,7 @@ class VerdictReporter(Reporter):
         away = STORE_AWAY in self.config.stash      # the store went away: nothing more is read from it
         lines = _decision().spend_lines(self.tallies, self.discarded, self.projects, self.config.getoption("aqven_cap")) \
             if self.tallies and not away else []
+        lines += self.stops.lines if self.stops is not None else []
         if lines:
             terminalreporter.write_sep("=", "aqven series")
             for line in lines:

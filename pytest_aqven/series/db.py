@@ -36,6 +36,12 @@ def planned_attempts(series: dict) -> int:
     return len(series["variants"]) * len(series["cases"]) * series["repeats"]
 
 
+def spent_cases(record: dict) -> set[str]:
+    """The cases a held-out series with a finding spent: every case it planned, or, stopped early
+    (--aqven-stop-early), those an attempt reached (the others stay for a new series)."""
+    return set(record.get("spent_cases") or record.get("cases") or [])
+
+
 class HeldOutTaken(Exception):
     """A held-out series would open on cases another series already took: one that gave a finding
     (`running` False), or one another run still runs (`running` True). Held-out cases are spent once."""
@@ -230,7 +236,7 @@ class Store:
         cases = set(record.get("cases") or [])
         db.ensure_findings()
         for series_id, recorded, _ in db.held_out_findings(experiment_id):
-            if cases & set(recorded.get("cases") or []):
+            if cases & spent_cases(recorded):
                 raise HeldOutTaken(series_id, running=False)
         files = {k: v for k, v in (record.get("snapshot") or {}).items() if k != "cases_sha256"}
         now = db.now()

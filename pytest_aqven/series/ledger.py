@@ -40,6 +40,7 @@ from .. import storage
 from ..storage import Transaction
 from .cap import NEAR, SeriesCap, approved_cap_holds, dollars
 from .db import Store, attempt_id, attempt_row, known_series, planned_attempts
+from .stopping import decided_text, stop_of
 
 LEASE_SECONDS = 30.0      # a runner whose heartbeat is older than this is dead
 CLAIMED_ELSEWHERE = "claimed by another runner"
@@ -129,6 +130,8 @@ def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
     pause = record.get("pause") or {}
     if pause.get("reason") == PROVIDER_UNUSABLE:
         return halt_text(series_id, pause)
+    if stop_of(record) is not None:
+        return decided_text(series_id, pause)
     cap = record["cap_usd"]         # every series record holds its cap (SeriesRun writes it at the start)
     if pause.get("reason") == "cap_above_project":
         return (f"series {series_id} waits for approval: its cap {dollars(cap)} is above the project cap "
@@ -229,6 +232,8 @@ class Ledger:
             record = _record(db, series_id)
             if (record.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE:
                 return Decision("halted", why=halt_text(series_id, record["pause"]))
+            if stop_of(record) is not None:     # decided early: nothing more runs, nothing waits for approval
+                return Decision("stopped", why=pause_text(series_id, record))
             return Decision("paused", why=pause_text(series_id, record, spend(db, series_id, self.runner_id, now, seen)))
         if status != "running":
             return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")

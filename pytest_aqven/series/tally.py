@@ -237,8 +237,9 @@ class SeriesTally:
     def case_names(self) -> set[str]:
         return {name for _, name in self.cases}
 
-    def table(self, salt: str, check_kinds) -> TallyTable:
-        return TallyTable(self, salt, check_kinds)
+    def table(self, salt: str, check_kinds, cases: set[str] | None = None) -> TallyTable:
+        """`cases`: only these cases (a series stopped early: the prefix its verdict was decided on)."""
+        return TallyTable(self, salt, check_kinds, cases)
 
     def pass_counts(self) -> dict[str, list[tuple[int, int]]]:
         """Per variant, (passed, attempts with `passed` set) of each case that has one, cases in the order
@@ -254,26 +255,28 @@ class TallyTable:
     """What stats.decide_table and evidence.sufficient_data read (AttemptTable's `tallies` and `sample`),
     from a tally; cases named by their salted key, as conclude names them."""
 
-    def __init__(self, tally: SeriesTally, salt: str, check_kinds):
+    def __init__(self, tally: SeriesTally, salt: str, check_kinds, only: set[str] | None = None):
 
         self.tally, self.check_kinds = tally, check_kinds
-        keys = {name: case_key(salt, name) for name in tally.case_names()}
-        self.variants = sorted({variant for variant, _ in tally.cases})
+        self.cases = tally.cases if only is None else {k: c for k, c in tally.cases.items() if k[1] in only}
+        keys = {name: case_key(salt, name) for _, name in self.cases}
+        self.variants = sorted({variant for variant, _ in self.cases})
         self._by_variant: dict[str, list[tuple[str, _Case]]] = {v: [] for v in self.variants}
-        for (variant, name), case in tally.cases.items():
+        for (variant, name), case in self.cases.items():
             self._by_variant[variant].append((keys[name], case))
         for cases in self._by_variant.values():
             cases.sort(key=lambda kc: kc[0])
         self._samples: dict = {}
         # masks are shifted as int64: a repeat number above 62 (never, with at most 20 repeats) is read case by case
-        self._wide = any(case.seen.bit_length() > 63 for case in tally.cases.values())
+        self._wide = any(case.seen.bit_length() > 63 for case in self.cases.values())
 
     def tallies(self) -> tuple[int, int, int]:
         settled = errors = 0
-        for case in self.tally.cases.values():
+        for case in self.cases.values():
             settled += case.settled.bit_count()
             errors += (case.settled & case.infra).bit_count()
-        return self.tally.done, settled, errors
+        done = self.tally.done if self.cases is self.tally.cases else sum(c.seen.bit_count() for c in self.cases.values())
+        return done, settled, errors
 
     def unmeasured(self):
         """stats.samples.Unmeasured: the attempts that finished without a counted outcome, by case key."""

@@ -7,13 +7,14 @@ order that must not depend on outcomes (see `case_order`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable, Mapping, Sequence
 from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+from .model import order_key
 
 TRUNCATION = 0.95  # c: the largest fraction of capital ever bet
 ORDERS = 1  # case orders the wealth is averaged over (docs/statistics.md: averaged vs single order)
@@ -33,14 +34,17 @@ def case_order(salt: str, cases: Sequence[str]) -> list[int]:
 
 @lru_cache(maxsize=64)
 def _case_order(salt: str, cases: tuple[str, ...]) -> tuple[int, ...]:
-    keys = [hashlib.sha256(f"{salt}\x00{name}".encode()).hexdigest() for name in cases]
+    keys = [order_key(salt, name) for name in cases]
     return tuple(sorted(range(len(cases)), key=lambda i: keys[i]))
 
 
-def _bets(x: np.ndarray, a: float) -> np.ndarray:
-    """lam_t from x_1..x_{t-1} only (predictable), with prior pseudo-observations."""
-    n = x.shape[-1]
-    t = np.arange(1, n + 1)
+def _bets(x: np.ndarray, a: float, planned: int | None = None) -> np.ndarray:
+    """lam_t from x_1..x_{t-1} only (predictable), with prior pseudo-observations, sized by the `planned`
+    number of cases (default: all of x). A look at a prefix of the planned cases must size them by the
+    planned number, as the final look does: then every look reads the same capital process, and Ville's
+    inequality holds over all of them at once (a confidence sequence)."""
+    n = planned or x.shape[-1]
+    t = np.arange(1, x.shape[-1] + 1)
     mu = (0.5 + np.cumsum(x, axis=-1)) / (t + 1)
     s2 = (0.25 + np.cumsum((x - mu) ** 2, axis=-1)) / (t + 1)
     s2_prev = np.concatenate([np.full(x.shape[:-1] + (1,), 0.25), s2[..., :-1]], axis=-1)
@@ -48,8 +52,9 @@ def _bets(x: np.ndarray, a: float) -> np.ndarray:
     return lam
 
 
-def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.ndarray:
-    """Largest m rejected as too small by max_t K_t(m) >= 1/a, a = alpha/2; x in [0, 1].
+def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True, planned: int | None = None) -> np.ndarray:
+    """Largest m rejected as too small by max_t K_t(m) >= 1/a, a = alpha/2; x in [0, 1]; the bets (and
+    their floor) sized by the `planned` number of cases, of which x is a prefix (default: all of x).
 
     Rejection is monotone in m (each bet's log-wealth falls as m rises), so the bound is found on the
     grid of multiples of 2^-STEPS. Each round tests 2^b - 1 evenly spaced m in the current bracket
@@ -59,8 +64,8 @@ def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.nd
     """
     x = np.asarray(x, dtype=float)
     a = alpha / 2
-    n = x.shape[-1]
-    lam = _bets(x, a)[..., None, :]
+    n = planned or x.shape[-1]
+    lam = _bets(x, a, n)[..., None, :]
     g = 1.0 / np.sqrt(n) if floor else 0.0
     log_target = np.log(1.0 / a)
     bits = 3 if x.size <= 512 else 2 if x.size <= 4096 else 1
@@ -79,25 +84,42 @@ def lower_bound(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> np.nd
     return lo
 
 
-def rejects(x: np.ndarray, m: npt.ArrayLike, alpha: float = 0.05, floor: bool = True) -> np.ndarray:
+def rejects(x: np.ndarray, m: npt.ArrayLike, alpha: float = 0.05, floor: bool = True,
+            planned: int | None = None) -> np.ndarray:
     """Whether the mean m is rejected as too small, i.e. whether lower_bound(x) > m (up to bisection
     precision): one capital process instead of a bisection. The launch plan's power uses it."""
-    x = np.asarray(x, dtype=float)
-    a = alpha / 2
-    n = x.shape[-1]
-    mm = np.asarray(m, dtype=float)[..., None]
-    g = 1.0 / np.sqrt(n) if floor else 0.0
-    f = np.minimum(TRUNCATION, np.maximum(g, _bets(x, a) * mm))
-    log_k = np.cumsum(np.log1p(f * (x / mm - 1.0)), axis=-1)
-    rejected: np.ndarray = log_k.max(axis=-1) >= np.log(1.0 / a)
+    rejected: np.ndarray = np.any(_crossed(x, m, alpha, floor, planned), axis=-1)
     return rejected
 
 
-def interval(x: np.ndarray, alpha: float = 0.05, floor: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def rejected_after(x: np.ndarray, m: npt.ArrayLike, alpha: float = 0.05, planned: int | None = None) -> np.ndarray:
+    """The number of cases of x (a prefix of the `planned` ones) after which the mean m is first rejected as
+    too small, 0 when it never is: with bets sized by the planned cases the capital only accumulates, so the
+    lower bound of every longer prefix stays above m (a confidence sequence). Early stopping reads it."""
+    crossed = _crossed(x, m, alpha, True, planned)
+    after: np.ndarray = np.where(crossed.any(axis=-1), crossed.argmax(axis=-1) + 1, 0)
+    return after
+
+
+def _crossed(x: np.ndarray, m: npt.ArrayLike, alpha: float, floor: bool, planned: int | None) -> np.ndarray:
+    """Whether the capital of the mean m reaches 1/a at each case of x (..., n)."""
+    x = np.asarray(x, dtype=float)
+    a = alpha / 2
+    n = planned or x.shape[-1]
+    mm = np.asarray(m, dtype=float)[..., None]
+    g = 1.0 / np.sqrt(n) if floor else 0.0
+    f = np.minimum(TRUNCATION, np.maximum(g, _bets(x, a, n) * mm))
+    log_k = np.cumsum(np.log1p(f * (x / mm - 1.0)), axis=-1)
+    crossed: np.ndarray = log_k >= np.log(1.0 / a)
+    return crossed
+
+
+def interval(x: np.ndarray, alpha: float = 0.05, floor: bool = True,
+             planned: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided (1 - alpha) interval for the mean of x in [0, 1]: the lower bounds of x and 1 - x,
     found in one bisection (each row's arithmetic is the same as bisecting them apart)."""
     x = np.asarray(x, dtype=float)
-    low, flipped = lower_bound(np.stack([x, 1.0 - x]), alpha, floor)
+    low, flipped = lower_bound(np.stack([x, 1.0 - x]), alpha, floor, planned)
     return low, 1.0 - flipped
 
 
@@ -113,9 +135,10 @@ def intervals(rows: Mapping[K, np.ndarray], alpha: float = 0.05) -> dict[K, Bet]
     return out
 
 
-def interval_on(x: np.ndarray, low: float, high: float, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def interval_on(x: np.ndarray, low: float, high: float, alpha: float = 0.05,
+                planned: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The same for values known to lie in [low, high]: rescale to [0, 1] and back."""
     span = high - low
     y = np.clip((np.asarray(x, dtype=float) - low) / span, 0.0, 1.0)
-    lo, hi = interval(y, alpha)
+    lo, hi = interval(y, alpha, planned=planned)
     return low + span * lo, low + span * hi

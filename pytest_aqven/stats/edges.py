@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from .model import Estimate, Threshold
+from .model import Cell, Estimate, Threshold
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -73,3 +73,25 @@ def no_upper_bound(question: Threshold, verdicts: ArrayLike) -> NDArray[np.str_]
 
 def bound_or_nan(x: float | None) -> float:
     return np.nan if x is None else x
+
+
+def open_above(estimate: Estimate, family: str) -> bool:
+    """Whether the data cannot bound the mean from above: a cost (cost_usd, cost_of_pass) under the robust
+    family with no per-attempt cost bound known. No sample rules out attempts dearer than any it holds
+    (1% of attempts at 100x hide from 30 attempts 74% of the time), so a verdict resting on the upper
+    bound is not taken (no_upper_bound)."""
+    return family == "robust" and estimate.unit == "usd" and estimate.cost_bound is None
+
+
+def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str, family: str) -> Cell:
+    above = question.above is not None
+    verdict = str(threshold_verdicts(question, bound_or_nan(estimate.low), bound_or_nan(estimate.high)))
+    verdict = no_point_pass(estimate, verdict)
+    if open_above(estimate, family):
+        verdict = str(no_upper_bound(question, verdict))
+    return Cell(
+        metric=question.metric, role="primary", variant=variant, baseline=None, direction=direction,
+        bound="above" if above else "below", threshold=question.above if above else question.below,
+        margin=question.margin, relative=False, estimate=estimate, verdict=verdict,
+        edge=threshold_edge(question), decided_by=decided_by(estimate, verdict, above),
+    )

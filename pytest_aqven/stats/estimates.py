@@ -174,14 +174,6 @@ def usable_bound(cost_bound: float | None, family: str, *samples: Sample) -> flo
     return cost_bound
 
 
-def open_above(estimate: Estimate, family: str) -> bool:
-    """Whether the data cannot bound the mean from above: a cost (cost_usd, cost_of_pass) under the robust
-    family with no per-attempt cost bound known. No sample rules out attempts dearer than any it holds
-    (1% of attempts at 100x hide from 30 attempts 74% of the time), so a verdict resting on the upper
-    bound is not taken (edges.no_upper_bound)."""
-    return family == "robust" and estimate.unit == "usd" and estimate.cost_bound is None
-
-
 def cost_interval(means: npt.ArrayLike, logs: LogSpread | None, family: str, order: np.ndarray | None = None,
                   bound: float | None = None) -> Interval:
     """cost_usd: the skewness-corrected t on case means, its upper bound raised to the lognormal bound

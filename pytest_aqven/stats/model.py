@@ -75,6 +75,11 @@ STATISTICS_VERSION = 3
 KEY_HEX = 16  # 64 bits of SHA-256: no two cases of a dataset collide in practice
 
 
+def order_key(salt: str, name: str) -> str:
+    """What the betting interval sorts a case by (betting.case_order): a hash of its name salted, never its score."""
+    return hashlib.sha256(f"{salt}\x00{name}".encode()).hexdigest()
+
+
 def case_key(salt: str, name: str) -> str:
     """A case's name in findings and the evidence table: its name is never written for held-out cases."""
     return hashlib.sha256(f"{salt}\x00case\x00{name}".encode()).hexdigest()[:KEY_HEX]
@@ -103,6 +108,9 @@ class SeriesFacts:
     # the most one attempt can cost (USD), known before the data (an agent's max_tokens at the model's
     # price); None: unknown. Under "robust" it bounds cost_usd for a distribution-free interval.
     cost_bound: float | None = None
+    # stopped early (--aqven-stop-early): the cases the series selected, of which its attempts are the first in
+    # the betting order; its cells are then the betting sequence's (stats/early.py). 0: it ran to the end
+    planned_cases: int = 0
 
 
 @dataclass(frozen=True)
@@ -199,3 +207,6 @@ class LaunchPlan:
     family: str = "robust"
     capped: bool = False  # the simulated search reached MAX_SIMULATED_CASES below 80% power: more cases are needed
     observed: ObservedPlan | None = None  # at the rates observed so far, when a finished series has them
+    # --aqven-stop-early: the cases a series of `cases` is expected to use when the truth is one margin past the
+    # edge (simulated with the verdict's own stop); None when not simulated or its question cannot stop
+    stop_early_cases: float | None = None

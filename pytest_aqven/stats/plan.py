@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from .edges import threshold_bound
-from .estimates import clears, mean_interval, rate_interval
-from .model import Attempt, LaunchPlan, Look, ObservedPlan, Pair, Threshold
+from .estimates import Interval, clears, mean_interval, rate_interval
+from .model import Attempt, LaunchPlan, Look, ObservedPlan, Pair, SeriesFacts, Threshold
 from .pairs import contrast, orientation, pair_rate_interval, paired_mean_interval
-from .samples import SERIES_METRICS, MetricInfo, build_sample, metric_info
+from .samples import HIGHER, LOWER, SERIES_METRICS, MetricInfo, build_sample, metric_info
 
 Z = 1.959963984540054
 Z_POWER = 0.8416212335729143
@@ -123,44 +123,57 @@ def logit_pair_rates(rng: np.random.Generator, base_mean: float, diff: float, ic
     return special.expit(a_b + theta), special.expit(a_c + theta + u)
 
 
-def simulated_power(question: Threshold | Pair, info: MetricInfo, cases: int, repeats: int, truth: Truth,
-                    family: str, seed: int,
-                    series: int = SIMULATED_SERIES) -> float:
-    """P(the primary cell passes) over simulated series at `cases`, through the verdict's own
-    interval functions (M1 / M2 / t, and the betting test under the robust family)."""
+def simulated_series(question: Threshold | Pair, info: MetricInfo, cases: int, repeats: int, truth: Truth, seed: int,
+                     series: int = SIMULATED_SERIES) -> tuple[Interval, np.ndarray, tuple[float, float], bool, bool]:
+    """Simulated series at `cases`: (the primary's model-based interval, its per-case values, the span they lie
+    in, whether they are bounded there, whether the good side is up)."""
     rng = np.random.default_rng([seed, cases])
     shape = (series, cases)
     n = np.full(shape, float(repeats))
-    edge = truth["edge"]
     if isinstance(question, Threshold):
         above = question.above is not None
         if info.shape == "rate":
             rates = beta_binomial_rates(rng, truth["value"], truth["icc"], shape)
             k = rng.binomial(repeats, rates).astype(float)
-            iv = rate_interval(k, n, "model")
-            passed = clears(iv.low, iv.high, k / n, (0.0, 1.0), family, True, edge, above)
-        else:
-            x = rng.normal(truth["value"], truth["case_sd"], shape)
-            if truth["bounded"]:
-                x = np.clip(x, 0.0, 1.0)
-            iv = mean_interval(x, "model", None, truth.get("skewed", False))
-            passed = clears(iv.low, iv.high, x, (0.0, 1.0), family, truth["bounded"], edge, above)
-        return float(np.mean(passed))
+            return rate_interval(k, n, "model"), k / n, (0.0, 1.0), True, above
+        x = rng.normal(truth["value"], truth["case_sd"], shape)
+        if truth["bounded"]:
+            x = np.clip(x, 0.0, 1.0)
+        return mean_interval(x, "model", None, truth.get("skewed", False)), x, (0.0, 1.0), truth["bounded"], above
     sign = orientation(truth["direction"])
     if info.shape == "rate":
         p_b, p_c = logit_pair_rates(rng, truth["base"], sign * truth["value"], truth["icc"], LOGIT_EFFECT_SD, shape)
         kb = rng.binomial(repeats, p_b).astype(float)
         kc = rng.binomial(repeats, p_c).astype(float)
-        iv = pair_rate_interval(kc, n, kb, n, sign, 1.0, "model")
         per_case, span = contrast(kc / n, kb / n, sign, 1.0)
-        passed = clears(iv.low, iv.high, per_case, span, family, True, edge, True)
-    else:
-        d = rng.normal(truth["value"], truth["case_sd"], shape)
-        if truth["bounded"]:
-            d = np.clip(d, -1.0, 1.0)
-        iv = paired_mean_interval(d, np.zeros_like(d), 1.0, 1.0, "model", None)
-        passed = clears(iv.low, iv.high, d, (-1.0, 1.0), family, truth["bounded"], edge, True)
-    return float(np.mean(passed))
+        return pair_rate_interval(kc, n, kb, n, sign, 1.0, "model"), per_case, span, True, True
+    d = rng.normal(truth["value"], truth["case_sd"], shape)
+    if truth["bounded"]:
+        d = np.clip(d, -1.0, 1.0)
+    iv = paired_mean_interval(d, np.zeros_like(d), 1.0, 1.0, "model", None)
+    return iv, d, (-1.0, 1.0), truth["bounded"], True
+
+
+def simulated_power(question: Threshold | Pair, info: MetricInfo, cases: int, repeats: int, truth: Truth,
+                    family: str, seed: int,
+                    series: int = SIMULATED_SERIES) -> float:
+    """P(the primary cell passes) over simulated series at `cases`, through the verdict's own
+    interval functions (M1 / M2 / t, and the betting test under the robust family)."""
+    iv, values, span, bounded, above = simulated_series(question, info, cases, repeats, truth, seed, series)
+    return float(np.mean(clears(iv.low, iv.high, values, span, family, bounded, truth["edge"], above)))
+
+
+def stopping_cases(question: Threshold | Pair, info: MetricInfo, cases: int, repeats: int, truth: Truth, seed: int,
+                   series: int = SIMULATED_SERIES) -> float | None:
+    """The expected number of cases a series of `cases` uses under --aqven-stop-early (stats/early.py, the
+    verdict's own stop) on the same simulated series; None when its primary has no distribution-free bound."""
+    from . import early
+    iv, values, span, bounded, above = simulated_series(question, info, cases, repeats, truth, seed, series)
+    if not bounded:
+        return None
+    clear, fail = early.clear_and_fail(values, span, truth["edge"], HIGHER if above else LOWER, cases)
+    look, _ = early.stop_look([clear], [fail])
+    return float(np.mean(np.where((look > 0) & (look < cases), look, cases)))
 
 
 def search_cases(power_at: Callable[[int], float], start: int, limit: int = MAX_SIMULATED_CASES) -> tuple[int, float]:
@@ -286,6 +299,16 @@ def launch_plan(
         return (int(found[0]), float(found[1])) if found is not None else (None, None)
 
     found, power = searched(truth, closed)
+    stopping = None
+    if family == "robust" and early_cannot_stop(question, check_kinds) is None:
+        key = "stop_early|" + search_inputs(question, info, repeats, truth, family, seed, cases)
+        stopped = cache.get(key) if cache is not None else None
+        if stopped is None and simulate:
+            expected = stopping_cases(question, info, cases, repeats, truth, seed)
+            stopped = None if expected is None else (cases, expected)
+            if cache is not None and stopped is not None:
+                cache[key] = stopped
+        stopping = None if stopped is None else float(stopped[1])
     needed = closed if found is None else found
     pending = found is None and closed <= MAX_SIMULATED_CASES
     observed = None
@@ -308,9 +331,19 @@ def launch_plan(
         reason = "enough"
         text = (f"at {cases} cases the expected half-width is ±{half_width:.2f}, within the {m} margin; "
                 f"{power_words}")
+    if stopping is not None:
+        text += (f"; with --aqven-stop-early a series of {cases} cases is expected to use about {stopping:.0f} of them "
+                 f"then (simulated)")
     return plan(half_width=half_width, mde=mde, recommended_cases=needed, reason=reason, text=text,
                 below_recommended=cases < needed, closed_form_cases=closed, power=power,
-                search_pending=pending, capped=power is not None and power < POWER, observed=observed)
+                search_pending=pending, capped=power is not None and power < POWER, observed=observed,
+                stop_early_cases=stopping)
+
+
+def early_cannot_stop(question: Threshold | Pair, check_kinds: Mapping[str, str]) -> str | None:
+    """Why a series of the question cannot stop early under the robust family (stats/early.py), else None."""
+    from . import early
+    return early.cannot_stop(question, SeriesFacts(series_id="", split="", variants=(), check_kinds=check_kinds))
 
 
 def _assumptions(question: Threshold | Pair, info: MetricInfo, tested: str | None, repeats: int,

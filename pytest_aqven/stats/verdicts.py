@@ -5,28 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from . import betting, missing, wording
-from .edges import bound_or_nan, decided_by, no_point_pass, no_upper_bound, threshold_edge, threshold_verdicts
-from .estimates import betting_input, open_above, single
+from . import betting, early, missing, wording
+from .edges import threshold_cell
+from .estimates import betting_input, single
 from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
 from .pairs import pair_cells
 from .samples import SERIES_METRICS, AttemptTable, SampleTable, Unmeasured, metric_info
 
 INFRA_SHARE_LIMIT = 0.05
-
-
-def threshold_cell(question: Threshold, variant: str, estimate: Estimate, direction: str, family: str) -> Cell:
-    above = question.above is not None
-    verdict = str(threshold_verdicts(question, bound_or_nan(estimate.low), bound_or_nan(estimate.high)))
-    verdict = no_point_pass(estimate, verdict)
-    if open_above(estimate, family):
-        verdict = str(no_upper_bound(question, verdict))
-    return Cell(
-        metric=question.metric, role="primary", variant=variant, baseline=None, direction=direction,
-        bound="above" if above else "below", threshold=question.above if above else question.below,
-        margin=question.margin, relative=False, estimate=estimate, verdict=verdict,
-        edge=threshold_edge(question), decided_by=decided_by(estimate, verdict, above),
-    )
 
 
 def all_metrics(table: SampleTable, facts: SeriesFacts, extra: Sequence[str] = ()) -> dict[str, dict[str, Estimate]]:
@@ -112,6 +98,8 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
     if too_many:
         return invalid("infra_errors", wording.unmeasured_text(counts, planned, cases, of_cases))
 
+    # a series stopped early is decided by the betting sequence alone, as it was when it stopped
+    stopped = early.decided(question, table, facts, facts.planned_cases) if facts.planned_cases else None
     if isinstance(question, Threshold):
         metric = question.metric
         unit = metric_info(metric, facts.check_kinds, facts.check_scales).unit
@@ -119,7 +107,9 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         direction = _direction(metric, question.direction, facts)
         primaries = [threshold_cell(question, v, metrics[v][metric], direction, facts.family)
                      for v in tested if v in metrics]
-        if missing.affected(question, facts, unmeasured):
+        if stopped:
+            primaries = stopped[0]
+        elif missing.affected(question, facts, unmeasured):
             info = metric_info(metric, facts.check_kinds)
             worst, best = (missing.ImputedTable(table, missing.sides(question, facts, side), facts.variants)
                            for side in (True, False))
@@ -134,8 +124,8 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         judged = [metric]
         measurement = wording.threshold_measurement(primaries, unit) if primaries else ""
     else:
-        primaries, guards = pair_cells(question, table, facts)
-        if missing.affected(question, facts, unmeasured):
+        primaries, guards = stopped or pair_cells(question, table, facts)
+        if not stopped and missing.affected(question, facts, unmeasured):
             (worst_cells, worst_guards), (best_cells, best_guards) = (pair_cells(question, missing.ImputedTable(
                 table, missing.sides(question, facts, side), facts.variants), facts) for side in (True, False))
             primaries = [missing.held(*cells) for cells in zip(primaries, worst_cells, best_cells)]
@@ -146,6 +136,8 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
     cells = tuple(primaries) + tuple(guards)
     if counts and measurement:
         measurement += wording.counted_against_clause(counts, planned, cases, of_cases)
+    if stopped and measurement:
+        measurement += wording.stopped_early_clause(primaries[0].estimate.cases, facts.planned_cases)
 
     if not primaries or any(c.estimate.degenerate == "no_data" for c in primaries):
         return invalid("no_data", wording.NO_DATA_TEXT)

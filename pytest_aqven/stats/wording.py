@@ -221,6 +221,11 @@ def guardrail_phrase(cell: Cell) -> str:
     return f"{head}{way_text}: {measure}, {tail}"
 
 
+def stopped_early_clause(cases: int, planned: int) -> str:
+    return (f"; stopped early after {cases} of {planned} cases, decided on the betting bound (a confidence "
+            "sequence over the planned cases)")
+
+
 def sentence(measurement: str) -> str:
     return f"{measurement}."
 

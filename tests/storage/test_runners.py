@@ -299,3 +299,18 @@ def test_a_configuration_that_cannot_work_stops_its_series_on_postgresql_and_the
         assert rows(postgres_url, "SELECT status FROM aqven_series") == [("done",)]
     finally:
         server.stop()
+
+
+def test_two_runners_of_one_series_stop_together_when_it_is_decided(tmp_path, postgres_url):
+    """--aqven-stop-early on two runners: the runner whose look decides pauses the series in the store, and the
+    other one starts nothing more either; one finding, on the decided prefix."""
+    a, b = copies(tmp_path, 2, cases=200, repeats=2, sleep=0.02)
+    runners = [faults.start(cwd, "--aqven-holdout", "--aqven-stop-early", "--aqven-concurrency", "2",
+                            env={"AQVEN_STORE": postgres_url}) for cwd in (a, b)]
+    outs = [proc.communicate(timeout=300)[0] for proc in runners]
+    assert [proc.returncode for proc in runners] == [0, 0], outs
+    calls = faults.calls(a / "proj") + faults.calls(b / "proj")
+    assert len(calls) == len(set(calls)) and len(calls) < faults.attempts_planned(a / "proj") / 2
+    assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_findings") == [(1,)]
+    assert all("decided after " in out and "--aqven-stop-early" in out for out in outs), outs
+    assert verdicts(outs[0]) == verdicts(outs[1]) != []
