@@ -483,8 +483,8 @@ def stop_early_order(config: pytest.Config, items: list[pytest.Item]) -> None:
     (series/stopping.py). The attempts take the places the experiment's attempts held; the rest stays."""
     if not config.option.aqven_stop_early:
         return
-    from .series.stopping import run_order
-    from .stats.model import experiment_salt
+    from ..series.stopping import run_order
+    from ..stats.model import experiment_salt
     places = [i for i, item in enumerate(items) if isinstance(item, AttemptItem)]
     attempts = [item for item in items if isinstance(item, AttemptItem)]
     files: dict[ExperimentFile, dict[str, int]] = {}    # each file, in order of its first attempt: its case ranks

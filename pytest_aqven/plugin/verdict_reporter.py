@@ -96,7 +96,7 @@ class VerdictReporter(Reporter):
         self._deciding_imported = False
         self.stops = None
         if config.option.aqven_stop_early:
-            from .series.stopping import Looks
+            from ..series.stopping import Looks
             self.stops = Looks(family)
         self.ran_here: dict[str, AttemptRecord] = {}    # node id -> the record of an attempt run in this process,
         # until its call report is logged (plugin.pytest_runtest_makereport): folded without its wire round trip
