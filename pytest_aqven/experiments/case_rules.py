@@ -7,7 +7,8 @@ from pydantic import ValidationError
 
 from ..check.context import CheckContext
 from ..diagnostics import Diagnostic
-from ..engine.flow_rules import FlowView, node_outputs, parse_steps
+from ..engine.flow_view import FlowView, node_outputs
+from ..engine.ref_rules import parse_steps
 from .rule_scope import CaseFinding, RuleFamily, listing, more_cases
 from .split import selected
 

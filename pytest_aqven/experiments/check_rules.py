@@ -11,7 +11,8 @@ from ..check.typeinfo import OPAQUE
 from ..diagnostics import Diagnostic
 from ..engine.checks import CheckInvalid, params_model
 from ..engine.evaluators import EvalContext
-from ..engine.flow_rules import EVALUATOR_PARAMS, FlowView, judge_rules, node_outputs
+from ..engine.flow_view import FlowView, node_outputs
+from ..engine.inference_rules import EVALUATOR_PARAMS, judge_rules
 from ..engine.refs import RefError, lex
 from ..project import specs
 from ..project.loader import InferenceAmbiguous, judge_levels, level_names, load_inference
