@@ -58,7 +58,7 @@ def _unknown(ctx: CheckContext, kind: str, name: str, known: dict) -> bool:
 def agent_rules(ctx: CheckContext) -> list[Diagnostic]:
     """What an agent names exists: tools, MCP servers, subagents (agent and inference), approved tools and
     the instructions file."""
-    from ..project.loader import load_inference
+    from ..project.inferences import load_inference
     project, out = ctx.project, []
     for agent_id, agent in project.agents.items():
         spec, doc, who = agent.spec, agent.doc, f"agent {agent_id}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable, cast
 
 from ..project import shapes, specs
-from ..project.loader import Node
+from ..project.model import Node
 from ..project.shapes import Seq, Shape, describe
 from . import policies
 from .ref_rules import ReferenceRules, Scope

@@ -9,7 +9,7 @@ from typing import Callable, Collection
 
 from ..check.context import CheckContext
 from ..project import specs
-from ..project.loader import Flow, Node
+from ..project.model import Flow, Node
 
 
 @dataclass

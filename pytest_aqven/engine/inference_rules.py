@@ -130,7 +130,7 @@ def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str, levels
     """A judge (an inference with an agent, scoring an answer): its output has a numeric score, the number
     the check reads, and its prompt passes the prompt rules (project-level diagnostics: the prompt's file
     is the judge's, whoever uses it). Nothing when the inference does not load (its own rule says why)."""
-    from ..project.loader import inference_path, load_inference
+    from ..project.inferences import inference_path, load_inference
 
     inference, inf_doc = load_inference(ctx.project, stem, [], levels)
     if inference is None or inf_doc is None:     # read from its file: both or neither

@@ -9,7 +9,7 @@ from typing import Callable
 from ..check.context import CheckContext, text_problem
 from ..diagnostics import Diagnostic
 from ..project import shapes, specs
-from ..project.loader import Flow, Node
+from ..project.model import Flow, Node
 from ..project.shapes import Seq, Shape, describe
 from ..project.typesmodule import code_stem
 from .container_rules import ContainerRules

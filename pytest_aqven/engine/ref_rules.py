@@ -7,7 +7,7 @@ from typing import Any
 
 from ..check.context import CheckContext
 from ..project import shapes, specs
-from ..project.loader import Flow, Node
+from ..project.model import Flow, Node
 from ..project.shapes import Shape, describe
 from . import refs
 from .flow_view import FlowView, node_outputs

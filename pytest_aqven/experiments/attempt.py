@@ -12,7 +12,7 @@ from ..engine.checks import CheckInvalid, CheckRaised, CheckResult, CompiledChec
 from ..engine.evaluators import EvalContext
 from ..engine.runner import Assembly, Runner
 from ..engine.trace import RunResult, root_cause
-from ..project.loader import Project
+from ..project.model import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Provider, ProviderError

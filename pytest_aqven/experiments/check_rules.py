@@ -15,7 +15,7 @@ from ..engine.flow_view import FlowView, node_outputs
 from ..engine.inference_rules import EVALUATOR_PARAMS, judge_rules
 from ..engine.refs import RefError, lex
 from ..project import specs
-from ..project.loader import InferenceAmbiguous, judge_levels, level_names, load_inference
+from ..project.inferences import InferenceAmbiguous, judge_levels, level_names, load_inference
 from ..project.specs import SERIES_METRICS
 from ..project.types import BUILTINS as BUILTIN_TYPES
 from .rule_scope import RuleFamily, listing

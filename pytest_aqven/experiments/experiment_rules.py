@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..check.context import CheckContext, internal_error
 from ..diagnostics import Diagnostic
-from ..project.loader import RunnableExperiment
+from ..project.model import RunnableExperiment
 from .case_rules import CaseRules, merge_case_findings
 from .check_rules import CheckRules
 from .question_rules import QuestionRules

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from ..check.context import CheckContext
 from ..diagnostics import Diagnostic
 from ..engine.flow_view import FlowView, node_outputs
-from ..project.loader import Flow, RunnableExperiment
+from ..project.model import Flow, RunnableExperiment
 from ..project.yamlpos import YamlDoc
 
 

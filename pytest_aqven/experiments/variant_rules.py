@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ..diagnostics import Diagnostic
 from ..engine.flow_rules import FlowView, compile_flow
-from ..project.loader import Flow
+from ..project.model import Flow
 from .factors import use_nodes
 from .rule_scope import RuleFamily, listing, location
 

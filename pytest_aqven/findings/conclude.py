@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import stats
 from ..experiments import inputs, plan as planning
 from ..experiments.checks import check_scales
-from ..project.loader import Project
+from ..project.model import Project
 from ..record import AttemptRecord
 from ..series.db import Store, planned_attempts
 from ..series.tally import SeriesTally, TallyTable

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
-from ..project.loader import Project
+from ..project.model import Project
 from ..stats.model import KEY_HEX, STATISTICS_VERSION, case_key
 from . import judges
 from .fields import cell_dict, estimate_dict, judges_key, judges_of

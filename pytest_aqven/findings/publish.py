@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import storage
-from ..project.loader import Project
+from ..project.model import Project
 from ..series.db import Store, known_series
 from ..series.tally import SeriesTally
 from . import document

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import storage
-from ..project.loader import Project, RunnableExperiment
+from ..project.model import Project, RunnableExperiment
 from ..series.spent import Spent
 from .files import finding_files, parse
 

@@ -8,7 +8,7 @@ from ..engine.checks import CheckInvalid, CompiledCheck
 from ..experiments import inputs, plan as planning
 from ..experiments.checks import compile_check
 from ..experiments.judges import JudgeCheck
-from ..project.loader import RunnableExperiment, RunnableProject
+from ..project.model import RunnableExperiment, RunnableProject
 from ..providers import registry
 from ..providers.base import ProviderError
 from ..record import AttemptRecord
