@@ -14,6 +14,8 @@ PATH_POLICIES = ("threshold", "stagnation", "best")     # built-in policies that
 
 
 class ContainerRules(ReferenceRules):
+    """A container's children (checked as nodes: NodeRules._node), the scopes they read, its policies."""
+
     def _node(self, node_id: str, node: Node, scope: Scope) -> None:
         raise NotImplementedError       # NodeRules: a child is checked like any node
 

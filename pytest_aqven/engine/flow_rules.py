@@ -15,6 +15,8 @@ from .ref_rules import Scope
 
 
 class FlowCompiler(NodeRules):
+    """A flow's order, types and returns; its top-level nodes in order, each in the scope of those before it."""
+
     def run(self) -> list[Diagnostic]:
         self._order_and_types()
         for k, top in enumerate(self.view.order):

@@ -20,6 +20,8 @@ EVALUATOR_PARAMS = {name: model for name, (_, model) in BUILTINS.items()}
 
 
 class InferenceRules(RuleBase):
+    """An inference file's keys, checked for the llm node that reads it (diagnostics into its compiler's list)."""
+
     def check(self, stem: str, inf: specs.InferenceSpec, doc: YamlDoc) -> None:
         """The keys of an inference file beyond in/out: variants, allowed_sets, examples, checks,
         display and Dynamic outputs. Each is checked once per inference file."""

@@ -22,6 +22,8 @@ PLAIN_RETURNS: dict[type, Shape] = {str: "Text", int: "Int", float: "Float", boo
 
 
 class NodeRules(ContainerRules):
+    """Each node once (a node named by two containers, or by itself, is checked once), by its kind."""
+
     def __init__(self, ctx: CheckContext, view: FlowView):
         super().__init__(ctx, view)
         self.visited: set[str] = set()

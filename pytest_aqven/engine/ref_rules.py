@@ -13,8 +13,6 @@ from . import refs
 from .flow_view import FlowView, node_outputs
 from .rule_base import RuleBase
 
-# --- references -----------------------------------------------------------------------------
-
 CONTEXT_KEYS = ("date", "time_zone", "locale", "tenant_id")
 CONTEXT_TYPES = {"date": "Date", "time_zone": "TimeZone", "locale": "Locale", "tenant_id": "TenantId"}
 SPECIAL = {

@@ -12,6 +12,8 @@ from ..diagnostics import Diagnostic
 
 
 class RuleBase:
+    """The checks every rule family of the flow compiler shares; `out` is the one list they all append to."""
+
     def __init__(self, ctx: CheckContext, out: list[Diagnostic]):
         self.ctx = ctx
         self.out = out
