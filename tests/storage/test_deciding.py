@@ -13,28 +13,30 @@ from pytest_aqven.project.loader import load_project
 from .. import faults
 
 
-def _running_again(root, url: str) -> None:
-    """The series as a session that stopped before deciding it leaves it: every attempt recorded, still running."""
-    sql = "UPDATE aqven_series SET status = 'running'"
+def _sql(root, url: str, sql: str) -> list[tuple]:
+    """One statement, committed, on the project's database: PostgreSQL at `url`, else its SQLite file."""
     if url:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql)
-        return
+        with psycopg.connect(url, autocommit=True) as pg:
+            cursor = pg.execute(sql)
+            return cursor.fetchall() if cursor.description else []
     conn = sqlite3.connect(faults.database(root))
     try:
         with conn:
-            conn.execute(sql)
+            return conn.execute(sql).fetchall()
     finally:
         conn.close()
 
 
-# a held-out series confirmed (its finding recorded and written), a working one with a signal (its entry names a launch plan)
+# a held-out series confirmed (its finding recorded and written); a working one with a signal (its entry reads the
+# series back for its launch plan)
 DECIDED = {"confirmed": ('{"label": "positive"}', ("--aqven-holdout",)), "signal": ('{"label": "negative"}', ())}
 
 
 @pytest.mark.parametrize("state", sorted(DECIDED))
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 def test_deciding_a_series_opens_one_connection(tmp_path, request, monkeypatch, store, state):
+    """The tally, the verdict, the series' end with its finding, the finding's files and the report's entry: one
+    store, one connection (each step opened its own before: 6 to 8)."""
     url = request.getfixturevalue("postgres_url") if store == "postgresql" else ""
     answer, args = DECIDED[state]
     faults.make(tmp_path, cases=8, answer=answer)
@@ -44,9 +46,9 @@ def test_deciding_a_series_opens_one_connection(tmp_path, request, monkeypatch, 
     if url:
         storage.choose(url)
         request.addfinalizer(lambda: storage.choose(None))
-    (series_id,) = {row[0] for row in faults.query(root, "SELECT series_id FROM aqven_series")} if not url else {
-        row[0] for row in psycopg.connect(url, autocommit=True).execute("SELECT series_id FROM aqven_series")}
-    _running_again(root, url)
+    ((series_id,),) = _sql(root, url, "SELECT series_id FROM aqven_series")
+    # as a session that stopped before deciding it leaves it: every attempt recorded, the series still running
+    _sql(root, url, "UPDATE aqven_series SET status = 'running'")
     project = load_project(root)
     opened: list[str] = []
     module, connect = (psycopg, psycopg.connect) if url else (sqlite3, sqlite3.connect)
