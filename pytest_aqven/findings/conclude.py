@@ -61,7 +61,7 @@ def conclude(project: Project, store: Store, series_id: str, tally: SeriesTally,
                            f"until a run selects every attempt of it and its verdict (`-k {tally.experiment}`, "
                            "or its experiment.yaml), which reuses those recorded")
         if series["status"] == "awaiting_approval":
-            with store.read() as db:
+            with store.transaction() as db:       # the spend and the running claims at one instant; no write
                 conclusion.note = pause_text(series_id, series, spend(db, series_id))
             conclusion.halted = (series.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE
         elif series["status"] == "cancelled":
