@@ -1,8 +1,9 @@
 """The attempt record: what one attempt of a series measured, typed and versioned, with ONE wire form.
 
 The wire form (`to_wire()`, a JSON-ready dict) is what the project database stores per attempt and what an
-xdist worker's report carries to the controller; `from_wire` reads it back, upgrading a row written by an
-older version first (`upgrade`, the one place that knows the old shapes). Imports nothing heavy.
+xdist worker's report carries to the controller (in one process the report carries the record itself, `carried`);
+`from_wire` reads it back, upgrading a row written by an older version first (`upgrade`, the one place that knows
+the old shapes). A record is converted only at those two boundaries. Imports nothing heavy.
 """
 from __future__ import annotations
 
@@ -83,6 +84,12 @@ class AttemptRecord:
             raise ValueError(f"an attempt record of version {data['version']} with unknown keys: {sorted(unknown)}")
         checks = {cid: CheckScore(c["state"], c.get("value"), c.get("reason")) for cid, c in data["checks"].items()}
         return cls(**{**data, "checks": checks})
+
+    @classmethod
+    def carried(cls, value: AttemptRecord | dict[str, Any]) -> AttemptRecord:
+        """The record an attempt's call report carries (`aqven_attempt`): the record itself in the process that
+        ran it, its wire form from an xdist worker (read here, once, on the controller's side)."""
+        return value if isinstance(value, AttemptRecord) else cls.from_wire(value)
 
 
 def upgrade(wire: dict[str, Any]) -> dict[str, Any]:

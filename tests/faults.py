@@ -265,6 +265,7 @@ def pytest_aqven_verdict(config, series, verdict, cells, finding_path):
 KILL_AFTER_REPORT = '''
 import os, signal
 import pytest
+from pytest_aqven.record import AttemptRecord
 from pytest_aqven.series import ledger
 
 HELD = []
@@ -287,8 +288,9 @@ def pytest_configure(config):
 
 @pytest.hookimpl(trylast=True)              # after xdist sent the report to its controller
 def pytest_runtest_logreport(report):
-    wire = getattr(report, "aqven_attempt", None)
-    if HELD and wire and (wire["series_id"], wire["variant"], wire["case"], wire["repeat"]) == HELD[0]:
+    carried = getattr(report, "aqven_attempt", None)
+    record = AttemptRecord.carried(carried) if carried is not None else None
+    if HELD and record and (record.series_id, record.variant, record.case, record.repeat) == HELD[0]:
         os.kill(os.getpid(), signal.SIGKILL)
 '''
 # a conftest.py: each process that collects (one, or each xdist worker) marks it with a file collected-<pid> and

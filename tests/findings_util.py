@@ -6,11 +6,12 @@ import hashlib
 from pathlib import Path
 
 from pytest_aqven.findings.conclude import conclude
-from pytest_aqven.findings.publish import write_finding_for
+from pytest_aqven.findings.publish import settle, write_finding_for
 from pytest_aqven.findings.spent import spent
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.series.db import Store, attempt_row
 from pytest_aqven.series.lifecycle import SeriesRun
+from pytest_aqven.series.tally import SeriesTally
 
 from . import projects
 
@@ -64,11 +65,25 @@ def save(store: Store, records: list[dict]) -> None:
         db.save_attempts([attempt_row(r) for r in records])
 
 
-def decide_and_publish(root: Path, series_id: str, records: list[dict]):
+def concluded(root: Path, series_id: str, records: list, *, publish: bool = False):
+    """The series decided and its end recorded (with its finding, published when asked), on one store: what
+    decision.decide does for a run, without the report's entry."""
     project = load_project(root)
-    conclusion = conclude(project, series_id, records)
-    conclusion.finding = write_finding_for(project, conclusion)
-    return conclusion
+    store = Store(root)
+    try:
+        tally = SeriesTally.of(records)
+        conclusion = conclude(project, store, series_id, tally)
+        if conclusion.verdict is not None:
+            settle(store, project, conclusion, tally, "robust")
+            if publish:
+                conclusion.finding = write_finding_for(project, store, conclusion)
+        return conclusion
+    finally:
+        store.close()
+
+
+def decide_and_publish(root: Path, series_id: str, records: list[dict]):
+    return concluded(root, series_id, records, publish=True)
 
 
 def finding(root: Path, experiment: str = "rate_ok", passed=passes_with(0.97)):

@@ -9,8 +9,6 @@ import signal
 import pytest
 
 from pytest_aqven.findings import publish as series_findings
-from pytest_aqven.findings.conclude import conclude
-from pytest_aqven.project.loader import load_project
 from pytest_aqven.series import ledger as ledgers
 from pytest_aqven.series.db import Store
 
@@ -127,7 +125,7 @@ def test_a_cancel_landing_inside_the_decision_wins(tmp_path, monkeypatch):
         ledgers.cancel(Store(root), sid, "aqven series cancel")       # between the read and the transaction
         return build(*args, **kwargs)
     monkeypatch.setattr(series_findings.document, "build", cancelled_meanwhile)
-    conclusion = conclude(load_project(root), sid, records)
+    conclusion = findings_util.concluded(root, sid, records)
     assert conclusion.state == "invalid" and conclusion.verdict.reason == "cancelled"
     store = Store(root)
     assert store.series(sid)["status"] == "cancelled"

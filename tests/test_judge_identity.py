@@ -64,7 +64,8 @@ def test_the_experiment_s_own_judge_wins_and_another_experiment_s_is_never_used(
     inputs = {(r["experiment"], tuple(sorted(r["trace"]["judges"]["grade"]["nodes"][0]["input"])))
               for r in records(pytester.path)}
     assert inputs == {("alpha", ("reply", "text")), ("beta", ("mood", "reply", "text"))}
-    from pytest_aqven.project.loader import inference_path, judge_levels, load_project
+    from pytest_aqven.project.inferences import inference_path, judge_levels
+    from pytest_aqven.project.loader import load_project
     p = load_project(root)
     assert p.rel(inference_path(p, "grade", judge_levels(p, p.experiments["alpha"]), strict=True)) == \
         f"{GRADE}.inference.yaml"
@@ -163,7 +164,7 @@ def test_validated_by_without_a_finding_a_changed_prompt_or_a_stale_finding_is_a
 def test_the_project_level_is_the_project_outside_experiments(tmp_path):
     """A subagent's inference may sit beside its agent; an inference in an experiment's folder is that
     experiment's alone (and findings and hidden folders are never searched)."""
-    from pytest_aqven.project.loader import find_inference
+    from pytest_aqven.project.inferences import find_inference
 
     inference = ep.inference({"q": "Text"}, {"a": "Text"})
     write_files(tmp_path, {"aqven.yaml": "package: x\n", "agents/resolver/policy.inference.yaml": inference,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sqlite3
+from collections import Counter
 
 import pytest
 
@@ -103,3 +105,50 @@ def test_a_series_stored_in_the_old_shape_decides_as_it_did(pytester, capsys):
     assert main(["series", "decide", entry["series_id"], "--project", str(root)]) == 0
     assert capsys.readouterr().out.splitlines()[1] == f"verdict {entry['verdict']['state']}: " \
                                                       f"{entry['verdict']['sentence']}"
+
+
+
+COUNTING = """
+import os
+import traceback
+
+from pytest_aqven.record import AttemptRecord
+
+to_wire, from_wire = AttemptRecord.to_wire, AttemptRecord.from_wire.__func__
+
+
+def counted(conversion):
+    caller = traceback.extract_stack()[-3].filename.replace(os.sep, "/").rpartition("pytest_aqven/")[2]
+    role = os.environ.get("PYTEST_XDIST_WORKER", "controller").rstrip("0123456789")
+    with open(os.path.join(os.path.dirname(__file__), "conversions.log"), "a") as log:
+        log.write(f"{role} {conversion} {caller}\\n")
+
+
+def counting_to_wire(self):
+    counted("to_wire")
+    return to_wire(self)
+
+
+def counting_from_wire(cls, wire):
+    counted("from_wire")
+    return from_wire(cls, wire)
+
+
+AttemptRecord.to_wire, AttemptRecord.from_wire = counting_to_wire, classmethod(counting_from_wire)
+"""
+
+
+def test_an_attempt_record_is_converted_once_at_each_boundary(pytester, xdist):
+    """Made as a record; its wire form written to the database (one to_wire, where it ran); crossing to the
+    xdist controller as its wire form (one to_wire on the worker, one from_wire on the controller); the
+    launch plan of the verdict reads the stored rows back (one from_wire each)."""
+    root = make(pytester, projects.cases(8), repeats=1)
+    (root / "conftest.py").write_text(COUNTING)
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", *xdist)
+    n = int(re.search(r"\(dev, (\d+)/\d+ attempts\)", result.stdout.str()).group(1))
+    conversions = Counter((root / "conversions.log").read_text().splitlines())
+    ran = "gw" if xdist else "controller"
+    expected = Counter({f"{ran} to_wire series/scheduler.py": n, "controller from_wire series/lifecycle.py": n})
+    if xdist:
+        expected += Counter({"gw to_wire plugin.py": n, "controller from_wire record.py": n})
+    assert conversions == expected

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_aqven.project.loader import NotRunnable, RunnableExperiment, RunnableProject, load_project, runnable
+from pytest_aqven.project.loader import load_project
+from pytest_aqven.project.model import NotRunnable, RunnableExperiment, RunnableProject, runnable
 
 EXAMPLE = Path(__file__).parent.parent / "example_project"
 

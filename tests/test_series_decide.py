@@ -67,12 +67,15 @@ def test_a_tally_with_an_attempt_the_database_never_got_decides_nothing(pytester
 
     from pytest_aqven.api.decide import _stored, decide
     from pytest_aqven.project.loader import load_project
+    from pytest_aqven.series.db import Store
     from pytest_aqven.series.tally import SeriesTally
 
     root = make(pytester, projects.cases(8), repeats=1)
     entry = _run(pytester)
     sid = entry["series_id"]
-    records = _stored(root, sid)
+    store = Store(root)
+    records = _stored(store, sid)
+    store.close()
     project = load_project(root)
     assert decide(project, sid, SeriesTally.of(records), went_down=("gw0",)).error is None
     lost = dataclasses.replace(records[0], repeat=5)                # reported, never committed

@@ -13,12 +13,11 @@ import yaml
 
 from pytest_aqven.experiments import plan as planning
 from pytest_aqven.experiments.attempt import run_attempt
-from pytest_aqven.findings.conclude import conclude
 from pytest_aqven.findings.spent import spent
 from pytest_aqven.project.loader import load_project
 from pytest_aqven.series.lifecycle import SeriesRun
 
-from . import projects
+from . import findings_util, projects
 
 PACKAGE = "snapproj"
 PROMPT = "flows/rate/nodes/judge/judge.prompt.md"
@@ -214,7 +213,7 @@ def test_a_process_whose_inputs_differ_from_the_series_joins_it_and_its_attempts
     for store in (first.store, second.store, other_run.store):
         store.close()
     (root / PROMPT).write_text(LIQUID_PROMPT)                # even with the file back as it was
-    conclusion = conclude(load_project(root), series_id, records)
+    conclusion = findings_util.concluded(root, series_id, records)
     assert conclusion.verdict.reason == "inputs_changed"
 
 
@@ -231,4 +230,4 @@ def test_a_yaml_file_edited_after_loading_and_before_the_series_start_is_caught(
     records = _attempts(run, series_id)
     run.store.close()
     assert {r.error_code for r in records} == {"inputs_changed"} and received(root) == []
-    assert conclude(load_project(root), series_id, records).verdict.reason == "inputs_changed"
+    assert findings_util.concluded(root, series_id, records).verdict.reason == "inputs_changed"

@@ -8,13 +8,14 @@ the order in which a session decides its series, the spend lines, cancelling, th
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import storage
 from ..findings.conclude import Conclusion, conclude
 from ..findings.files import FindingsRefused
-from ..findings.publish import write_finding_for
+from ..findings.publish import settle, write_finding_for
 from ..findings.spent import spent_for
 from ..project.loader import Project, RunnableExperiment, load_project, runnable
 from ..record import AttemptRecord
@@ -69,55 +70,53 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
     each attempt is looked up, not only counted). `reports_root`: what the entry's project path is relative to
     (pytest's rootdir; default: the project's root)."""
     refused = None
-    try:
-        attempts: SeriesTally | list[AttemptRecord]
-        if tally is None or reread or went_down:
-            records = _stored(project.root, series_id)
-            if tally is None:
-                tally = _tally_of(project.root, series_id, records)
-            missing = len(tally.attempts() - {(r.variant, r.case, r.repeat) for r in records})
-            attempts = records if reread else tally
-        else:
-            attempts = tally
-            missing = tally.done - _committed(project.root, series_id)
-        if missing > 0:
-            return Decided(series_id, error=unrecorded(series_id, missing, went_down, reread))
-        conclusion = conclude(project, series_id, attempts, family=family)
-        if conclusion.verdict is not None:
-            try:
-                conclusion.finding = write_finding_for(project, conclusion)
-            except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten
-                refused = str(exc)
-            except OSError as exc:           # a full disk, an unwritable folder: the database has the finding
-                refused = unwritten(project, conclusion, exc)
-    except (OSError,) + storage.ERRORS as exc:   # the decision could not be recorded: nothing is lost
-        return Decided(series_id, error=(
-            f"pytest-aqven could not record the decision of series {series_id}: {type(exc).__name__}: {exc}. Free "
-            f"space on the project's disk (or make .aqven/ writable), then run the same command: it decides the "
-            f"series again from its recorded attempts, none runs again."))
-    except Exception as exc:  # our bug: said as the series' error, the other series are still decided
-        return Decided(series_id, error=f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}")
-    entry = _entry(project, conclusion, tally, family, reports_root or project.root)
+    with ExitStack() as closing:       # one store, one connection, for the whole decision
+        try:
+            store = Store(project.root)
+            closing.callback(store.close)
+            attempts: SeriesTally | list[AttemptRecord]
+            if tally is None or reread or went_down:
+                records = _stored(store, series_id)
+                if tally is None:
+                    tally = _tally_of(store, series_id, records)
+                missing = len(tally.attempts() - {(r.variant, r.case, r.repeat) for r in records})
+                attempts = records if reread else tally
+            else:
+                attempts = tally
+                missing = tally.done - _committed(store, series_id)
+            if missing > 0:
+                return Decided(series_id, error=unrecorded(series_id, missing, went_down, reread))
+            decided_from = attempts if isinstance(attempts, SeriesTally) else SeriesTally.of(attempts)
+            conclusion = conclude(project, store, series_id, decided_from, family=family)
+            if conclusion.verdict is not None:
+                settle(store, project, conclusion, decided_from, family)
+                try:
+                    conclusion.finding = write_finding_for(project, store, conclusion)
+                except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten
+                    refused = str(exc)
+                except OSError as exc:           # a full disk, an unwritable folder: the database has the finding
+                    refused = unwritten(project, conclusion, exc)
+        except (OSError,) + storage.ERRORS as exc:   # the decision could not be recorded: nothing is lost
+            return Decided(series_id, error=(
+                f"pytest-aqven could not record the decision of series {series_id}: {type(exc).__name__}: {exc}. "
+                f"Free space on the project's disk (or make .aqven/ writable), then run the same command: it decides "
+                f"the series again from its recorded attempts, none runs again."))
+        except Exception as exc:  # our bug: said as the series' error, the other series are still decided
+            return Decided(series_id,
+                           error=f"pytest-aqven could not decide series {series_id}: {type(exc).__name__}: {exc}")
+        entry = _entry(project, store, conclusion, tally, family, reports_root or project.root)
     return Decided(series_id, conclusion, entry, refused)
 
 
-def _stored(root: Path, series_id: str) -> list[AttemptRecord]:
-    store = Store(root)
-    try:
-        return [AttemptRecord.from_wire(wire) for wire in store.attempts(series_id)]
-    finally:
-        store.close()
+def _stored(store: Store, series_id: str) -> list[AttemptRecord]:
+    return [AttemptRecord.from_wire(wire) for wire in store.attempts(series_id)]
 
 
-def _committed(root: Path, series_id: str) -> int:
+def _committed(store: Store, series_id: str) -> int:
     """The series' finished attempts: its ledger rows (a finish writes its row and its record together), read
     from the one row of running totals (a count of the attempts would read every record's pages)."""
-    store = Store(root)
-    try:
-        with store.read() as db:
-            totals = db.spend_totals(series_id)
-    finally:
-        store.close()
+    with store.read() as db:
+        totals = db.spend_totals(series_id)
     return totals[2] if totals else 0
 
 
@@ -136,24 +135,20 @@ def unrecorded(series_id: str, missing: int, went_down: tuple[str, ...], discard
             f"running: run the same command, which runs {them} again and decides it (no recorded attempt runs again)")
 
 
-def _tally_of(root: Path, series_id: str, records: list[AttemptRecord]) -> SeriesTally:
+def _tally_of(store: Store, series_id: str, records: list[AttemptRecord]) -> SeriesTally:
     """The tally of a series' stored records (a look's keeps them, for its table)."""
-    kind = question_kind(str(root), series_id)
-    series = _row(root, series_id)
+    try:
+        with store.read() as db:
+            kind = db.series_question(series_id)
+    except storage.ERRORS:
+        kind = None
+    series = store.series(series_id) or {}
     experiment = series.get("experiment_id", "")
-    tally = SeriesTally(series_id, str(root), f"experiments/{experiment}/experiment.yaml", experiment,
+    tally = SeriesTally(series_id, str(store.root), f"experiments/{experiment}/experiment.yaml", experiment,
                         series.get("split", ""), keep_records=kind in ("look", None))
     for record in records:
         tally.add(record)
     return tally
-
-
-def _row(root: Path, series_id: str) -> dict:
-    store = Store(root)
-    try:
-        return store.series(series_id) or {}
-    finally:
-        store.close()
 
 
 def unwritten(project: Project, conclusion: Conclusion, exc: OSError) -> str:
@@ -168,15 +163,16 @@ def unwritten(project: Project, conclusion: Conclusion, exc: OSError) -> str:
             f"the same command: it publishes the recorded finding; no attempt runs again.")
 
 
-def _entry(project: Project, conclusion: Conclusion, tally: SeriesTally, family: str, reports_root: Path) -> dict:
-    row = _row(project.root, conclusion.series_id)
+def _entry(project: Project, store: Store, conclusion: Conclusion, tally: SeriesTally, family: str,
+           reports_root: Path) -> dict:
+    row = store.series(conclusion.series_id) or {}
     found = project.experiments.get(conclusion.experiment)
     experiment = found if isinstance(found, RunnableExperiment) else None
     layout = {"question": experiment.spec.question.kind if experiment else None,
               "variants": row.get("variants", []), "cases": len(row.get("cases", [])), "repeats": row.get("repeats")}
     plan = None
     if experiment and conclusion.state in ("refuted", "inconclusive", "signal"):
-        plan = data.plan_entry(quick_plan(project, experiment, conclusion.split, layout, family,
+        plan = data.plan_entry(quick_plan(project, store, experiment, conclusion.split, layout, family,
                                           observed=conclusion.series_id))
     # the series' own cap (the one its series line and a pause name), not the project's
     cap = row.get("cap_usd") or runnable(project).spec.research.spend_cap_usd
@@ -184,16 +180,13 @@ def _entry(project: Project, conclusion: Conclusion, tally: SeriesTally, family:
                              Path(os.path.relpath(Path(tally.root), reports_root)).as_posix())
 
 
-def quick_plan(project: Project, experiment: RunnableExperiment, split: str, layout: dict, family: str,
+def quick_plan(project: Project, store: Store, experiment: RunnableExperiment, split: str, layout: dict, family: str,
                observed: str | None = None):
-    """The launch plan in closed form (instant), with this experiment's history (the series `observed`: a verdict's
-    figure at the rates observed is its own series')."""
+    """The launch plan in closed form (instant), with this experiment's history read from `store` (the series
+    `observed`: a verdict's figure at the rates observed is its own series')."""
     run = SeriesRun(runnable(project), experiment, split, cases=layout["cases"] or None, repeats=layout["repeats"],
-                    spent=spent_for(project, experiment, split))
-    try:
-        return run.launch_plan(family, simulate=False, observed=observed)
-    finally:
-        run.close_store()
+                    spent=spent_for(project, experiment, split, store.read))
+    return run.launch_plan(family, simulate=False, observed=observed, store=store)
 
 
 # the pytest session end: which series, in which order, with which project

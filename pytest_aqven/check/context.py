@@ -6,7 +6,7 @@ from typing import Callable
 from pydantic import TypeAdapter
 
 from ..diagnostics import Diagnostic
-from ..project.loader import Project
+from ..project.model import Project
 from .imports import SafeResolver
 from .typeinfo import TypeInfo
 

@@ -9,8 +9,9 @@ import re
 from pathlib import Path, PurePosixPath
 
 from ..diagnostics import Diagnostic
-from ..project.loader import OUTSIDE_HINT, Flow, Node, Project
+from ..project.model import Flow, Node, Project
 from ..project.paths import outside
+from ..project.reading import OUTSIDE_HINT
 from .context import CheckContext
 
 CODE = "E_PATH_OUTSIDE"

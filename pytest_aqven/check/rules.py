@@ -1,6 +1,6 @@
 """The rules of `aqven check` that need only the project (aqven.yaml's providers, types, agents, tools and
 datasets); the rules that need a higher layer live in it (engine/flow_rules.py, experiments/experiment_rules.py,
-providers/price_rules.py ...), and checker.py runs them all in one order."""
+providers/price_rules.py ...), and api/check.py runs them all in one order."""
 from __future__ import annotations
 
 import re
@@ -58,7 +58,7 @@ def _unknown(ctx: CheckContext, kind: str, name: str, known: dict) -> bool:
 def agent_rules(ctx: CheckContext) -> list[Diagnostic]:
     """What an agent names exists: tools, MCP servers, subagents (agent and inference), approved tools and
     the instructions file."""
-    from ..project.loader import load_inference
+    from ..project.inferences import load_inference
     project, out = ctx.project, []
     for agent_id, agent in project.agents.items():
         spec, doc, who = agent.spec, agent.doc, f"agent {agent_id}"

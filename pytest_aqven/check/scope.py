@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..diagnostics import Diagnostic
 from ..project import specs
-from ..project.loader import Experiment, Flow, Project, inference_path
+from ..project.inferences import inference_path
+from ..project.model import Experiment, Flow, Project
 
 SCOPED = ("flows/", "agents/", "tools/", "mcp/", "datasets/", "experiments/")
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 
 from ..project import coderefs, usercode
-from ..project.loader import Experiment, Project
+from ..project.model import Experiment, Project
 from ..project.specs import ExperimentCheck
 from . import fit
 from .evaluators import BUILTINS, INLINE, EvalContext, NoParams, Verdict

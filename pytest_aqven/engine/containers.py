@@ -16,7 +16,7 @@ from .fit import errors_text
 from .trace import MAX_CALL_DEPTH, RunError, models_failure, root_cause
 
 if TYPE_CHECKING:
-    from ..project.loader import Node
+    from ..project.model import Node
     from .runner import Frame, Runner
     from .trace import NodeTrace
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from ..project import specs, usercode
-from ..project.loader import inference_flow
+from ..project.inferences import inference_flow
 from ..project.types import pascal
 from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
 from . import prompts, refs
@@ -20,7 +20,7 @@ from .fit import errors_text
 from .trace import CallTrace, CheckTrace, RunError
 
 if TYPE_CHECKING:
-    from ..project.loader import Node
+    from ..project.model import Node
     from .runner import Frame, Runner
     from .trace import NodeTrace
 

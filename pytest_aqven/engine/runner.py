@@ -15,7 +15,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ValidationError
 
 from ..project import coderefs, specs, usercode
-from ..project.loader import Flow, Node, Project
+from ..project.model import Flow, Node, Project
 from ..project.typesmodule import code_stem, typed_arguments
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 from . import fit, refs

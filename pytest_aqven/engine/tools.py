@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, cast
 from pydantic import BaseModel, ValidationError
 
 from ..project import specs, usercode
-from ..project.loader import inference_flow
+from ..project.inferences import inference_flow
 from ..project.types import pascal
 from ..project.typesmodule import typed_arguments
 from ..providers.base import ToolCall, ToolDef
@@ -28,7 +28,7 @@ from .fit import errors_text
 from .trace import MAX_CALL_DEPTH, RunError
 
 if TYPE_CHECKING:
-    from ..project.loader import Node
+    from ..project.model import Node
     from .runner import Frame, Runner
     from .trace import NodeTrace
 

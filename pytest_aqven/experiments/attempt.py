@@ -12,12 +12,12 @@ from ..engine.checks import CheckInvalid, CheckRaised, CheckResult, CompiledChec
 from ..engine.evaluators import EvalContext
 from ..engine.runner import Assembly, Runner
 from ..engine.trace import RunResult, root_cause
-from ..project.loader import Project
+from ..project.model import Project
 from ..project.specs import CaseSpec, CodeNode, LlmNode
 from ..project.types import pascal
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 from ..providers.secrets import scrub_data
-from ..record import VERSION, AttemptRecord
+from ..record import AttemptRecord, CheckScore
 from .judges import JudgeCheck, judge_documents
 from .plan import SeriesPlan
 
@@ -113,8 +113,7 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         trace["judges"] = {cid: r.to_dict() for cid, r in judge_runs.items()}
     # provider and user-code text may carry a key: scrubbed before the record is stored or shown; a 20 MB
     # answer is kept as its first STORED_TEXT characters and its sha256 (the checks scored the whole of it)
-    return AttemptRecord.from_wire(scrub_data({
-        "version": VERSION,
+    fields = scrub_data({
         "series_id": series_id,
         "experiment": plan.experiment.id,
         "variant": variant,
@@ -141,4 +140,6 @@ async def run_attempt(project: Project, plan: SeriesPlan, checks: list[CompiledC
         "started_at": started,
         "finished_at": time.time(),
         "trace": trace,
-    }, STORED_TEXT))
+    }, STORED_TEXT)
+    scores = {cid: CheckScore(**c) for cid, c in fields.pop("checks").items()}
+    return AttemptRecord(**fields, checks=scores)

@@ -5,7 +5,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine.checks import CompiledCheck, compile_check as compile_evaluator_check
-from ..project.loader import Experiment, Project, judge_levels, load_inference
+from ..project.inferences import judge_levels, load_inference
+from ..project.model import Experiment, Project
 from ..project.specs import ExperimentCheck
 from .judges import JudgeCheck, compile_judge
 

@@ -4,7 +4,7 @@ A use alternative takes the slot's id; its own child nodes are looked up among t
 experiment first, then in the subject; subject nodes nothing reaches any more are dropped."""
 from __future__ import annotations
 
-from ..project.loader import Node
+from ..project.model import Node
 from ..project.specs import children
 
 

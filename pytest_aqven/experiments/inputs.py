@@ -47,7 +47,7 @@ def _inside(path: Path, folders: list[Path]) -> bool:
 def _run_modules(project) -> set[str]:
     """Modules named by `run:` values of the project's files that are not the project's own: read from the
     documents the loader parsed (strictly), never from other YAML lying in the project folder."""
-    from ..project.loader import documents
+    from ..project.model import documents
 
     package = project.package
     out: set[str] = set()

@@ -19,7 +19,8 @@ from ..engine.runner import Assembly, Runner
 from ..engine.sources import LIVE, Sources
 from ..engine.trace import RunResult, root_cause
 from ..project import specs
-from ..project.loader import Experiment, Project, inference_flow, inference_path, judge_levels
+from ..project.inferences import inference_flow, inference_path, judge_levels
+from ..project.model import Experiment, Project
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 
 BINARY_BOUND = 0.5     # a binary judge passes when its score is at least this

@@ -11,7 +11,7 @@ from typing import cast
 
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
-from ..project.loader import Flow, Project, RunnableExperiment
+from ..project.model import Flow, Project, RunnableExperiment
 from ..project.paths import outside
 from ..project.specs import CallNode, CaseSpec, ExperimentSpec
 from ..providers import prices
@@ -149,7 +149,7 @@ def _inference_files(project: Project, node) -> set[Path]:
 
 def _named_inference_files(project: Project, stem: str, levels: list[Path] | None = None) -> set[Path]:
     """An inference named by id (a judge's, a subagent's): its file, prompt and variant texts."""
-    from ..project.loader import inference_path
+    from ..project.inferences import inference_path
 
     found = inference_path(project, stem, levels)
     if found is None:
@@ -288,7 +288,7 @@ def take(project: Project, series: SeriesPlan) -> Snapshot:
 
 
 def _parsed_documents(project: Project):
-    from ..project.loader import documents
+    from ..project.model import documents
     yield from documents(project)
     yield from (d.doc for d in project.datasets.values())
     yield from (doc for _, doc in project.type_docs.values())

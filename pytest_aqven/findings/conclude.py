@@ -1,5 +1,5 @@
-"""After the last attempt: the verdict of a series from its attempts (folded in a SeriesTally as they came),
-and its end in the database, in the transaction that records its finding (publish.record)."""
+"""After the last attempt: the verdict of a series from its attempts (folded in a SeriesTally as they came).
+Deciding reads the project database and writes nothing: publish.settle records the series' end and its finding."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,9 +9,9 @@ from pathlib import Path
 from .. import stats
 from ..experiments import inputs, plan as planning
 from ..experiments.checks import check_scales
-from ..project.loader import Project
-from ..record import AttemptRecord
+from ..project.model import Project
 from ..series.db import Store, planned_attempts
+from ..series.ledger import PROVIDER_UNUSABLE, pause_text, spend
 from ..series.stopping import decided_cases
 from ..series.tally import SeriesTally, TallyTable
 from ..series.to_stats import question_of
@@ -47,76 +47,70 @@ class Conclusion:
         return self.question, self.verdict, self.facts, self.table
 
 
-def conclude(project: Project, series_id: str, attempts: SeriesTally | list[AttemptRecord], *,
+def conclude(project: Project, store: Store, series_id: str, tally: SeriesTally, *,
              family: str = "robust") -> Conclusion:
     """Decide a series whose attempts all finished; leave it running (no verdict) when some did not.
-    `attempts`: its SeriesTally, or its records (one per attempt). `project` is loaded after the attempts
-    ran: the snapshot taken now is compared with the one at the start."""
-    tally = attempts if isinstance(attempts, SeriesTally) else SeriesTally.of(attempts)
-    store = Store(project.root)
-    try:
-        series = store.known_series(series_id)
-        total = planned_attempts(series)
-        salt = stats.experiment_salt(project.package, series["experiment_id"])
-        prefix = decided_cases(series, salt)    # stopped early: decided on these cases alone
-        if prefix is not None:
-            total = len(series["variants"]) * len(prefix) * series["repeats"]
-        done = tally.done if prefix is None else tally.table(salt, {}, set(prefix)).tallies()[0]
-        conclusion = Conclusion(series["experiment_id"], series_id, series["split"], done, total)
-        conclusion.spend_usd = tally.spend
-        conclusion.unpriced_calls = tally.unpriced_calls
-        if done < total:
-            conclusion.note = (f"{tally.done} of {total} attempts ran in this session; the series stays open "
-                               f"until a run selects every attempt of it and its verdict (`-k {tally.experiment}`, "
-                               "or its experiment.yaml), which reuses those recorded")
-            if series["status"] == "awaiting_approval":
-                from ..series.ledger import PROVIDER_UNUSABLE, pause_text, spend
-                with store.transaction() as db:
-                    conclusion.note = pause_text(series_id, series, spend(db, series_id))
-                conclusion.halted = (series.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE
-            elif series["status"] == "cancelled":
-                conclusion.note = f"series {series_id} was cancelled: {series['verdict']['text']}"
-            return conclusion
-        experiment = project.runnable_experiment(series["experiment_id"])
-        spec = experiment.spec
-        try:
-            now = planning.snapshot(project, planning.plan(project, experiment, series["split"], None,
-                                                           series["repeats"], names=series["cases"]))
-        except (planning.PlanError, OSError, AttributeError, KeyError):
-            now = None
-        touched = inputs.changed(series.get("fingerprints", {}))
-        facts = stats.SeriesFacts(
-            series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
-            check_kinds={c.id: c.kind for c in spec.checks}, check_scales=check_scales(project, experiment),
-            unvalidated_judges=unvalidated(project, experiment),
-            total_attempts=total, family=family, cancelled=_stopped(series) == "cancelled",
-            budget_cut=tally.budget_cut > 0,
-            # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
-            # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
-            inputs_changed=now != series["snapshot"] or bool(touched)
-            or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
-            changed_inputs=inputs.named(touched, project.root),
-            salt=salt, cost_bound=tally.cost_bound(),
-            planned_cases=0 if prefix is None else len(series["cases"]))
-        table = tally.table(facts.salt, facts.check_kinds, None if prefix is None else set(prefix))
-        conclusion.question = question = question_of(spec)
-        from ..stats.verdicts import decide_table  # noqa: PLC0415
-        verdict = decide_table(question, table, facts)
-        conclusion.verdict, conclusion.facts, conclusion.table = verdict, facts, table
-        status = "failed" if tally.infra_errors == tally.done else "done"
-        from .publish import record  # noqa: PLC0415  (the finding document builds on this module)
-        # the series is marked done in the transaction that records its finding, unless a cancel won
-        held = record(store, project, series, conclusion, tally, status, {
-            "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family,
-            # stopped early: the held-out cases no attempt reached stay unspent (findings/spent.py)
-            **({"spent_cases": sorted(tally.case_names())} if prefix is not None else {})})
-        if held == "cancelled" and not (facts.cancelled or facts.inputs_changed):   # while it was being decided
-            why = _stopped(store.known_series(series_id))                           # final, for its reason
-            facts = dataclasses.replace(facts, cancelled=why == "cancelled", inputs_changed=why == "inputs_changed")
-            conclusion.verdict, conclusion.facts = decide_table(question, table, facts), facts
+    `tally`: its attempts. `project` is loaded after the attempts ran: the snapshot taken now is compared with
+    the one at the start. Reads `store`, writes nothing (publish.settle records what was decided)."""
+    series = store.known_series(series_id)
+    total = planned_attempts(series)
+    salt = stats.experiment_salt(project.package, series["experiment_id"])
+    prefix = decided_cases(series, salt)    # stopped early: decided on these cases alone
+    if prefix is not None:
+        total = len(series["variants"]) * len(prefix) * series["repeats"]
+    done = tally.done if prefix is None else tally.table(salt, {}, set(prefix)).tallies()[0]
+    conclusion = Conclusion(series["experiment_id"], series_id, series["split"], done, total)
+    conclusion.spend_usd = tally.spend
+    conclusion.unpriced_calls = tally.unpriced_calls
+    if done < total:
+        conclusion.note = (f"{tally.done} of {total} attempts ran in this session; the series stays open "
+                           f"until a run selects every attempt of it and its verdict (`-k {tally.experiment}`, "
+                           "or its experiment.yaml), which reuses those recorded")
+        if series["status"] == "awaiting_approval":
+            with store.transaction() as db:       # the spend and the running claims at one instant; no write
+                conclusion.note = pause_text(series_id, series, spend(db, series_id))
+            conclusion.halted = (series.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE
+        elif series["status"] == "cancelled":
+            conclusion.note = f"series {series_id} was cancelled: {series['verdict']['text']}"
         return conclusion
-    finally:
-        store.close()
+    experiment = project.runnable_experiment(series["experiment_id"])
+    spec = experiment.spec
+    try:
+        now = planning.snapshot(project, planning.plan(project, experiment, series["split"], None,
+                                                       series["repeats"], names=series["cases"]))
+    except (planning.PlanError, OSError, AttributeError, KeyError):
+        now = None
+    touched = inputs.changed(series.get("fingerprints", {}))
+    facts = stats.SeriesFacts(
+        series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
+        check_kinds={c.id: c.kind for c in spec.checks}, check_scales=check_scales(project, experiment),
+        unvalidated_judges=unvalidated(project, experiment),
+        total_attempts=total, family=family, cancelled=_stopped(series) == "cancelled",
+        budget_cut=tally.budget_cut > 0,
+        # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
+        # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
+        inputs_changed=now != series["snapshot"] or bool(touched)
+        or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
+        changed_inputs=inputs.named(touched, project.root),
+        salt=salt, cost_bound=tally.cost_bound(),
+        planned_cases=0 if prefix is None else len(series["cases"]))
+    table = tally.table(facts.salt, facts.check_kinds, None if prefix is None else set(prefix))
+    from ..stats.verdicts import decide_table  # noqa: PLC0415  (numpy: not when a worker collects)
+    conclusion.question = question = question_of(spec)
+    conclusion.verdict, conclusion.facts, conclusion.table = decide_table(question, table, facts), facts, table
+    return conclusion
+
+
+def stopped_meanwhile(conclusion: Conclusion, series: dict) -> None:
+    """A series stopped while it was being decided (a cancel landed first, and cancel is final): its verdict
+    again, saying why it stopped."""
+    question, _, facts, table = conclusion.decided()
+    if facts.cancelled or facts.inputs_changed:     # decided as stopped already
+        return
+    from ..stats.verdicts import decide_table  # noqa: PLC0415
+    why = _stopped(series)
+    facts = dataclasses.replace(facts, cancelled=why == "cancelled", inputs_changed=why == "inputs_changed")
+    conclusion.verdict, conclusion.facts = decide_table(question, table, facts), facts
 
 
 def _stopped(series: dict) -> str | None:

@@ -3,18 +3,15 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
-from ..project.loader import Project
+from ..project.model import Project
 from ..stats.model import KEY_HEX, STATISTICS_VERSION, case_key
 from . import judges
+from .conclude import Conclusion
 from .fields import cell_dict, estimate_dict, judges_key, judges_of
 from .files import read_findings
-
-if TYPE_CHECKING:     # the conclusion conclude.py reaches, which publish.py hands to build()
-    from .conclude import Conclusion
 
 
 def _iso(ts: float) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..diagnostics import Diagnostic, DiagnosticError
-from ..project.loader import Project
+from ..project.model import Project
 from ..project.yamlpos import parse_yaml
 from .files import REBUILD_HINT, TAMPERED_HINT, examine, finding_path, render_findings_md
 

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..experiments import split as splitting
-from ..project.loader import Project
+from ..project.model import Project
 from ..stats.model import case_key
 from .files import read_findings
 

@@ -3,7 +3,7 @@ findings (findings/halves.py), so its held-out half now holds cases a working se
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic
-from ..project.loader import Project
+from ..project.model import Project
 from .halves import reshuffles
 
 

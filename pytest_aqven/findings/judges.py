@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..experiments.plan import file_hash
-from ..project.loader import Experiment, Project, RunnableExperiment, inference_path, judge_levels
+from ..project.inferences import inference_path, judge_levels
+from ..project.model import Experiment, Project, RunnableExperiment
 from ..project.specs import LlmNode
 from .fields import IDENTITY
 

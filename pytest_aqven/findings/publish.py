@@ -1,6 +1,6 @@
 """The finding of a concluded held-out series: recorded once in the database, then published as files.
 
-One DB transaction marks the series done and records the finding's text (`record`); the two files
+One DB transaction marks the series done and records the finding's text (`settle`, `record`); the two files
 follow from that row (`publish`): the finding file, written once, then FINDINGS.md regenerated. A
 crash anywhere in between leaves a row the next run publishes (`repair`, at collection; the rerun of
 the same command continues that series with its attempts reused), or `aqven check` reports; the
@@ -9,13 +9,13 @@ held-out half is never run again for it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import storage
-from ..project.loader import Project
+from ..project.model import Project
 from ..series.db import Store, known_series
 from ..series.tally import SeriesTally
 from . import document
+from .conclude import Conclusion, stopped_meanwhile
 from .files import (
     FindingsRefused,
     examine,
@@ -29,14 +29,25 @@ from .files import (
     write_finding_file,
 )
 
-if TYPE_CHECKING:      # conclude.py records its conclusion through record() below
-    from .conclude import Conclusion
-
 
 def due(conclusion: Conclusion) -> bool:
     """Held-out series write a finding unless the verdict is invalid (a look has none)."""
     return (conclusion.verdict is not None and conclusion.state not in (None, "invalid")
             and conclusion.split == "holdout")
+
+
+def settle(store: Store, project: Project, conclusion: Conclusion, tally: SeriesTally, family: str) -> None:
+    """Record the end of a decided series (`conclude`) and its finding when it has one; a cancel that landed
+    while it was being decided wins (cancel is final), and its verdict says so."""
+    _, verdict, facts, _ = conclusion.decided()
+    status = "failed" if tally.infra_errors == tally.done else "done"
+    series = store.known_series(conclusion.series_id)
+    held = record(store, project, series, conclusion, tally, status, {
+        "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family,
+        # stopped early: the held-out cases no attempt reached stay unspent (findings/spent.py)
+        **({"spent_cases": sorted(tally.case_names())} if facts.planned_cases else {})})
+    if held == "cancelled":
+        stopped_meanwhile(conclusion, store.known_series(conclusion.series_id))
 
 
 @storage.rerun
@@ -82,21 +93,17 @@ def _publish_rows(project: Project, store: Store, rows: list[tuple[str, str, str
     return paths
 
 
-def write_finding_for(project: Project, conclusion: Conclusion) -> Path | None:
-    """Publish the finding `conclude` recorded for this series (raises FindingsRefused when the files on
+def write_finding_for(project: Project, store: Store, conclusion: Conclusion) -> Path | None:
+    """Publish the finding `settle` recorded for this series (raises FindingsRefused when the files on
     disk are not what aqven generated: the finding stays in the database, nothing is overwritten)."""
     if not due(conclusion):
         return None
-    store = Store(project.root)
-    try:
-        with store.transaction() as db:
-            db.ensure_findings()
-            text = db.finding(conclusion.series_id)
-        if text is None:
-            return None
-        return _publish_rows(project, store, [(conclusion.series_id, conclusion.experiment, text)], mark=True)[0]
-    finally:
-        store.close()
+    with store.transaction() as db:
+        db.ensure_findings()
+        text = db.finding(conclusion.series_id)
+    if text is None:
+        return None
+    return _publish_rows(project, store, [(conclusion.series_id, conclusion.experiment, text)], mark=True)[0]
 
 
 def recorded(root: Path) -> list[tuple[str, str, str]]:

@@ -2,18 +2,24 @@
 finding files, and by the findings the project database recorded, whose files may not be written yet."""
 from __future__ import annotations
 
-from pathlib import Path
+from contextlib import AbstractContextManager
+from typing import Callable
 
 from .. import storage
-from ..project.loader import Project, RunnableExperiment
+from ..project.model import Project, RunnableExperiment
 from ..series.db import spent_cases
 from ..series.spent import Spent
+from ..storage import Transaction
 from .files import finding_files, parse
 
+Read = Callable[[], AbstractContextManager["Transaction | None"]]     # what storage.peek and Store.read give
 
-def spent(project: Project, experiment: RunnableExperiment) -> Spent:
+
+def spent(project: Project, experiment: RunnableExperiment, read: Read | None = None) -> Spent:
+    """`read`: the database's committed state, on a connection the caller has open (default: a read-only look)."""
     out = Spent(reread=lambda: spent(project, experiment))
     root = project.root
+    read = read or (lambda: storage.peek(root))
     seen: set[str] = set()
     for path in finding_files(root):
         if path.parent.parent.name != experiment.id:
@@ -26,13 +32,13 @@ def spent(project: Project, experiment: RunnableExperiment) -> Spent:
             out.keys |= _keys(document)
             seen.add(str(document.get("series")))
             out.findings.append(_summary(document, path.relative_to(root).as_posix()))
-    for series_id, record, text in _recorded(root, experiment.id):
+    for series_id, record, text in _recorded(read, experiment.id):
         out.names |= spent_cases(record)
         if series_id not in seen:               # recorded, its file not written (yet)
             document, _ = parse(text, "finding")
             if isinstance(document, dict):
                 out.findings.append(_summary(document, record.get("finding_path")))
-    out.open_series = _open_held_out(root, experiment.id)
+    out.open_series = _open_held_out(read, experiment.id)
     return out
 
 
@@ -60,23 +66,24 @@ def _summary(document: dict, path: str | None) -> dict:
             "cases": scope.get("cases"), "keys": _keys(document)}
 
 
-def _recorded(root: Path, experiment_id: str) -> list[tuple[str, dict, str]]:
+def _recorded(read: Read, experiment_id: str) -> list[tuple[str, dict, str]]:
     """(series id, series record, finding text) of every held-out series of the experiment with a finding."""
     try:
-        with storage.peek(root) as db:
+        with read() as db:
             return [] if db is None else db.held_out_findings(experiment_id)
     except storage.ERRORS:      # a database from before findings were recorded in it
         return []
 
 
-def _open_held_out(root: Path, experiment_id: str) -> bool:
+def _open_held_out(read: Read, experiment_id: str) -> bool:
     try:
-        with storage.peek(root) as db:
+        with read() as db:
             return db is not None and db.has_open_held_out(experiment_id)
     except storage.ERRORS:
         return False
 
 
-def spent_for(project: Project, experiment: RunnableExperiment, split: str) -> Spent | None:
+def spent_for(project: Project, experiment: RunnableExperiment, split: str, read: Read | None = None
+              ) -> Spent | None:
     """What a SeriesRun of this split takes as `spent`: the spent cases of the held-out half, None for the dev half."""
-    return spent(project, experiment) if split == "holdout" else None
+    return spent(project, experiment, read) if split == "holdout" else None

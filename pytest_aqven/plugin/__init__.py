@@ -185,10 +185,8 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
     collect = collect_module()
     if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:
-        report.aqven_attempt = item.record.to_wire()     # plain data: travels through xdist unchanged
-        reporter = item.config.pluginmanager.get_plugin("aqven-verdicts")
-        if isinstance(reporter, VerdictReporter):    # it folds here: the record itself, not read back from its wire
-            reporter.ran_here[report.nodeid] = item.record
+        # the record itself where it is folded; on an xdist worker its wire form, plain data for the controller
+        report.aqven_attempt = item.record.to_wire() if internals.is_worker(item.config) else item.record
         if item.details is not None:
             report.aqven_details = item.details     # for pytest-html; never set for held-out attempts
         from . import junit

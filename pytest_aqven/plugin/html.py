@@ -115,7 +115,7 @@ class HtmlReport:
         if wire is None or report.when != "call":
             return
         details = getattr(report, "aqven_details", None)
-        record = AttemptRecord.from_wire(wire)
+        record = AttemptRecord.carried(wire)
         if details is not None:
             data[:] = [attempt_html(details)]
         elif record.split == "holdout":

@@ -98,8 +98,6 @@ class VerdictReporter(Reporter):
         if config.option.aqven_stop_early:
             from ..series.stopping import Looks
             self.stops = Looks(family)
-        self.ran_here: dict[str, AttemptRecord] = {}    # node id -> the record of an attempt run in this process,
-        # until its call report is logged (plugin.pytest_runtest_makereport): folded without its wire round trip
 
     def _import_deciding(self) -> None:
         if not self._deciding_imported:
@@ -126,9 +124,7 @@ class VerdictReporter(Reporter):
         wire = getattr(report, "aqven_attempt", None)
         if wire is not None:
             self._import_deciding()
-            record = self.ran_here.pop(report.nodeid, None)
-            if record is None:          # from an xdist worker
-                record = AttemptRecord.from_wire(wire)
+            record = AttemptRecord.carried(wire)
             tally = self.tallies.get(record.series_id)
             if tally is None:
                 tally = self.tallies[record.series_id] = _decision().tally_for(record)

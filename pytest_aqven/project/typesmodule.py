@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, NewType
 
 from . import specs
+from .inferences import project_inferences
 from .types import pascal
 
 try:
@@ -26,7 +27,7 @@ except ImportError:                        # Python 3.11
     from typing_extensions import TypeAliasType
 
 if TYPE_CHECKING:
-    from .loader import Flow, Project
+    from .model import Flow, Project
 
 
 def code_stem(project: "Project", flow: "Flow", node: Any) -> str:
@@ -111,7 +112,7 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
         if isinstance(spec, specs.UnionTypeSpec):
             for v in spec.variants:
                 add(f"{type_id}{pascal(v.name)}", partial(variant, type_id, f"{type_id}{pascal(v.name)}"))
-    for inference_id, inference in sorted(project.inferences().items()):
+    for inference_id, inference in sorted(project_inferences(project).items()):
         shape(pascal(inference_id), inference.in_, inference.out)
     for tool_id, tool in sorted(project.tools.items()):
         if tool.spec.run is not None:

@@ -8,7 +8,7 @@ from ..engine.checks import CheckInvalid, CompiledCheck
 from ..experiments import inputs, plan as planning
 from ..experiments.checks import compile_check
 from ..experiments.judges import JudgeCheck
-from ..project.loader import RunnableExperiment, RunnableProject
+from ..project.model import RunnableExperiment, RunnableProject
 from ..providers import registry
 from ..providers.base import ProviderError
 from ..record import AttemptRecord
@@ -196,14 +196,16 @@ class SeriesRun:
                        f"--aqven-cases N")
         return out
 
-    def launch_plan(self, family: str = "robust", *, simulate: bool = True,
-                    observed: str | None = None) -> stats.LaunchPlan:
+    def launch_plan(self, family: str = "robust", *, simulate: bool = True, observed: str | None = None,
+                    store: Store | None = None) -> stats.LaunchPlan:
         """Attempts and the recommended cases; history only from a database that already exists: the series
         `observed` (every attempt of it: a verdict's own figure quotes its own rate), else the experiment's latest
-        finished series. The simulated search is read from .aqven/plans/, else run when `simulate` and cached."""
+        finished series, read from `store` when the caller has one open (else the run's own). The simulated
+        search is read from .aqven/plans/, else run when `simulate` and cached."""
         history = []
         if storage.exists(self.project.root):
-            records = self.store.attempts(observed) if observed else self.store.history(self.experiment.id)
+            store = store or self.store
+            records = store.attempts(observed) if observed else store.history(self.experiment.id)
             history = [to_attempt(AttemptRecord.from_wire(r)) for r in records]
         spec = self.experiment.spec
         return stats.launch_plan(question_of(spec), cases=len(self.plan.cases), repeats=self.plan.repeats,

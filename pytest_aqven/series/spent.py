@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..project.loader import RunnableExperiment
+from ..project.model import RunnableExperiment
 from ..stats.model import case_key
 
 

@@ -10,9 +10,9 @@
 - `rerun`: a function whose one effect is a transaction runs again, as a whole, when the connection was cut
   before it committed (`Interrupted`); `StoreAway`: the server stayed away longer than the run waits.
 
-SQLite (`sqlite.py`) is the embedded default. PostgreSQL (`postgres.py`, psycopg 3, the extra
-`pytest-aqven[postgres]`) implements the same three protocols on the tables of `schema.py` rendered in its
-dialect; `choose(url)` makes it the store of this process (`--aqven-store`, ini `aqven_store`, `AQVEN_STORE`,
+SQLite (`sqlite.py`, its statements in `sqlite_statements.py`) is the embedded default. PostgreSQL
+(`postgres.py` and `postgres_statements.py`, psycopg 3, the extra `pytest-aqven[postgres]`) implements the same
+three protocols on the tables of `schema.py` rendered in its dialect; `choose(url)` makes it the store of this process (`--aqven-store`, ini `aqven_store`, `AQVEN_STORE`,
 read by `store_setting`). The contract tests (tests/storage/) run on each backend by a parameter. This package imports nothing of
 pytest-aqven: the providers (limits) and the series (store, ledger) both build on it.
 """

@@ -5,7 +5,7 @@ import pytest
 
 from pytest_aqven.api import check as checker
 from pytest_aqven.cli import main
-from pytest_aqven.experiments import experiment_rules as experiments
+from pytest_aqven.experiments.question_rules import QuestionRules
 
 
 def test_json_format(showcase, capsys):
@@ -49,7 +49,7 @@ def test_bad_usage_is_exit_2(argv, capsys):
 
 
 @pytest.mark.parametrize("owner, rule, line", [
-    (experiments.ExperimentRules, "question_rules", "experiments/reply_look/experiment.yaml: error E_CHECK_INTERNAL: "
+    (QuestionRules, "question_rules", "experiments/reply_look/experiment.yaml: error E_CHECK_INTERNAL: "
      "the checker failed while checking experiment reply_look (question_rules): KeyError: 'boom'"),
     (checker, "halves_rules", "experiments: error E_CHECK_INTERNAL: the checker failed while checking the halves of "
      "findings: KeyError: 'boom'"),

@@ -428,7 +428,7 @@ def test_cases_empty_says_which_tag_no_case_carries(showcase):
 
 
 def test_cases_empty_of_tags_that_match_apart():
-    from pytest_aqven.experiments.experiment_rules import _tag_values
+    from pytest_aqven.experiments.case_rules import _tag_values
     from pytest_aqven.project.specs import CaseSpec
 
     cases = [CaseSpec.model_validate({"name": n, "inputs": {}, "tags": t}) for n, t in [

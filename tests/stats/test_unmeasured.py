@@ -3,8 +3,6 @@ together toward the 5% rule, and a cell passes (fails) only if it still does wit
 
 import pytest
 
-from pytest_aqven.findings.conclude import conclude
-from pytest_aqven.project.loader import load_project
 from pytest_aqven.stats import Attempt, CheckValue, Pair, Threshold
 from pytest_aqven.stats.evidence import EvidenceTable, sufficient_data
 from pytest_aqven.stats.missing import ImputedTable, sides
@@ -116,7 +114,7 @@ def test_conclude_says_the_cap_cut_attempts(tmp_path):
         if record["case"] == first:
             record.update(outcome="budget_cut", passed=None, error_code="budget_exceeded",
                           checks={"label": {"state": "skipped", "value": None, "reason": None}})
-    conclusion = conclude(load_project(root), series_id, records)
+    conclusion = findings_util.concluded(root, series_id, records)
     assert conclusion.facts.budget_cut
     cut = sum(r["case"] == first for r in records)
     assert (f"{cut} of {len(records)} attempts were not measured ({cut} cut by the spend cap; 1 of "
