@@ -7,7 +7,7 @@ import psycopg
 import pytest
 
 from pytest_aqven import storage
-from pytest_aqven.decision import decide
+from pytest_aqven.api.decide import decide
 from pytest_aqven.project.loader import load_project
 
 from .. import faults
