@@ -1,6 +1,7 @@
 """`aqven series list | show | approve | cancel | export` and `aqven db check`: series steered from the terminal."""
 from __future__ import annotations
 
+import argparse
 import csv
 import getpass
 import json
@@ -13,7 +14,7 @@ from ..report.terminal import table
 from ..series.cap import CapError, dollars, parse_usd
 from ..series.db import Store, planned_attempts
 from ..series.ledger import PROVIDER_UNUSABLE, approve, cancel, pause_text, series_spend
-from .project import project_argument
+from .project import NoProject, project_argument, project_root
 
 EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "error_code", "cost_usd",
                  "check_cost_usd", "unpriced_calls", "latency_ms", "tokens_in", "tokens_out", "started_at",
@@ -68,6 +69,49 @@ def add_series(commands):
     return sub
 
 
+def add_series_decide(series_commands) -> None:
+    p = series_commands.add_parser(
+        "decide", help="decide a series from its recorded attempts, as the pytest run does",
+        description="Decide a series from the attempts the project database holds, as the pytest run that ran "
+                    "them does at its end (the same verdict, with the intervals the series was decided with), "
+                    "record it, publish its finding, and print the verdict. Nothing runs; a series already decided "
+                    "keeps its verdict and finding.")
+    p.add_argument("series_id", help="the series id (or a unique prefix)")
+    project_argument(p)
+    p.set_defaults(handler=run_series_decide)
+
+
+def run_series_decide(args: argparse.Namespace) -> int:
+    from ..api.decide import decide
+    from ..project.loader import load_project
+
+    def body(args) -> int:
+        store = _store(args)
+        series, root = _series(store, args.series_id), store.root
+        decided = decide(load_project(root), series["series_id"], family=series.get("family") or "robust")
+        if decided.error is not None:
+            print(f"aqven series decide: {decided.error}", file=sys.stderr)
+            return 1
+        conclusion, _ = decided.parts()
+        print(f"{conclusion.experiment} series {conclusion.series_id} ({conclusion.split}, "
+              f"{conclusion.done}/{conclusion.total} attempts)")
+        if conclusion.verdict is None and series["status"] not in ("awaiting_approval", "cancelled"):
+            print(f"verdict open: {conclusion.done} of {conclusion.total} attempts finished; the pytest command that "
+                  "started the series continues it")
+            if missing := unrecorded_line(store, series):
+                print(missing)
+            return 1
+        print(decided.section())
+        if conclusion.finding is not None:
+            print(f"finding: {Path(conclusion.finding).relative_to(root).as_posix()}")
+        if decided.refused is not None:
+            print(f"aqven series decide: the finding is recorded in the project database but its files were not "
+                  f"written:\n{decided.refused}", file=sys.stderr)
+            return 1
+        return 0 if conclusion.verdict is not None else 1
+    return _run(body, args)
+
+
 def add_db(commands) -> None:
     p = commands.add_parser("db", help="the project database")
     sub = p.add_subparsers(dest="db_command", required=True, metavar="SUBCOMMAND")
@@ -92,11 +136,11 @@ class Refused(Exception):
 
 
 def _store(args) -> Store:
-    from ..project.loader import PROJECT_FILE, find_root, package_of
-    start = Path(args.project or ".")
-    root = find_root(start) if start.exists() else None
-    if root is None:
-        raise Refused(f"no {PROJECT_FILE} in {args.project or '.'} or any folder above it")
+    from ..project.loader import package_of
+    try:
+        root = project_root(args)
+    except NoProject as exc:
+        raise Refused(str(exc)) from None
     if not storage.exists(root):
         raise Refused(f"{root} has no series yet ({storage.database_path(root)} does not exist)")
     try:
@@ -362,12 +406,11 @@ def run_export(args) -> int:
 
 
 def _root_or_none(args) -> Path | None:
-    from ..project.loader import PROJECT_FILE, find_root
-    path = args.project or "."
-    root = find_root(Path(path)) if Path(path).exists() else None
-    if root is None:
-        print(f"aqven db: no {PROJECT_FILE} in {path} or any folder above it", file=sys.stderr)
-    return root
+    try:
+        return project_root(args)
+    except NoProject as exc:
+        print(f"aqven db: {exc}", file=sys.stderr)
+        return None
 
 
 def _check_server() -> int:

@@ -16,7 +16,17 @@ import pytest
 from ..series import interrupts
 from . import internals, options
 from .hooks import SeriesStart
-from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, end_store_away, heard_store_away, stop
+from .running import (
+    COLLECTOR,
+    LOOP_ENDED,
+    JunitNames,
+    Release,
+    StopWatch,
+    collect_module,
+    end_store_away,
+    heard_store_away,
+    stop,
+)
 from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:
@@ -71,15 +81,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     root = file_path.parent.parent.parent
     if not (root / options.PROJECT_FILE).is_file():
         return None
-    from .collect import ExperimentFile
-    return ExperimentFile.from_parent(parent, path=file_path, root=root)
+    from . import collect
+    parent.config.stash[COLLECTOR] = collect
+    return collect.ExperimentFile.from_parent(parent, path=file_path, root=root)
 
 
 @pytest.hookimpl(tryfirst=True)      # before the stepwise plugin's (lfplugin's is a wrapper: it filters after)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A failed verdict reruns its whole experiment: under --lf and --ff its attempts count as last failed
     too, and --sw continues from the experiment's first attempt (a verdict decides only with its attempts)."""
-    collect = collect_module()
+    collect = collect_module(config)
     if collect is not None:
         collect.rerun_failed_verdicts(config, items)
 
@@ -88,7 +99,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtestloop(session: pytest.Session):
     """An experiment that aqven check rejects is a collection error of its file only: when those are the
     only collection errors, the other experiments still run (as they do under xdist), and the session fails."""
-    collect = collect_module()
+    collect = collect_module(session.config)
     stopped: set[str] = session.config.stash.get(collect.CHECK_FAILED, set()) if collect else set()
     with internals.continuing_on_collection_errors(session, bool(stopped) and session.testsfailed == len(stopped)):
         return (yield)
@@ -131,7 +142,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
     """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
     items still report in order (each item's runtest waits only for its own attempt)."""
-    collect = collect_module()
+    collect = collect_module(item.config)
     if collect is not None and isinstance(item, collect.VerdictItem) and item.standing is None:
         # decided and reported after the run loop (VerdictReporter): here only what pytest's runner does after
         # an item, so the next item's setup finds its parents' stack as it expects
@@ -182,7 +193,7 @@ def pytest_testnodedown(node, error) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
-    collect = collect_module()
+    collect = collect_module(item.config)
     if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:
         report.aqven_attempt = item.record.to_wire()     # plain data: travels through xdist unchanged
         reporter = item.config.pluginmanager.get_plugin("aqven-verdicts")
@@ -205,7 +216,7 @@ def pytest_runtest_makereport(item: pytest.Item, call):
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Before a real run, one launch plan line per experiment (closed form: instant)."""
-    collect = collect_module()
+    collect = collect_module(config)
     if collect is None or config.option.collectonly or config.get_verbosity() < 0 or internals.is_worker(config):
         return []       # an xdist worker's lines are never shown (the controller writes them): no numpy there
     from ..report import terminal
@@ -221,7 +232,7 @@ VETOES = pytest.StashKey[dict]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """pytest_aqven_series_start may veto an experiment, asked once per process before its first attempt."""
-    collect = collect_module()
+    collect = collect_module(item.config)
     if collect is None or not isinstance(item, collect.AttemptItem):
         return
     file = item.experiment_file

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import sys
+from types import ModuleType
 from typing import NoReturn
 
 import pytest
@@ -14,13 +14,13 @@ LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normal
 STORE_AWAY = pytest.StashKey[str]()         # the store went away mid-run: its one message (config.stash)
 
 
-_COLLECT = f"{__package__}.collect"
+COLLECTOR = pytest.StashKey[ModuleType]()  # plugin/collect.py, once this process collected an experiment file
 
 
-def collect_module():
-    """pytest_aqven.plugin.collect once this process collected an experiment file, else None (asked by several hooks
-    of every item)."""
-    return sys.modules.get(_COLLECT)
+def collect_module(config: pytest.Config) -> ModuleType | None:
+    """plugin/collect.py once this process collected an experiment file (pytest_collect_file), else None (asked
+    by several hooks of every item: a run without experiments never imports it)."""
+    return config.stash.get(COLLECTOR, None)
 
 
 class Release:
@@ -37,7 +37,7 @@ class Release:
         try:
             return (yield)
         finally:
-            collect = collect_module()
+            collect = collect_module(item.config)
             if collect is not None and isinstance(item, collect.AttemptItem):
                 sched = item.config.stash.get(collect.SCHEDULER, None)
                 if sched is not None:
@@ -102,9 +102,9 @@ def stop(session: pytest.Session, why: str | None) -> None:
     """No new attempt starts; running ones finish, are paid and recorded. With `why`, every series this run
     touched and cut short is cancelled (its verdict invalid); one with every attempt recorded is left for the
     same command to decide. Idempotent."""
-    collect = collect_module()
+    collect = collect_module(session.config)
     sched = session.config.stash.get(collect.SCHEDULER, None) if collect else None
-    if sched is not None:
+    if collect is not None and sched is not None:
         try:
             sched.stop(why)
         finally:
@@ -112,7 +112,7 @@ def stop(session: pytest.Session, why: str | None) -> None:
             del session.config.stash[collect.SCHEDULER]
     reporter = session.config.pluginmanager.getplugin("aqven-verdicts")
     if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
-        from ..api.decide import cancel_all
+        from .session import cancel_all
         cancel_all(reporter.tallies, why)
 
 

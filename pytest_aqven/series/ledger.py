@@ -325,7 +325,7 @@ def resume(store: Store, series_id: str, run: str | None) -> bool:
 @storage.rerun
 def apply_cap(store: Store, series_id: str, cap: SeriesCap) -> None:
     """An explicit cap on a series that continues: it runs under it; above the project cap it waits for approval.
-    A cap a person approved is never lowered (the rerun's series line says so: decision.spend_lines)."""
+    A cap a person approved is never lowered (the rerun's series line says so: plugin/session.py spend_lines)."""
     with store.transaction() as db:
         status, record, _, _ = known_series(db, series_id)
         if status != "running" or Decimal(record.get("cap_usd", "0")) == cap.cap_usd \

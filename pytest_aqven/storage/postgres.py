@@ -29,7 +29,7 @@ from .disk import RERUNS, Interrupted, StorageError, StoreAway
 from .sqlite import SqliteLimits, SqliteTransaction
 
 if TYPE_CHECKING:
-    from . import Record
+    from .base import Record
 
 WRITER_LOCK = 0x6171_7665_6E00      # 'aqven\0': the advisory lock key of the series' writer
 LIMITS_LOCK = 0x6171_7665_6E01      # the provider limits' writer (tables of their own, a turn of their own)

@@ -21,7 +21,7 @@ from . import disk, schema
 from .disk import StorageError
 
 if TYPE_CHECKING:      # the interface (the package) opens this backend: the alias is for annotations only
-    from . import Record
+    from .base import Record
 
 BUSY_MS = 60000      # a read-only look's wait (a writer's is disk.LOCK_WAIT_S)
 OPEN = "('running', 'awaiting_approval')"
