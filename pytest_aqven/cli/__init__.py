@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import __version__
 from ..api.check import check_root
 from ..diagnostics import render_github, render_json, render_text
-from .project import NoProject, project_argument, project_root
+from .project import NoProject, Subcommands, project_argument, project_root
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_findings(commands) -> None:
+def add_findings(commands: Subcommands) -> None:
     p = commands.add_parser("findings", help="the project's findings and FINDINGS.md",
                             description="Work on the findings of the project around PATH.")
     sub = p.add_subparsers(dest="findings_command", required=True, metavar="SUBCOMMAND")
@@ -103,7 +103,7 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_check(commands) -> None:
+def add_check(commands: Subcommands) -> None:
     p = commands.add_parser(
         "check", help="validate a project and every experiment before a series may run it",
         description="Validate the project around PATH (the folder holding aqven.yaml, searched upward) "
@@ -144,7 +144,7 @@ def repository_prefix(root: Path) -> str:
     return ""
 
 
-def add_plan(commands) -> None:
+def add_plan(commands: Subcommands) -> None:
     p = commands.add_parser(
         "plan", help="launch plans with the simulated power search (kept for pytest --collect-only)",
         description="Print each experiment's launch plan as `pytest --collect-only` does, after running the "

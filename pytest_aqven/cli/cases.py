@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .project import NoProject, project_argument, project_root
+from .project import NoProject, Subcommands, project_argument, project_root
 
 
-def add_cases(commands) -> None:
+def add_cases(commands: Subcommands) -> None:
     p = commands.add_parser(
         "cases", help="which cases of an experiment are in the working half, and per-tag counts of both halves",
         description="Print the working cases of EXPERIMENT by name, in file order, and per tag how many cases each "

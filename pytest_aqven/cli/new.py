@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 from ..scaffold import TEMPLATES, create, package_name, package_problem
+from .project import Subcommands
 
 
-def add_new(commands) -> None:
+def add_new(commands: Subcommands) -> None:
     p = commands.add_parser(
         "new", help="create an AQVEN project that runs offline",
         description="Create an AQVEN project in DIR (absent or empty). `aqven check DIR` passes and `pytest DIR` "

@@ -8,8 +8,11 @@ from pathlib import Path
 
 from ..project.paths import PROJECT_FILE, find_root
 
+# what each add_* takes: the subcommands of `aqven` (or of `aqven series`) it adds its parser to
+Subcommands = argparse._SubParsersAction
 
-def project_argument(p, positional: bool = False) -> None:
+
+def project_argument(p: argparse.ArgumentParser, positional: bool = False) -> None:
     """`--project PATH` on every subcommand (`--path`, its old spelling on series and db, still works)."""
     help_ = "the module root (the folder of aqven.yaml) or any file or folder inside it (default: .)"
     if positional:
@@ -27,7 +30,7 @@ def project_path(args: argparse.Namespace) -> str:
 class NoProject(Exception):
     """`where` names no AQVEN project: it does not exist (`missing`), or no folder from it up holds aqven.yaml."""
 
-    def __init__(self, where: str, missing: bool):
+    def __init__(self, where: str, missing: bool) -> None:
         super().__init__(f"no {PROJECT_FILE} in {where} or any folder above it")
         self.where, self.missing = where, missing
 

@@ -8,20 +8,21 @@ import json
 import sys
 from decimal import Decimal
 from pathlib import Path
+from typing import Callable
 
 from .. import storage
 from ..report.terminal import table
 from ..series.cap import CapError, dollars, parse_usd
 from ..series.db import Store, planned_attempts
 from ..series.ledger import PROVIDER_UNUSABLE, approve, cancel, pause_text, series_spend
-from .project import NoProject, project_argument, project_root
+from .project import NoProject, Subcommands, project_argument, project_root
 
 EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "error_code", "cost_usd",
                  "check_cost_usd", "unpriced_calls", "latency_ms", "tokens_in", "tokens_out", "started_at",
                  "finished_at"]
 
 
-def add_series(commands):
+def add_series(commands: Subcommands) -> Subcommands:
     p = commands.add_parser("series", help="list, read, approve, cancel and export the series of a project",
                             description="The series of the project around --path (the folder holding aqven.yaml).")
     sub = p.add_subparsers(dest="series_command", required=True, metavar="SUBCOMMAND")
@@ -69,7 +70,7 @@ def add_series(commands):
     return sub
 
 
-def add_series_decide(series_commands) -> None:
+def add_series_decide(series_commands: Subcommands) -> None:
     p = series_commands.add_parser(
         "decide", help="decide a series from its recorded attempts, as the pytest run does",
         description="Decide a series from the attempts the project database holds, as the pytest run that ran "
@@ -85,7 +86,7 @@ def run_series_decide(args: argparse.Namespace) -> int:
     from ..api.decide import decide
     from ..project.loader import load_project
 
-    def body(args) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         series, root = _series(store, args.series_id), store.root
         decided = decide(load_project(root), series["series_id"], family=series.get("family") or "robust")
@@ -112,7 +113,7 @@ def run_series_decide(args: argparse.Namespace) -> int:
     return _run(body, args)
 
 
-def add_db(commands) -> None:
+def add_db(commands: Subcommands) -> None:
     p = commands.add_parser("db", help="the project database")
     sub = p.add_subparsers(dest="db_command", required=True, metavar="SUBCOMMAND")
     check = sub.add_parser("check", help="full integrity check of the project database (or of FILE); of a "
@@ -127,7 +128,7 @@ def add_db(commands) -> None:
     migrate.set_defaults(handler=run_db_migrate)
 
 
-def _path(p) -> None:
+def _path(p: argparse.ArgumentParser) -> None:
     project_argument(p)
 
 
@@ -135,7 +136,7 @@ class Refused(Exception):
     pass
 
 
-def _store(args) -> Store:
+def _store(args: argparse.Namespace) -> Store:
     from ..project.loader import package_of
     try:
         root = project_root(args)
@@ -163,7 +164,7 @@ def _series(store: Store, prefix: str) -> dict:
     return store.known_series(rows[0])
 
 
-def _run(fn, args) -> int:
+def _run(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """A closed pipe (`| head`) goes up to cli.main, which ends quietly; the stores the command opened close."""
     try:
         return fn(args)
@@ -201,8 +202,8 @@ def unrecorded_line(store: Store, series: dict, shown: int = 6) -> str | None:
     return f"{head}: {names}" + (f" and {len(missing) - shown} more" if len(missing) > shown else "")
 
 
-def run_list(args) -> int:
-    def body(args):
+def run_list(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         with store.read() as db:
             rows = db.series_ids()
@@ -225,8 +226,8 @@ HELD_OUT_REFUSAL = ("held-out cases are never shown one by one (whoever reads th
                     "half stops being held out); --reveal shows them to a person who asks explicitly")
 
 
-def run_show(args) -> int:
-    def body(args):
+def run_show(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         s = _series(store, args.series_id)
         if args.case is None:
@@ -237,7 +238,7 @@ def run_show(args) -> int:
     return _run(body, args)
 
 
-def _show_case(store: Store, s: dict, args) -> int:
+def _show_case(store: Store, s: dict, args: argparse.Namespace) -> int:
     """Every finished attempt of one case (narrowed by --variant / --repeat), with its trace."""
     sid, held_out = s["series_id"], s["split"] == "holdout"
     if held_out and not args.reveal:
@@ -309,8 +310,8 @@ def _outcomes(store: Store, series_id: str) -> list[tuple[str, int]]:
         return db.outcome_counts(series_id)
 
 
-def run_approve(args) -> int:
-    def body(args):
+def run_approve(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         s = _series(store, args.series_id)
         sid = s["series_id"]
@@ -362,8 +363,8 @@ def _cap(text: str, old: Decimal, reason: str | None) -> Decimal:
     return cap
 
 
-def run_cancel(args) -> int:
-    def body(args):
+def run_cancel(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         s = _series(store, args.series_id)
         if not cancel(store, s["series_id"], "aqven series cancel"):
@@ -373,8 +374,8 @@ def run_cancel(args) -> int:
     return _run(body, args)
 
 
-def run_export(args) -> int:
-    def body(args):
+def run_export(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         s = _series(store, args.series_id)
         sid = s["series_id"]
@@ -405,7 +406,7 @@ def run_export(args) -> int:
     return _run(body, args)
 
 
-def _root_or_none(args) -> Path | None:
+def _root_or_none(args: argparse.Namespace) -> Path | None:
     try:
         return project_root(args)
     except NoProject as exc:
@@ -436,7 +437,7 @@ def _check_server() -> int:
     return 0
 
 
-def run_db_migrate(args) -> int:
+def run_db_migrate(args: argparse.Namespace) -> int:
     root = Path(".") if storage.chosen() else _root_or_none(args)
     if root is None:
         return 2
@@ -450,7 +451,7 @@ def run_db_migrate(args) -> int:
     return 0
 
 
-def run_db_check(args) -> int:
+def run_db_check(args: argparse.Namespace) -> int:
     if storage.chosen() and not args.file:
         return _check_server()
     if args.file:

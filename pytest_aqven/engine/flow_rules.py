@@ -139,7 +139,7 @@ class Scope:
 
 
 class FlowCompiler:
-    def __init__(self, ctx: CheckContext, view: FlowView):
+    def __init__(self, ctx: CheckContext, view: FlowView) -> None:
         self.ctx = ctx
         self.view = view
         self.out: list[Diagnostic] = []

@@ -62,7 +62,7 @@ Unvalidated = Callable[[RunnableExperiment, Any], "str | None"]
 
 
 class ExperimentRules:
-    def __init__(self, ctx: CheckContext, exp: RunnableExperiment, unvalidated: Unvalidated):
+    def __init__(self, ctx: CheckContext, exp: RunnableExperiment, unvalidated: Unvalidated) -> None:
         self.ctx = ctx
         self.unvalidated = unvalidated
         self.project = ctx.project

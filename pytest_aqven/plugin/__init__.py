@@ -32,7 +32,7 @@ from .verdict_reporter import VerdictReporter, WorkerReporter
 if TYPE_CHECKING:
     from ..api.decide import Decided
 
-Outcome = Literal["passed", "failed", "skipped"]    # a TestReport's
+ReportOutcome = Literal["passed", "failed", "skipped"]    # a TestReport's
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -263,7 +263,7 @@ class VerdictTests(VerdictReporter):
             "to decide it")
         state = "invalid" if file_nodeid in self.halted else "open"
         self.unrun.append((experiment, split, why, state))
-        outcome: Outcome
+        outcome: ReportOutcome
         longrepr: str | tuple[str, None, str]
         if state == "invalid" or (split == "holdout" and "open" in self.fail_on):
             outcome, longrepr = "failed", f"verdict {state}: {why}"
@@ -305,7 +305,7 @@ class VerdictTests(VerdictReporter):
         state = decided.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
         text = conclusion.verdict.text if conclusion.verdict else conclusion.note
-        outcome: Outcome
+        outcome: ReportOutcome
         longrepr: str | tuple[str, None, str] | None
         if decided.refused is not None:     # a finding was recorded: its verdict is the text
             outcome, longrepr = "failed", (f"verdict {state}: {text}\nthe finding is recorded in "
@@ -322,7 +322,7 @@ class VerdictTests(VerdictReporter):
         if verdict_id is not None:
             self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", decided.section())])
 
-    def _fire(self, session: pytest.Session, nodeid: str, outcome: Outcome, longrepr, props: list,
+    def _fire(self, session: pytest.Session, nodeid: str, outcome: ReportOutcome, longrepr, props: list,
               sections: list | None = None) -> None:
         """Report the collected verdict item `nodeid` as every reporter expects a test: logstart, the three
         phases, logfinish (its item was counted at collection: pytest's progress stays right)."""

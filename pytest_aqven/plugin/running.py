@@ -28,7 +28,7 @@ class Release:
     session, so once an attempt reported, its record, details and trace leave them (the VerdictReporter
     folded the record into its tallies)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.unread: dict[str, pytest.TestReport] = {}     # call reports whose teardown report is still to come
 
     @pytest.hookimpl(wrapper=True)
@@ -69,7 +69,7 @@ def _not_ours(properties: list) -> list:
 class JunitNames:
     """Testcase names CI reporters can read (junit.py), set before junitxml opens each testcase."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
 
     @pytest.hookimpl(tryfirst=True)
@@ -82,7 +82,7 @@ class StopWatch:
     """-x / --maxfail decided to stop (pytest sets shouldfail in its own pytest_runtest_logreport, which runs
     before this trylast one): stop at once, so the verdicts decided after the loop see a cancelled series."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.session: pytest.Session | None = None
 

@@ -29,7 +29,7 @@ class Reporter:
     process's ledgers discarded counted."""
     is_worker = False
 
-    def __init__(self, config: pytest.Config, fail_on: frozenset[str]):
+    def __init__(self, config: pytest.Config, fail_on: frozenset[str]) -> None:
         self.config = config
         self.fail_on = fail_on
         # series id -> finishes of this run refused because another runner took their claims (a runner
@@ -72,7 +72,7 @@ class VerdictReporter(Reporter):
     attempt records and, after the run loop, reports each experiment's verdict as a test result
     `<experiment file>::verdict`."""
 
-    def __init__(self, config: pytest.Config, fail_on: frozenset[str], family: str):
+    def __init__(self, config: pytest.Config, fail_on: frozenset[str], family: str) -> None:
         super().__init__(config, fail_on)
         self.family = family
         # series id -> its attempts folded as they were reported (one per attempt, however reported); the

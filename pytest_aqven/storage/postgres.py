@@ -226,7 +226,7 @@ def status(url: str) -> tuple[str, int | None]:
 class PostgresDatabase:
     """One connection per store, shared by the threads of a process under one lock (as SQLite's)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str) -> None:
         self.url = url
         self.location = where(url)
         self._lock = threading.RLock()
@@ -341,7 +341,7 @@ class PostgresTransaction(SqliteTransaction):
     DIALECT = "postgresql"
 
     def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None,
-                 at: float | None = None):
+                 at: float | None = None) -> None:
         self.conn = conn
         self._at, self._since = at, time.monotonic()
         self.raw = conn     # type: ignore[assignment]  # the connection (SQLite's class names sqlite3's)
@@ -497,7 +497,7 @@ class PostgresTransaction(SqliteTransaction):
 class QMarks:
     """A psycopg connection that runs SQLite's statements: their ? placeholders are psycopg's %s."""
 
-    def __init__(self, run: Callable[..., psycopg.Cursor[Any]]):
+    def __init__(self, run: Callable[..., psycopg.Cursor[Any]]) -> None:
         self.run = run
 
     def execute(self, query: str, params: Any = ()) -> psycopg.Cursor[Any]:
@@ -512,7 +512,7 @@ class PostgresLimits(SqliteLimits):
     PACE = ("INSERT INTO aqven_provider_pacing VALUES (?, ?) ON CONFLICT (provider) DO UPDATE SET "
             "next_at = excluded.next_at")
 
-    def __init__(self, url: str):
+    def __init__(self, url: str) -> None:
         self.url = url
         self._lock = threading.Lock()
         self._link: psycopg.Connection | None = None
