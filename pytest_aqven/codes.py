@@ -1,6 +1,7 @@
 """The vocabulary every layer shares: the outcomes of an attempt, every runtime error code (with the outcome it
-gives, its class and the node kinds that raise it), and the states of a series, of a claim on an attempt and
-of a node in a trace. The one definition the engine, the statistics, the series, the reports and
+gives, its class and the node kinds that raise it), the states of a series, of a claim on an attempt and of a
+node in a trace, the verdicts of an experiment and of a cell, and the kinds of the ledger's and the scheduler's
+answers. The one definition the engine, the statistics, the series, the reports and
 docs/concepts.md read (tests/test_codes.py holds the package and the docs to it).
 
 The rule (error provenance): only the model's own failures are counted outcomes. An llm node's answer that
@@ -73,6 +74,48 @@ class CheckState(StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"
     ERROR = "error"
+
+
+class VerdictState(StrEnum):
+    """An experiment's verdict (stats/verdicts.py). Where there is none, a report says `open` (the series is
+    unfinished) or `none` (a look's)."""
+    CONFIRMED = "confirmed"
+    REFUTED = "refuted"
+    INCONCLUSIVE = "inconclusive"
+    INVALID = "invalid"
+    SIGNAL = "signal"
+
+
+class CellVerdict(StrEnum):
+    """A cell's: its interval against the bound or the margin (stats/edges.py gives pass, fail or unclear;
+    reference and none complete AQVEN's words, a baseline's and a look's)."""
+    PASS = "pass"
+    FAIL = "fail"
+    UNCLEAR = "unclear"
+    REFERENCE = "reference"
+    NONE = "none"
+
+
+class LedgerKind(StrEnum):
+    """The ledger's answer to a runner that asks to start an attempt (series/ledger.py Decision)."""
+    START = "start"
+    REUSED = "reused"
+    WAIT = "wait"           # claimed by another runner, the first attempt runs alone, or near the cap
+    PAUSED = "paused"
+    HALTED = "halted"
+    STOPPED = "stopped"
+
+
+class SchedulerKind(StrEnum):
+    """What became of an attempt the scheduler was asked to run (series/scheduler.py AttemptTurn)."""
+    RAN = "ran"
+    REUSED = "reused"
+    HELD = "held"           # another runner holds its claim: the caller looks further ahead
+    PAUSED = "paused"
+    HALTED = "halted"
+    STOPPED = "stopped"
+    CANCELLED = "cancelled"
+    SPENT = "spent"         # its held-out cases were spent by another series
 
 
 class CallOutcome(StrEnum):

@@ -48,7 +48,7 @@ class Diagnostic:
 class DiagnosticError(Exception):
     """Raised by loaders when a file cannot be read at all; carries its diagnostics."""
 
-    def __init__(self, diagnostics: list[Diagnostic]):
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
         super().__init__("\n".join(d.render() for d in diagnostics))
         self.diagnostics = diagnostics
 

@@ -109,6 +109,8 @@ def test_the_docs_table_is_the_definition():
 # where an outcome or a state is compared or written: the names, attributes and record keys that hold one
 OUTCOME_HOLDERS = {"outcome"}
 STATE_HOLDERS = {"status", "state"}
+CELL_VERDICT_HOLDERS = {"verdict"}
+KIND_HOLDERS = {"kind"}
 
 
 def _holder(node: ast.AST) -> str | None:
@@ -182,7 +184,7 @@ def test_every_state_the_package_uses_is_a_defined_state_kind():
               for s in kind}
     # the other words a `state` holds: a verdict's (stats/verdicts.py; "open" and "none" where a report has no
     # verdict or a look's), and "pending", the state of a tool's job in AQVEN's poll protocol (engine/tools.py)
-    verdicts = {"confirmed", "refuted", "inconclusive", "invalid", "signal", "look", "open", "none", "pending"}
+    verdicts = {s.value for s in codes.VerdictState} | {"look", "open", "none", "pending"}
     used = {f"{where}:{line}": text for where, tree in _package_trees()
             for text, line in used_words(STATE_HOLDERS, tree)}
     assert len(used) > 10, "the scan found the states"
@@ -212,3 +214,24 @@ def test_the_vocabulary_is_plain_strings_where_records_carry_it():
     assert all(type(o) is str for o in codes.OUTCOMES + codes.OPEN_SERIES)
     assert all(type(c.outcome) is str for c in codes.CODES.values())
     assert type(codes.outcome_of("timeout")) is str and codes.Outcome.OK == "ok"
+
+
+
+def test_every_cell_verdict_the_package_uses_is_defined():
+    defined = {v.value for v in codes.CellVerdict}
+    used = {f"{where}:{line}": text for where, tree in _package_trees()
+            for text, line in used_words(CELL_VERDICT_HOLDERS, tree)}
+    assert len(used) > 5, "the scan found the cell verdicts"
+    assert {where: text for where, text in used.items() if text not in defined} == {}, \
+        "define these in pytest_aqven/codes.py (CellVerdict)"
+
+
+def test_the_ledger_and_the_scheduler_write_their_kinds_as_members():
+    """series/ledger.py's Decision and series/scheduler.py's AttemptTurn take a codes.LedgerKind and a
+    codes.SchedulerKind (mypy holds the fields to them); no bare word is compared with a kind either."""
+    assert {k.value for k in codes.LedgerKind} - {k.value for k in codes.SchedulerKind} == {"start", "wait"}
+    trees = {where: tree for where, tree in _package_trees() if where.endswith(("series/ledger.py",
+                                                                               "series/scheduler.py"))}
+    assert len(trees) == 2
+    assert {where: used_words(KIND_HOLDERS, tree) for where, tree in trees.items()} == {where: [] for where in trees}
+    assert used_words(KIND_HOLDERS, ast.parse('if decision.kind == "strat": pass')) == [("strat", 1)]

@@ -1,9 +1,10 @@
-"""The layers of README.md's Layout, locked: every import of the package (module-level and inside functions; found with
-ast, never by importing) points down or sideways within its own package, and no two modules import each other
-through any chain. Run with `-s` to see the graph between packages (`pytest tests/test_layers.py -s`).
+"""The layers of the package, locked: every import of the package (module-level, inside functions and under
+`if TYPE_CHECKING:`; found with ast, never by importing) points down or sideways within its own package, no two
+modules and no two packages import each other through any chain, and only the pytest layer (plugin/) imports
+pytest, pluggy or xdist. Run with `-s` to see the graph between packages (`pytest tests/test_layers.py -s`).
 
-An import under `if TYPE_CHECKING:` is left out: it never runs, so it orders nothing at import or call time; it
-only names a class an annotation mentions (mypy reads it)."""
+An import under `if TYPE_CHECKING:` counts like any other: it never runs, but the annotation that needs it ties
+the two modules as much as a call does, and a cycle it closes is a seam in the wrong place."""
 from __future__ import annotations
 
 import ast
@@ -21,25 +22,36 @@ LAYERS = [
     {"codes", "diagnostics", "record"},     # the vocabulary, the diagnostics model, the attempt record: leaves
     {"stats"},
     {"storage"},                            # the database interface: series/ and the providers' limits share it
-    {"project", "compat"},                  # compat: only install(), which puts the stand-in on sys.path
+    # compat: install(), which puts the stand-in of AQVEN's API on sys.path, and the names of `aqven.spec` user code
+    # imports (the project's types): they stay as low as the project they describe
+    {"project", "compat", "compat.aqven", "compat.aqven.spec"},
     {"check"},                              # the check context and the rules of the project alone; each layer
                                             # above holds its own rules (engine/flow_rules.py ...), api/check.py runs them
     {"providers"},
-    {"engine"},                             # with the evaluators and policies
+    {"engine", "compat.aqven.policies"},    # with the evaluators and policies (`aqven.policies` names them)
     {"experiments"},
     {"series"},
     {"findings"},
     {"report"},
     {"api"},                                # the library face the plugin and the CLI call: every layer's aqven check
                                             # rules in one order, deciding a series, the launch plans of `aqven plan`
-    # the top: the pytest layer (the only importer of pytest, pluggy and xdist), the CLI, the stand-in of AQVEN's
-    # API that user code imports, the scaffold
-    {"", "compat.aqven", "plugin", "cli", "scaffold"},
+    # the top: the pytest layer (the only importer of pytest, pluggy and xdist), the CLI, the runtime face of
+    # AQVEN's API (`aqven.runtime` runs flows and checks projects for user code), the scaffold
+    {"", "compat.aqven.runtime", "plugin", "cli", "scaffold"},
 ]
 
 # the edges the layers still have, each named so a new one fails and a mended one must leave the list
 KNOWN_UPWARD: set[tuple[str, str]] = set()
-KNOWN_CYCLES: list[set[str]] = []
+KNOWN_CYCLES: list[set[str]] = [
+    # a recursive interpreter: each node kind runs its children through Runner.run_node (annotations only)
+    {"engine.runner", "engine.containers", "engine.llm", "engine.tools"},
+]
+# the libraries only the pytest layer may import: the rest of the package is a library the CLI runs without them
+PYTEST_ONLY = {"pytest", "_pytest", "pluggy", "xdist"}
+PYTEST_LAYER = "plugin"
+# the `aqven` command's one parser tree: no other package builds a parser
+CLI_ONLY = {"argparse"}
+CLI_LAYER = "cli"
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -49,26 +61,30 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def _type_checking_only(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
-                                         or getattr(test, "attr", None) == "TYPE_CHECKING")
-
-
 def _imports(tree: ast.AST):
-    """Every Import/ImportFrom of the tree, at any depth, but those under `if TYPE_CHECKING:`."""
-    for node in ast.iter_child_nodes(tree):
-        if _type_checking_only(node):
-            yield from (n for child in node.orelse for n in _imports(ast.Module([child], [])))
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        yield from _imports(node)
+    """Every Import/ImportFrom of the tree, at any depth (in functions, under `if TYPE_CHECKING:`)."""
+    return (node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
+def _files(root: Path) -> dict[str, Path]:
+    return {module_name(p, root): p for p in sorted(root.rglob("*.py")) if "template" not in p.parts}
+
+
+def outside_imports(root: Path) -> dict[str, set[str]]:
+    """Module -> the top-level names of what it imports from outside the package (`pytest`, `numpy` ...)."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for name, path in _files(root).items():
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found[name] |= {a.name.split(".")[0] for a in node.names}
+            elif node.level == 0 and node.module:
+                found[name].add(node.module.split(".")[0])
+    return found
 
 
 def import_graph(root: Path, top: str = "pytest_aqven") -> dict[str, set[str]]:
     """Module -> the modules of the package it imports (names relative to the package: "engine.runner")."""
-    files = {module_name(p, root): p for p in sorted(root.rglob("*.py")) if "template" not in p.parts}
+    files = _files(root)
     edges: dict[str, set[str]] = defaultdict(set)
     for name, path in files.items():
         here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
@@ -180,6 +196,25 @@ def test_no_two_modules_import_each_other_through_any_chain(graph):
     assert [sorted(c) for c in KNOWN_CYCLES if c not in found] == [], "gone: remove it from KNOWN_CYCLES"
 
 
+def test_no_two_packages_import_each_other_through_any_chain(graph):
+    assert cycles(package_graph(graph)) == [], "a package imports one that imports it back: move the code down"
+
+
+def test_only_the_pytest_layer_imports_pytest_pluggy_or_xdist():
+    imports = outside_imports(PACKAGE)
+    assert "pytest" in imports["plugin"] and "_pytest" in imports["plugin.internals"], "the walk sees them"
+    outside = {name: sorted(found & PYTEST_ONLY) for name, found in imports.items()
+               if found & PYTEST_ONLY and layer_of(name)[1] != PYTEST_LAYER}
+    assert outside == {}, "the library imports nothing of pytest: move the pytest part to plugin/"
+
+
+def test_only_the_cli_builds_a_parser():
+    imports = outside_imports(PACKAGE)
+    assert "argparse" in imports["cli"] and "argparse" in imports["cli.series"], "the walk sees them"
+    outside = sorted(name for name, found in imports.items() if found & CLI_ONLY and layer_of(name)[1] != CLI_LAYER)
+    assert outside == [], "every parser of the aqven command is in cli/"
+
+
 def _write(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = root / "pkg" / name
@@ -191,16 +226,16 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_walk_sees_an_upward_edge_even_inside_a_function(tmp_path):
-    """A synthetic package: stats reaching up into engine from inside a function is caught, a TYPE_CHECKING
-    import is not."""
+    """A synthetic package: stats reaching up into engine from inside a function is caught, and so is an import
+    under TYPE_CHECKING."""
     root = _write(tmp_path, {
         "stats/model.py": "def f():\n    from ..engine.runner import Runner\n    return Runner\n",
         "stats/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.engine import runner\n",
         "engine/runner.py": "from ..stats import model\nclass Runner: ...\n",
     })
     edges = import_graph(root, top="pkg")
-    assert edges["stats.model"] == {"engine.runner"} and edges["stats.typed"] == set()
-    assert upward(edges) == {("stats.model", "engine.runner")}
+    assert edges["stats.model"] == {"engine.runner"} and edges["stats.typed"] == {"engine.runner"}
+    assert upward(edges) == {("stats.model", "engine.runner"), ("stats.typed", "engine.runner")}
     assert cycles(edges) == [{"stats.model", "engine.runner"}]
     assert "stats -> engine" in render(edges)
 
@@ -213,3 +248,16 @@ def test_the_walk_sees_a_cycle_between_modules_of_one_package(tmp_path):
     })
     edges = import_graph(root, top="pkg")
     assert upward(edges) == set() and cycles(edges) == [{"series.a", "series.b", "series.c"}]
+
+
+def test_the_walk_sees_a_cycle_between_packages_and_pytest_outside_the_pytest_layer(tmp_path):
+    """engine.a -> series.b and series.c -> engine.d: no two modules in a cycle, but the packages are; stats
+    imports pytest under TYPE_CHECKING."""
+    root = _write(tmp_path, {
+        "engine/a.py": "from ..series import b\n",
+        "series/c.py": "from ..engine import d\n",
+        "stats/model.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pytest\n",
+    })
+    edges = import_graph(root, top="pkg")
+    assert cycles(edges) == [] and cycles(package_graph(edges)) == [{"engine", "series"}]
+    assert outside_imports(root)["stats.model"] == {"typing", "pytest"}

@@ -235,3 +235,24 @@ def test_a_failure_while_deciding_fails_the_verdict_test_not_the_session(pyteste
     result.stdout.fnmatch_lines(["*pytest-aqven could not decide series *: RuntimeError: database went away*"])
     assert "INTERNALERROR" not in result.stdout.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+COLLECTOR_SEEN = """
+from pytest_aqven.plugin.running import collect_module
+
+def pytest_sessionfinish(session):
+    found = collect_module(session.config)
+    with open("collector.txt", "a") as f:
+        f.write((found.__name__ if found else "none") + "\\n")
+"""
+
+
+def test_the_session_finds_the_collector_where_it_collected_an_experiment_only(pytester):
+    """In this process the collector module is imported (tests/conftest.py imports every module): a run without
+    experiments still has none, a run that collected an experiment file has plugin/collect.py."""
+    pytester.makeconftest(COLLECTOR_SEEN)
+    pytester.makepyfile(test_plain="def test_trivial():\n    pass\n")
+    pytester.runpytest("test_plain.py", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    make(pytester, 4, repeats=1)
+    pytester.runpytest("proj", "-p", "no:cacheprovider")
+    assert (pytester.path / "collector.txt").read_text().split() == ["none", "pytest_aqven.plugin.collect"]

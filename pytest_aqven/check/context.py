@@ -17,7 +17,7 @@ def internal_error(file: str, what: str, exc: BaseException) -> Diagnostic:
 
 
 class CheckContext:
-    def __init__(self, project: Project):
+    def __init__(self, project: Project) -> None:
         self.project = project
         self.types = TypeInfo(project.types, project.unreadable["type"])
         self.resolver = SafeResolver(project.package, project.root)

@@ -14,7 +14,7 @@ from ..project import coderefs
 
 
 class SafeResolver:
-    def __init__(self, package: str, root: Path):
+    def __init__(self, package: str, root: Path) -> None:
         self.package = package
         self.root = root
         self._cache: dict[tuple[str, str], tuple[Callable[..., Any] | None, str | None]] = {}

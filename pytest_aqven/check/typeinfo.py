@@ -12,7 +12,7 @@ OPAQUE = {"Json", "Dynamic", "DynamicValue", "FieldSpec", "MapItemError", "Image
 
 
 class TypeInfo:
-    def __init__(self, registry: Registry, unreadable: Set[str] = frozenset()):
+    def __init__(self, registry: Registry, unreadable: Set[str] = frozenset()) -> None:
         self.registry = registry
         self.unreadable = unreadable          # type files that exist but did not load
 

@@ -13,8 +13,7 @@ from pathlib import Path
 from .. import __version__
 from ..api.check import check_root
 from ..diagnostics import render_github, render_json, render_text
-from ..project.loader import PROJECT_FILE, find_root
-from .project import project_argument, project_path
+from .project import NoProject, Subcommands, project_argument, project_root
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,11 +21,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aqven (pytest-aqven) {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_check(commands)
-    from ..scaffold import add_new
+    from .new import add_new
     add_new(commands)
     from .cases import add_cases
     add_cases(commands)
-    from .series import add_db, add_series
+    from .series import add_db, add_series, add_series_decide
     add_series_decide(add_series(commands))
     add_db(commands)
     add_findings(commands)
@@ -34,51 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_series_decide(series_commands) -> None:
-    p = series_commands.add_parser(
-        "decide", help="decide a series from its recorded attempts, as the pytest run does",
-        description="Decide a series from the attempts the project database holds, as the pytest run that ran "
-                    "them does at its end (the same verdict, with the intervals the series was decided with), "
-                    "record it, publish its finding, and print the verdict. Nothing runs; a series already decided "
-                    "keeps its verdict and finding.")
-    p.add_argument("series_id", help="the series id (or a unique prefix)")
-    project_argument(p)
-    p.set_defaults(handler=run_series_decide)
-
-
-def run_series_decide(args: argparse.Namespace) -> int:
-    from ..api.decide import decide
-    from ..project.loader import load_project
-    from .series import _run, _series, _store, unrecorded_line
-
-    def body(args) -> int:
-        store = _store(args)
-        series, root = _series(store, args.series_id), store.root
-        decided = decide(load_project(root), series["series_id"], family=series.get("family") or "robust")
-        if decided.error is not None:
-            print(f"aqven series decide: {decided.error}", file=sys.stderr)
-            return 1
-        conclusion, _ = decided.parts()
-        print(f"{conclusion.experiment} series {conclusion.series_id} ({conclusion.split}, "
-              f"{conclusion.done}/{conclusion.total} attempts)")
-        if conclusion.verdict is None and series["status"] not in ("awaiting_approval", "cancelled"):
-            print(f"verdict open: {conclusion.done} of {conclusion.total} attempts finished; the pytest command that "
-                  "started the series continues it")
-            if missing := unrecorded_line(store, series):
-                print(missing)
-            return 1
-        print(decided.section())
-        if conclusion.finding is not None:
-            print(f"finding: {Path(conclusion.finding).relative_to(root).as_posix()}")
-        if decided.refused is not None:
-            print(f"aqven series decide: the finding is recorded in the project database but its files were not "
-                  f"written:\n{decided.refused}", file=sys.stderr)
-            return 1
-        return 0 if conclusion.verdict is not None else 1
-    return _run(body, args)
-
-
-def add_findings(commands) -> None:
+def add_findings(commands: Subcommands) -> None:
     p = commands.add_parser("findings", help="the project's findings and FINDINGS.md",
                             description="Work on the findings of the project around PATH.")
     sub = p.add_subparsers(dest="findings_command", required=True, metavar="SUBCOMMAND")
@@ -93,16 +48,13 @@ def add_findings(commands) -> None:
     r.set_defaults(handler=run_findings_rebuild)
 
 
-def _root_of(command: str, path: str) -> Path | None:
-    start = Path(path)
-    if not start.exists():
-        print(f"aqven {command}: {path} does not exist", file=sys.stderr)
+def _root_of(command: str, args: argparse.Namespace) -> Path | None:
+    try:
+        return project_root(args)
+    except NoProject as exc:
+        print(f"aqven {command}: {exc.where} does not exist" if exc.missing else
+              f"aqven {command}: {exc}; run aqven {command} inside an AQVEN project", file=sys.stderr)
         return None
-    root = find_root(start)
-    if root is None:
-        print(f"aqven {command}: no {PROJECT_FILE} in {path} or any folder above it; "
-              f"run aqven {command} inside an AQVEN project", file=sys.stderr)
-    return root
 
 
 def run_findings_rebuild(args: argparse.Namespace) -> int:
@@ -111,7 +63,7 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     from ..findings.publish import edited, rebuild, restore  # noqa: PLC0415
     from ..project.loader import load_project  # noqa: PLC0415
 
-    root = _root_of("findings rebuild", project_path(args))
+    root = _root_of("findings rebuild", args)
     if root is None:
         return 2
     project = load_project(root)
@@ -151,7 +103,7 @@ def run_findings_rebuild(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_check(commands) -> None:
+def add_check(commands: Subcommands) -> None:
     p = commands.add_parser(
         "check", help="validate a project and every experiment before a series may run it",
         description="Validate the project around PATH (the folder holding aqven.yaml, searched upward) "
@@ -165,7 +117,7 @@ def add_check(commands) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    root = _root_of("check", project_path(args))
+    root = _root_of("check", args)
     if root is None:
         return 2
     diagnostics = check_root(root)
@@ -192,7 +144,7 @@ def repository_prefix(root: Path) -> str:
     return ""
 
 
-def add_plan(commands) -> None:
+def add_plan(commands: Subcommands) -> None:
     p = commands.add_parser(
         "plan", help="launch plans with the simulated power search (kept for pytest --collect-only)",
         description="Print each experiment's launch plan as `pytest --collect-only` does, after running the "
@@ -219,7 +171,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.cases is not None and args.cases < 1 or args.repeats is not None and not 1 <= args.repeats <= 20:
         print("aqven plan: --cases must be at least 1 and --repeats between 1 and 20", file=sys.stderr)
         return 2
-    root = _root_of("plan", project_path(args))
+    root = _root_of("plan", args)
     if root is None:
         return 2
     project = load_project(root)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from .project import project_argument, project_path
+from .project import NoProject, Subcommands, project_argument, project_root
 
 
-def add_cases(commands) -> None:
+def add_cases(commands: Subcommands) -> None:
     p = commands.add_parser(
         "cases", help="which cases of an experiment are in the working half, and per-tag counts of both halves",
         description="Print the working cases of EXPERIMENT by name, in file order, and per tag how many cases each "
@@ -22,11 +21,11 @@ def add_cases(commands) -> None:
 
 def run_cases(args: argparse.Namespace) -> int:
     from ..findings.halves import halves, reshuffles
-    from ..project.loader import PROJECT_FILE, find_root, load_project
-    where = project_path(args)
-    root = find_root(Path(where)) if Path(where).exists() else None
-    if root is None:
-        print(f"aqven cases: no {PROJECT_FILE} in {where} or any folder above it", file=sys.stderr)
+    from ..project.loader import load_project
+    try:
+        root = project_root(args)
+    except NoProject as exc:
+        print(f"aqven cases: {exc}", file=sys.stderr)
         return 2
     project = load_project(root)
     experiment = project.experiments.get(args.experiment)

@@ -1,12 +1,14 @@
 """`aqven series list | show | approve | cancel | export` and `aqven db check`: series steered from the terminal."""
 from __future__ import annotations
 
+import argparse
 import csv
 import getpass
 import json
 import sys
 from decimal import Decimal
 from pathlib import Path
+from typing import Callable
 
 from .. import storage
 from ..report.terminal import table
@@ -14,14 +16,14 @@ from ..series.cap import CapError, dollars, parse_usd
 from ..series.db import Store, planned_attempts
 from ..series.ledger import PROVIDER_UNUSABLE, approve, cancel, pause_text, series_spend
 from ..series.stopping import decided_text, stop_of
-from .project import project_argument
+from .project import NoProject, Subcommands, project_argument, project_root
 
 EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "error_code", "cost_usd",
                  "check_cost_usd", "unpriced_calls", "latency_ms", "tokens_in", "tokens_out", "started_at",
                  "finished_at"]
 
 
-def add_series(commands):
+def add_series(commands: Subcommands) -> Subcommands:
     p = commands.add_parser("series", help="list, read, approve, cancel and export the series of a project",
                             description="The series of the project around --path (the folder holding aqven.yaml).")
     sub = p.add_subparsers(dest="series_command", required=True, metavar="SUBCOMMAND")
@@ -69,7 +71,50 @@ def add_series(commands):
     return sub
 
 
-def add_db(commands) -> None:
+def add_series_decide(series_commands: Subcommands) -> None:
+    p = series_commands.add_parser(
+        "decide", help="decide a series from its recorded attempts, as the pytest run does",
+        description="Decide a series from the attempts the project database holds, as the pytest run that ran "
+                    "them does at its end (the same verdict, with the intervals the series was decided with), "
+                    "record it, publish its finding, and print the verdict. Nothing runs; a series already decided "
+                    "keeps its verdict and finding.")
+    p.add_argument("series_id", help="the series id (or a unique prefix)")
+    project_argument(p)
+    p.set_defaults(handler=run_series_decide)
+
+
+def run_series_decide(args: argparse.Namespace) -> int:
+    from ..api.decide import decide
+    from ..project.loader import load_project
+
+    def body(args: argparse.Namespace) -> int:
+        store = _store(args)
+        series, root = _series(store, args.series_id), store.root
+        decided = decide(load_project(root), series["series_id"], family=series.get("family") or "robust")
+        if decided.error is not None:
+            print(f"aqven series decide: {decided.error}", file=sys.stderr)
+            return 1
+        conclusion, _ = decided.parts()
+        print(f"{conclusion.experiment} series {conclusion.series_id} ({conclusion.split}, "
+              f"{conclusion.done}/{conclusion.total} attempts)")
+        if conclusion.verdict is None and series["status"] not in ("awaiting_approval", "cancelled"):
+            print(f"verdict open: {conclusion.done} of {conclusion.total} attempts finished; the pytest command that "
+                  "started the series continues it")
+            if missing := unrecorded_line(store, series):
+                print(missing)
+            return 1
+        print(decided.section())
+        if conclusion.finding is not None:
+            print(f"finding: {Path(conclusion.finding).relative_to(root).as_posix()}")
+        if decided.refused is not None:
+            print(f"aqven series decide: the finding is recorded in the project database but its files were not "
+                  f"written:\n{decided.refused}", file=sys.stderr)
+            return 1
+        return 0 if conclusion.verdict is not None else 1
+    return _run(body, args)
+
+
+def add_db(commands: Subcommands) -> None:
     p = commands.add_parser("db", help="the project database")
     sub = p.add_subparsers(dest="db_command", required=True, metavar="SUBCOMMAND")
     check = sub.add_parser("check", help="full integrity check of the project database (or of FILE); of a "
@@ -84,7 +129,7 @@ def add_db(commands) -> None:
     migrate.set_defaults(handler=run_db_migrate)
 
 
-def _path(p) -> None:
+def _path(p: argparse.ArgumentParser) -> None:
     project_argument(p)
 
 
@@ -92,12 +137,12 @@ class Refused(Exception):
     pass
 
 
-def _store(args) -> Store:
-    from ..project.loader import PROJECT_FILE, find_root, package_of
-    start = Path(args.project or ".")
-    root = find_root(start) if start.exists() else None
-    if root is None:
-        raise Refused(f"no {PROJECT_FILE} in {args.project or '.'} or any folder above it")
+def _store(args: argparse.Namespace) -> Store:
+    from ..project.loader import package_of
+    try:
+        root = project_root(args)
+    except NoProject as exc:
+        raise Refused(str(exc)) from None
     if not storage.exists(root):
         raise Refused(f"{root} has no series yet ({storage.database_path(root)} does not exist)")
     try:
@@ -120,7 +165,7 @@ def _series(store: Store, prefix: str) -> dict:
     return store.known_series(rows[0])
 
 
-def _run(fn, args) -> int:
+def _run(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """A closed pipe (`| head`) goes up to cli.main, which ends quietly; the stores the command opened close."""
     try:
         return fn(args)
@@ -158,8 +203,8 @@ def unrecorded_line(store: Store, series: dict, shown: int = 6) -> str | None:
     return f"{head}: {names}" + (f" and {len(missing) - shown} more" if len(missing) > shown else "")
 
 
-def run_list(args) -> int:
-    def body(args):
+def run_list(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         with store.read() as db:
             rows = db.series_ids()
@@ -182,8 +227,8 @@ HELD_OUT_REFUSAL = ("held-out cases are never shown one by one (whoever reads th
                     "half stops being held out); --reveal shows them to a person who asks explicitly")
 
 
-def run_show(args) -> int:
-    def body(args):
+def run_show(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         s = _series(store, args.series_id)
         if args.case is None:
@@ -194,7 +239,7 @@ def run_show(args) -> int:
     return _run(body, args)
 
 
-def _show_case(store: Store, s: dict, args) -> int:
+def _show_case(store: Store, s: dict, args: argparse.Namespace) -> int:
     """Every finished attempt of one case (narrowed by --variant / --repeat), with its trace."""
     sid, held_out = s["series_id"], s["split"] == "holdout"
     if held_out and not args.reveal:
@@ -266,8 +311,8 @@ def _outcomes(store: Store, series_id: str) -> list[tuple[str, int]]:
         return db.outcome_counts(series_id)
 
 
-def run_approve(args) -> int:
-    def body(args):
+def run_approve(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         s = _series(store, args.series_id)
         sid = s["series_id"]
@@ -321,8 +366,8 @@ def _cap(text: str, old: Decimal, reason: str | None) -> Decimal:
     return cap
 
 
-def run_cancel(args) -> int:
-    def body(args):
+def run_cancel(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         s = _series(store, args.series_id)
         if not cancel(store, s["series_id"], "aqven series cancel"):
@@ -332,8 +377,8 @@ def run_cancel(args) -> int:
     return _run(body, args)
 
 
-def run_export(args) -> int:
-    def body(args):
+def run_export(args: argparse.Namespace) -> int:
+    def body(args: argparse.Namespace) -> int:
         store = _store(args)
         s = _series(store, args.series_id)
         sid = s["series_id"]
@@ -364,13 +409,12 @@ def run_export(args) -> int:
     return _run(body, args)
 
 
-def _root_or_none(args) -> Path | None:
-    from ..project.loader import PROJECT_FILE, find_root
-    path = args.project or "."
-    root = find_root(Path(path)) if Path(path).exists() else None
-    if root is None:
-        print(f"aqven db: no {PROJECT_FILE} in {path} or any folder above it", file=sys.stderr)
-    return root
+def _root_or_none(args: argparse.Namespace) -> Path | None:
+    try:
+        return project_root(args)
+    except NoProject as exc:
+        print(f"aqven db: {exc}", file=sys.stderr)
+        return None
 
 
 def _check_server() -> int:
@@ -396,7 +440,7 @@ def _check_server() -> int:
     return 0
 
 
-def run_db_migrate(args) -> int:
+def run_db_migrate(args: argparse.Namespace) -> int:
     root = Path(".") if storage.chosen() else _root_or_none(args)
     if root is None:
         return 2
@@ -410,7 +454,7 @@ def run_db_migrate(args) -> int:
     return 0
 
 
-def run_db_check(args) -> int:
+def run_db_check(args: argparse.Namespace) -> int:
     if storage.chosen() and not args.file:
         return _check_server()
     if args.file:

@@ -28,7 +28,7 @@ class _Alias(importlib.abc.Loader):
     """`aqven.x` is a module of its own whose names are those of `pytest_aqven.compat.aqven.x`: the same
     objects, so `aqven.policies.Verdict is pytest_aqven.engine.evaluators.Verdict`."""
 
-    def __init__(self, target: str):
+    def __init__(self, target: str) -> None:
         self.target = target
 
     def exec_module(self, module):

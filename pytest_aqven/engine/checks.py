@@ -174,7 +174,7 @@ def user_models(fn: Callable) -> tuple[Any, Any, Any]:
 
 
 class CheckRaised(RuntimeError):
-    def __init__(self, message: str, code: str = "E_POLICY_RAISED", public: str | None = None):
+    def __init__(self, message: str, code: str = "E_POLICY_RAISED", public: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.public = public        # the message without case data: held-out reports show it

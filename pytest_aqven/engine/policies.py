@@ -229,7 +229,7 @@ BUILTINS: dict[str, dict[str, tuple[Callable, type[Params]]]] = {
 
 
 class PolicyError(ValueError):
-    def __init__(self, message: str, loc: tuple = ()):
+    def __init__(self, message: str, loc: tuple = ()) -> None:
         super().__init__(message)
         self.loc = loc              # where in `with` the first problem is (the checker points there)
 

@@ -23,7 +23,7 @@ class Prompt:
     """One prompt text as the engine reads it: the main prompt of an inference (its globals are the
     inputs, output_format and variants) or a variant text (the inputs only)."""
 
-    def __init__(self, ctx: CheckContext, path: Path, inference: specs.InferenceSpec, stem: str, main: bool):
+    def __init__(self, ctx: CheckContext, path: Path, inference: specs.InferenceSpec, stem: str, main: bool) -> None:
         self.ctx, self.path, self.inference, self.stem, self.main = ctx, path, inference, stem, main
         self.rel = ctx.project.rel(path)
         self.who = f"prompt of inference {stem}" if main else f"variant text of inference {stem}"

@@ -74,7 +74,7 @@ class Frame:
 
 class Runner:
     def __init__(self, project: Project, providers: Mapping[str, Provider | ProviderError],
-                 identity: AttemptIdentity = AttemptIdentity(), sources: Sources = LIVE):
+                 identity: AttemptIdentity = AttemptIdentity(), sources: Sources = LIVE) -> None:
         self.project = project
         self.sources = sources                # the series' snapshot: prompts and fragments read from it
         self.providers = providers

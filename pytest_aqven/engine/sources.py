@@ -11,7 +11,7 @@ from ..project.paths import outside
 
 
 class Sources:
-    def __init__(self, files: dict[Path, bytes] | None = None, *, conflict: str | None = None):
+    def __init__(self, files: dict[Path, bytes] | None = None, *, conflict: str | None = None) -> None:
         self.files = files                 # resolved path -> bytes; None: read the disk
         self.conflict = conflict           # why this process may not run the series' attempts (inputs changed)
         self._texts: dict[Path, str] = {}

@@ -25,7 +25,7 @@ class Conclusion:
     split: str
     done: int
     total: int
-    verdict: stats.Verdict | None = None      # None while the series is incomplete
+    verdict: stats.ExperimentVerdict | None = None      # None while the series is incomplete
     finding: Path | None = None
     note: str | None = None                   # why there is no verdict, or what else to know
     facts: stats.SeriesFacts | None = None    # what the verdict was decided with
@@ -39,7 +39,7 @@ class Conclusion:
     def state(self) -> str | None:
         return self.verdict.state if self.verdict else None
 
-    def decided(self) -> tuple[stats.Threshold | stats.Pair | stats.Look, stats.Verdict, stats.SeriesFacts,
+    def decided(self) -> tuple[stats.Threshold | stats.Pair | stats.Look, stats.ExperimentVerdict, stats.SeriesFacts,
                                TallyTable]:
         """The question, verdict, facts and table of a decided series (what a finding is built from)."""
         if self.question is None or self.verdict is None or self.facts is None or self.table is None:

@@ -222,7 +222,7 @@ class FindingsRefused(Exception):
     """The files are not what aqven generated (an edited finding, a hand-made line): nothing is overwritten
     or dropped. `problems` holds (file relative to the root, key path, message) for the diagnostics."""
 
-    def __init__(self, code: str, problems: list[tuple[str, tuple, str]], hint: str):
+    def __init__(self, code: str, problems: list[tuple[str, tuple, str]], hint: str) -> None:
         self.code, self.problems, self.hint = code, problems, hint
         super().__init__("; ".join(f"{code} {file}: {message}" for file, _, message in problems) + f" ({hint})")
 

@@ -97,7 +97,7 @@ def _judges(recorded) -> Mapping[str, str] | frozenset[str]:
     return dict(recorded) if isinstance(recorded, Mapping) else frozenset(recorded)
 
 
-def recompute(document: Mapping) -> stats.Verdict:
+def recompute(document: Mapping) -> stats.ExperimentVerdict:
     """The verdict its method decides from its data."""
     method, data, scope = document["method"], document["data"], document["scope"]
     facts = stats.SeriesFacts(
@@ -139,10 +139,10 @@ def _recomputed(document: Mapping) -> list[Problem]:
     return []
 
 
-_RECOMPUTED: dict[str, stats.Verdict] = {}
+_RECOMPUTED: dict[str, stats.ExperimentVerdict] = {}
 
 
-def _cached_recompute(key: str, document: Mapping) -> stats.Verdict:
+def _cached_recompute(key: str, document: Mapping) -> stats.ExperimentVerdict:
     """Collection and `aqven check` read the same findings: decide each one once per process."""
     if key not in _RECOMPUTED:
         if len(_RECOMPUTED) > 256:

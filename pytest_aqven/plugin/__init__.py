@@ -16,13 +16,23 @@ import pytest
 from ..series import interrupts
 from . import internals, options
 from .hooks import SeriesStart
-from .running import LOOP_ENDED, JunitNames, Release, StopWatch, collect_module, end_store_away, heard_store_away, stop
+from .running import (
+    COLLECTOR,
+    LOOP_ENDED,
+    JunitNames,
+    Release,
+    StopWatch,
+    collect_module,
+    end_store_away,
+    heard_store_away,
+    stop,
+)
 from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:
     from ..api.decide import Decided
 
-Outcome = Literal["passed", "failed", "skipped"]    # a TestReport's
+ReportOutcome = Literal["passed", "failed", "skipped"]    # a TestReport's
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,15 +81,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     root = file_path.parent.parent.parent
     if not (root / options.PROJECT_FILE).is_file():
         return None
-    from .collect import ExperimentFile
-    return ExperimentFile.from_parent(parent, path=file_path, root=root)
+    from . import collect
+    parent.config.stash[COLLECTOR] = collect
+    return collect.ExperimentFile.from_parent(parent, path=file_path, root=root)
 
 
 @pytest.hookimpl(tryfirst=True)      # before the stepwise plugin's (lfplugin's is a wrapper: it filters after)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A failed verdict reruns its whole experiment: under --lf and --ff its attempts count as last failed
     too, and --sw continues from the experiment's first attempt (a verdict decides only with its attempts)."""
-    collect = collect_module()
+    collect = collect_module(config)
     if collect is not None:
         collect.rerun_failed_verdicts(config, items)
         collect.stop_early_order(config, items)
@@ -89,7 +100,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtestloop(session: pytest.Session):
     """An experiment that aqven check rejects is a collection error of its file only: when those are the
     only collection errors, the other experiments still run (as they do under xdist), and the session fails."""
-    collect = collect_module()
+    collect = collect_module(session.config)
     stopped: set[str] = session.config.stash.get(collect.CHECK_FAILED, set()) if collect else set()
     with internals.continuing_on_collection_errors(session, bool(stopped) and session.testsfailed == len(stopped)):
         return (yield)
@@ -132,7 +143,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
     """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
     items still report in order (each item's runtest waits only for its own attempt)."""
-    collect = collect_module()
+    collect = collect_module(item.config)
     if collect is not None and isinstance(item, collect.VerdictItem) and item.standing is None:
         # decided and reported after the run loop (VerdictReporter): here only what pytest's runner does after
         # an item, so the next item's setup finds its parents' stack as it expects
@@ -183,7 +194,7 @@ def pytest_testnodedown(node, error) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):
     report = yield
-    collect = collect_module()
+    collect = collect_module(item.config)
     if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:
         # the record itself where it is folded; on an xdist worker its wire form, plain data for the controller
         report.aqven_attempt = item.record.to_wire() if internals.is_worker(item.config) else item.record
@@ -204,7 +215,7 @@ def pytest_runtest_makereport(item: pytest.Item, call):
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Before a real run, one launch plan line per experiment (closed form: instant)."""
-    collect = collect_module()
+    collect = collect_module(config)
     if collect is None or config.option.collectonly or config.get_verbosity() < 0 or internals.is_worker(config):
         return []       # an xdist worker's lines are never shown (the controller writes them): no numpy there
     from ..report import terminal
@@ -220,7 +231,7 @@ VETOES = pytest.StashKey[dict]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """pytest_aqven_series_start may veto an experiment, asked once per process before its first attempt."""
-    collect = collect_module()
+    collect = collect_module(item.config)
     if collect is None or not isinstance(item, collect.AttemptItem):
         return
     file = item.experiment_file
@@ -251,7 +262,7 @@ class VerdictTests(VerdictReporter):
             "to decide it")
         state = "invalid" if file_nodeid in self.halted else "open"
         self.unrun.append((experiment, split, why, state))
-        outcome: Outcome
+        outcome: ReportOutcome
         longrepr: str | tuple[str, None, str]
         if state == "invalid" or (split == "holdout" and "open" in self.fail_on):
             outcome, longrepr = "failed", f"verdict {state}: {why}"
@@ -293,7 +304,7 @@ class VerdictTests(VerdictReporter):
         state = decided.state
         failing = state == "invalid" or (conclusion.split == "holdout" and state in self.fail_on)
         text = conclusion.verdict.text if conclusion.verdict else conclusion.note
-        outcome: Outcome
+        outcome: ReportOutcome
         longrepr: str | tuple[str, None, str] | None
         if decided.refused is not None:     # a finding was recorded: its verdict is the text
             outcome, longrepr = "failed", (f"verdict {state}: {text}\nthe finding is recorded in "
@@ -310,7 +321,7 @@ class VerdictTests(VerdictReporter):
         if verdict_id is not None:
             self._fire(session, verdict_id, outcome, longrepr, props, [("aqven verdict", decided.section())])
 
-    def _fire(self, session: pytest.Session, nodeid: str, outcome: Outcome, longrepr, props: list,
+    def _fire(self, session: pytest.Session, nodeid: str, outcome: ReportOutcome, longrepr, props: list,
               sections: list | None = None) -> None:
         """Report the collected verdict item `nodeid` as every reporter expects a test: logstart, the three
         phases, logfinish (its item was counted at collection: pytest's progress stays right)."""

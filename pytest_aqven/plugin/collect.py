@@ -10,6 +10,7 @@ import pytest
 from ..api.check import check_project
 from ..check.context import internal_error
 from ..check.scope import collection_errors
+from ..codes import SchedulerKind
 from ..diagnostics import Diagnostic
 from ..experiments.plan import PlanError
 from ..findings.publish import repair as repair_findings
@@ -49,7 +50,7 @@ def parent_of(node: pytest.Item | pytest.Collector, kind: type[Parent]) -> Paren
 
 
 class LoadedProject:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path) -> None:
         try:
             self.project: Project = load_project(root)
         except Exception as exc:  # a loader bug: a collection error with its message, never a traceback
@@ -262,17 +263,18 @@ class AttemptItem(pytest.Item):
             outcome = sched.run_here(file.series, self.variant, self.case, self.repeat,
                                      lambda: self.next_attempts(sched.claim_ahead)) \
                 if sched.inline else None     # concurrency 1: here and now, no thread hops, nothing run ahead
-            if outcome is not None and outcome.kind == "held":   # another runner works on this series: from now
-                sched.inline, outcome = False, None           # on look ahead for work as a higher concurrency does
+            # another runner works on this series: from now on look ahead for work as a higher concurrency does
+            if outcome is not None and outcome.kind == SchedulerKind.HELD:
+                sched.inline, outcome = False, None
             if outcome is None:
                 outcome = wait(self.schedule(sched), lambda reach: self.look_further(sched, reach))
         except StorageError as exc:     # the store went away for longer than the run waits: one message, a stop
             store_away(self.session, str(exc))
         if outcome.record is None:          # paused, halted, cancelled or stopped: says what a person does next
-            if outcome.kind == "halted":    # the controller's verdict is invalid (keywords travel on the report)
+            if outcome.kind == SchedulerKind.HALTED:    # the controller's verdict is invalid (keywords travel)
                 self.keywords[HALTED] = 1
             raise pytest.skip.Exception(outcome.why, _use_item_location=True)
-        record, reused = outcome.record, outcome.kind == "reused"
+        record, reused = outcome.record, outcome.kind == SchedulerKind.REUSED
         if reused and junit.per_testcase(self.config):
             self.user_properties.append(("aqven_reused", "true"))
         trace = record.trace or {}

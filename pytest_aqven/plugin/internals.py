@@ -19,7 +19,7 @@ import pytest
 class InternalsChanged(RuntimeError):
     """An internal of pytest or xdist is not what this version of pytest-aqven was built for."""
 
-    def __init__(self, what: str):
+    def __init__(self, what: str) -> None:
         super().__init__(f"pytest-aqven reads {what}, which this pytest {pytest.__version__} / pytest-xdist "
                          f"{_xdist_version()} does not have as expected: install the versions pyproject.toml "
                          "declares, or report it to pytest-aqven")

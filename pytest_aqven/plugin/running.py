@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import sys
+from types import ModuleType
 from typing import NoReturn
 
 import pytest
@@ -14,13 +14,13 @@ LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normal
 STORE_AWAY = pytest.StashKey[str]()         # the store went away mid-run: its one message (config.stash)
 
 
-_COLLECT = f"{__package__}.collect"
+COLLECTOR = pytest.StashKey[ModuleType]()  # plugin/collect.py, once this process collected an experiment file
 
 
-def collect_module():
-    """pytest_aqven.plugin.collect once this process collected an experiment file, else None (asked by several hooks
-    of every item)."""
-    return sys.modules.get(_COLLECT)
+def collect_module(config: pytest.Config) -> ModuleType | None:
+    """plugin/collect.py once this process collected an experiment file (pytest_collect_file), else None (asked
+    by several hooks of every item: a run without experiments never imports it)."""
+    return config.stash.get(COLLECTOR, None)
 
 
 class Release:
@@ -28,7 +28,7 @@ class Release:
     session, so once an attempt reported, its record, details and trace leave them (the VerdictReporter
     folded the record into its tallies)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.unread: dict[str, pytest.TestReport] = {}     # call reports whose teardown report is still to come
 
     @pytest.hookimpl(wrapper=True)
@@ -37,7 +37,7 @@ class Release:
         try:
             return (yield)
         finally:
-            collect = collect_module()
+            collect = collect_module(item.config)
             if collect is not None and isinstance(item, collect.AttemptItem):
                 sched = item.config.stash.get(collect.SCHEDULER, None)
                 if sched is not None:
@@ -69,7 +69,7 @@ def _not_ours(properties: list) -> list:
 class JunitNames:
     """Testcase names CI reporters can read (junit.py), set before junitxml opens each testcase."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
 
     @pytest.hookimpl(tryfirst=True)
@@ -82,7 +82,7 @@ class StopWatch:
     """-x / --maxfail decided to stop (pytest sets shouldfail in its own pytest_runtest_logreport, which runs
     before this trylast one): stop at once, so the verdicts decided after the loop see a cancelled series."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.session: pytest.Session | None = None
 
@@ -102,9 +102,9 @@ def stop(session: pytest.Session, why: str | None) -> None:
     """No new attempt starts; running ones finish, are paid and recorded. With `why`, every series this run
     touched and cut short is cancelled (its verdict invalid); one with every attempt recorded is left for the
     same command to decide. Idempotent."""
-    collect = collect_module()
+    collect = collect_module(session.config)
     sched = session.config.stash.get(collect.SCHEDULER, None) if collect else None
-    if sched is not None:
+    if collect is not None and sched is not None:
         try:
             sched.stop(why)
         finally:
@@ -112,7 +112,7 @@ def stop(session: pytest.Session, why: str | None) -> None:
             del session.config.stash[collect.SCHEDULER]
     reporter = session.config.pluginmanager.getplugin("aqven-verdicts")
     if why and reporter is not None and not reporter.is_worker:     # xdist: the controller knows the series
-        from ..api.decide import cancel_all
+        from .session import cancel_all
         cancel_all(reporter.tallies, why)
 
 

@@ -29,7 +29,7 @@ class Reporter:
     process's ledgers discarded counted."""
     is_worker = False
 
-    def __init__(self, config: pytest.Config, fail_on: frozenset[str]):
+    def __init__(self, config: pytest.Config, fail_on: frozenset[str]) -> None:
         self.config = config
         self.fail_on = fail_on
         # series id -> finishes of this run refused because another runner took their claims (a runner
@@ -44,7 +44,7 @@ class Reporter:
         flush_all = getattr(sys.modules.get("pytest_aqven.series.db"), "flush_all", None)
         if flush_all is not None:
             flush_all()
-        collect = collect_module()
+        collect = collect_module(session.config)
         sched = self.config.stash.get(collect.SCHEDULER, None) if collect else None
         for ledger in list(sched.ledgers.values()) if sched is not None else []:
             for series_id, *_ in ledger.discarded:
@@ -72,7 +72,7 @@ class VerdictReporter(Reporter):
     attempt records and, after the run loop, reports each experiment's verdict as a test result
     `<experiment file>::verdict`."""
 
-    def __init__(self, config: pytest.Config, fail_on: frozenset[str], family: str):
+    def __init__(self, config: pytest.Config, fail_on: frozenset[str], family: str) -> None:
         super().__init__(config, fail_on)
         self.family = family
         # series id -> its attempts folded as they were reported (one per attempt, however reported); the
@@ -105,7 +105,7 @@ class VerdictReporter(Reporter):
             _import_in_background(DECIDING)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        collect = collect_module()
+        collect = collect_module(session.config)
         if collect is None:
             return
         self.selected = [i.nodeid for i in session.items if isinstance(i, collect.VerdictItem)]
@@ -127,7 +127,8 @@ class VerdictReporter(Reporter):
             record = AttemptRecord.carried(wire)
             tally = self.tallies.get(record.series_id)
             if tally is None:
-                tally = self.tallies[record.series_id] = _decision().tally_for(record)
+                from .session import tally_for
+                tally = self.tallies[record.series_id] = tally_for(record)
             if tally.add(record):
                 self.config.hook.pytest_aqven_attempt_scored(config=self.config, record=record)
                 self.progress.attempt(record)
@@ -166,36 +167,38 @@ class VerdictReporter(Reporter):
                 gc.unfreeze()
 
     def _decide_all(self, session: pytest.Session) -> None:
-        decision = _decision()
-        collect = collect_module()
+        from ..api.decide import decide
+        from .session import look_of, projects_of, session_order
+        collect = collect_module(session.config)
         collected = {root: lp.project for root, lp in self.config.stash.get(collect.PROJECTS, {}).items()} \
             if collect else {}
-        projects = self.projects = decision.projects_of(self.tallies, collected)
+        projects = self.projects = projects_of(self.tallies, collected)
         errors = []
-        for verdict_id in self.selected or []:     # held-out cases taken by another run as the series opened
-            standing = self.standing.get(verdict_id.split("::")[0])
+        for selected_id in self.selected or []:    # held-out cases taken by another run as the series opened
+            standing = self.standing.get(selected_id.split("::")[0])
             if standing is not None and standing.get("at_open"):
-                self.report_standing(session, verdict_id, standing)
-        for verdict_id, series in decision.session_order(self.tallies, self.selected, self.standing, projects):
+                self.report_standing(session, selected_id, standing)
+        for verdict_id, series in session_order(self.tallies, self.selected, self.standing, projects):
             # --sw stops at the first failed verdict: the later ones are decided, not reported as tests
-            fire = verdict_id is not None and not (session.shouldstop and self.config.getoption("stepwise", False))
+            stepped = session.shouldstop and self.config.getoption("stepwise", False)
+            reported = None if stepped else verdict_id         # the verdict test this series reports, if any
             try:
                 if not series:
-                    if fire:
-                        self.report_unrun(session, verdict_id)
+                    if reported is not None:
+                        self.report_unrun(session, reported)
                     continue
                 if verdict_id is None and series[0][1].split == "holdout":
                     self.held_out_unselected(session, series[0][1])
                     continue
                 for series_id, tally in series:
                     project = projects[tally.root]
-                    look = decision.look_of(project, tally)
+                    look = look_of(project, tally)
                     if look is not None:
                         self.looks.append(look)
-                    decided = decision.decide(project, series_id, tally, family=self.family,
-                                              reread=series_id in self.discarded, went_down=tuple(self.went_down),
-                                              reports_root=self.config.rootpath)
-                    self.report(session, tally.file_nodeid, decided, look, verdict_id if fire else None)
+                    decided = decide(project, series_id, tally, family=self.family,
+                                     reread=series_id in self.discarded, went_down=tuple(self.went_down),
+                                     reports_root=self.config.rootpath)
+                    self.report(session, tally.file_nodeid, decided, look, reported)
             except Exception as exc:    # another plugin's reporter failed: the other verdicts are still reported
                 errors.append(exc)
         if errors:
@@ -254,8 +257,9 @@ class VerdictReporter(Reporter):
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is None:
             return
+        from .session import plan_lines
         opt = self.config.getoption
-        for root, cap, line in _decision().plan_lines(
+        for root, cap, line in plan_lines(
                 self.config.rootpath, list(dict.fromkeys(i.split("::")[0] for i in attempt_ids)),
                 "holdout" if opt("aqven_holdout") else "dev", opt("aqven_cases"), opt("aqven_repeats"), self.family,
                 lines=self.config.get_verbosity() >= 0):
@@ -274,15 +278,16 @@ class VerdictReporter(Reporter):
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         from ..report import terminal
-        away = STORE_AWAY in self.config.stash      # the store went away: nothing more is read from it
-        lines = _decision().spend_lines(self.tallies, self.discarded, self.projects, self.config.getoption("aqven_cap")) \
-            if self.tallies and not away else []
+        lines: list[str] = []
+        if self.tallies and STORE_AWAY not in self.config.stash:    # the store went away: nothing more is read
+            from .session import spend_lines
+            lines = spend_lines(self.tallies, self.discarded, self.projects, self.config.getoption("aqven_cap"))
         lines += self.stops.lines if self.stops is not None else []
         if lines:
             terminalreporter.write_sep("=", "aqven series")
             for line in lines:
                 terminalreporter.write_line(line)
-        collect = collect_module()
+        collect = collect_module(self.config)
         terminal.launch_plans(terminalreporter, self.config.stash.get(collect.LAUNCH_PLANS, []) if collect else [],
                               self.config.stash.get(collect.LAUNCH_NOTES, {}) if collect else {})
         terminal.check_warnings(terminalreporter, self.standing_warnings())
@@ -295,7 +300,7 @@ class VerdictReporter(Reporter):
 
     def standing_warnings(self) -> list[tuple[str, str]]:
         """The `aqven check` warnings collection found, but W_JUDGE_UNVALIDATED of a judge whose calibration this
-        very session confirmed on held-out cases (decided first: decision.session_order): it no longer holds."""
+        very session confirmed on held-out cases (decided first: session.session_order): it no longer holds."""
         calibrated = {e["experiment"] for e in self.entries
                       if e["split"] == "holdout" and (e["verdict"] or {}).get("state") == "confirmed"}
         return [(root, text) for root, text in _check_warnings(self.config) + self.worker_warnings
@@ -314,12 +319,9 @@ class VerdictReporter(Reporter):
 
 # what deciding and writing findings import (numpy, scipy, the findings writer): imported in a background
 # thread once the attempts are collected, while they run, so the session end only decides
-DECIDING = ("findings.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "findings.publish", "api.decide")
+DECIDING = ("findings.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "findings.publish", "api.decide",
+            "plugin.session")
 
-
-def _decision():
-    from ..api import decide
-    return decide
 
 
 def _calibrated(warning: str, confirmed: set[str]) -> bool:
@@ -348,5 +350,5 @@ def _import_in_background(modules: tuple[str, ...]) -> None:
 
 
 def _check_warnings(config: pytest.Config) -> list[tuple[str, str]]:
-    collect = collect_module()
+    collect = collect_module(config)
     return collect.check_warnings(config) if collect else []

@@ -12,7 +12,7 @@ from . import coderefs
 
 
 class PythonFlowError(Exception):
-    def __init__(self, message: str, hint: str, line: int | None = None):
+    def __init__(self, message: str, hint: str, line: int | None = None) -> None:
         super().__init__(message)
         self.hint = hint
         self.line = line

@@ -52,7 +52,7 @@ class Registry:
     """Type id -> python type. Records and union variants become pydantic models, enums Literal types,
     ids and value types constrained scalars. Every model is built once and cached."""
 
-    def __init__(self, type_specs: dict[str, Any], unreadable: Set[str] = frozenset()):
+    def __init__(self, type_specs: dict[str, Any], unreadable: Set[str] = frozenset()) -> None:
         self.specs = type_specs            # type id -> TypeSpec
         self.unreadable = unreadable       # types whose file did not load: Any, so nothing cascades from them
         self._built: dict[str, Any] = {}

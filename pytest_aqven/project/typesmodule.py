@@ -134,7 +134,7 @@ def generated_names(project: "Project") -> dict[str, Callable[[], Any]]:
 class TypesModule(pytypes.ModuleType):
     """Names resolve on first access; the table is read again on a miss (flows load after types)."""
 
-    def __init__(self, package: str, project: "Project"):
+    def __init__(self, package: str, project: "Project") -> None:
         super().__init__(f"{package}.types", f"The types of project {package}, built by pytest-aqven.")
         self.__dict__["_project"] = project
         self.__dict__["_names"] = {}

@@ -56,7 +56,7 @@ def contained() -> None:
 
 
 class UserCallTimeout(Exception):
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float) -> None:
         super().__init__(f"did not return within {seconds:g} s")
         self.seconds = seconds
 
@@ -235,7 +235,7 @@ def _settle(future: asyncio.Future, result: Any, error: BaseException | None) ->
 class _Raised(Exception):
     """Carries a BaseException across the future (a bare SystemExit there would stop the event loop)."""
 
-    def __init__(self, error: BaseException):
+    def __init__(self, error: BaseException) -> None:
         super().__init__(error)
         self.error = error
 

@@ -42,7 +42,7 @@ class _Index:
     child of entry o's value is entry o + 1, and the root's first child is entry 0."""
     __slots__ = ("marks", "after", "_children")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.marks = array("Q")
         self.after = array("Q")
         self._children: dict[int, Any] = {}     # entry -> its children's entries, for long collections
@@ -208,7 +208,7 @@ class _Builder:
     anchor, an alias, an explicit tag), then the first problem of building (a key that is not a scalar,
     a duplicate key, a value that cannot be constructed)."""
 
-    def __init__(self, file: str):
+    def __init__(self, file: str) -> None:
         self.file = file
         self.index = _Index()
         self.event_error: DiagnosticError | None = None

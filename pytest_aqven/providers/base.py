@@ -120,7 +120,7 @@ class ProviderError(Exception):
     that person does. The series stops at the first one (series/scheduler.py)."""
 
     def __init__(self, code: str, message: str, retries: tuple[tuple[str, float], ...] = (),
-                 public: str | None = None, fix: str | None = None):
+                 public: str | None = None, fix: str | None = None) -> None:
         super().__init__(scrub(message))    # provider text may echo a key: scrubbed where it is created
         self.code = code
         self.retries = retries          # transport retries before giving up: (cause, wait in s)

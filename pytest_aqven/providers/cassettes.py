@@ -52,7 +52,7 @@ def request_key(provider: str, request: ModelRequest) -> str:
 class Cassettes:
     """The cassette files of one module root, shared by the providers of a process."""
 
-    def __init__(self, root: Path, mode: str):
+    def __init__(self, root: Path, mode: str) -> None:
         assert mode in MODES
         self.folder = root / FOLDER
         self.mode = mode
@@ -117,7 +117,7 @@ def _response(data: Mapping[str, Any]) -> ModelResponse:
 class CassetteProvider:
     """Answers from the cassettes; calls the live provider only when recording (or recording what is missing)."""
 
-    def __init__(self, provider_id: str, live: Provider | ProviderError, cassettes: Cassettes):
+    def __init__(self, provider_id: str, live: Provider | ProviderError, cassettes: Cassettes) -> None:
         self.provider_id = provider_id
         self.live = live                   # a provider, or the ProviderError that building it raised
         self.cassettes = cassettes

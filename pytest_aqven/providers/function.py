@@ -11,7 +11,7 @@ from .base import ModelRequest, ModelResponse, ProviderError
 class FunctionProvider:
     """A sync callable runs in a worker thread, an async one is awaited; either gets the time limit."""
 
-    def __init__(self, fn: Callable[[ModelRequest], Any], timeout: float | None = usercode.DEFAULT_TIMEOUT):
+    def __init__(self, fn: Callable[[ModelRequest], Any], timeout: float | None = usercode.DEFAULT_TIMEOUT) -> None:
         self.fn = fn
         self.timeout = timeout
 

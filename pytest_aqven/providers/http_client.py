@@ -37,7 +37,7 @@ class HTTPTransportError(Exception):
     """The connection failed or was dropped, or the answer is not HTTP or not decodable. `refused`: nothing
     listens at the address (the connection was refused)."""
 
-    def __init__(self, message: str, refused: bool = False):
+    def __init__(self, message: str, refused: bool = False) -> None:
         super().__init__(message)
         self.refused = refused
 
@@ -92,7 +92,7 @@ class Client:
     """POSTs of JSON bodies to one URL, for the event loop it is first used on."""
 
     def __init__(self, url: str, headers: dict[str, str], *, timeout_s: float, size: int,
-                 max_answer: int = MAX_ANSWER, verify: bool | ssl.SSLContext = True, proxy: str | None = None):
+                 max_answer: int = MAX_ANSWER, verify: bool | ssl.SSLContext = True, proxy: str | None = None) -> None:
         self.url = httpx.URL(url)          # parsed once, not on every call
         self.timeout_s = timeout_s
         self.max_answer = max_answer

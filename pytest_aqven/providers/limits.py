@@ -21,7 +21,7 @@ class SharedLimiter:
     """rpm pacing and a concurrency cap for one provider, across processes."""
 
     def __init__(self, shared: Limits, provider: str, *, rpm: int | None, concurrency: int | None,
-                 lease_s: float = 300.0):
+                 lease_s: float = 300.0) -> None:
         self.shared = shared
         self.provider = provider
         self.rpm = rpm

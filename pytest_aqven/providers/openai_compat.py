@@ -69,7 +69,7 @@ class OpenAICompatProvider:
                  limiter: SharedLimiter | None = None, price_list: PriceList | None = None,
                  headers: dict[str, str] | None = None, extra_body: dict[str, Any] | None = None,
                  max_answer: int = MAX_ANSWER, verify: bool | ssl.SSLContext = True, proxy: str | None = None,
-                 key_names: tuple[str, ...] = ()):
+                 key_names: tuple[str, ...] = ()) -> None:
         self.provider_id = provider_id
         self.base_url = base_url
         self.url = base_url.rstrip("/") + "/chat/completions"

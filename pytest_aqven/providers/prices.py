@@ -121,7 +121,7 @@ def _problem(text: str, key: str, message: str) -> PriceProblem:
 class PricedProvider:
     """A provider whose calls nothing else priced are priced by the project's declaration."""
 
-    def __init__(self, provider_id: str, inner: Provider, prices: ProjectPrices):
+    def __init__(self, provider_id: str, inner: Provider, prices: ProjectPrices) -> None:
         self.provider_id = provider_id
         self.inner = inner
         self.prices = prices

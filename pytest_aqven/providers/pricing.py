@@ -24,7 +24,7 @@ GENAI_PROVIDER = {"openai-chat": "openai"}
 class PriceList:
     """OpenRouter's model list as {model id: (prompt, completion, request, cache read) USD per token}."""
 
-    def __init__(self, url: str, cache_file: Path):
+    def __init__(self, url: str, cache_file: Path) -> None:
         self.url = url
         self.cache_file = cache_file
         self._prices: dict[str, tuple[float, float, float, float]] | None = None

@@ -33,8 +33,8 @@ def _when(ts: float | None) -> str:
 
 
 def attempt_lines(r: AttemptRecord) -> list[str]:
-    verdict = "passed" if r.passed else "not passed"
-    lines = [f"{r.experiment} {r.variant} {r.case} #{r.repeat} ({r.split}): {r.outcome}, {verdict}"]
+    passed = "passed" if r.passed else "not passed"
+    lines = [f"{r.experiment} {r.variant} {r.case} #{r.repeat} ({r.split}): {r.outcome}, {passed}"]
     cost = usd(r.cost_usd) + (f" (at least: {r.unpriced_calls} unpriced calls)" if r.unpriced_calls else "")
     if r.check_cost_usd:
         cost += f", judges {usd(r.check_cost_usd)}"

@@ -46,7 +46,7 @@ class HeldOutTaken(Exception):
     """A held-out series would open on cases another series already took: one that gave a finding
     (`running` False), or one another run still runs (`running` True). Held-out cases are spent once."""
 
-    def __init__(self, series_id: str, running: bool):
+    def __init__(self, series_id: str, running: bool) -> None:
         super().__init__(series_id)
         self.series_id = series_id
         self.running = running
@@ -86,7 +86,7 @@ atexit.register(_flush_at_exit)
 class Store:
     """The series and their attempts in the project database, with group commit of deferred writes."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.db = storage.open_database(root)
         self._lock = threading.RLock()         # one transaction at a time on this store (the flusher's too)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from .. import storage
+from ..codes import LedgerKind
 from ..storage import Transaction
 from .cap import NEAR, SeriesCap, approved_cap_holds, dollars
 from .db import Store, attempt_id, attempt_row, known_series, planned_attempts
@@ -51,7 +52,7 @@ HOST = socket.gethostname()
 
 @dataclass(frozen=True)
 class Decision:
-    kind: str                        # start | reused | wait | paused | halted | stopped
+    kind: LedgerKind
     limit_usd: float | None = None   # start: the attempt's hard spend limit
     why: str = ""                    # wait/paused/stopped: for a person
     generation: int = 0              # start: the claim's generation, which its finish must still hold
@@ -147,7 +148,7 @@ def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
 class Ledger:
     """One per process and project database; every method is one short transaction."""
 
-    def __init__(self, store: Store, runner_id: str | None = None):
+    def __init__(self, store: Store, runner_id: str | None = None) -> None:
         self.store = store
         self.runner_id = runner_id or str(uuid.uuid4())
         self.discarded: list[tuple[str, str, str, int]] = []    # finishes whose claim another runner took
@@ -204,16 +205,16 @@ class Ledger:
             return self._op(db, op, db.now(), {})
 
     def _op(self, db: Transaction, op: tuple, now: float, seen: dict):
-        kind, *args = op
-        if kind in ("start", "claim"):
+        operation, *args = op
+        if operation in ("start", "claim"):
             series_id, variant, case, repeat = args
-            return self._try_start(db, series_id, variant, case, repeat, now, seen, ahead=kind == "claim")
+            return self._try_start(db, series_id, variant, case, repeat, now, seen, ahead=operation == "claim")
         seen.clear()        # what this transaction read of spend and claims
-        if kind == "release":
+        if operation == "release":
             return self._release(db, *args)
-        if kind == "halt":
+        if operation == "halt":
             return db.pause_series(*args)
-        raise ValueError(f"unknown ledger operation {kind!r}")
+        raise ValueError(f"unknown ledger operation {operation!r}")
 
     def _try_start(self, db: Transaction, series_id: str, variant: str, case: str, repeat: int, now: float,
                    seen: dict, ahead: bool = False) -> Decision:
@@ -227,36 +228,37 @@ class Ledger:
         status, cap = seen["series", series_id]
         finished, holder = db.attempt_claim(aid)
         if finished:
-            return Decision("reused")
+            return Decision(LedgerKind.REUSED)
         if status == "awaiting_approval":
             record = _record(db, series_id)
             if (record.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE:
-                return Decision("halted", why=halt_text(series_id, record["pause"]))
+                return Decision(LedgerKind.HALTED, why=halt_text(series_id, record["pause"]))
             if stop_of(record) is not None:     # decided early: nothing more runs, nothing waits for approval
-                return Decision("stopped", why=pause_text(series_id, record))
-            return Decision("paused", why=pause_text(series_id, record, spend(db, series_id, self.runner_id, now, seen)))
+                return Decision(LedgerKind.STOPPED, why=pause_text(series_id, record))
+            return Decision(LedgerKind.PAUSED,
+                            why=pause_text(series_id, record, spend(db, series_id, self.runner_id, now, seen)))
         if status != "running":
-            return Decision("stopped", why=f"series {series_id} is {status}: no new attempt starts")
+            return Decision(LedgerKind.STOPPED, why=f"series {series_id} is {status}: no new attempt starts")
         if holder is not None:
             if _alive(db, holder, self.runner_id, now, seen):
-                return Decision("wait", why=CLAIMED_ELSEWHERE if holder != self.runner_id else "mine")
+                return Decision(LedgerKind.WAIT, why=CLAIMED_ELSEWHERE if holder != self.runner_id else "mine")
             db.drop_claim(aid)      # its runner died (not counted)
         s = seen.get(("spend", series_id)) or spend(db, series_id, self.runner_id, now, seen)
         if s.finished == 0 and s.running > 0:
-            return Decision("wait", why=FIRST_ALONE)
+            return Decision(LedgerKind.WAIT, why=FIRST_ALONE)
         cap = float(1.0 if cap is None else cap)
         committed = s.spent_usd + s.reserve_usd * s.running
         if committed >= float(NEAR) * cap:
             if s.running or ahead:
-                return Decision("wait", why="near the cap: running attempts finish first")
+                return Decision(LedgerKind.WAIT, why="near the cap: running attempts finish first")
             pause = {"reason": "spend_near_cap", "spent_usd": round(s.spent_usd, 6)}
             db.pause_series(series_id, pause)
             seen["series", series_id] = ("awaiting_approval", cap)
-            return Decision("paused", why=pause_text(series_id, _record(db, series_id), s))
+            return Decision(LedgerKind.PAUSED, why=pause_text(series_id, _record(db, series_id), s))
         limit = cap - committed
         generation = db.claim(aid, series_id, self.runner_id, now, limit)
         seen["spend", series_id] = dataclasses.replace(s, running=s.running + 1)
-        return Decision("start", limit_usd=limit, generation=generation)
+        return Decision(LedgerKind.START, limit_usd=limit, generation=generation)
 
     def finish_later(self, record: dict, generation: int) -> None:
         """The attempt ran: its spend, its claim marked finished and its record, together, by group commit:
@@ -330,7 +332,7 @@ def resume(store: Store, series_id: str, run: str | None) -> bool:
 @storage.rerun
 def apply_cap(store: Store, series_id: str, cap: SeriesCap) -> None:
     """An explicit cap on a series that continues: it runs under it; above the project cap it waits for approval.
-    A cap a person approved is never lowered (the rerun's series line says so: decision.spend_lines)."""
+    A cap a person approved is never lowered (the rerun's series line says so: plugin/session.py spend_lines)."""
     with store.transaction() as db:
         status, record, _, _ = known_series(db, series_id)
         if status != "running" or Decimal(record.get("cap_usd", "0")) == cap.cap_usd \

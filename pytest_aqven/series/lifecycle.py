@@ -28,7 +28,7 @@ class SeriesRun:
     def __init__(self, project: RunnableProject, experiment: RunnableExperiment, split: str, *,
                  cases: int | None = None, repeats: int | None = None, cap: SeriesCap | None = None,
                  fresh_for: str | None = None, cassettes: str | None = None, run: str | None = None,
-                 respend: bool = False, spent: Spent | None = None):
+                 respend: bool = False, spent: Spent | None = None) -> None:
         """`spent`: held-out, the cases that already gave a finding (findings.spent.spent, which reads the
         finding files); a held-out series needs it, so that its cases are spent once."""
         self.project = project

@@ -12,7 +12,7 @@ class SearchCache:
     """A mapping from stats.plan.search_inputs(...) to (recommended cases, power); missing and damaged
     files read as absent (the search is then simply not shown, or run again)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path) -> None:
         self.folder = root / ".aqven" / "plans"
 
     def _path(self, key: str) -> Path:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..codes import LedgerKind, SchedulerKind
 from ..project import usercode
 from ..providers.base import CALLS_IN_FLIGHT, ProviderError
 from ..record import AttemptRecord
@@ -32,8 +33,9 @@ AHEAD_SECONDS = 2 * HEARTBEAT_SECONDS    # a claim made ahead and not started by
 
 
 @dataclass
-class Outcome:
-    kind: str                        # ran | reused | paused | halted | stopped | cancelled | spent
+class AttemptTurn:
+    """What became of an attempt the scheduler was asked to run: its record where it ran or was reused, else why."""
+    kind: SchedulerKind
     record: AttemptRecord | None = None
     why: str = ""
 
@@ -42,7 +44,7 @@ class Budget:
     """The hard spend limit of one attempt: a call is refused once the attempt spent its limit. It also keeps
     the first permanent provider error the attempt met (`unusable`), whatever the flow made of it."""
 
-    def __init__(self, limit_usd: float | None):
+    def __init__(self, limit_usd: float | None) -> None:
         self.limit = limit_usd
         self.spent = 0.0
         self.unusable: dict | None = None     # provider, model, error, fix (ProviderError.fix)
@@ -102,7 +104,7 @@ class Unbuilt:
     """A provider that could not be built for a permanent reason (no key): each call raises its
     ProviderError, through the BudgetGuard that notes it."""
 
-    def __init__(self, error: ProviderError):
+    def __init__(self, error: ProviderError) -> None:
         self.error = error
 
     async def complete(self, request):
@@ -112,7 +114,7 @@ class Unbuilt:
 class Scheduler:
     claim_ahead = 15        # run_here: with an attempt's claim, the claims of the next 15 (a transaction per 16)
 
-    def __init__(self, concurrency: int = 1):
+    def __init__(self, concurrency: int = 1) -> None:
         self.concurrency = max(1, concurrency)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="aqven-attempts", daemon=True)
@@ -170,7 +172,7 @@ class Scheduler:
                 continue
             self.loop.create_task(coro).add_done_callback(functools.partial(_settle, fut))
 
-    def run_here(self, run, variant: str, case, repeat: int, ahead=None) -> Outcome:
+    def run_here(self, run, variant: str, case, repeat: int, ahead=None) -> AttemptTurn:
         """The attempt now, in the calling thread, on a loop of its own, its database calls made inline: the
         same ledger decisions, with two thread handoffs (to the user's code and back) instead of eight. A
         Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it).
@@ -353,7 +355,7 @@ class Scheduler:
             except Exception:       # the next beat's claims, or this runner's end, release it
                 pass
 
-    async def _job(self, key, run, variant: str, case, repeat: int, ahead=None) -> Outcome:
+    async def _job(self, key, run, variant: str, case, repeat: int, ahead=None) -> AttemptTurn:
         CALLS_IN_FLIGHT.set(max(self.concurrency, CALLS_IN_FLIGHT.get()))   # HTTP pools: at least one per attempt
         root = run.project.root
         self.runs[id(run)] = run
@@ -362,17 +364,17 @@ class Scheduler:
             try:
                 series_id = self.series_ids[id(run)] = await self._on_db(lambda: run.series_id)
             except HeldOutTaken:        # held-out cases spent once: another run's series took them
-                return Outcome("spent", why=run.standing.short)
+                return AttemptTurn(SchedulerKind.SPENT, why=run.standing.short)
         self.series[series_id] = root
         while True:
             if self.stopping:
-                return Outcome("cancelled", why="the run stopped before this attempt started")
+                return AttemptTurn(SchedulerKind.CANCELLED, why="the run stopped before this attempt started")
             finished = self._finished
             async with self.slots:
                 if self.stopping:
-                    return Outcome("cancelled", why="the run stopped before this attempt started")
+                    return AttemptTurn(SchedulerKind.CANCELLED, why="the run stopped before this attempt started")
                 decision = await self._decide(key, run, series_id, variant, case.name, repeat, ahead)
-                if decision.kind == "start":
+                if decision.kind == LedgerKind.START:
                     self.running.add(key)
                     budget = Budget(decision.limit_usd)
                     try:
@@ -383,30 +385,31 @@ class Scheduler:
                         raise
                     finally:
                         self.running.discard(key)
-            if decision.kind == "start" and budget.unusable is not None and record.outcome == "infra_error":
+            if decision.kind == LedgerKind.START and budget.unusable is not None and record.outcome == "infra_error":
                 # a configuration that cannot work: no new attempt of the series starts, in any process
                 halt = {**budget.unusable, "reason": PROVIDER_UNUSABLE, "run": run.run}
                 await self._ledger_op(root, "halt", series_id, halt)
                 if not (budget.spent or record.unpriced_calls):     # nothing paid: it runs again after the fix
                     await self._ledger_op(root, "release", series_id, variant, case.name, repeat)
                     self._wake_waiters()
-                    return Outcome("halted", why=halt_text(series_id, halt))
-            if decision.kind == "start":
+                    return AttemptTurn(SchedulerKind.HALTED, why=halt_text(series_id, halt))
+            if decision.kind == LedgerKind.START:
                 # its finish (spend, claim and record together) is group-committed: it joins the next claim's
                 # transaction or a timer's, with no wait here; its claim counts its reserve until then
                 self.ledgers[root].finish_later(record.to_wire(), decision.generation)
                 self._wake_waiters()
-                return Outcome("ran", record)
+                return AttemptTurn(SchedulerKind.RAN, record)
             if decision.why == CLAIMED_ELSEWHERE:
                 if self.here is not None and asyncio.get_running_loop() is self.here:
-                    return Outcome("held", why=decision.why)    # the caller looks further ahead on the loop thread
+                    # the caller looks further ahead on the loop thread
+                    return AttemptTurn(SchedulerKind.HELD, why=decision.why)
                 self.held_elsewhere.add(key)
-            if decision.kind == "reused":
+            if decision.kind == LedgerKind.REUSED:
                 wire = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
                 if wire is not None:
-                    return Outcome("reused", AttemptRecord.from_wire(wire))
-            elif decision.kind in ("paused", "stopped", "halted"):
-                return Outcome(decision.kind, why=decision.why)
+                    return AttemptTurn(SchedulerKind.REUSED, AttemptRecord.from_wire(wire))
+            elif decision.kind in (LedgerKind.PAUSED, LedgerKind.STOPPED, LedgerKind.HALTED):
+                return AttemptTurn(SchedulerKind(decision.kind), why=decision.why)
             await self._until_finished(finished, forever=decision.why == FIRST_ALONE and self._runs_here(id(run)))
 
     async def _decide(self, key, run, series_id: str, variant: str, case: str, repeat: int, ahead) -> Decision:
@@ -429,7 +432,7 @@ class Scheduler:
         now = time.monotonic()
         with self._claimed_lock:
             for a, claim in zip(later, claims):
-                if isinstance(claim, Decision) and claim.kind == "start":
+                if isinstance(claim, Decision) and claim.kind == LedgerKind.START:
                     self.claimed[(id(run), *a)] = (claim, now, root, series_id)
         if isinstance(decision, Exception):
             raise decision

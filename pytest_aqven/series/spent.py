@@ -46,7 +46,8 @@ class Standing:
     """A held-out run of an experiment whose held-out cases already gave a finding: nothing runs, the latest
     finding's verdict is reported, and the reason says which finding and how to get fresh cases."""
 
-    def __init__(self, experiment: RunnableExperiment, used: Spent, held_out: int, *, fresh_wanted: bool = False):
+    def __init__(self, experiment: RunnableExperiment, used: Spent, held_out: int, *,
+                 fresh_wanted: bool = False) -> None:
         self.experiment = experiment.id
         self.finding = used.latest or {}
         self.fresh_wanted = fresh_wanted

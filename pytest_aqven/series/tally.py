@@ -39,7 +39,7 @@ class _Values:
 
     __slots__ = ("repeats", "values")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.repeats = array("q")
         self.values = array("d")
 
@@ -55,7 +55,7 @@ class _Values:
 class _Check:
     __slots__ = ("scored", "passed", "values")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.scored = 0         # counted repeats where the check passed or failed
         self.passed = 0
         self.values = _Values()  # their values, when set (the mean of a score check)
@@ -67,7 +67,7 @@ class _Case:
     __slots__ = ("seen", "settled", "infra", "cut", "counted", "ones", "schema", "schema_ones", "cost", "latency",
                  "checks", "known", "known_passed", "first_known", "derive")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.seen = self.settled = self.infra = self.cut = self.counted = self.ones = self.schema = self.schema_ones = 0
         self.cost: _Values | None = None
         self.latency: _Values | None = None
@@ -82,7 +82,7 @@ class SeriesTally:
     """Everything the session end reads about one series, folded record by record (`add`)."""
 
     def __init__(self, series_id: str, root: str, file_nodeid: str, experiment: str, split: str,
-                 keep_records: bool = False):
+                 keep_records: bool = False) -> None:
         self.series_id, self.root, self.file_nodeid = series_id, root, file_nodeid
         self.experiment, self.split = experiment, split
         self.records: list[AttemptRecord] | None = [] if keep_records else None

@@ -7,8 +7,8 @@ from importlib import import_module
 from typing import Any
 
 _NAMES = {
-    **dict.fromkeys(("Attempt", "Cell", "CheckValue", "Estimate", "Guardrail", "LaunchPlan", "Look", "Pair",
-                     "SeriesFacts", "Threshold", "Verdict"), ".model"),
+    **dict.fromkeys(("Attempt", "Cell", "CheckValue", "Estimate", "ExperimentVerdict", "Guardrail", "LaunchPlan",
+                     "Look", "Pair", "SeriesFacts", "Threshold"), ".model"),
     "experiment_salt": ".model",
     "SERIES_METRICS": ".samples", "metric_info": ".samples",
     "decide": ".verdicts",

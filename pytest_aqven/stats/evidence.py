@@ -70,7 +70,7 @@ def data_sample(info: MetricInfo, data: Mapping[str, Sequence[Any]]) -> Sample:
 
 def sufficient_data(table: SampleTable, facts: SeriesFacts, metrics: Mapping[str, Mapping[str, object]]
                     ) -> dict[str, Any]:
-    """Tallies and per-case data of every metric of every variant of `metrics` (a Verdict's table)."""
+    """Tallies and per-case data of every metric of every variant of `metrics` (an ExperimentVerdict's table)."""
     finished, settled, errors = table.tallies()
     variants: dict[str, dict[str, dict[str, Any]]] = {}
     for variant in facts.variants:
@@ -88,7 +88,7 @@ def sufficient_data(table: SampleTable, facts: SeriesFacts, metrics: Mapping[str
 class EvidenceTable:
     """What `decide_table` reads, from a finding's sufficient data."""
 
-    def __init__(self, data: Mapping[str, Any], check_kinds: Mapping[str, str]):
+    def __init__(self, data: Mapping[str, Any], check_kinds: Mapping[str, str]) -> None:
         self.data = data
         self.check_kinds = check_kinds
 

@@ -53,7 +53,7 @@ class ImputedTable:
     """A SampleTable whose samples of the (variant, metric) pairs of `sides` hold the unmeasured
     attempts too, at the low or the high end."""
 
-    def __init__(self, table: SampleTable, sides: Mapping[tuple[str, str], bool], variants: tuple[str, ...]):
+    def __init__(self, table: SampleTable, sides: Mapping[tuple[str, str], bool], variants: tuple[str, ...]) -> None:
         self.table, self.sides, self.variants = table, sides, variants
         self.missing = table.unmeasured()
 

@@ -161,7 +161,8 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ExperimentVerdict:
+    """An experiment's verdict on its question: its state (codes.VerdictState), why, its sentence and its cells."""
     state: str | None  # None for a look | confirmed | refuted | inconclusive | signal | invalid
     reason: str | None
     text: str

@@ -227,7 +227,7 @@ class AttemptTable:
     here, and a NaN value counts as unknown: the attempt is left out of that metric.
     """
 
-    def __init__(self, attempts: Iterable[Attempt], check_kinds: Mapping[str, str]):
+    def __init__(self, attempts: Iterable[Attempt], check_kinds: Mapping[str, str]) -> None:
         attempts = list(attempts) or [_NOTHING]
         self.check_kinds = check_kinds
 

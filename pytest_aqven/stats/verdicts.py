@@ -8,7 +8,7 @@ from typing import cast
 from . import betting, early, missing, wording
 from .edges import threshold_cell
 from .estimates import betting_input, single
-from .model import Attempt, Cell, Estimate, Look, Pair, SeriesFacts, Threshold, Verdict
+from .model import Attempt, Cell, Estimate, ExperimentVerdict, Look, Pair, SeriesFacts, Threshold
 from .pairs import pair_cells
 from .samples import SERIES_METRICS, AttemptTable, SampleTable, Unmeasured, metric_info
 
@@ -60,11 +60,11 @@ def _inconclusive_reason(primaries: Sequence[Cell]) -> str | None:
     return None
 
 
-def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts: SeriesFacts) -> Verdict:
+def decide(question: Threshold | Pair | Look, attempts: Sequence[Attempt], facts: SeriesFacts) -> ExperimentVerdict:
     return decide_table(question, AttemptTable(attempts, facts.check_kinds), facts)
 
 
-def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: SeriesFacts) -> Verdict:
+def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: SeriesFacts) -> ExperimentVerdict:
     """The verdict from a table of per-case samples: an AttemptTable, or a finding's sufficient data
     (`evidence.EvidenceTable`) when `aqven check` recomputes it."""
     extra: list[str] = []
@@ -74,11 +74,11 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         extra = [question.primary] + [g.metric for g in question.guardrails]
     metrics = all_metrics(table, facts, extra)
 
-    def invalid(reason: str, text: str) -> Verdict:
-        return Verdict("invalid", reason, text, (), metrics)
+    def invalid(reason: str, text: str) -> ExperimentVerdict:
+        return ExperimentVerdict("invalid", reason, text, (), metrics)
 
     if isinstance(question, Look):
-        return Verdict(None, None, wording.LOOK_TEXT, (), metrics)
+        return ExperimentVerdict(None, None, wording.LOOK_TEXT, (), metrics)
     done = table.tallies()[0]
     total = facts.total_attempts
     unmeasured = table.unmeasured()
@@ -142,12 +142,12 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
     if not primaries or any(c.estimate.degenerate == "no_data" for c in primaries):
         return invalid("no_data", wording.NO_DATA_TEXT)
     if facts.split == "dev":
-        return Verdict("signal", "dev_split", wording.dev_signal(measurement), cells, metrics)
+        return ExperimentVerdict("signal", "dev_split", wording.dev_signal(measurement), cells, metrics)
     for check in judged:
         if check in facts.unvalidated_judges:
             why = facts.unvalidated_judges.get(check) if isinstance(facts.unvalidated_judges, Mapping) else None
-            return Verdict("signal", "judge_not_validated", wording.unvalidated_signal(check, measurement, why),
-                           cells, metrics)
+            return ExperimentVerdict("signal", "judge_not_validated",
+                                     wording.unvalidated_signal(check, measurement, why), cells, metrics)
     verdicts = [c.verdict for c in cells]
     if "fail" in verdicts:
         state, reason = "refuted", None
@@ -155,7 +155,7 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         state, reason = "confirmed", None
     else:
         state, reason = "inconclusive", _inconclusive_reason(primaries)
-    return Verdict(state, reason, wording.sentence(measurement), cells, metrics)
+    return ExperimentVerdict(state, reason, wording.sentence(measurement), cells, metrics)
 
 
 def _unmeasured_cases(table: SampleTable, unmeasured: Unmeasured, facts: SeriesFacts) -> tuple[int, int]:

@@ -218,7 +218,7 @@ def status(url: str) -> tuple[str, int | None]:
 class PostgresDatabase:
     """One connection per store, shared by the threads of a process under one lock (as SQLite's)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str) -> None:
         self.url = url
         self.location = where(url)
         self._lock = threading.RLock()
@@ -328,7 +328,7 @@ class PostgresLimits(SqliteLimits):
     PACE = ("INSERT INTO aqven_provider_pacing VALUES (?, ?) ON CONFLICT (provider) DO UPDATE SET "
             "next_at = excluded.next_at")
 
-    def __init__(self, url: str):
+    def __init__(self, url: str) -> None:
         self.url = url
         self._lock = threading.Lock()
         self._link: psycopg.Connection | None = None

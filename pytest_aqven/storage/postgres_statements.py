@@ -12,7 +12,7 @@ from . import schema
 from .sqlite_statements import OPEN, SqliteTransaction
 
 if TYPE_CHECKING:
-    from . import Record
+    from .base import Record
 
 
 def one_row(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:

@@ -70,7 +70,7 @@ class Writer:
     and a runner that waited past disk.LOCK_WAIT_S names it. One write of a few bytes per transaction, in
     place (no new block: a full disk does not fail it)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.file = path.with_name(path.name + "-writer")
         self._fd: int | None = None
         self._me = f"{os.getpid()} {socket.gethostname()}".ljust(128)[:128].encode()
@@ -118,7 +118,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
 class SqliteDatabase:
     """One connection per store, shared by the threads of a process under one lock."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = path
         self.location = str(path)
         disk.refuse_outside(path)
@@ -217,7 +217,7 @@ class SqliteLimits:
     run in worker threads). The tables are created on first use. PostgresLimits runs the same statements."""
     PACE = "INSERT OR REPLACE INTO aqven_provider_pacing VALUES (?, ?)"
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
         self._ready = False

@@ -10,7 +10,7 @@ from . import schema
 from .clock import steady_now
 
 if TYPE_CHECKING:      # the interface (the package) opens this backend: the alias is for annotations only
-    from . import Record
+    from .base import Record
 
 OPEN = "('running', 'awaiting_approval')"
 

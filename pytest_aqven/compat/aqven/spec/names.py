@@ -6,6 +6,8 @@ from __future__ import annotations
 from enum import IntEnum, StrEnum
 from typing import NewType
 
+from ....codes import CellVerdict as CellVerdict, VerdictState as VerdictState  # one definition, in codes.py
+
 API_VERSION = "aqven/v1"
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 TYPE_REF_PATTERN = r"^[A-Z][A-Za-z0-9_]{0,62}(\[\])?\??$"
@@ -199,14 +201,6 @@ class FactorKind(StrEnum):
     FLOW = "flow"
 
 
-class VerdictState(StrEnum):
-    CONFIRMED = "confirmed"
-    REFUTED = "refuted"
-    INCONCLUSIVE = "inconclusive"
-    INVALID = "invalid"
-    SIGNAL = "signal"
-
-
 class VerdictReason(StrEnum):
     BELOW_MDE = "below_mde"
     UNINFORMATIVE = "uninformative"
@@ -219,14 +213,6 @@ class VerdictReason(StrEnum):
     CANCELLED = "cancelled"
     DEV_SPLIT = "dev_split"
     JUDGE_NOT_VALIDATED = "judge_not_validated"
-
-
-class CellVerdict(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-    UNCLEAR = "unclear"
-    REFERENCE = "reference"
-    NONE = "none"
 
 
 class PromptLevel(IntEnum):
