@@ -294,9 +294,9 @@ def cancel_all(tallies: dict[str, SeriesTally], why: str) -> None:
 
 
 def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int | None, repeats: int | None,
-               family: str, *, lines: bool = True):
-    """Per experiment file (node ids relative to `rootpath`): (its project root, its project's spend cap,
-    its launch plan line, or None without `lines`). An experiment that cannot be planned is left out: its
+               family: str, *, cap_option: str | None = None, lines: bool = True):
+    """Per experiment file (node ids relative to `rootpath`): (the file's node id, its series' spend cap, its
+    launch plan line, or None without `lines`). An experiment that cannot be planned is left out: its
     collection reports its errors."""
     projects: dict[Path, Project] = {}
     for file_nodeid in file_nodeids:
@@ -304,11 +304,11 @@ def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int |
         root = path.parent.parent.parent
         try:
             project = projects.get(root) or projects.setdefault(root, load_project(root))
-            cap = float(runnable(project).spec.research.spend_cap_usd)
-            if not lines:
-                yield root, cap, None
-                continue
             experiment = project.runnable_experiment(path.parent.name)
+            cap = series_cap(root, runnable(project).spec, option=cap_option, experiment_cap=experiment.spec.cap_usd)
+            if not lines:
+                yield file_nodeid, float(cap.cap_usd), None
+                continue
             run = SeriesRun(runnable(project), experiment, split, cases=cases, repeats=repeats,
                             spent=spent_for(project, experiment, split))
             try:
@@ -317,7 +317,7 @@ def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int |
                 run.close_store()       # Python 3.13 warns of a database left open
         except Exception:  # collection reports its errors; a plan line is not worth a crash
             continue
-        yield root, cap, line
+        yield file_nodeid, float(cap.cap_usd), line
 
 
 def tally_for(record: AttemptRecord) -> SeriesTally:

@@ -114,7 +114,7 @@ class VerdictReporter(Reporter):
             # deciding needs them: imported while the series starts and its first attempt runs alone (the CPU
             # idles for its call), not from the first record on, when a full wave of attempts wants the CPU
             self._import_deciding()
-        self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
+        self.progress.planned(len(items), {f.nodeid: float(f.series.cap.cap_usd)
                                            for f in {i.experiment_file for i in items}})
 
     @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
@@ -253,11 +253,11 @@ class VerdictReporter(Reporter):
         if tr is None:
             return
         opt = self.config.getoption
-        for root, cap, line in _decision().plan_lines(
+        for file_nodeid, cap, line in _decision().plan_lines(
                 self.config.rootpath, list(dict.fromkeys(i.split("::")[0] for i in attempt_ids)),
                 "holdout" if opt("aqven_holdout") else "dev", opt("aqven_cases"), opt("aqven_repeats"), self.family,
-                lines=self.config.get_verbosity() >= 0):
-            self.progress.planned(len(attempt_ids), {str(root): cap})
+                cap_option=opt("aqven_cap"), lines=self.config.get_verbosity() >= 0):
+            self.progress.planned(len(attempt_ids), {file_nodeid: cap})
             if line is not None:
                 tr.write_line(line)
 
