@@ -21,7 +21,7 @@ from .record import AttemptRecord
 from .report import data, terminal
 from .series.cap import CapError, SeriesCap, approved_cap_holds, approved_cap_text, series_cap
 from .series.db import Store
-from .series.ledger import LEASE_SECONDS, cancel, series_spend
+from .series.ledger import LEASE_SECONDS, cancel, series_spend, status_text
 from .series.lifecycle import SeriesRun
 from .series.tally import SeriesTally
 
@@ -255,7 +255,7 @@ def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int], proj
         finally:
             store.close()
         lines.append(f"{tally.experiment} series {series_id}: {tally.done - reused} attempts ran, "
-                     f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
+                     f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {status_text(series)}")
         asked = _asked_cap((projects or {}).get(tally.root), tally.experiment, cap_option)
         if asked is not None and approved_cap_holds(series, asked):
             lines.append(f"  {approved_cap_text(series, asked)}")

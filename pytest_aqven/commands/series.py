@@ -12,7 +12,7 @@ from .. import storage
 from ..report.terminal import table
 from ..series.cap import CapError, dollars, parse_usd
 from ..series.db import Store, planned_attempts
-from ..series.ledger import PROVIDER_UNUSABLE, approve, cancel, pause_text, series_spend
+from ..series.ledger import PROVIDER_UNUSABLE, approve, cancel, pause_text, series_spend, status_text
 from . import project_argument
 
 EXPORT_FIELDS = ["case", "variant", "repeat", "split", "outcome", "passed", "error_code", "cost_usd",
@@ -170,7 +170,7 @@ def run_list(args) -> int:
             s = store.known_series(series_id)
             done, total = _counts(store, s)
             spent = series_spend(store, series_id)
-            lines.append((series_id, s["experiment_id"], s["split"], s["status"], f"{done}/{total}",
+            lines.append((series_id, s["experiment_id"], s["split"], status_text(s), f"{done}/{total}",
                           spent.text(s.get("cap_usd")), (s.get("verdict") or {}).get("state") or "-"))
         print("\n".join(table(lines)))
         return 0
@@ -232,7 +232,7 @@ def _show_series(store: Store, s: dict) -> int:
     done, total = _counts(store, s)
     spent = series_spend(store, s["series_id"])
     print(f"series {s['series_id']}")
-    print(f"  experiment {s['experiment_id']} on {s['split']}, status {s['status']}")
+    print(f"  experiment {s['experiment_id']} on {s['split']}, status {status_text(s)}")
     print(f"  attempts {done}/{total} ({len(s['cases'])} cases × {s['repeats']} repeats × "
           f"{len(s['variants'])} variants)")
     print(f"  spend {spent.text(s.get('cap_usd'))}" + (f", {spent.running} running" if spent.running else ""))
