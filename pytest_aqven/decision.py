@@ -83,7 +83,7 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
         if missing > 0:
             return Decided(series_id, error=unrecorded(series_id, missing, went_down, reread))
         conclusion = conclude(project, series_id, attempts, family=family)
-        if conclusion.verdict is not None:
+        if conclusion.verdict is not None and conclusion.unrecorded is None:
             try:
                 conclusion.finding = write_finding_for(project, conclusion)
             except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten

@@ -17,7 +17,7 @@ import pytest
 from . import internals
 from .record import AttemptRecord
 from .report.progress import Progress
-from .running import LOOP_ENDED, STORE_AWAY, collect_module
+from .running import DISK_FULL, LOOP_ENDED, STORE_AWAY, collect_module, store_away
 
 if TYPE_CHECKING:
     from .findings.conclude import Conclusion
@@ -38,19 +38,35 @@ class Reporter:
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
-        result = yield
+        try:
+            result = yield
+        except BaseException:
+            if self.config.stash.get(DISK_FULL, False):   # stopped, yet the series recorded whole are decided
+                self.after_loop(session)
+            raise
+        self.after_loop(session)
+        return result
+
+    def after_loop(self, session: pytest.Session) -> None:
         # attempt records are group-committed: the last batch, before anyone reads them (the module may be
         # half imported by the background import thread: then this process opened no store)
         flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
+        full = None
         if flush_all is not None:
-            flush_all()
+            from .storage import DiskFull
+            try:
+                flush_all()
+            except DiskFull as exc:     # those attempts run again with the same command; the others are decided
+                full = exc
+                self.config.stash[DISK_FULL] = True
         collect = collect_module()
         sched = self.config.stash.get(collect.SCHEDULER, None) if collect else None
         for ledger in list(sched.ledgers.values()) if sched is not None else []:
             for series_id, *_ in ledger.discarded:
                 self.discarded[series_id] = self.discarded.get(series_id, 0) + 1
         self.loop_ended(session)
-        return result
+        if full is not None:
+            store_away(session, str(full), full=True)
 
     def loop_ended(self, session: pytest.Session) -> None:
         pass
@@ -145,7 +161,7 @@ class VerdictReporter(Reporter):
                 self.progress.write(tr)
 
     def loop_ended(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly or session.shouldstop:
+        if self.config.option.collectonly or (session.shouldstop and not self.config.stash.get(DISK_FULL, False)):
             return
         session.stash[LOOP_ENDED] = session.shouldstop or session.shouldfail
         if not self.tallies and not self.selected:

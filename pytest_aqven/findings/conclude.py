@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import stats
+from .. import stats, storage
 from ..experiments import inputs, plan as planning
 from ..experiments.checks import check_scales
 from ..project.loader import Project
@@ -33,6 +33,7 @@ class Conclusion:
     spend_usd: float = 0.0                    # what the priced calls cost
     unpriced_calls: int = 0                   # calls nothing priced: spend_usd is then a lower bound
     halted: bool = False                      # stopped at a permanent provider error: invalid, with no finding
+    unrecorded: str | None = None             # the disk was full: decided and shown, recorded by the same command
 
     @property
     def state(self) -> str | None:
@@ -99,8 +100,12 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
         status = "failed" if tally.infra_errors == tally.done else "done"
         from .publish import record  # noqa: PLC0415  (the finding document builds on this module)
         # the series is marked done in the transaction that records its finding, unless a cancel won
-        held = record(store, project, series, conclusion, tally, status, {
-            "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
+        try:
+            held = record(store, project, series, conclusion, tally, status, {
+                "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
+        except storage.DiskFull as exc:     # shown now; the series stays running, the same command records it
+            conclusion.unrecorded = str(exc)
+            return conclusion
         if held == "cancelled" and not (facts.cancelled or facts.inputs_changed):   # while it was being decided
             why = _stopped(store.known_series(series_id))                           # final, for its reason
             facts = dataclasses.replace(facts, cancelled=why == "cancelled", inputs_changed=why == "inputs_changed")
