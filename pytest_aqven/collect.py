@@ -22,7 +22,8 @@ from .running import store_away
 from .series.cap import CapError, series_cap
 from .series.lifecycle import SeriesRun
 from .stats.model import case_key
-from .storage import DiskFull, StorageError
+from .storage import StorageError
+from .storage.disk import DiskFull
 
 if TYPE_CHECKING:
     from .project.specs import CaseSpec

@@ -53,7 +53,7 @@ class Reporter:
         flush_all = getattr(sys.modules.get(f"{__package__}.series.db"), "flush_all", None)
         full = None
         if flush_all is not None:
-            from .storage import DiskFull
+            from .storage.disk import DiskFull
             try:
                 flush_all()
             except DiskFull as exc:     # those attempts run again with the same command; the others are decided

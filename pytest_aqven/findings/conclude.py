@@ -103,7 +103,7 @@ def conclude(project: Project, series_id: str, attempts: SeriesTally | list[Atte
         try:
             held = record(store, project, series, conclusion, tally, status, {
                 "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family})
-        except storage.DiskFull as exc:     # shown now; the series stays running, the same command records it
+        except storage.disk.DiskFull as exc:     # shown now; the series stays running, the same command records it
             conclusion.unrecorded = str(exc)
             return conclusion
         if held == "cancelled" and not (facts.cancelled or facts.inputs_changed):   # while it was being decided

@@ -69,7 +69,7 @@ def flush_all() -> None:
 def _flush_before_read() -> None:
     """A read sees what this process deferred; on a full disk it reads what was committed (the run stops on
     its own, with one message, where it writes)."""
-    with contextlib.suppress(storage.DiskFull):
+    with contextlib.suppress(storage.disk.DiskFull):
         flush_all()
 
 

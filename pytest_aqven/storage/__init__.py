@@ -27,7 +27,6 @@ from typing import Any, Callable, ParamSpec, Protocol, TypeVar
 
 from . import disk
 from .disk import RERUNS, Interrupted, StorageError, StoreAway, check_file, database_path, forget, preflight_findings
-from .disk import DiskFull
 from .schema import LATEST
 
 Record = dict[str, Any]      # a series' or an attempt's record, stored as JSON
@@ -338,6 +337,6 @@ def preflight(root: Path, *, again: bool = False) -> None:
     migrate(root)
 
 
-__all__ = ["ENV", "ERRORS", "LATEST", "Database", "DiskFull", "Interrupted", "Limits", "StorageError", "StoreAway", "Transaction",
+__all__ = ["ENV", "ERRORS", "LATEST", "Database", "Interrupted", "Limits", "StorageError", "StoreAway", "Transaction",
            "check_file", "check_project", "choose", "chosen", "database_path", "exists", "file_version", "foreign", "forget", "limits", "location", "migrate",
            "open_database", "peek", "preflight", "preflight_findings", "rerun", "schema_version", "store_setting"]
