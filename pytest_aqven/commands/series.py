@@ -408,6 +408,8 @@ def run_db_migrate(args) -> int:
 
 
 def run_db_check(args) -> int:
+    if args.file and Path(args.file).is_dir():      # a project's folder, as `aqven check DIR` takes it: its database
+        args.project, args.file = args.file, None
     if storage.chosen() and not args.file:
         return _check_server()
     if args.file:
