@@ -51,6 +51,33 @@ def test_a_non_finite_check_value_is_the_check_s_infrastructure_error_at_its_lin
     assert "invalid - No finding: " in result.stdout.str()
 
 
+SEVERAL = '''import math
+
+from pytest_aqven import EvalContext, NoParams, Verdict
+
+
+def length(value, context: EvalContext, params: NoParams) -> Verdict:
+    words = value.reply.split()
+    if not words:
+        return Verdict(passed=False, score=0.0)
+    ratio = math.nan if len(words) == 2 else 1.0      # the replies have two words: the user's own NaN
+    return Verdict(passed=True,
+                   score=ratio)
+'''
+
+
+def test_a_non_finite_check_value_names_the_return_that_made_it_among_several(pytester, xdist):
+    """A check with several returns: the line of the one whose Verdict carried the NaN, not the `def`."""
+    project(pytester.path, [(f"c_{i:02d}", "hello") for i in range(10)], {"length": {
+        "checks": [{"id": "length", "kind": "continuous", "run": "@root.experiments.length.checks:length"}],
+        "question": {"kind": "threshold", "metric": "length", "above": 0.1}}})
+    (pytester.path / "proj/experiments/length/checks.py").write_text(SEVERAL)
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-rs", *xdist)
+    result.stdout.fnmatch_lines(["SKIPPED * CHECK_VALUE_INVALID: check length: evaluator "
+                                 "@root.experiments.length.checks:length gave the score nan, not a finite number "
+                                 "(at checks.py:11)"])
+
+
 TYPED = '''import math
 
 from pytest_aqven import EvalContext, NoParams, Verdict

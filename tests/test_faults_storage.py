@@ -4,6 +4,7 @@ no traceback per item), and a database removed mid-run (`git clean -xdf`) is not
 transaction: the run stops and pays nothing more into the removed file."""
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -12,7 +13,7 @@ from . import faults
 
 # the test project's conftest: no disk has this much free, so the preflight refuses
 NO_SPACE = "from pytest_aqven.storage import disk\ndisk.MIN_FREE_BYTES = 2 ** 62\n"
-# the test project's conftest: with FAULT_DB_FULL=1, once 3 calls were paid the database cannot grow (SQLite's
+# the test project's conftest: with FAULT_DB_FULL=N, once N calls were paid the database cannot grow (SQLite's
 # max_page_count: what a full disk does to it, without filling one)
 DB_FULL = '''
 import contextlib, os, pathlib
@@ -25,7 +26,7 @@ _transaction = db.Store.transaction
 def _full(self):
     with _transaction(self) as tx:
         if os.environ.get("FAULT_DB_FULL") and (HERE / "calls.log").exists() \\
-                and len((HERE / "calls.log").read_text().splitlines()) >= 3:
+                and len((HERE / "calls.log").read_text().splitlines()) >= int(os.environ["FAULT_DB_FULL"]):
             pages = tx.raw.execute("PRAGMA page_count").fetchone()[0]
             tx.raw.execute(f"PRAGMA max_page_count = {pages}")
         yield tx
@@ -51,7 +52,7 @@ def test_a_disk_too_full_to_start_refuses_before_anything_is_paid(tmp_path, xdis
 
 def test_a_disk_that_fills_up_mid_run_stops_it_with_one_message_and_the_same_command_continues(tmp_path, xdist):
     root = faults.make(tmp_path, cases=48, files={"conftest.py": DB_FULL})
-    full = faults.run(tmp_path, *xdist, "--aqven-concurrency", "2", env={"FAULT_DB_FULL": "1"})
+    full = faults.run(tmp_path, *xdist, "--aqven-concurrency", "2", env={"FAULT_DB_FULL": "3"})
     out = full.stdout + full.stderr
     assert full.returncode == pytest.ExitCode.USAGE_ERROR, out
     assert f"the disk holding {root / '.aqven' / 'aqven.sqlite'} is full (" in out
@@ -64,6 +65,28 @@ def test_a_disk_that_fills_up_mid_run_stops_it_with_one_message_and_the_same_com
     assert again.returncode == 0, again.stdout
     assert [s["status"] for s in faults.series(root)] == ["done"]
     assert len(set(faults.calls(root))) == planned
+
+
+def test_a_disk_that_fills_up_mid_run_still_shows_the_verdicts_of_the_series_it_finished(tmp_path, xdist):
+    """The first experiment's attempts were all recorded when the disk filled up during the second's: its verdict
+    is decided and shown (recorded if the disk still takes it); the second stays open (not cancelled), and the
+    same command finishes it, running no attempt twice."""
+    root = faults.make(tmp_path, cases=60, experiments=("a_first", "b_second"), files={"conftest.py": DB_FULL})
+    full = faults.run(tmp_path, *xdist, env={"FAULT_DB_FULL": "34"})      # a_first has 23 working attempts
+    out = full.stdout + full.stderr
+    assert full.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert out.count("the run stops here and takes no more attempts; what was committed is kept. Free space on "
+                     "that disk, then run the same command: it continues the series.") == 1, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out and "database or disk is full" not in out, out
+    assert re.search(r"^a_first \(dev, (\d+)/\1 attempts\): signal - Signal on dev", out, re.M), out
+    assert "b_second series" not in out and not re.search(r"^b_second \(dev", out, re.M), out
+    # a_first's decision is recorded when the disk still had room for it, else by the same command; none cancelled
+    status = {s["experiment_id"]: s["status"] for s in faults.series(root)}
+    assert status["a_first"] in ("done", "running") and status["b_second"] == "running", status
+    again = faults.run(tmp_path, *xdist)
+    assert again.returncode == 0, again.stdout
+    assert re.search(r"^b_second \(dev, (\d+)/\1 attempts\): signal", again.stdout, re.M), again.stdout
+    assert len(set(faults.calls(root))) == faults.attempts_planned(root, "dev")
 
 
 def test_the_database_removed_mid_run_stops_it_and_nothing_more_is_paid_into_it(tmp_path, xdist):

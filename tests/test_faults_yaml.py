@@ -59,12 +59,20 @@ def test_a_finding_shaped_bomb_is_refused_in_a_line(tmp_path):
     assert "MemoryError" not in check.stdout and "E_CHECK_INTERNAL" not in check.stdout
 
 
-def test_the_local_override_is_read_strictly(pytester):
-    root = faults.make(pytester.path, cases=8)
+@pytest.mark.parametrize(("text", "diagnostic"), [
+    ("cap: &c 2\nresearch:\n  spend_cap_usd: *c\n", ".aqven/local.yaml:1:6: error E_YAML_ANCHOR: anchor &c is not allowed"),
+    ("research:\n  spend_cap_usd: 0\n", ".aqven/local.yaml:2:3: error E_SPEC_INVALID research.spend_cap_usd: the cap "
+                                       "must be a positive amount in USD, not 0"),
+])
+def test_the_local_override_is_refused_alike_by_aqven_check_and_pytest(tmp_path, xdist, text, diagnostic):
+    root = faults.make(tmp_path, cases=8)
     (root / ".aqven").mkdir()
-    (root / ".aqven" / "local.yaml").write_text("cap: &c 2\nresearch:\n  spend_cap_usd: *c\n")
-    result = pytester.runpytest("proj", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*cannot read the local override: .aqven/local.yaml:1:6: error E_YAML_ANCHOR*"])
+    (root / ".aqven" / "local.yaml").write_text(text)
+    check = faults.aqven(tmp_path, "check", "proj")
+    assert check.returncode == 1 and diagnostic in check.stdout, check.stdout + check.stderr
+    result = faults.run(tmp_path, *xdist)
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout
+    assert diagnostic in result.stdout and "Traceback" not in result.stdout + result.stderr, result.stdout
     assert faults.calls(root) == []
 
 

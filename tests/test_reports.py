@@ -265,12 +265,13 @@ def test_terminal_table_then_sentences_and_what_to_do_next(pytester):
 
 
 def test_progress_lines_leave_pytests_progress_intact(pytester, xdist):
-    make(pytester, projects.cases(100), repeats=3)      # about 150 attempts: pytest wraps its line of dots
+    """... and show the series' own cap (the experiment's cap_usd: $0.5), not the project's ($1)."""
+    make(pytester, projects.cases(100), repeats=3, extra="cap_usd: 0.5\n")  # about 150 attempts: pytest wraps its dots
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-progress=0.000001", *xdist)
     lines = [l for l in result.outlines if l.startswith("aqven: ")]
     assert lines, result.outlines
     for line in lines:
-        assert re.fullmatch(r"aqven: \d+/\d+ attempts, \$[\d.]+ of \$1 cap spent, about \d+s left", line), line
+        assert re.fullmatch(r"aqven: \d+/\d+ attempts, \$[\d.]+ of \$0\.5 cap spent, about \d+s left", line), line
     dots = [l for l in result.outlines if re.fullmatch(r"(proj/\S+ )?[.x]+ *\[ *\d+%\]", l)]
     assert dots and all("aqven" not in l for l in dots)
     assert not [l for l in result.outlines if "aqven:" in l and not l.startswith("aqven: ")]

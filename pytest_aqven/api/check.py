@@ -17,6 +17,7 @@ from ..findings.judges import why_unvalidated
 from ..project.loader import Experiment, Flow, Project, RunnableExperiment, load_project
 from ..providers.price_rules import price_rules
 from ..providers.secret_rules import secret_rules
+from ..series.cap import LOCAL_FILE, local_override_rules
 
 __all__ = ["check_project", "check_root", "internal_error", "project_rules"]
 
@@ -45,6 +46,7 @@ def project_rules(project: Project, ctx: CheckContext | None = None) -> list[Dia
     out += ctx.guarded("tools", "checking tools", lambda: tool_rules(ctx))
     out += ctx.guarded("datasets", "checking datasets", lambda: dataset_rules(ctx))
     out += ctx.guarded("aqven.yaml", "checking paths", lambda: path_rules(ctx))
+    out += ctx.guarded(LOCAL_FILE.as_posix(), "checking the local override", lambda: local_override_rules(project.root))
     for flow in project.flows.values():
         out += ctx.guarded(flow.doc.file, f"checking flow {flow.id}", partial(_flow_rules, ctx, project, flow))
     return out

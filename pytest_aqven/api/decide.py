@@ -88,6 +88,7 @@ def decide(project: Project, series_id: str, tally: SeriesTally | None = None, *
             conclusion = conclude(project, store, series_id, decided_from, family=family)
             if conclusion.verdict is not None:
                 settle(store, project, conclusion, decided_from, family)
+            if conclusion.verdict is not None and conclusion.unrecorded is None:
                 try:
                     conclusion.finding = write_finding_for(project, store, conclusion)
                 except FindingsRefused as exc:   # the finding stays recorded in the database; nothing overwritten

@@ -14,7 +14,7 @@ from .. import storage
 from ..report.terminal import table
 from ..series.cap import CapError, dollars, parse_usd
 from ..series.db import Store, planned_attempts
-from ..series.ledger import PROVIDER_UNUSABLE, approve, cancel, pause_text, series_spend
+from ..series.ledger import PROVIDER_UNUSABLE, approve, cancel, pause_text, series_spend, status_text
 from ..series.stopping import decided_text, stop_of
 from .project import NoProject, Subcommands, project_argument, project_root
 
@@ -216,7 +216,7 @@ def run_list(args: argparse.Namespace) -> int:
             s = store.known_series(series_id)
             done, total = _counts(store, s)
             spent = series_spend(store, series_id)
-            lines.append((series_id, s["experiment_id"], s["split"], s["status"], f"{done}/{total}",
+            lines.append((series_id, s["experiment_id"], s["split"], status_text(s), f"{done}/{total}",
                           spent.text(s.get("cap_usd")), (s.get("verdict") or {}).get("state") or "-"))
         print("\n".join(table(lines)))
         return 0
@@ -278,7 +278,7 @@ def _show_series(store: Store, s: dict) -> int:
     done, total = _counts(store, s)
     spent = series_spend(store, s["series_id"])
     print(f"series {s['series_id']}")
-    print(f"  experiment {s['experiment_id']} on {s['split']}, status {s['status']}")
+    print(f"  experiment {s['experiment_id']} on {s['split']}, status {status_text(s)}")
     print(f"  attempts {done}/{total} ({len(s['cases'])} cases × {s['repeats']} repeats × "
           f"{len(s['variants'])} variants)")
     print(f"  spend {spent.text(s.get('cap_usd'))}" + (f", {spent.running} running" if spent.running else ""))
@@ -455,6 +455,8 @@ def run_db_migrate(args: argparse.Namespace) -> int:
 
 
 def run_db_check(args: argparse.Namespace) -> int:
+    if args.file and Path(args.file).is_dir():      # a project's folder, as `aqven check DIR` takes it: its database
+        args.project, args.file = args.file, None
     if storage.chosen() and not args.file:
         return _check_server()
     if args.file:

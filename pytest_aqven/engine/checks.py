@@ -16,7 +16,7 @@ from ..project import coderefs, usercode
 from ..project.model import Experiment, Project
 from ..project.specs import ExperimentCheck
 from . import fit
-from .evaluators import BUILTINS, INLINE, EvalContext, NoParams, Verdict
+from .evaluators import BUILTINS, INLINE, EvalContext, NoParams, Verdict, made_at
 
 
 class CheckInvalid(ValueError):
@@ -96,7 +96,7 @@ class CompiledCheck:
             raise CheckRaised(message, public=message)
         if verdict.score is not None and not math.isfinite(verdict.score):
             # a NaN would pass or leave the metric silently: the check's own bug, an infrastructure error
-            where = fit.returned_at(self.fn) if not self.spec.use else None
+            where = None if self.spec.use else made_at(verdict) or fit.returned_at(self.fn)
             message = (f"check {self.id}: evaluator {self.label} gave the score {verdict.score}, not a finite number"
                        + (f" (at {where})" if where else ""))
             raise CheckRaised(message, "CHECK_VALUE_INVALID", message)

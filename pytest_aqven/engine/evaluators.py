@@ -3,7 +3,11 @@ and AQVEN's eleven built-in evaluators (`use:` with `with:` parameters)."""
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
+import sys
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, Mapping, TypeVar
@@ -21,6 +25,21 @@ class Verdict(BaseModel):
     passed: bool
     score: float | None = None
     reason: str | None = None
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        if self.score is not None and not math.isfinite(self.score):     # a check's bug: where it was made
+            caller = sys._getframe(1)
+            _MADE_AT[id(self)] = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
+            weakref.finalize(self, _MADE_AT.pop, id(self), None)
+
+
+_MADE_AT: dict[int, str] = {}       # id of a live Verdict whose score is not finite -> where it was built
+
+
+def made_at(verdict: Verdict) -> str | None:
+    """file:line of the user's code that built `verdict` with a score that is not a finite number."""
+    return _MADE_AT.get(id(verdict))
 
 
 class NoParams(BaseModel):

@@ -34,6 +34,7 @@ class Conclusion:
     spend_usd: float = 0.0                    # what the priced calls cost
     unpriced_calls: int = 0                   # calls nothing priced: spend_usd is then a lower bound
     halted: bool = False                      # stopped at a permanent provider error: invalid, with no finding
+    unrecorded: str | None = None             # the disk was full: decided and shown, recorded by the same command
 
     @property
     def state(self) -> str | None:

@@ -42,10 +42,14 @@ def settle(store: Store, project: Project, conclusion: Conclusion, tally: Series
     _, verdict, facts, _ = conclusion.decided()
     status = "failed" if tally.infra_errors == tally.done else "done"
     series = store.known_series(conclusion.series_id)
-    held = record(store, project, series, conclusion, tally, status, {
-        "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family,
-        # stopped early: the held-out cases no attempt reached stay unspent (findings/spent.py)
-        **({"spent_cases": sorted(tally.case_names())} if facts.planned_cases else {})})
+    try:
+        held = record(store, project, series, conclusion, tally, status, {
+            "verdict": {"state": verdict.state, "reason": verdict.reason, "text": verdict.text}, "family": family,
+            # stopped early: the held-out cases no attempt reached stay unspent (findings/spent.py)
+            **({"spent_cases": sorted(tally.case_names())} if facts.planned_cases else {})})
+    except storage.disk.DiskFull as exc:     # shown now; the series stays running, the same command records it
+        conclusion.unrecorded = str(exc)
+        return
     if held == "cancelled":
         stopped_meanwhile(conclusion, store.known_series(conclusion.series_id))
 

@@ -22,6 +22,7 @@ from ..series.cap import CapError, series_cap
 from ..series.lifecycle import SeriesRun
 from ..stats.model import case_key
 from ..storage import StorageError
+from ..storage.disk import DiskFull
 from . import internals, junit
 from .running import store_away
 
@@ -269,7 +270,7 @@ class AttemptItem(pytest.Item):
             if outcome is None:
                 outcome = wait(self.schedule(sched), lambda reach: self.look_further(sched, reach))
         except StorageError as exc:     # the store went away for longer than the run waits: one message, a stop
-            store_away(self.session, str(exc))
+            store_away(self.session, str(exc), full=isinstance(exc, DiskFull))
         if outcome.record is None:          # paused, halted, cancelled or stopped: says what a person does next
             if outcome.kind == SchedulerKind.HALTED:    # the controller's verdict is invalid (keywords travel)
                 self.keywords[HALTED] = 1

@@ -12,6 +12,7 @@ from . import internals
 
 LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normally: shouldstop or shouldfail then
 STORE_AWAY = pytest.StashKey[str]()         # the store went away mid-run: its one message (config.stash)
+DISK_FULL = pytest.StashKey[bool]()         # ... because its disk filled up: the series finished before are decided
 
 
 COLLECTOR = pytest.StashKey[ModuleType]()  # plugin/collect.py, once this process collected an experiment file
@@ -116,12 +117,13 @@ def stop(session: pytest.Session, why: str | None) -> None:
         cancel_all(reporter.tallies, why)
 
 
-def store_away(session: pytest.Session, message: str) -> NoReturn:
+def store_away(session: pytest.Session, message: str, full: bool = False) -> NoReturn:
     """The series store stayed away longer than the run waits for it (storage.StoreAway): the run stops here
     with that one message and the exit code of a store unreachable at the start, and cancels nothing, so the
     same command continues every series. Under xdist the worker's shouldstop stops the controller too, and
     `aqven_store_away` in its workeroutput tells the controller why (plugin.pytest_testnodedown)."""
     session.config.stash[STORE_AWAY] = message
+    session.config.stash[DISK_FULL] = full
     if internals.is_worker(session.config):     # an xdist worker: its controller stops at its shouldstop
         session.shouldstop = message
     pytest.exit(message.removeprefix("pytest-aqven: "), returncode=pytest.ExitCode.USAGE_ERROR)
@@ -136,6 +138,7 @@ def end_store_away(session: pytest.Session) -> bool:
     session.exitstatus = pytest.ExitCode.USAGE_ERROR
     if internals.is_worker(session.config):
         internals.worker_output(session.config)["aqven_store_away"] = away
+        internals.worker_output(session.config)["aqven_disk_full"] = session.config.stash.get(DISK_FULL, False)
     from ..storage import StorageError
     with contextlib.suppress(StorageError):
         stop(session, None)
@@ -144,6 +147,7 @@ def end_store_away(session: pytest.Session) -> bool:
 
 def heard_store_away(node) -> None:
     """xdist's controller: a worker whose store went away stopped the run (its shouldstop); it ends the same."""
-    away = internals.node_output(node).get("aqven_store_away")
-    if away is not None:
-        node.config.stash[STORE_AWAY] = away
+    output = internals.node_output(node)
+    if output.get("aqven_store_away") is not None:
+        node.config.stash[STORE_AWAY] = output["aqven_store_away"]
+        node.config.stash[DISK_FULL] = output.get("aqven_disk_full", False)

@@ -13,7 +13,7 @@ from ..record import AttemptRecord
 from ..report import terminal
 from ..series.cap import CapError, SeriesCap, approved_cap_holds, approved_cap_text, series_cap
 from ..series.db import Store
-from ..series.ledger import LEASE_SECONDS, cancel, series_spend
+from ..series.ledger import LEASE_SECONDS, cancel, series_spend, status_text
 from ..series.lifecycle import SeriesRun
 from ..series.tally import SeriesTally
 
@@ -75,7 +75,7 @@ def spend_lines(tallies: dict[str, SeriesTally], discarded: dict[str, int], proj
         finally:
             store.close()
         lines.append(f"{tally.experiment} series {series_id}: {tally.done - reused} attempts ran, "
-                     f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {series.get('status')}")
+                     f"{reused} reused; spent {spent.text(series.get('cap_usd'))}; status {status_text(series)}")
         asked = _asked_cap((projects or {}).get(tally.root), tally.experiment, cap_option)
         if asked is not None and approved_cap_holds(series, asked):
             lines.append(f"  {approved_cap_text(series, asked)}")
@@ -114,9 +114,9 @@ def cancel_all(tallies: dict[str, SeriesTally], why: str) -> None:
 
 
 def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int | None, repeats: int | None,
-               family: str, *, lines: bool = True):
-    """Per experiment file (node ids relative to `rootpath`): (its project root, its project's spend cap,
-    its launch plan line, or None without `lines`). An experiment that cannot be planned is left out: its
+               family: str, *, cap_option: str | None = None, lines: bool = True):
+    """Per experiment file (node ids relative to `rootpath`): (the file's node id, its series' spend cap, its
+    launch plan line, or None without `lines`). An experiment that cannot be planned is left out: its
     collection reports its errors."""
     projects: dict[Path, Project] = {}
     for file_nodeid in file_nodeids:
@@ -124,11 +124,11 @@ def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int |
         root = path.parent.parent.parent
         try:
             project = projects.get(root) or projects.setdefault(root, load_project(root))
-            cap = float(runnable(project).spec.research.spend_cap_usd)
-            if not lines:
-                yield root, cap, None
-                continue
             experiment = project.runnable_experiment(path.parent.name)
+            cap = series_cap(root, runnable(project).spec, option=cap_option, experiment_cap=experiment.spec.cap_usd)
+            if not lines:
+                yield file_nodeid, float(cap.cap_usd), None
+                continue
             run = SeriesRun(runnable(project), experiment, split, cases=cases, repeats=repeats,
                             spent=spent_for(project, experiment, split))
             try:
@@ -137,7 +137,7 @@ def plan_lines(rootpath: Path, file_nodeids: list[str], split: str, cases: int |
                 run.close_store()       # Python 3.13 warns of a database left open
         except Exception:  # collection reports its errors; a plan line is not worth a crash
             continue
-        yield root, cap, line
+        yield file_nodeid, float(cap.cap_usd), line
 
 
 def tally_for(record: AttemptRecord) -> SeriesTally:

@@ -17,7 +17,7 @@ import pytest
 from ..record import AttemptRecord
 from ..report.progress import Progress
 from . import internals
-from .running import LOOP_ENDED, STORE_AWAY, collect_module
+from .running import DISK_FULL, LOOP_ENDED, STORE_AWAY, collect_module, store_away
 
 if TYPE_CHECKING:
     from ..findings.conclude import Conclusion
@@ -38,19 +38,35 @@ class Reporter:
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session):
-        result = yield
+        try:
+            result = yield
+        except BaseException:
+            if self.config.stash.get(DISK_FULL, False):   # stopped, yet the series recorded whole are decided
+                self.after_loop(session)
+            raise
+        self.after_loop(session)
+        return result
+
+    def after_loop(self, session: pytest.Session) -> None:
         # attempt records are group-committed: the last batch, before anyone reads them (the module may be
         # half imported by the background import thread: then this process opened no store)
         flush_all = getattr(sys.modules.get("pytest_aqven.series.db"), "flush_all", None)
+        full = None
         if flush_all is not None:
-            flush_all()
+            from ..storage.disk import DiskFull
+            try:
+                flush_all()
+            except DiskFull as exc:     # those attempts run again with the same command; the others are decided
+                full = exc
+                self.config.stash[DISK_FULL] = True
         collect = collect_module(session.config)
         sched = self.config.stash.get(collect.SCHEDULER, None) if collect else None
         for ledger in list(sched.ledgers.values()) if sched is not None else []:
             for series_id, *_ in ledger.discarded:
                 self.discarded[series_id] = self.discarded.get(series_id, 0) + 1
         self.loop_ended(session)
-        return result
+        if full is not None:
+            store_away(session, str(full), full=True)
 
     def loop_ended(self, session: pytest.Session) -> None:
         pass
@@ -116,7 +132,7 @@ class VerdictReporter(Reporter):
             # deciding needs them: imported while the series starts and its first attempt runs alone (the CPU
             # idles for its call), not from the first record on, when a full wave of attempts wants the CPU
             self._import_deciding()
-        self.progress.planned(len(items), {str(f.root): float(f.series.project.spec.research.spend_cap_usd)
+        self.progress.planned(len(items), {f.nodeid: float(f.series.cap.cap_usd)
                                            for f in {i.experiment_file for i in items}})
 
     @pytest.hookimpl(trylast=True)      # after the terminal reporter wrote this report's letter or line
@@ -148,7 +164,7 @@ class VerdictReporter(Reporter):
                 self.progress.write(tr)
 
     def loop_ended(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly or session.shouldstop:
+        if self.config.option.collectonly or (session.shouldstop and not self.config.stash.get(DISK_FULL, False)):
             return
         session.stash[LOOP_ENDED] = session.shouldstop or session.shouldfail
         if not self.tallies and not self.selected:
@@ -259,11 +275,11 @@ class VerdictReporter(Reporter):
             return
         from .session import plan_lines
         opt = self.config.getoption
-        for root, cap, line in plan_lines(
+        for file_nodeid, cap, line in plan_lines(
                 self.config.rootpath, list(dict.fromkeys(i.split("::")[0] for i in attempt_ids)),
                 "holdout" if opt("aqven_holdout") else "dev", opt("aqven_cases"), opt("aqven_repeats"), self.family,
-                lines=self.config.get_verbosity() >= 0):
-            self.progress.planned(len(attempt_ids), {str(root): cap})
+                cap_option=opt("aqven_cap"), lines=self.config.get_verbosity() >= 0):
+            self.progress.planned(len(attempt_ids), {file_nodeid: cap})
             if line is not None:
                 tr.write_line(line)
 

@@ -13,7 +13,7 @@ class Progress:
         self.every = every                 # seconds between lines; 0: never
         self.clock = clock
         self.total = 0
-        self.caps: dict[str, float] = {}   # project root -> its spend cap
+        self.caps: dict[str, float] = {}   # experiment file -> its series' spend cap
         self.done = 0
         self.spent = 0.0
         self.unpriced = 0

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from ..diagnostics import Diagnostic, DiagnosticError
+
 
 def dollars(value: float | Decimal | str) -> str:
     """A cap as people write it: $1.00, $0.05; one under a cent keeps its digits ($0.005), never $0.00."""
@@ -66,19 +68,41 @@ def parse_usd(text: str, what: str) -> Decimal:
     return value
 
 
+def local_override(root: Path) -> tuple[Decimal | None, Diagnostic | None]:
+    """(cap, problem) of the machine-local .aqven/local.yaml: its research.spend_cap_usd, or the diagnostic that
+    refuses the file (strict YAML, a positive amount). pytest and `aqven check` both read it here."""
+    from ..project.yamlpos import load_yaml
+    local = root / LOCAL_FILE
+    if not local.is_file():
+        return None, None
+    try:
+        doc = load_yaml(local, root)
+    except DiagnosticError as exc:
+        return None, exc.diagnostics[0]
+    research = doc.data.get("research") if isinstance(doc.data, dict) else None
+    value = research.get("spend_cap_usd") if isinstance(research, dict) else None
+    if value is None:
+        return None, None
+    try:
+        return parse_usd(value, "research.spend_cap_usd"), None
+    except CapError as exc:
+        return None, doc.diag("E_SPEC_INVALID", ("research", "spend_cap_usd"), str(exc).partition(": ")[2],
+                              hint="the machine-local cap overrides aqven.yaml's on this computer")
+
+
+def local_override_rules(root: Path) -> list[Diagnostic]:
+    """`aqven check`: the diagnostic pytest stops at when it reads .aqven/local.yaml (none when it is sound)."""
+    problem = local_override(root)[1]
+    return [problem] if problem is not None else []
+
+
 def project_cap(root: Path, spec) -> tuple[Decimal, str]:
     """(cap, source): the machine-local .aqven/local.yaml wins on this computer, then aqven.yaml, then $1.00."""
-    local = root / LOCAL_FILE
-    if local.is_file():
-        from ..diagnostics import DiagnosticError
-        from ..project.yamlpos import load_yaml
-        try:
-            data = load_yaml(local, root).data or {}
-        except DiagnosticError as exc:
-            raise CapError(f"cannot read the local override: {exc.diagnostics[0].render()}") from None
-        value = (data.get("research") or {}).get("spend_cap_usd") if isinstance(data, dict) else None
-        if value is not None:
-            return parse_usd(value, f"{local}: research.spend_cap_usd"), "override"
+    value, problem = local_override(root)
+    if problem is not None:
+        raise CapError(f"cannot read the local override: {problem.render()}")
+    if value is not None:
+        return value, "override"
     if "research" in spec.model_fields_set and "spend_cap_usd" in spec.research.model_fields_set:
         return Decimal(spec.research.spend_cap_usd), "project"
     return DEFAULT_CAP, "default"

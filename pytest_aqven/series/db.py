@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import threading
@@ -69,6 +70,13 @@ def flush_all() -> None:
     """Commit every open store's deferred writes (before a read, at the end of a run loop, and at exit)."""
     for store in list(_STORES):
         store.flush()
+
+
+def _flush_before_read() -> None:
+    """A read sees what this process deferred; on a full disk it reads what was committed (the run stops on
+    its own, with one message, where it writes)."""
+    with contextlib.suppress(storage.disk.DiskFull):
+        flush_all()
 
 
 def _flush_at_exit() -> None:
@@ -324,7 +332,7 @@ class Store:
                     pass
 
     def attempts(self, series_id: str) -> list[dict]:
-        flush_all()         # what this process deferred, in any of its stores (the ledger has its own)
+        _flush_before_read()        # what this process deferred, in any of its stores (the ledger has its own)
         with self.read() as db:
             return db.finished_attempts(series_id)
 
@@ -334,7 +342,7 @@ class Store:
         series' data alone, so the same data gives the same plan (the last attempts by time did not: they were
         a different sample whenever attempts finished in another order). Only those records leave the database:
         reading every record of the experiment cost memory and time in proportion to its attempts."""
-        flush_all()
+        _flush_before_read()
         with self.read() as db:
             return db.history(experiment_id, limit)
 

@@ -127,6 +127,14 @@ def halt_text(series_id: str, halt: dict) -> str:
             f"the series ({PROVIDER_UNUSABLE})")
 
 
+def status_text(record: dict) -> str:
+    """A series' status as a person reads it: one stopped at a permanent provider error is stored waiting (so
+    that the same command continues it after the fix), but it waits for a fix, not for an approval."""
+    if record.get("status") == "awaiting_approval" and (record.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE:
+        return "stopped"
+    return str(record.get("status"))
+
+
 def pause_text(series_id: str, record: dict, spent: Spend | None = None) -> str:
     pause = record.get("pause") or {}
     if pause.get("reason") == PROVIDER_UNUSABLE:

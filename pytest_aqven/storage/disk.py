@@ -30,6 +30,11 @@ class Stalled(StoreAway):
     transaction: Ctrl-Z, a paused CI job, a sleeping laptop): the run stops with this message, naming it."""
 
 
+class DiskFull(StoreAway):
+    """The disk under the store filled up: the run takes no more attempts, and still decides the series whose
+    every attempt was recorded before."""
+
+
 LOCK_WAIT_S = 60.0      # how long a writer waits for another's turn before the run stops, saying who holds it
 
 
@@ -60,9 +65,9 @@ def _megabytes(n: int) -> str:
     return f"{n / 2**20:.0f} MB"
 
 
-def full(path: Path) -> StoreAway:
+def full(path: Path) -> DiskFull:
     """The disk filled up under a transaction: the run stops taking attempts, with this message."""
-    return StoreAway(f"pytest-aqven: the disk holding {path} is full ({_megabytes(_free(path.parent))} free): "
+    return DiskFull(f"pytest-aqven: the disk holding {path} is full ({_megabytes(_free(path.parent))} free): "
                      f"the run stops here and takes no more attempts; what was committed is kept. Free space on "
                      f"that disk, then run the same command: it continues the series.")
 

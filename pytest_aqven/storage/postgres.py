@@ -122,6 +122,14 @@ def away(location: str) -> str:
             f"series (the attempts the outage cut short run again).")
 
 
+def full(location: str, exc: psycopg.errors.DiskFull) -> disk.DiskFull:
+    """The server's disk filled up (SQLSTATE 53100: 'could not extend file', 'No space left on device'): the run
+    stops taking attempts, with this message."""
+    return disk.DiskFull(f"pytest-aqven: the disk of the PostgreSQL store {location} is full ({_last_line(exc)}): the "
+                         f"run stops here and takes no more attempts; what was committed is kept. Free space on the "
+                         f"server's disk, then run the same command: it continues the series.")
+
+
 def reconnect(url: str) -> psycopg.Connection:
     """A new connection to a server that may be away: waits up to AWAY_S for it (said once, at once: SAY), then
     StoreAway, at once for every later call of this process."""
@@ -289,10 +297,14 @@ class PostgresDatabase:
                 except psycopg.OperationalError as again:
                     if not cut(conn, again):
                         raise
+                if isinstance(exc, psycopg.errors.DiskFull):
+                    raise full(self.location, exc) from None
                 raise
             try:
                 conn.execute("COMMIT")
             except psycopg.OperationalError as exc:
+                if isinstance(exc, psycopg.errors.DiskFull):
+                    raise full(self.location, exc) from None
                 if not cut(conn, exc):
                     raise
                 if not self._committed(xid):

@@ -112,6 +112,11 @@ def test_a_missing_key_stops_the_series_before_any_request(pytester, server, xdi
     series_id = re.search(r"series (\S+) stopped at", result.stdout.str()).group(1)
     refused = faults.aqven(pytester.path, "series", "approve", series_id, "--path", "proj")     # a fix, not a cap
     assert refused.returncode == 2 and f"nothing to approve: series {series_id} stopped at a permanent" in refused.stderr
+    # its real state everywhere: stopped, waiting for a fix, not for an approval
+    listed = faults.aqven(pytester.path, "series", "list", "--path", "proj").stdout
+    assert re.search(rf"{series_id} +rate_ok +dev +stopped ", listed) and "awaiting_approval" not in listed, listed
+    shown = faults.aqven(pytester.path, "series", "show", series_id, "--path", "proj").stdout
+    assert "status stopped\n" in shown and "awaiting_approval" not in shown, shown
     (root / ".env").write_text("LOCAL_LLM_KEY=sk-test\n")
     assert "signal - Signal on dev" in verdict_line(run(pytester, *xdist))
     assert len(server.requests) == 12
@@ -156,6 +161,7 @@ def test_attempts_in_flight_finish_and_no_new_one_starts(pytester, server, xdist
     stopped_at = run(pytester, "--aqven-concurrency", "4", *xdist)
     out = stopped_at.stdout.str()
     assert "verdict invalid: series " in out and "provider_unusable" in out
+    assert re.search(r"rate_ok series \S+: 1 attempts ran, 0 reused; spent \S+ of its \$1\.00 cap; status stopped\n", out), out
     calls = len(server.requests)
     assert calls <= 1 + 4 * (2 if xdist else 1)
     assert len(records(root)) == 1          # only the attempt that answered is recorded

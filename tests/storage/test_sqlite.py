@@ -141,3 +141,18 @@ def test_an_open_series_an_older_release_recorded_is_continued_not_closed_as_inp
     assert "inputs changed" not in again.stdout and f"{planned - kept} attempts ran, {kept} reused" in again.stdout
     assert [(s["series_id"], s["status"]) for s in faults.series(root)] == [(series_id, "done")]
     assert len(faults.calls(root)) - paid <= planned - kept + 4         # only what was missing (and in flight)
+
+
+def test_db_check_of_a_newer_file_says_so_given_the_file_or_its_project_folder(tmp_path):
+    """`aqven db check proj` reads proj's database, as `aqven check proj` reads proj: never 'damaged'."""
+    from .. import faults
+    root = faults.make(tmp_path, cases=2)
+    assert faults.aqven(tmp_path, "db", "migrate", "--path", "proj").returncode == 0
+    with sqlite3.connect(storage.database_path(root)) as conn:
+        conn.execute("UPDATE aqven_schema_versions SET version = ?", (schema.LATEST + 1,))
+    conn.close()
+    for target in ("proj", "proj/.aqven/aqven.sqlite"):
+        newer = faults.aqven(tmp_path, "db", "check", target)
+        assert newer.returncode == 1, newer.stdout + newer.stderr
+        assert f"schema version {schema.LATEST + 1} is newer than this pytest-aqven's ({schema.LATEST}): upgrade " \
+               f"it" in newer.stdout and "damaged" not in newer.stdout
