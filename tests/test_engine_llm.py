@@ -273,6 +273,10 @@ def test_allowed_sets_reach_ids_nested_in_records_lists_and_unions(tmp_path):
     assert "Allowed values of cites.chunk_id: a, b" in first and "Allowed values of source.chunk_id: a, b" in first
     assert "cites.chunk_id values outside the allowed set: zz (allowed: a, b)" in calls[1].messages[-1].content
     assert "source.chunk_id values outside the allowed set: yy (allowed: a, b)" in calls[2].messages[-1].content
+    defs = calls[0].output_schema["$defs"]     # the schema sent carries the set, so a model answering to it complies
+    assert defs["Cite"]["properties"]["chunk_id"]["enum"] == defs["SourceKb"]["properties"]["chunk_id"]["enum"] == ["a", "b"]
+    unrestricted = run(p, "qa", {"text": "t", "ids": []})
+    assert "enum" not in json.dumps(seen("allowednested")[-1].output_schema), unrestricted.error
 
 
 CHECKS = '''

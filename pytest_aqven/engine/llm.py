@@ -3,6 +3,7 @@ and the agent's tool calls (the model asks, the tool runs, the answer goes back)
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import math
 import weakref
@@ -114,7 +115,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     address = frame.address.at(node_id).node
     settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
     settings.update(agent.settings.provider_options)
-    schema = output_schema(out_model)
+    schema = restricted(output_schema(out_model), allowed)
     models = [agent.model, *agent.fallback_models]
     for model_index, model in enumerate(models):
         provider_id, _, model_name = model.partition(":")
@@ -327,6 +328,42 @@ def values_at(value: Any, path: str) -> list:
 
 def _flat(values: list) -> list:
     return [leaf for v in values for leaf in (_flat(v) if isinstance(v, list) else [v])]
+
+
+def restricted(schema: dict, allowed: dict[str, list]) -> dict:
+    """The output schema with each allowed set as the `enum` of its strings, so that a model answering to the
+    schema (constrained decoding, a strict provider) picks from the set. Definitions are shared: an id type's
+    set holds wherever that type occurs, so restricting a shared definition is what the set says."""
+    if not any(allowed.values()):
+        return schema
+    schema = copy.deepcopy(schema)
+    for path, values in allowed.items():
+        for leaf in _schema_leaves(schema, path.split("."), schema.get("$defs", {})):
+            if values and leaf.get("type") == "string":
+                leaf["enum"] = list(values)
+    return schema
+
+
+def _schema_leaves(node: dict, names: list[str], defs: dict):
+    for part in _alternatives(node, defs):
+        if not names:
+            yield part
+        elif isinstance(prop := part.get("properties", {}).get(names[0]), dict):
+            yield from _schema_leaves(prop, names[1:], defs)
+
+
+def _alternatives(node: dict, defs: dict):
+    """A schema node's concrete shapes: through $ref, anyOf/oneOf/allOf (optional, union) and array items."""
+    if "$ref" in node:
+        yield from _alternatives(defs.get(node["$ref"].rsplit("/", 1)[-1], {}), defs)
+    elif any(key in node for key in ("anyOf", "oneOf", "allOf")):
+        for key in ("anyOf", "oneOf", "allOf"):
+            for option in node.get(key, ()):
+                yield from _alternatives(option, defs)
+    elif isinstance(node.get("items"), dict):
+        yield from _alternatives(node["items"], defs)
+    else:
+        yield node
 
 
 def check_allowed(value: dict, allowed: dict[str, list]) -> Problem | None:
