@@ -338,8 +338,10 @@ def restricted(schema: dict, allowed: dict[str, list]) -> dict:
         return schema
     schema = copy.deepcopy(schema)
     for path, values in allowed.items():
+        if not values:          # an empty enum is no schema: the answer check still refuses any value
+            continue
         for leaf in _schema_leaves(schema, path.split("."), schema.get("$defs", {})):
-            if values and leaf.get("type") == "string":
+            if leaf.get("type") == "string":
                 leaf["enum"] = list(values)
     return schema
 
