@@ -80,6 +80,8 @@ def test_a_non_finite_check_value_names_the_return_that_made_it_among_several(py
 
 TYPED = '''import math
 
+from pydantic import BaseModel
+
 from pytest_aqven import EvalContext, NoParams, Verdict
 from judgeproj.types import Ask, Reply
 
@@ -98,6 +100,12 @@ def maybe_same(value: Reply, context: EvalContext[Ask, Reply | None], params: No
 
 def unsure(value: Reply, context: EvalContext[Ask, Reply], params: NoParams) -> Verdict:
     return Verdict.model_construct(passed=math.nan, score=None, reason=None)     # bool(nan) is True
+
+
+def any_model(value: BaseModel, context: EvalContext[BaseModel, BaseModel], params: NoParams) -> Verdict:
+    """Typed as AQVEN's showcase types reply_keeps_resolution: any model."""
+    reply = value.model_dump(mode="json")["reply"]
+    return Verdict(passed=reply == "good reply" and context.inputs.text == "hello")
 '''
 
 
@@ -116,7 +124,7 @@ def test_a_typed_check_parameter_that_gets_null_is_the_check_s_infrastructure_er
     result.stdout.fnmatch_lines(["SKIPPED * CHECK_INPUT_MISSING: check same_reply: evaluator "
                                  "@root.experiments.typed.checks:same_reply types context.expected_output as Reply, "
                                  "which is not optional, but the case's expected_output is null or missing "
-                                 "(read at checks.py:8)"])
+                                 "(read at checks.py:10)"])
     found = records(pytester.path)
     assert found and {(r["outcome"], r["error_code"], r["passed"]) for r in found} == {
         ("infra_error", "CHECK_INPUT_MISSING", None)}
@@ -141,3 +149,13 @@ def test_a_check_whose_passed_is_nan_is_the_check_s_infrastructure_error(pyteste
                                  "@root.experiments.typed.checks:unsure gave passed nan, not a boolean"])
     found = records(pytester.path)
     assert found and {(r["outcome"], r["passed"]) for r in found} == {("infra_error", None)}
+
+
+def test_a_check_typed_with_the_bare_base_model_gets_the_records_as_models(pytester, xdist):
+    """`value: BaseModel, context: EvalContext[BaseModel, BaseModel]` (AQVEN's showcase) means any model: the
+    check reads the output and the inputs as models, never a pydantic error out of the plugin."""
+    _typed_checks(pytester, "any_model")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", *xdist)
+    found = records(pytester.path)
+    assert found and {(r["outcome"], r["checks"]["any_model"]["state"]) for r in found} == {("ok", "passed")}
+    assert "Traceback" not in result.stdout.str() and "PydanticUserError" not in result.stdout.str()

@@ -248,6 +248,37 @@ def test_allowed_sets_keep_id_outputs_to_the_inputs_values(tmp_path):
     assert "Allowed values of ids: a, b" in seen("allowed")[0].messages[-1].content
 
 
+def test_allowed_sets_reach_ids_nested_in_records_lists_and_unions(tmp_path):
+    """AQVEN's showcase restricts a citation's chunk id inside a reply (and a policy id inside a decision):
+    an allowed set holds at every depth of the output, not only for a top-level field."""
+    answers = ['{"reply": "x", "cites": [{"chunk_id": "a"}, {"chunk_id": "zz"}], "source": null}',
+               '{"reply": "x", "cites": [{"chunk_id": "a"}], "source": {"kind": "kb", "chunk_id": "yy"}}',
+               '{"reply": "x", "cites": [{"chunk_id": "b"}], "source": {"kind": "kb", "chunk_id": "a"}}']
+    p = project(tmp_path, "allowednested", script={"bot": [{"text": a} for a in answers]},
+                agent_extra={"output": {"retries": 2}},
+                inf_extra={"allowed_sets": [{"type": "ChunkId", "from": "$in.ids[*]"}]},
+                ins={"text": "Text", "ids": "ChunkId[]"}, outs={"reply": "Text", "cites": "Cite[]", "source": "Source?"},
+                extra_files={"types/chunk_id.yaml": {"apiVersion": "aqven/v1", "kind": "Type", "type": "id",
+                                                     "description": "A chunk id", "allowed_set": "dynamic"},
+                             "types/cite.yaml": record("A citation", chunk_id="ChunkId"),
+                             "types/source.yaml": {"apiVersion": "aqven/v1", "kind": "Type", "type": "union",
+                                                   "description": "A source", "discriminator": "kind",
+                                                   "variants": [{"name": "kb", "fields": [
+                                                       {"name": "chunk_id", "type": "ChunkId"}]}]}})
+    result = run(p, "qa", ASK)
+    assert result.error is None, result.error
+    calls = seen("allowednested")
+    assert len(calls) == 3
+    first = calls[0].messages[-1].content
+    assert "Allowed values of cites.chunk_id: a, b" in first and "Allowed values of source.chunk_id: a, b" in first
+    assert "cites.chunk_id values outside the allowed set: zz (allowed: a, b)" in calls[1].messages[-1].content
+    assert "source.chunk_id values outside the allowed set: yy (allowed: a, b)" in calls[2].messages[-1].content
+    defs = calls[0].output_schema["$defs"]     # the schema sent carries the set, so a model answering to it complies
+    assert defs["Cite"]["properties"]["chunk_id"]["enum"] == defs["SourceKb"]["properties"]["chunk_id"]["enum"] == ["a", "b"]
+    unrestricted = run(p, "qa", {"text": "t", "ids": []})
+    assert "enum" not in json.dumps(seen("allowednested")[-1].output_schema), unrestricted.error
+
+
 CHECKS = '''
 from pytest_aqven import NoParams, Verdict
 

@@ -10,7 +10,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..project import coderefs, usercode
 from ..project.model import Experiment, Project
@@ -111,6 +111,11 @@ class CompiledCheck:
         return CheckResult("passed", float(verdict.score), verdict.reason)
 
 
+class AnyRecord(BaseModel):
+    """What a check typed with the bare BaseModel gets for a record: every field kept, read as an attribute."""
+    model_config = ConfigDict(extra="allow")
+
+
 def _as(model: Any, value: Any) -> Any:
     if model is None or value is None or not isinstance(value, dict):
         return value
@@ -166,6 +171,8 @@ def user_models(fn: Callable) -> tuple[Any, Any, Any]:
         return None, None, None
 
     def model(t: Any) -> Any:
+        if t is BaseModel:      # AQVEN's `value: BaseModel`: any model, so the record as it is, fields as attributes
+            return AnyRecord
         return t if isinstance(t, type) and issubclass(t, BaseModel) else None
 
     args = typing.get_args(hints.get(names[1])) if len(names) > 1 else ()

@@ -3,6 +3,7 @@ and the agent's tool calls (the model asks, the tool runs, the answer goes back)
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import math
 import weakref
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..project import specs, usercode
 from ..project.inferences import inference_flow
-from ..project.types import pascal
+from ..project.types import Registry, UnknownType, pascal
 from ..providers.base import OUTPUT_TOOL, Message, ModelRequest, ModelResponse, ProviderError, ToolDef
 from . import prompts, refs
 from .fit import errors_text
@@ -79,7 +80,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     stem = spec.inference or node.id
     in_model = runner.record(f"{pascal(stem)}In", inference.in_) if inference.in_ else None
     out_model = runner.record(f"{pascal(stem)}Out", inference.out)
-    allowed = allowed_sets(inference, inputs, node_id)
+    allowed = allowed_sets(inference, inputs, node_id, runner.project.types)
     prompt_path = assembly.prompts.get(node_id, node.prompt_path)
     root = runner.project.root
     if inference.prompt is not None:        # level 3: a Python function renders the messages
@@ -114,7 +115,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
     address = frame.address.at(node_id).node
     settings = agent.settings.model_dump(exclude_none=True, exclude={"provider_options"})
     settings.update(agent.settings.provider_options)
-    schema = output_schema(out_model)
+    schema = restricted(output_schema(out_model), allowed)
     models = [agent.model, *agent.fallback_models]
     for model_index, model in enumerate(models):
         provider_id, _, model_name = model.partition(":")
@@ -160,7 +161,7 @@ async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
             value, problem = parse(response, out_model, mode)
             call.schema_valid = problem is None
             if problem is None:
-                problem = check_allowed(value, inference, allowed)
+                problem = check_allowed(value, allowed)
             if problem is None:
                 problem = await run_checks(runner, frame, node, node_id, checks, value, out_model, in_model,
                                            inputs, answers, trace)
@@ -285,9 +286,10 @@ def parse(response: ModelResponse, model: type[BaseModel], mode: str) -> tuple[A
 
 
 # --- allowed sets ---------------------------------------------------------------------------
-def allowed_sets(inference: specs.InferenceSpec, inputs: dict, node_id: str) -> dict[str, list]:
-    """Output field -> the values it may take: `allowed_sets: [{type, from: "$in...", labels_from?}]`
-    restricts every output field of that id type to the values present in the input."""
+def allowed_sets(inference: specs.InferenceSpec, inputs: dict, node_id: str, types: Registry) -> dict[str, list]:
+    """Output path -> the values it may take: `allowed_sets: [{type, from: "$in...", labels_from?}]`
+    restricts every output value of that id type, at any depth (`reply.citations.chunk_id`), to the values
+    present in the input."""
     out: dict[str, list] = {}
     for item in inference.allowed_sets:
         try:
@@ -295,19 +297,84 @@ def allowed_sets(inference: specs.InferenceSpec, inputs: dict, node_id: str) -> 
         except refs.RefError as exc:
             raise RunError("prompt_invalid", f"node {node_id}: allowed_sets: {exc}") from None
         values = [v for v in (values if isinstance(values, list) else [values]) if v is not None]
-        for f in inference.out:
-            if f.type.rstrip("?").removesuffix("[]").rstrip("?") == item.type:
-                out[f.name] = values
+        out.update(dict.fromkeys(id_paths(inference.out, item.type, types), values))
     return out
 
 
-def check_allowed(value: dict, inference, allowed: dict[str, list]) -> Problem | None:
-    for name, values in allowed.items():
-        got = value.get(name)
-        outside = [v for v in (got if isinstance(got, list) else [got]) if v is not None and v not in values]
+def id_paths(fields, type_id: str, types: Registry, prefix: str = "", outer: frozenset = frozenset()):
+    """The dotted paths of the values of id type `type_id` in a field list, through records, union variants
+    and lists (a list's items share its path); a type inside itself is not walked again."""
+    for f in fields:
+        try:
+            base = types.parse_ref(f.type)[0]
+        except UnknownType:
+            continue
+        path = prefix + f.name
+        if base == type_id:
+            yield path
+        spec = types.specs.get(base)
+        if base in outer or not isinstance(spec, (specs.RecordTypeSpec, specs.UnionTypeSpec)):
+            continue
+        nested = spec.fields if isinstance(spec, specs.RecordTypeSpec) else [g for v in spec.variants for g in v.fields]
+        yield from id_paths(nested, type_id, types, path + ".", outer | {base})
+
+
+def values_at(value: Any, path: str) -> list:
+    """The values at a dotted path, every list on the way flattened."""
+    found = [value]
+    for name in path.split("."):
+        found = [item.get(name) for item in _flat(found) if isinstance(item, dict)]
+    return [v for v in _flat(found) if v is not None]
+
+
+def _flat(values: list) -> list:
+    return [leaf for v in values for leaf in (_flat(v) if isinstance(v, list) else [v])]
+
+
+def restricted(schema: dict, allowed: dict[str, list]) -> dict:
+    """The output schema with each allowed set as the `enum` of its strings, so that a model answering to the
+    schema (constrained decoding, a strict provider) picks from the set. Definitions are shared: an id type's
+    set holds wherever that type occurs, so restricting a shared definition is what the set says."""
+    if not any(allowed.values()):
+        return schema
+    schema = copy.deepcopy(schema)
+    for path, values in allowed.items():
+        if not values:          # an empty enum is no schema: the answer check still refuses any value
+            continue
+        for leaf in _schema_leaves(schema, path.split("."), schema.get("$defs", {})):
+            if leaf.get("type") == "string":
+                leaf["enum"] = list(values)
+    return schema
+
+
+def _schema_leaves(node: dict, names: list[str], defs: dict):
+    for part in _alternatives(node, defs):
+        if not names:
+            yield part
+        elif isinstance(prop := part.get("properties", {}).get(names[0]), dict):
+            yield from _schema_leaves(prop, names[1:], defs)
+
+
+def _alternatives(node: dict, defs: dict):
+    """A schema node's concrete shapes: through $ref, anyOf/oneOf/allOf (optional, union) and array items."""
+    if "$ref" in node:
+        yield from _alternatives(defs.get(node["$ref"].rsplit("/", 1)[-1], {}), defs)
+    elif any(key in node for key in ("anyOf", "oneOf", "allOf")):
+        for key in ("anyOf", "oneOf", "allOf"):
+            for option in node.get(key, ()):
+                yield from _alternatives(option, defs)
+    elif isinstance(node.get("items"), dict):
+        yield from _alternatives(node["items"], defs)
+    else:
+        yield node
+
+
+def check_allowed(value: dict, allowed: dict[str, list]) -> Problem | None:
+    for path, values in allowed.items():
+        outside = [v for v in values_at(value, path) if v not in values]
         if outside:
             return Problem("MODEL_SCHEMA_MISMATCH", "schema_invalid",
-                           f"{name} values outside the allowed set: {', '.join(map(str, outside))} "
+                           f"{path} values outside the allowed set: {', '.join(map(str, outside))} "
                            f"(allowed: {', '.join(map(str, values))})")
     return None
 
