@@ -71,6 +71,16 @@ def no_upper_bound(question: Threshold, verdicts: ArrayLike) -> NDArray[np.str_]
     return out
 
 
+def without_candidate_high(direction: str, verdicts: ArrayLike) -> NDArray[np.str_]:
+    """A pair on a cost with no per-attempt bound known (robust family): the verdict that needs an upper bound
+    of the candidate's cost - pass when lower is better (cheaper, or within the margin), fail when higher - is
+    unclear, since a candidate that alone now and then runs away hides it from the sample. The other side
+    stands (docs/statistics.md, costs)."""
+    rests_on_high = "pass" if direction == "lower_is_better" else "fail"
+    out: NDArray[np.str_] = np.where(np.asarray(verdicts) == rests_on_high, "unclear", verdicts)
+    return out
+
+
 def bound_or_nan(x: float | None) -> float:
     return np.nan if x is None else x
 

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import betting, intervals
-from .edges import decided_by, interval_verdict, no_point_pass
+from .edges import decided_by, interval_verdict, no_point_pass, without_candidate_high
 from .estimates import RESAMPLES, Interval, degenerate, in_order, stat_seed, usable_bound, with_hull
 from .model import Cell, Estimate, Guardrail, Pair, SeriesFacts
 from .samples import LOWER, MetricInfo, Sample, SampleTable, Scale, bounded_scale, metric_info
@@ -264,8 +264,10 @@ def guardrail_edge(guard: Guardrail, direction: str, unit: str) -> float:
 
 
 def _cell(metric: str, role: str, question: Pair, direction: str, margin: float, relative: bool,
-          estimate: Estimate, edge: float) -> Cell:
+          estimate: Estimate, edge: float, open_above: bool = False) -> Cell:
     verdict = no_point_pass(estimate, interval_verdict(estimate.low, estimate.high, edge))
+    if open_above:
+        verdict = str(without_candidate_high(direction, verdict))
     return Cell(
         metric=metric, role=role, variant=question.candidate, baseline=question.baseline, direction=direction,
         bound=None, threshold=None, margin=margin, relative=relative, estimate=estimate, verdict=verdict,
@@ -280,12 +282,17 @@ def pair_cells(question: Pair, table: SampleTable, facts: SeriesFacts) -> tuple[
         info = metric_info(metric, facts.check_kinds, facts.check_scales)
         return table.sample(question.baseline, info), table.sample(question.candidate, info), info
 
+    def open_above(base: Sample, cand: Sample, info: MetricInfo) -> bool:
+        """A cost (cost_usd, cost_of_pass) under the robust family with no usable per-attempt bound."""
+        return (facts.family == "robust" and info.unit == "usd"
+                and usable_bound(facts.cost_bound, facts.family, base, cand) is None)
+
     base, cand, info = samples(question.primary)
     direction = question.direction or info.direction
     estimate = pair_estimate(base, cand, direction, facts.salt, facts.family, None, names,
                              cost_bound=facts.cost_bound)
     primary = _cell(question.primary, "primary", question, direction, question.margin, False, estimate,
-                    primary_edge(question))
+                    primary_edge(question), open_above(base, cand, info))
     guards = []
     for guard in question.guardrails:
         base, cand, info = samples(guard.metric)
@@ -294,5 +301,5 @@ def pair_cells(question: Pair, table: SampleTable, facts: SeriesFacts) -> tuple[
         estimate = pair_estimate(base, cand, g_direction, facts.salt, facts.family, relative_margin, names,
                                  cost_bound=facts.cost_bound)
         guards.append(_cell(guard.metric, "guardrail", question, g_direction, guard.margin, guard.relative,
-                            estimate, guardrail_edge(guard, g_direction, estimate.unit)))
+                            estimate, guardrail_edge(guard, g_direction, estimate.unit), open_above(base, cand, info)))
     return [primary], guards

@@ -155,6 +155,8 @@ def decide_table(question: Threshold | Pair | Look, table: SampleTable, facts: S
         state, reason = "confirmed", None
     else:
         state, reason = "inconclusive", _inconclusive_reason(primaries)
+        if reason is None and any(wording.no_cost_bound(g) for g in guards):
+            reason = "no_cost_bound"  # the primary decided, a cost guardrail held open for want of a bound
     return ExperimentVerdict(state, reason, wording.sentence(measurement), cells, metrics)
 
 

@@ -51,6 +51,8 @@ NO_COST_BOUND = "no per-attempt cost bound is known"  # docs/statistics.md: what
 # a cost verdict the interval gave but no per-attempt bound holds (estimates.open_above)
 NO_COST_BOUND_TAIL = (f"not decided, as {NO_COST_BOUND}: attempts dearer than any measured could lift the mean "
                       "past the edge")
+NO_COST_BOUND_PAIR_TAIL = (f"not decided, as {NO_COST_BOUND}: attempts of {{variant}} dearer than any measured "
+                           "could undo it")
 MORE_DIGITS = 4  # at most this many extra decimals (or significant digits) to show a bound's side of an edge
 
 
@@ -135,11 +137,16 @@ def _undecided_tail(cell: Cell, tail: str) -> str:
 
 
 def no_cost_bound(cell: Cell) -> bool:
-    """A cost cell left unclear although its interval lies below its edge: no per-attempt bound is known, so
-    the upper bound was not taken (edges.no_upper_bound). Under the model family it would have decided."""
+    """A cost cell left unclear although its interval clears its edge on the side that needs an upper bound
+    of the (candidate's) cost: no per-attempt bound is known, so that side was not taken (edges.no_upper_bound,
+    edges.without_candidate_high). Under the model family it would have decided."""
     est = cell.estimate
-    return (cell.verdict == "unclear" and est.unit == "usd" and est.cost_bound is None and est.high is not None
-            and cell.edge is not None and est.high < cell.edge and cell.baseline is None and not zero_width(est))
+    cost = est.unit == "usd" or cell.metric == "cost_of_pass"   # a relative cost_of_pass is on its log ratio
+    if cell.verdict != "unclear" or not cost or est.cost_bound is not None or cell.edge is None or zero_width(est):
+        return False
+    if cell.baseline is not None and cell.direction == LOWER:   # good-direction scale: + = the candidate cheaper
+        return est.low is not None and est.low > cell.edge
+    return est.high is not None and est.high < cell.edge
 
 
 def cost_caveat(cell: Cell) -> str:
@@ -180,6 +187,8 @@ def pair_measurement(kind: str, primary: Cell, unit: str, guardrails: Sequence[C
     tail = PAIR_TAILS[kind][primary.verdict].format(margin=declared(primary.margin, unit))
     if primary.counted_against is not None:
         tail = counted_against_tail(primary, unit, True)
+    elif no_cost_bound(primary):
+        tail = NO_COST_BOUND_PAIR_TAIL.format(variant=primary.variant)
     elif primary.verdict == "unclear":
         tail = _undecided_tail(primary, tail)
     # differences are oriented "positive = candidate better": where lower is better, say so
@@ -201,7 +210,9 @@ def guardrail_phrase(cell: Cell) -> str:
     cand, base, lower = cell.variant, cell.baseline, cell.direction == LOWER
     margin = f"relative margin {declared(cell.margin)}" if cell.relative else f"margin {declared(cell.margin, unit)}"
     tail = GUARDRAIL_TAILS[cell.verdict].format(margin=margin)
-    if cell.verdict == "unclear":
+    if no_cost_bound(cell):
+        tail = NO_COST_BOUND_PAIR_TAIL.format(variant=cand)
+    elif cell.verdict == "unclear":
         tail = _undecided_tail(cell, tail)
     head = f"guardrail {cell.metric} {GUARDRAIL_WORDS[cell.verdict]}"
     if unit == "log_ratio":  # the good-direction log(R_c / R_b), negated where lower is better: shown as R_c / R_b

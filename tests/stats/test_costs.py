@@ -177,3 +177,62 @@ def test_a_finding_decided_again_uses_its_recorded_bound():
     assert again.text == verdict.text and again.cells == verdict.cells
     del document["method"]["cost_bound"]
     assert NO_BOUND[1:-1] in recompute(document).text
+
+
+def _runaway_pair(seed=3, cases=30):
+    """A baseline of typical costs and a candidate at half of them that once ran away: cheaper as measured."""
+    rng = np.random.default_rng(seed)
+    base, cand = rng.uniform(0.5, 1.5, (cases, 1)), 0.5 * rng.uniform(0.5, 1.5, (cases, 1))
+    return base, cand, dataclasses.replace(_facts(), variants=("a", "b"))
+
+
+@pytest.mark.parametrize("metric", ["cost_usd", "cost_of_pass"])
+def test_without_a_bound_a_pair_is_not_called_cheaper(metric):
+    """A comparison needs the candidate's upper bound to call it cheaper (or its cost guardrail held): without a
+    per-attempt bound that side decides nothing, and the sentence says why. The other side still decides,
+    the model family and a known bound decide as before."""
+    base, cand, facts = _runaway_pair()
+    attempts = _attempts(base, "a") + _attempts(cand, "b")
+    cheaper = decide(Pair("compare", "a", "b", metric, 0.01), attempts, facts)
+    assert (cheaper.state, cheaper.reason, cheaper.cells[0].verdict) == ("inconclusive", "no_cost_bound", "unclear")
+    assert cheaper.cells[0].estimate.low > cheaper.cells[0].edge
+    assert cheaper.text.endswith(f"not decided, as {NO_BOUND[1:-1]}: attempts of b dearer than any measured "
+                                 "could undo it.")
+    dearer = decide(Pair("compare", "b", "a", metric, 0.01), attempts, facts)   # a, dearer, as candidate
+    assert dearer.state == "refuted" and dearer.text.endswith(f"{NO_BOUND}.")
+    assert decide(Pair("compare", "a", "b", metric, 0.01), attempts,
+                  dataclasses.replace(facts, family="model")).state == "confirmed"
+    if metric == "cost_usd":   # cost_of_pass's paired ratio takes no bound (docs/statistics.md)
+        known = dataclasses.replace(facts, cost_bound=float(base.max()) * 2)
+        assert decide(Pair("compare", "a", "b", metric, 0.01), attempts, known).state == "confirmed"
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_without_a_bound_a_cost_guardrail_is_unsettled(relative):
+    base, cand, facts = _runaway_pair()
+    attempts = [dataclasses.replace(a, passed=i % 2 == 0) for i, a in enumerate(_attempts(base, "a") + _attempts(cand, "b"))]
+    pair = Pair("noninferior", "a", "b", "success_rate", 0.5,
+                guardrails=(Guardrail("cost_usd", 0.1, relative=relative),))
+    verdict = decide(pair, attempts, facts)
+    assert verdict.cells[0].verdict == "pass" and verdict.cells[1].verdict == "unclear"
+    assert (verdict.state, verdict.reason) == ("inconclusive", "no_cost_bound")
+    assert "guardrail cost_usd is unsettled" in verdict.text and "attempts of b dearer than any measured" in verdict.text
+    known = decide(pair, attempts, dataclasses.replace(facts, cost_bound=float(base.max()) * 2))
+    assert known.state == "confirmed"
+
+
+def test_the_runaway_grid_is_decides_own():
+    """`cost_runaway_rows`' rule gives the verdicts `decide` gives on the same data."""
+    from pytest_aqven.stats.edges import without_candidate_high
+    from pytest_aqven.stats.samples import LOWER
+
+    rng = np.random.default_rng(8)
+    base = rng.uniform(0.5, 1.5, (20, 30, 1))
+    cand = V._runaway_candidate("rare", rng, 20, 30, 1, 0.9)
+    question = Pair("compare", "a", "b", "cost_usd", V.RUNAWAY_MARGIN, LOWER)
+    grid = without_candidate_high(LOWER, V.mean_pair_verdicts(question, base.mean(-1), cand.mean(-1), "robust", None,
+                                                               direction=LOWER))
+    facts = dataclasses.replace(_facts(), variants=("a", "b"))
+    for s in range(20):
+        cell = decide(question, _attempts(base[s], "a") + _attempts(cand[s], "b"), facts).cells[0]
+        assert cell.verdict == grid[s], s

@@ -356,8 +356,8 @@ def test_the_issues_ceiling_example_reads_the_same_on_both_scales():
 
 def _cost_misses(rows, band, pairs=False):
     """Rows whose verdicts miss the band: with no bound known (the upper bound deciding nothing), and for rare
-    huge costs with the per-attempt bound known. A relative cost guardrail keeps its upper bound: both
-    variants carry the same rare dear attempts there, so they are checked with the bound known alone."""
+    huge costs with the per-attempt bound known. The relative cost guardrail's rare cells give both variants the
+    same rare dear attempts; `cost_runaway_rows` gives them to the candidate alone."""
     bad = [r for r in rows if not (pairs and r["shape"] == "rare") and max(r["confirmed"], r["refuted"]) > band]
     return bad + [r for r in rows if r["shape"] == "rare" and max(r["bound_confirmed"], r["bound_refuted"]) > band]
 
@@ -384,6 +384,24 @@ def test_cost_thresholds_keep_their_tails_on_heavy_tails():
 @pytest.mark.slow
 def test_cost_thresholds_keep_their_tails_on_heavy_tails_2000_series():
     _check_costs(V.cost_rows(), V.cost_pair_rows(), V.cost_shape_rows(), TAIL)
+
+
+def _check_runaways(rows, band):
+    """A candidate that alone runs away now and then: without a bound neither a cost compare nor a cost
+    guardrail is falsely called "cheaper"/"holds"; with the bound known, neither tail misses."""
+    bad = [r for r in rows if max(r["confirmed"], r["refuted"], r["bound_confirmed"], r["bound_refuted"]) > band]
+    assert not bad, _fmt(bad, "confirmed", "refuted")
+    # why: the paired t alone called such a candidate cheaper up to three times in four (rare, C 30, R 1)
+    assert max(r["before_confirmed"] for r in rows) > 0.5
+
+
+def test_cost_comparisons_with_a_candidate_that_alone_runs_away():
+    _check_runaways(V.cost_runaway_rows(300), 0.045)
+
+
+@pytest.mark.slow
+def test_cost_comparisons_with_a_candidate_that_alone_runs_away_2000_series():
+    _check_runaways(V.cost_runaway_rows(), TAIL)
 
 
 def _check_cost_of_pass_thresholds(rows, band):

@@ -72,8 +72,8 @@ def test_a_constant_cost_is_not_too_wide_to_decide():
 def test_lower_is_better_differences_say_which_way_they_point():
     attempts = [Attempt(variant, f"c{i}", 1, "ok", True, {}, cost_usd=cost * (1 + 0.01 * i))
                 for i in range(12) for variant, cost in (("large", 0.002), ("small", 0.0005))]
-    v = decide(Pair("compare", "large", "small", "cost_usd", 0.0001), attempts,
-               SeriesFacts("s", "holdout", ("large", "small")))
+    v = decide(Pair("compare", "large", "small", "cost_usd", 0.0001), attempts,   # "cheaper" needs a known bound
+               SeriesFacts("s", "holdout", ("large", "small"), cost_bound=0.003))
     assert v.text.startswith("small vs large on cost_usd, lower is better (+ = small lower): +$0.00")
     assert v.state == "confirmed"
 

@@ -21,7 +21,13 @@ import numpy as np
 from scipy import special, stats
 
 from pytest_aqven.stats import betting, intervals
-from pytest_aqven.stats.edges import interval_verdict, interval_verdicts, no_upper_bound, threshold_verdicts
+from pytest_aqven.stats.edges import (
+    interval_verdict,
+    interval_verdicts,
+    no_upper_bound,
+    threshold_verdicts,
+    without_candidate_high,
+)
 from pytest_aqven.stats.estimates import cost_interval, mean_interval, rate_interval, ratio_interval, single
 from pytest_aqven.stats.model import Guardrail, Pair, Threshold
 from pytest_aqven.stats.pairs import (
@@ -777,6 +783,46 @@ def cost_pair_rows(series=S, cases_grid=(30, 100, 400)):
                 extra = {"bound_confirmed": bound["confirmed"], "bound_refuted": bound["refuted"]}
             rows.append(verdict_row("cost-pair", f"relative guardrail {name} C={cases} R={repeats}", verdicts,
                                     cases=cases, shape=name, **extra))
+    return rows
+
+
+RUNAWAY_MARGIN = 0.1
+
+
+def _runaway_candidate(name: str, rng, series: int, cases: int, repeats: int, mean: float) -> np.ndarray:
+    """The candidate's attempt costs with the given mean: "rare" (1% of attempts at 100x a typical
+    U(0.5, 1.5) cost) or "attempt sigma 2" (lognormal, sigma 2 within cases), scaled."""
+    costs, truth = cost_draws(name, rng, series, cases, repeats)
+    return costs * (mean / truth)
+
+
+def cost_runaway_rows(series=S, cases_grid=(30, 100)):
+    """A candidate that alone runs away now and then, against a baseline of typical U(0.5, 1.5) costs
+    (mean 1), each on its edge: a cost_usd compare (the candidate cheaper by the 0.1 margin in truth) and a
+    relative cost_usd guardrail (the candidate exactly 10% dearer), lower is better. Each row: the verdicts
+    with no per-attempt bound known (the side that needs the candidate's upper bound deciding nothing),
+    `before_*` the paired t's alone, and `bound_*` with the bound known (the betting hull on [0, 150])."""
+    rows = []
+    guard = Guardrail("cost_usd", RUNAWAY_MARGIN, LOWER, relative=True)
+    compare = Pair("compare", "base", "cand", "cost_usd", RUNAWAY_MARGIN, LOWER)
+    sign = orientation(LOWER)
+    for cases in cases_grid:
+        for i, (name, repeats) in enumerate((n, r) for n in ("rare", "attempt sigma 2") for r in (1, 5)):
+            for question, cand_mean in ((compare, 1 - RUNAWAY_MARGIN), (guard, 1 + RUNAWAY_MARGIN)):
+                rng = np.random.default_rng([20, cases, i, isinstance(question, Pair)])
+                mb = rng.uniform(0.5, 1.5, (series, cases, repeats)).mean(axis=-1)
+                mc = _runaway_candidate(name, rng, series, cases, repeats, cand_mean).mean(axis=-1)
+                before = mean_pair_verdicts(question, mb, mc, "robust", None, direction=LOWER)
+                after = without_candidate_high(LOWER, before)
+                scale_b = contrast_scale(sign, guard.margin if question is guard else None)
+                known = paired_mean_interval(mc, mb, sign, scale_b, "robust", (0.0, RARE_BOUND))
+                bound = pair_verdicts(question, known, mb, mc, "mean", LOWER)
+                kind = "compare" if question is compare else "relative guardrail"
+                b, k = verdict_row("", "", before), verdict_row("", "", bound)
+                rows.append(verdict_row("cost-runaway", f"{kind} {name} C={cases} R={repeats}", after,
+                                        cases=cases, shape=name, before_confirmed=b["confirmed"],
+                                        before_refuted=b["refuted"], bound_confirmed=k["confirmed"],
+                                        bound_refuted=k["refuted"]))
     return rows
 
 
