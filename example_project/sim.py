@@ -50,10 +50,12 @@ def complete(request: ModelRequest) -> ModelResponse:
     if turn == 2 and _draw("json", request.model, a.case, a.repeat, a.variant) < not_json:
         body = f"Intent: {intent}"
     tokens_out = len(body.split()) * 4 // 3 + 8
+    most = request.settings.get("max_tokens")   # the agent's cap on output: the dearest this call could be
     return ModelResponse(
         text=body,
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         cost_usd=round((tokens_in + tokens_out) / 1000 * price, 8),
+        cost_bound_usd=None if most is None else (tokens_in + max(most, tokens_out)) / 1000 * price,
         latency_ms=round(latency * (0.7 + 0.6 * _draw("latency", r)), 1),
     )

@@ -73,7 +73,10 @@ def complete(request: ModelRequest) -> ModelResponse:
         answer = {"winner": wrong if draw(a.case, a.repeat, a.variant, request.model) < err else right}
     else:
         raise ValueError(f"no answer for node {request.node}")
-    return ModelResponse(text=json.dumps(answer), tokens_in=50, tokens_out=10, cost_usd=cost, latency_ms=100.0)
+    # the agents cap their output (max_tokens): no call costs more than 1.5x its model's price
+    bound = 1.5 * PRICE[request.model] if "max_tokens" in request.settings else None
+    return ModelResponse(text=json.dumps(answer), tokens_in=50, tokens_out=10, cost_usd=cost, latency_ms=100.0,
+                         cost_bound_usd=bound)
 '''
 
 SUPPORT_CODE = '''
@@ -136,7 +139,7 @@ def files() -> dict:
     }
     for agent, model in (("gpt", "gpt-1"), ("mistral", "mistral-1"), ("big", "big-1"), ("deepseek", "deepseek-1"),
                          ("qwen", "qwen-1"), ("llama", "llama-1")):
-        f[f"agents/{agent}.yaml"] = ep.agent(f"fake:{model}")
+        f[f"agents/{agent}.yaml"] = ep.agent(f"fake:{model}", settings={"max_tokens": 64})
 
     # support_case: prepare (code) -> draft (llm) -> polish (llm)
     s = "flows/support_case"

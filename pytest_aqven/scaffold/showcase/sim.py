@@ -16,7 +16,8 @@ variant, case, repeat and what the model reads, so a rerun reproduces a series a
   characters.
 
 Every call costs PRICES[model] and takes LATENCY_MS[model]: the response reports them (a real provider's
-come from its bill and its clock).
+come from its bill and its clock), and, since every agent sets max_tokens, PRICES[model] as the most the call
+could have cost (the per-attempt cost bound that lets the cost verdicts decide).
 """
 import hashlib
 import json
@@ -87,5 +88,8 @@ def answer(request: ModelRequest, x: dict) -> dict:
 
 def complete(request: ModelRequest) -> ModelResponse:
     body = json.dumps(answer(request, inputs(request)))
+    # a real call's bound is its input and max_tokens of output at the model's price; a simulated call costs
+    # its flat price, the most it can cost, once its agent caps the output
+    bound = PRICES[request.model] if "max_tokens" in request.settings else None
     return ModelResponse(text=body, tokens_in=60, tokens_out=len(body.split()) + 5,
-                         cost_usd=PRICES[request.model], latency_ms=LATENCY_MS[request.model])
+                         cost_usd=PRICES[request.model], latency_ms=LATENCY_MS[request.model], cost_bound_usd=bound)
