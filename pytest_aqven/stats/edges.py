@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from .model import Cell, Estimate, Threshold
+from .samples import LOWER
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -76,7 +77,7 @@ def without_candidate_high(direction: str, verdicts: ArrayLike) -> NDArray[np.st
     of the candidate's cost - pass when lower is better (cheaper, or within the margin), fail when higher - is
     unclear, since a candidate that alone now and then runs away hides it from the sample. The other side
     stands (docs/statistics.md, costs)."""
-    rests_on_high = "pass" if direction == "lower_is_better" else "fail"
+    rests_on_high = "pass" if direction == LOWER else "fail"
     out: NDArray[np.str_] = np.where(np.asarray(verdicts) == rests_on_high, "unclear", verdicts)
     return out
 
