@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import re
-import sys
 import threading
 from importlib import import_module
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from ..record import AttemptRecord
 from ..report.progress import Progress
+from ..series import open_stores
 from . import internals
 from .running import DISK_FULL, LOOP_ENDED, STORE_AWAY, collect_module, store_away
 
@@ -48,14 +48,12 @@ class Reporter:
         return result
 
     def after_loop(self, session: pytest.Session) -> None:
-        # attempt records are group-committed: the last batch, before anyone reads them (the module may be
-        # half imported by the background import thread: then this process opened no store)
-        flush_all = getattr(sys.modules.get("pytest_aqven.series.db"), "flush_all", None)
+        # attempt records are group-committed: the last batch, before anyone reads them
         full = None
-        if flush_all is not None:
+        if open_stores.any_open():
             from ..storage.disk import DiskFull
             try:
-                flush_all()
+                open_stores.flush_all()
             except DiskFull as exc:     # those attempts run again with the same command; the others are decided
                 full = exc
                 self.config.stash[DISK_FULL] = True
