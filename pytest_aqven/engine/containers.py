@@ -21,15 +21,14 @@ if TYPE_CHECKING:
     from .trace import NodeTrace
 
 
-
-def _policy(runner: "NodeRunner", node: "Node", node_id: str, slot: str, ref) -> policies.Policy:
+def _policy(runner: "NodeRunner", node: "Node", node_id: str, slot: str, ref: Any) -> policies.Policy:
     try:
         return policies.load(slot, ref, lambda code: runner.resolve_code(code, node, f"node {node_id}: {slot}"))
     except policies.PolicyError as exc:
         raise RunError("E_POLICY_PARAMS", f"node {node_id}: {exc}") from None
 
 
-async def _decide(runner: "NodeRunner", policy: policies.Policy, node: "Node", node_id: str, *args) -> Any:
+async def _decide(runner: "NodeRunner", policy: policies.Policy, node: "Node", node_id: str, *args: Any) -> Any:
     """Built-ins are ours and instant; a user's policy is user code (thread or awaited, time limit)."""
     if policy.builtin:
         return policy.fn(*args, policy.params)
@@ -54,7 +53,7 @@ def _unabsorbed(error: RunError, node_id: str, where: str, policy: policies.Poli
     return within(root_cause(error), node_id, where, policy if policies.absorbs_errors(policy) else None)
 
 
-def bind_out(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, fields, extra: dict[str, Any]) -> Any:
+def bind_out(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, fields: Any, extra: dict[str, Any]) -> Any:
     """A container's `out`: each field from a reference read in the container's frame plus `extra`."""
     values = ChainMap(extra, frame.values)
     out = {}
@@ -69,7 +68,7 @@ def bind_out(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, f
     return out
 
 
-def validate_out(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, fields, value: dict,
+def validate_out(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, fields: Any, value: dict,
                  what: str = "its out", at: tuple = ("out",)) -> Any:
     """A container's output in its declared fields: one that does not fit is the flow's bug, at `at` of the
     node's file (the out field at fault, or a switch case's bind)."""
@@ -187,7 +186,7 @@ def _key_of(errors: dict[str, RunError], error: RunError) -> str:
     return next(k for k, e in errors.items() if e is error)
 
 
-async def _cancel(pending, runner: "NodeRunner", tasks, body, frame: "Frame", node_id: str) -> None:
+async def _cancel(pending: set[asyncio.Task], runner: "NodeRunner", tasks: dict[asyncio.Task, str], body: dict[str, Any], frame: "Frame", node_id: str) -> None:
     """Branches still running when the join decided: cancelled (their traces say so)."""
     for task in pending:
         task.cancel()

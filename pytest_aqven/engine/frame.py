@@ -49,7 +49,7 @@ class Frame:
     calls: tuple[str, ...] = ()      # flows being called (cycle guard)
     init: dict[str, dict[str, Any]] = field(default_factory=dict)   # loop init: child id -> input values
 
-    def enter(self, node_id: str, **address) -> "Frame":
+    def enter(self, node_id: str, **address: Any) -> "Frame":
         """The frame of a container's children: their outputs stay in the container's own scope."""
         return Frame(self.assembly, self.values.new_child(), self.address.at(node_id, **address), self.depth,
                      self.calls)

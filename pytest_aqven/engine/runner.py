@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,6 +21,10 @@ from . import fit, refs
 from .frame import Assembly, Frame
 from .sources import LIVE, Sources
 from .trace import Address, NodeTrace, RunError, RunResult
+
+if TYPE_CHECKING:
+    from ..project.yamlpos import YamlDoc
+    from .tools import McpConnection
 
 
 def to_json(value: Any) -> Any:
@@ -81,7 +85,7 @@ class Runner:
             raise RunError("INPUT_INVALID", f"flow {flow.id}: input {flow.spec.input}: {exc}") from None
         return self.validate(model, inputs, "INPUT_INVALID", f"flow {flow.id}: the case's inputs")
 
-    def returns(self, flow: Flow, values) -> Any:
+    def returns(self, flow: Flow, values: Mapping[str, Any]) -> Any:
         out = {}
         for b in flow.spec.returns:
             try:
@@ -96,14 +100,14 @@ class Runner:
                         doc=flow.doc, at=("returns",), entries=[b.name for b in flow.spec.returns],
                         expected=flow.spec.output)
 
-    def bind(self, bindings, frame: Frame, node_id: str) -> dict[str, Any]:
+    def bind(self, bindings: Sequence[Any], frame: Frame, node_id: str) -> dict[str, Any]:
         """A node's inputs from its bindings; a loop's `init` replaces them on the first pass."""
         out = self._bind(bindings, frame.values, node_id)
         if frame.init.get(node_id):
             out.update(frame.init[node_id])
         return out
 
-    def _bind(self, bindings, values, node_id: str) -> dict[str, Any]:
+    def _bind(self, bindings: Sequence[Any], values: Mapping[str, Any], node_id: str) -> dict[str, Any]:
         out = {}
         for b in bindings:
             if isinstance(b, dict):
@@ -117,7 +121,7 @@ class Runner:
                 raise RunError("INPUT_INVALID", f"node {node_id}: input {b.name}: {exc}", node_id) from None
         return out
 
-    def record(self, name: str, fields) -> type[BaseModel]:
+    def record(self, name: str, fields: Sequence[specs.FieldDecl]) -> type[BaseModel]:
         """A record model for a field list, built once per project (pydantic model creation is slow).
         The field list is the project's own (it lives as long as the project), so its id is its key."""
         key = ("record", name, id(fields))
@@ -145,13 +149,13 @@ class Runner:
         text = ("true" if value else "false") if isinstance(value, bool) else str(value)
         return text if text in cases else ("default" if "default" in cases else None)
 
-    def validate(self, model, value: Any, code: str, what: str) -> Any:
+    def validate(self, model: type[BaseModel], value: Any, code: str, what: str) -> Any:
         try:
             return _coerce(model, value)
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
-    def fit(self, model, value: Any, code: str, who: str, what: str, fields=None, *, fn=None, doc=None,
+    def fit(self, model: type[BaseModel], value: Any, code: str, who: str, what: str, fields: Any = None, *, fn: Callable[..., Any] | None = None, doc: YamlDoc | None = None,
             at: tuple = (), entries: list[str] | None = None, expected: str | None = None) -> Any:
         """A value on its way out of a node or flow, in its declared type; one that does not fit is a bug of
         the flow (`code`, an infrastructure error) naming each field, its type and where the value was made:
@@ -223,7 +227,7 @@ class Runner:
             return sum(children) / min(node.spec.concurrency, len(children))
         return sum(children)
 
-    async def call_user(self, fn, kwargs: dict, node: Node, what: str, code: str = "code_invalid",
+    async def call_user(self, fn: Callable[..., Any], kwargs: dict, node: Node, what: str, code: str = "code_invalid",
                         args: tuple = ()) -> Any:
         """A user function with the node's time limit; its failure is an infrastructure error naming where."""
         try:
@@ -235,7 +239,7 @@ class Runner:
             raise RunError(code, f"{what} raised {exc}", location=exc.location, traceback=exc.traceback,
                            public=public) from None
 
-    async def mcp(self, server_id: str, node: Node, node_id: str):
+    async def mcp(self, server_id: str, node: Node, node_id: str) -> McpConnection:
         """This run's connection to an MCP server, started on first use."""
         from .tools import McpConnection
 
@@ -269,7 +273,7 @@ class Runner:
         from .tools import LocalBlobStore
         return LocalBlobStore(self.project.root)
 
-    def resolve_code(self, ref: str, node: Node, what: str, here: Path | None = None):
+    def resolve_code(self, ref: str, node: Node, what: str, here: Path | None = None) -> Callable[..., Any]:
         """A code reference of the node (`here`: the file a bare function name lives in, the node's .py by
         default; an inference's checks and prompt live beside the inference file)."""
         here = here or node.py_path
@@ -300,7 +304,7 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
                       f"the value {spec.run} returned", spec.out, fn=fn)
 
 
-def _coerce(model, value: Any) -> Any:
+def _coerce(model: type[BaseModel], value: Any) -> Any:
     """`value` validated into `model` (a record, a scalar or list type), as JSON; ValidationError if it does not fit."""
     if isinstance(model, type) and issubclass(model, BaseModel):
         return to_json(model.model_validate(value))

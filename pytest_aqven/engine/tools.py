@@ -15,6 +15,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, cast
 
 from pydantic import BaseModel, ValidationError
@@ -93,7 +94,7 @@ async def for_agent(runner: "NodeRunner", agent: specs.AgentSpec, node: "Node", 
     return out
 
 
-def _function(runner: "NodeRunner", ref: str, here, node_id: str, what: str) -> Callable[..., Any]:
+def _function(runner: "NodeRunner", ref: str, here: Path, node_id: str, what: str) -> Callable[..., Any]:
     try:
         from ..project import coderefs
         return coderefs.resolve(ref, package=runner.project.package, root=runner.project.root, here=here)
@@ -146,7 +147,7 @@ class LocalBlobStore:
     """Media a tool stores (`await ctx.blobs.put(data, media_type, name)`) kept in .aqven/blobs/ of the project,
     by content: the same bytes are one blob."""
 
-    def __init__(self, root):
+    def __init__(self, root: Path) -> None:
         self.folder = root / ".aqven" / "blobs"
 
     async def put(self, data: bytes, media_type: str, name: str | None = None) -> Any:
@@ -290,7 +291,7 @@ class McpConnection:
     """One MCP server for one run. The SDK's context managers must be entered and left by the same task,
     so a task of its own holds them; callers use the session from any task."""
 
-    def __init__(self, server_id: str, spec: specs.McpServerSpec, root) -> None:
+    def __init__(self, server_id: str, spec: specs.McpServerSpec, root: Path) -> None:
         self.server_id, self.spec, self.root = server_id, spec, root
         self.session: Any = None        # the SDK's ClientSession, once open
         self.tools: dict[str, Tool] = {}

@@ -25,7 +25,9 @@ from .db import HeldOutTaken, Store
 from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, PROVIDER_UNUSABLE, Decision, Ledger, cancel, halt_text
 
 if TYPE_CHECKING:
+    from ..project.specs import CaseSpec
     from .lifecycle import SeriesRun
+
 
 POLL_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
@@ -143,7 +145,7 @@ class Scheduler:
         self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
 
     # --- from the pytest thread ---------------------------------------------------------------
-    def submit(self, run, variant: str, case, repeat: int) -> concurrent.futures.Future:
+    def submit(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int) -> concurrent.futures.Future:
         """Idempotent: the same attempt is scheduled once per process."""
         key = (id(run), variant, case.name, repeat)
         fut = self.jobs.get(key)
@@ -172,7 +174,7 @@ class Scheduler:
                 continue
             self.loop.create_task(coro).add_done_callback(functools.partial(_settle, fut))
 
-    def run_here(self, run, variant: str, case, repeat: int, ahead=None) -> AttemptTurn:
+    def run_here(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int, ahead: Any = None) -> AttemptTurn:
         """The attempt now, in the calling thread, on a loop of its own, its database calls made inline: the
         same ledger decisions, with two thread handoffs (to the user's code and back) instead of eight. A
         Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it).
@@ -189,14 +191,14 @@ class Scheduler:
             self.here = asyncio.new_event_loop()
         return self.here
 
-    def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
+    def held_by_another_runner(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int) -> bool:
         """This attempt waits because another runner (a second pytest on the same series) claimed it."""
         return (id(run), variant, case.name, repeat) in self.held_elsewhere
 
     def has_free_slots(self) -> bool:
         return len(self.running) < self.concurrency
 
-    def forget(self, run, variant: str, case, repeat: int) -> None:
+    def forget(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int) -> None:
         """The attempt's item reported its result: drop the job and the record and trace it holds."""
         key = (id(run), variant, case.name, repeat)
         self.jobs.pop(key, None)
@@ -355,7 +357,7 @@ class Scheduler:
             except Exception:       # the next beat's claims, or this runner's end, release it
                 pass
 
-    async def _job(self, key, run, variant: str, case, repeat: int, ahead=None) -> AttemptTurn:
+    async def _job(self, key: tuple, run, variant: str, case: CaseSpec, repeat: int, ahead: Any = None) -> AttemptTurn:
         CALLS_IN_FLIGHT.set(max(self.concurrency, CALLS_IN_FLIGHT.get()))   # HTTP pools: at least one per attempt
         root = run.project.root
         self.runs[id(run)] = run
@@ -412,7 +414,7 @@ class Scheduler:
                 return AttemptTurn(SchedulerKind(decision.kind), why=decision.why)
             await self._until_finished(finished, forever=decision.why == FIRST_ALONE and self._runs_here(id(run)))
 
-    async def _decide(self, key, run, series_id: str, variant: str, case: str, repeat: int, ahead) -> Decision:
+    async def _decide(self, key: tuple, run: SeriesRun, series_id: str, variant: str, case: str, repeat: int, ahead: Any) -> Decision:
         """Whether the attempt starts: a claim made ahead while the series still runs, else the ledger's
         decision, with the claims of the attempts `ahead()` names in the same transaction."""
         root = run.project.root
@@ -438,7 +440,7 @@ class Scheduler:
             raise decision
         return decision
 
-    async def _attempt(self, run, variant, case, repeat, series_id, budget: Budget) -> AttemptRecord:
+    async def _attempt(self, run, variant: str, case: CaseSpec, repeat: int, series_id: str, budget: Budget) -> AttemptRecord:
         from ..experiments import attempt as attempts  # the engine: imported when an attempt runs
         providers = {k: _guarded(k, p, budget) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
