@@ -17,7 +17,7 @@ import sys
 import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..project.model import Project
@@ -61,7 +61,7 @@ def _run_modules(project: Project) -> set[str]:
     return out
 
 
-def _runs_named(data) -> set[str]:
+def _runs_named(data: Any) -> set[str]:
     out: set[str] = set()
     todo = [data]
     while todo:          # a loop, not recursion: the strict loader bounds the depth, this needs no bound at all

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import re
 import threading
+from collections.abc import Generator
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,9 @@ from ..report.progress import Progress
 from ..series import open_stores
 from . import internals
 from .running import DISK_FULL, LOOP_ENDED, STORE_AWAY, collect_module, store_away
+
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
 
 if TYPE_CHECKING:
     from ..findings.conclude import Conclusion
@@ -37,7 +41,7 @@ class Reporter:
         self.discarded: dict[str, int] = {}
 
     @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtestloop(self, session: pytest.Session):
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         try:
             result = yield
         except BaseException:
@@ -258,7 +262,7 @@ class VerdictReporter(Reporter):
             junit.sort_testcases(Path(xml))
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+    def pytest_xdist_node_collection_finished(self, node: WorkerController, ids: list[str]) -> None:
         """Under xdist the controller never collects: the selected verdicts and the launch plan lines come from
         the first worker's ids (every worker collects the same)."""
         if self.plans_shown:
@@ -282,7 +286,7 @@ class VerdictReporter(Reporter):
                 tr.write_line(line)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error) -> None:
+    def pytest_testnodedown(self, node: WorkerController, error: object | None) -> None:
         if error is not None:       # its last records may have reached this process before their commit
             self.went_down.append(internals.node_name(node))
         output = internals.node_output(node)
@@ -290,7 +294,7 @@ class VerdictReporter(Reporter):
         for series_id, n in output.get("aqven_discarded", {}).items():
             self.discarded[series_id] = self.discarded.get(series_id, 0) + n
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from ..report import terminal
         lines: list[str] = []
         if self.tallies and STORE_AWAY not in self.config.stash:    # the store went away: nothing more is read

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
-
-SCHEMA_VERSION = 1
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import codes
 
 if TYPE_CHECKING:
     from ..findings.conclude import Conclusion
     from ..series.tally import SeriesTally
+
+SCHEMA_VERSION = 1
 
 INFRA = codes.UNCOUNTED
 
@@ -95,7 +94,7 @@ def fix_first(uniform: list[dict]) -> str:
             + (f" at node {u['node']}" if u["node"] else "") + " (-rs shows its message), then rerun")
 
 
-def _num(x) -> float | None:
+def _num(x: Any) -> float | None:
     if x is None:
         return None
     x = float(x)

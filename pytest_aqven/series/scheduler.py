@@ -12,6 +12,7 @@ import concurrent.futures
 import functools
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,9 @@ from ..record import AttemptRecord
 from . import interrupts
 from .db import HeldOutTaken, Store
 from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, PROVIDER_UNUSABLE, Decision, Ledger, cancel, halt_text
+
+if TYPE_CHECKING:
+    from ..providers.base import ModelRequest, ModelResponse, Provider
 
 if TYPE_CHECKING:
     from ..project.specs import CaseSpec
@@ -56,7 +60,7 @@ class Budget:
             raise ProviderError("budget_exceeded", f"the attempt spent ${self.spent:.4f}, its hard limit is "
                                                    f"${self.limit:.4f} of the series cap")
 
-    async def before_input(self, request, input_cost) -> None:
+    async def before_input(self, request: ModelRequest, input_cost: Callable[[ModelRequest, float], Awaitable[float | None]]) -> None:
         """A call whose input alone would pass what is left of the limit, at the model's known price
         (`input_cost`, the provider's lower bound), is refused before it is sent."""
         if self.limit is None:
@@ -68,7 +72,7 @@ class Budget:
                                                    f"{request.model}'s price, more than the ${left:.4f} left of the "
                                                    f"attempt's hard limit: refused before it was sent")
 
-    def add(self, response) -> Any:
+    def add(self, response: ModelResponse) -> Any:
         self.spent += getattr(response, "cost_usd", None) or 0.0
         return response
 
@@ -78,12 +82,12 @@ class BudgetGuard:
     alone would pass it (providers that know their prices: input_cost). Notes a permanent error of the call
     (ProviderError.fix) on the budget, even one a container policy goes on to absorb."""
 
-    def __init__(self, inner, budget: Budget, provider_id: str = ""):
+    def __init__(self, inner: Provider, budget: Budget, provider_id: str = "") -> None:
         self.inner = inner
         self.budget = budget
         self.provider_id = provider_id
 
-    async def complete(self, request):
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         self.budget.before()
         input_cost = getattr(self.inner, "input_cost", None)
         if input_cost is not None:
@@ -98,7 +102,7 @@ class BudgetGuard:
             raise
         return self.budget.add(response)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
 
@@ -109,7 +113,7 @@ class Unbuilt:
     def __init__(self, error: ProviderError) -> None:
         self.error = error
 
-    async def complete(self, request):
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         raise self.error
 
 
@@ -251,7 +255,7 @@ class Scheduler:
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
 
-    def _call(self, fn):
+    def _call(self, fn: Callable[[], Any]) -> Any:
         return self.db.submit(fn).result()
 
     # --- on the loop --------------------------------------------------------------------------
@@ -261,12 +265,12 @@ class Scheduler:
             self.ledgers[root] = Ledger(Store(root))
         return self.ledgers[root]
 
-    async def _on_db(self, fn, *args):
+    async def _on_db(self, fn: Callable[..., Any], *args: Any) -> Any:
         if self.here is not None and asyncio.get_running_loop() is self.here:
             return fn(*args)        # run_here: this thread is the only one running attempts
         return await usercode.settled(self.db.submit(fn, *args))    # blocks a moment when nothing else waits
 
-    async def _ledger_op(self, root: Path, *op):
+    async def _ledger_op(self, root: Path, *op: Any) -> Any:
         """One ledger operation (Ledger.batch), in the next batch of the database thread."""
         if self.concurrency == 1 or asyncio.get_running_loop() is not self.loop:
             # no batch to join (the loop blocks a moment instead of a wake-up), or not on the attempts' loop
@@ -447,7 +451,7 @@ class Scheduler:
         return await attempts.run_attempt(*args)
 
 
-def _guarded(provider_id: str, provider, budget: Budget):
+def _guarded(provider_id: str, provider: Provider | ProviderError, budget: Budget) -> BudgetGuard | ProviderError:
     """The provider as one attempt calls it; one that could not be built stays its ProviderError, unless that
     error is permanent (no key): then each call raises it through the guard, which notes it."""
     if isinstance(provider, ProviderError):

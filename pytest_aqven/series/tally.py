@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Iterable
 from decimal import Decimal
 from itertools import compress
 from typing import TYPE_CHECKING, TypeGuard
@@ -109,7 +110,7 @@ class SeriesTally:
         self.cases: dict[tuple[str, str], _Case] = {}   # (variant, case name) -> its attempts, first seen first
 
     @classmethod
-    def of(cls, records, keep_records: bool = False) -> SeriesTally:
+    def of(cls, records: Iterable[AttemptRecord], keep_records: bool = False) -> SeriesTally:
         """The tally of a list of records (one per attempt; wire dicts are read as records)."""
         records = [AttemptRecord.from_wire(r) if isinstance(r, dict) else r for r in records]
         first = records[0]
