@@ -33,10 +33,8 @@ from .verdict_reporter import VerdictReporter, WorkerReporter
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
 
-    from . import collect
-
-if TYPE_CHECKING:
     from ..api.decide import Decided
+    from . import collect
 
 ReportOutcome = Literal["passed", "failed", "skipped"]    # a TestReport's
 

@@ -32,11 +32,8 @@ if TYPE_CHECKING:
 
     from _pytest._code.code import TerminalRepr, TracebackStyle
 
-    from ..series.scheduler import AttemptTurn
-
-if TYPE_CHECKING:
     from ..project.specs import CaseSpec
-    from ..series.scheduler import Scheduler
+    from ..series.scheduler import AttemptTurn, Scheduler
 
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()

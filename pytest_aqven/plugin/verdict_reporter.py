@@ -23,7 +23,6 @@ from .running import DISK_FULL, LOOP_ENDED, STORE_AWAY, collect_module, store_aw
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
 
-if TYPE_CHECKING:
     from ..findings.conclude import Conclusion
     from ..series.tally import SeriesTally
 
@@ -339,7 +338,6 @@ class VerdictReporter(Reporter):
 # thread once the attempts are collected, while they run, so the session end only decides
 DECIDING = ("findings.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "findings.publish", "api.decide",
             "plugin.session")
-
 
 
 def _calibrated(warning: str, confirmed: set[str]) -> bool:

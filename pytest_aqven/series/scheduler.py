@@ -26,12 +26,9 @@ from .db import HeldOutTaken, Store
 from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, PROVIDER_UNUSABLE, Decision, Ledger, cancel, halt_text
 
 if TYPE_CHECKING:
-    from ..providers.base import ModelRequest, ModelResponse, Provider
-
-if TYPE_CHECKING:
     from ..project.specs import CaseSpec
+    from ..providers.base import ModelRequest, ModelResponse, Provider
     from .lifecycle import SeriesRun
-
 
 POLL_SECONDS = 0.05
 HEARTBEAT_SECONDS = 5.0
