@@ -4,6 +4,7 @@ The public names are imported on first use (PEP 562): pytest imports this packag
 environment where the plugin is installed, and a suite without experiments must not pay for pydantic.
 """
 from importlib import import_module
+from typing import Any
 
 __version__ = "0.1.0"
 _PUBLIC = {
@@ -16,7 +17,7 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:     # the public names, imported on first use
     if name not in _PUBLIC:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(_PUBLIC[name], __name__), name)

@@ -9,7 +9,7 @@ import sys
 import textwrap
 import time
 
-from pytest_aqven.series import db as series_db
+from pytest_aqven.series import db as series_db, open_stores
 from pytest_aqven.series.db import Store
 from pytest_aqven.series.ledger import Ledger
 
@@ -64,12 +64,22 @@ def test_a_finish_commits_with_the_next_claim_or_within_the_interval_and_readers
     reader = Store(tmp_path)                            # another store of this process (the series run's)
     assert [r["case"] for r in reader.attempts(sid)] == ["a", "b", "c"]     # readers flush every store first
     run(ledger, sid, "d")
-    series_db.flush_all()                               # what the plugin does when its run loop ends
+    open_stores.flush_all()                             # what the plugin does when its run loop ends
     assert committed(tmp_path, sid) == ["a", "b", "c", "d"]
     spend = ledger.store.db.raw.execute("SELECT finished, spent_usd FROM aqven_spend_totals").fetchone()
     assert spend[0] == 4 and abs(spend[1] - 0.04) < 1e-9     # each finish counted once
     reader.close()
     ledger.store.close()
+
+
+def test_a_store_tells_open_stores_it_is_open_until_it_closes(tmp_path, monkeypatch):
+    """The plugin flushes the stores registered here when its run loop ends; a run that opened none skips it."""
+    monkeypatch.setattr(open_stores, "_OPEN", type(open_stores._OPEN)())
+    assert not open_stores.any_open()
+    store = Store(tmp_path)
+    assert open_stores.any_open()
+    store.close()
+    assert not open_stores.any_open()
 
 
 def test_a_finish_waiting_for_its_batch_keeps_its_claim_running_so_its_reserve_counts(tmp_path, monkeypatch):

@@ -42,10 +42,7 @@ LAYERS = [
 
 # the edges the layers still have, each named so a new one fails and a mended one must leave the list
 KNOWN_UPWARD: set[tuple[str, str]] = set()
-KNOWN_CYCLES: list[set[str]] = [
-    # a recursive interpreter: each node kind runs its children through Runner.run_node (annotations only)
-    {"engine.runner", "engine.containers", "engine.llm", "engine.tools"},
-]
+KNOWN_CYCLES: list[set[str]] = []
 # the libraries only the pytest layer may import: the rest of the package is a library the CLI runs without them
 PYTEST_ONLY = {"pytest", "_pytest", "pluggy", "xdist"}
 PYTEST_LAYER = "plugin"

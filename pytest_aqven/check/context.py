@@ -1,6 +1,7 @@
 """What every rule shares during one `aqven check` run."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from pydantic import TypeAdapter
@@ -43,7 +44,7 @@ class CheckContext:
             return [internal_error(file, what, exc)]
 
 
-def text_problem(path) -> str | None:
+def text_problem(path: Path) -> str | None:
     """Why a text file the project names (a prompt, instructions, a template) cannot be used, or None."""
     try:
         path.read_text(encoding="utf-8")

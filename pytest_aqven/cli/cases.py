@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from .project import NoProject, Subcommands, project_argument, project_root
+
+if TYPE_CHECKING:
+    from ..project.model import Project
 
 
 def add_cases(commands: Subcommands) -> None:
@@ -60,7 +64,7 @@ def run_cases(args: argparse.Namespace) -> int:
     return 0
 
 
-def _spent(project, experiment_id: str, held_out: int) -> str | None:
+def _spent(project: Project, experiment_id: str, held_out: int) -> str | None:
     """How many held-out cases findings spent and how many remain (a series stopped early spends only the cases
     it reached); None before any finding."""
     from ..experiments import split as splitting

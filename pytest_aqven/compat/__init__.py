@@ -4,16 +4,19 @@ finder below sits last on sys.meta_path and only answers for `aqven` when no oth
 from __future__ import annotations
 
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 import types
+from collections.abc import Sequence
 
 PREFIX = "aqven"
 TARGET = __name__ + ".aqven"
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if fullname != PREFIX and not fullname.startswith(PREFIX + "."):
             return None
         ours = TARGET + fullname[len(PREFIX):]
@@ -31,7 +34,7 @@ class _Alias(importlib.abc.Loader):
     def __init__(self, target: str) -> None:
         self.target = target
 
-    def exec_module(self, module):
+    def exec_module(self, module: types.ModuleType) -> None:
         source = importlib.import_module(self.target)
         names = {k: v for k, v in vars(source).items() if not k.startswith("__") or k == "__all__"}
         package = hasattr(source, "__path__")
@@ -41,7 +44,7 @@ class _Alias(importlib.abc.Loader):
                 importlib.import_module(f"{module.__name__}.{name}")
         module.__dict__.update(names)
         module.__doc__ = source.__doc__
-        module.__pytest_aqven_compat__ = True
+        module.__dict__["__pytest_aqven_compat__"] = True
 
 
 def install() -> None:

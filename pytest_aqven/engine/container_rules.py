@@ -2,13 +2,16 @@
 out fields read, their policies and a switch's coverage."""
 from __future__ import annotations
 
-from typing import Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..project import shapes, specs
 from ..project.model import Node
 from ..project.shapes import Seq, Shape, describe
 from . import policies
 from .ref_rules import ReferenceRules, Scope
+
+if TYPE_CHECKING:
+    from ..project.yamlpos import YamlDoc
 
 PATH_POLICIES = ("threshold", "stagnation", "best")     # built-in policies that compare the number at `path`
 
@@ -89,7 +92,7 @@ class ContainerRules(ReferenceRules):
                 if case.node:
                     self._child(case.node, inner)
 
-    def _case_covers(self, doc, value: str, case: specs.SwitchCase, out: list, who: str) -> None:
+    def _case_covers(self, doc: YamlDoc, value: str, case: specs.SwitchCase, out: list, who: str) -> None:
         """A case's bind is the switch's output: it names out fields and binds every required one."""
         names = [f.name for f in out]
         bound = [b.name for b in case.bind]
@@ -106,7 +109,7 @@ class ContainerRules(ReferenceRules):
                                      f"add {{name: {missing[0]}, from: \"$...\"}} under cases.{value}.bind: every "
                                      "case gives every out field"))
 
-    def _coverage(self, doc, spec: specs.SwitchNode, on: Shape, who: str) -> None:
+    def _coverage(self, doc: YamlDoc, spec: specs.SwitchNode, on: Shape, who: str) -> None:
         """A switch on an enum, a union or a Bool has a case (or a default) for every value it can take,
         and no case that no value reaches."""
         keys = shapes.switch_keys(self.registry, on)
@@ -130,7 +133,7 @@ class ContainerRules(ReferenceRules):
         if node is not None:
             self._node(child, node, scope)
 
-    def _out_refs(self, doc, out, scope: Scope, who: str) -> None:
+    def _out_refs(self, doc: YamlDoc, out: Any, scope: Scope, who: str) -> None:
         for i, f in enumerate(out):
             self._ref(doc, ("out", i, "from"), f.from_, scope, f"{who}: out {f.name}")
             self._fit(doc, ("out", i, "from"), f.from_, scope, f.type, who, f"out {f.name}", f"out {f.name}")

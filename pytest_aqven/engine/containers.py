@@ -1,4 +1,4 @@
-"""Container nodes: call, parallel, map, loop, switch. Each runs its children through Runner.run_node in
+"""Container nodes: call, parallel, map, loop, switch. Each runs its children through NodeRunner.run_node in
 a frame of its own, so children see their siblings by short id, then the enclosing scopes."""
 from __future__ import annotations
 
@@ -17,19 +17,18 @@ from .trace import MAX_CALL_DEPTH, RunError, models_failure, root_cause
 
 if TYPE_CHECKING:
     from ..project.model import Node
-    from .runner import Frame, Runner
+    from .frame import Frame, NodeRunner
     from .trace import NodeTrace
 
 
-
-def _policy(runner: "Runner", node: "Node", node_id: str, slot: str, ref) -> policies.Policy:
+def _policy(runner: "NodeRunner", node: "Node", node_id: str, slot: str, ref: Any) -> policies.Policy:
     try:
         return policies.load(slot, ref, lambda code: runner.resolve_code(code, node, f"node {node_id}: {slot}"))
     except policies.PolicyError as exc:
         raise RunError("E_POLICY_PARAMS", f"node {node_id}: {exc}") from None
 
 
-async def _decide(runner: "Runner", policy: policies.Policy, node: "Node", node_id: str, *args) -> Any:
+async def _decide(runner: "NodeRunner", policy: policies.Policy, node: "Node", node_id: str, *args: Any) -> Any:
     """Built-ins are ours and instant; a user's policy is user code (thread or awaited, time limit)."""
     if policy.builtin:
         return policy.fn(*args, policy.params)
@@ -54,7 +53,7 @@ def _unabsorbed(error: RunError, node_id: str, where: str, policy: policies.Poli
     return within(root_cause(error), node_id, where, policy if policies.absorbs_errors(policy) else None)
 
 
-def bind_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, fields, extra: dict[str, Any]) -> Any:
+def bind_out(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, fields: Any, extra: dict[str, Any]) -> Any:
     """A container's `out`: each field from a reference read in the container's frame plus `extra`."""
     values = ChainMap(extra, frame.values)
     out = {}
@@ -69,7 +68,7 @@ def bind_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, field
     return out
 
 
-def validate_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, fields, value: dict,
+def validate_out(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, fields: Any, value: dict,
                  what: str = "its out", at: tuple = ("out",)) -> Any:
     """A container's output in its declared fields: one that does not fit is the flow's bug, at `at` of the
     node's file (the out field at fault, or a switch case's bind)."""
@@ -79,7 +78,7 @@ def validate_out(runner: "Runner", frame: "Frame", node: "Node", node_id: str, f
 
 
 # --- call -----------------------------------------------------------------------------------
-async def run_call(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
+async def run_call(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
     spec: specs.CallNode = node.spec
     flow_id = frame.assembly.flows.get(node_id, spec.flow)       # a flow factor's variant plugs its flow in
     flow = runner.find_flow(flow_id, frame.assembly.flow)
@@ -96,15 +95,15 @@ async def run_call(runner: "Runner", frame: "Frame", node: "Node", node_id: str,
         in_model = runner.project.types.named(flow.spec.input)
     except LookupError as exc:
         raise RunError("INPUT_INVALID", f"node {node_id}: {exc}") from None
-    inputs = runner._validate(in_model, inputs, "INPUT_INVALID", f"node {node_id}: the input of flow {flow.id}")
+    inputs = runner.validate(in_model, inputs, "INPUT_INVALID", f"node {node_id}: the input of flow {flow.id}")
     inner = frame.nested(node_id, flow, inputs)
     for child in flow.spec.order:
         await runner.run_node(inner, child)
-    return runner._returns(flow, inner.values)
+    return runner.returns(flow, inner.values)
 
 
 # --- parallel -------------------------------------------------------------------------------
-async def run_parallel(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
+async def run_parallel(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
     spec: specs.ParallelNode = node.spec
     join = _policy(runner, node, node_id, "join", spec.join)
     frames = {key: frame.enter(node_id, branch=key) for key in spec.body}
@@ -187,7 +186,7 @@ def _key_of(errors: dict[str, RunError], error: RunError) -> str:
     return next(k for k, e in errors.items() if e is error)
 
 
-async def _cancel(pending, runner: "Runner", tasks, body, frame: "Frame", node_id: str) -> None:
+async def _cancel(pending: set[asyncio.Task], runner: "NodeRunner", tasks: dict[asyncio.Task, str], body: dict[str, Any], frame: "Frame", node_id: str) -> None:
     """Branches still running when the join decided: cancelled (their traces say so)."""
     for task in pending:
         task.cancel()
@@ -196,7 +195,7 @@ async def _cancel(pending, runner: "Runner", tasks, body, frame: "Frame", node_i
 
 
 # --- map ------------------------------------------------------------------------------------
-async def run_map(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
+async def run_map(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
     spec: specs.MapNode = node.spec
     try:
         items = refs.resolve(refs.parse(spec.over), frame.values)
@@ -260,7 +259,7 @@ async def run_map(runner: "Runner", frame: "Frame", node: "Node", node_id: str, 
 
 
 # --- loop -----------------------------------------------------------------------------------
-async def run_loop(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
+async def run_loop(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
     spec: specs.LoopNode = node.spec
     stops = [_policy(runner, node, node_id, "stop", s) for s in spec.stop]
     select = _policy(runner, node, node_id, "select", spec.select)
@@ -302,7 +301,7 @@ async def run_loop(runner: "Runner", frame: "Frame", node: "Node", node_id: str,
 
 
 # --- switch ---------------------------------------------------------------------------------
-async def run_switch(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
+async def run_switch(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
     spec: specs.SwitchNode = node.spec
     try:
         value = refs.resolve(refs.parse(spec.on), frame.values)

@@ -8,11 +8,14 @@ import ast
 import inspect
 import os
 import textwrap
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pydantic import ValidationError
 
 from .trace import RunError
+
+if TYPE_CHECKING:
+    from ..project.yamlpos import YamlDoc
 
 _KINDS = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"), (list, "a list"),
           (dict, "an object"))
@@ -72,7 +75,7 @@ def type_error(code: str, who: str, what: str, exc: ValidationError, fields: Ite
     return RunError(code, message, location=location, public=message)
 
 
-def yaml_at(doc, path: tuple) -> str | None:
+def yaml_at(doc: YamlDoc | None, path: tuple) -> str | None:
     """file:line of a key of a project file, as diagnostics name it."""
     if doc is None:
         return None

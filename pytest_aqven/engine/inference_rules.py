@@ -127,7 +127,7 @@ class InferenceRules(RuleBase):
                 self._type(doc, ("out", i, "value_type"), f.value_type, who)
 
 
-def judge_rules(ctx: CheckContext, doc, path: tuple, stem: str, who: str, levels: list[Path] | None = None
+def judge_rules(ctx: CheckContext, doc: YamlDoc, path: tuple, stem: str, who: str, levels: list[Path] | None = None
                 ) -> list[Diagnostic]:
     """A judge (an inference with an agent, scoring an answer): its output has a numeric score, the number
     the check reads, and its prompt passes the prompt rules (project-level diagnostics: the prompt's file

@@ -7,6 +7,7 @@ import copy
 import json
 import math
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +23,11 @@ from .trace import CallTrace, CheckTrace, RunError
 
 if TYPE_CHECKING:
     from ..project.model import Node
-    from .runner import Frame, Runner
+    from ..providers.base import Provider
+    from .evaluators import Verdict
+    from .frame import Frame, NodeRunner
     from .trace import NodeTrace
+
 
 OUTCOME_CODES = {"refusal": "refusal", "truncated": "truncated", "error": "provider_error"}
 MAX_TOOL_ROUNDS = 10          # model turns that only ask for tools, per answer
@@ -33,7 +37,7 @@ def to_json(value: Any) -> Any:
     return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
-def agent_instructions(runner: "Runner", agent_id: str, agent: specs.AgentSpec) -> str | None:
+def agent_instructions(runner: "NodeRunner", agent_id: str, agent: specs.AgentSpec) -> str | None:
     text = agent.instructions
     if not text:
         return None
@@ -66,7 +70,7 @@ class Problem:
         return f"Your answer is not accepted: {self.detail}"
 
 
-async def run_llm(runner: "Runner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
+async def run_llm(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, trace: "NodeTrace") -> Any:
     spec: specs.LlmNode = node.spec
     assembly = frame.assembly
     inference = node.inference
@@ -194,7 +198,7 @@ def output_schema(model: type[BaseModel]) -> dict:
     return schema
 
 
-def resolve_mode(mode: str, provider, model_name: str) -> str:
+def resolve_mode(mode: str, provider: Provider, model_name: str) -> str:
     """`auto` is the provider's call (it knows the model's profile); without one, prompted works everywhere."""
     if mode != "auto":
         return mode
@@ -202,7 +206,7 @@ def resolve_mode(mode: str, provider, model_name: str) -> str:
     return resolve(model_name) if callable(resolve) else "prompted"
 
 
-async def call_model(runner: "Runner", provider, request: ModelRequest, node: "Node", node_id: str, model: str,
+async def call_model(runner: "NodeRunner", provider: Provider, request: ModelRequest, node: "Node", node_id: str, model: str,
                      trace: "NodeTrace", tools: dict, conversation: list[Message], agent: specs.AgentSpec,
                      address: str) -> ModelResponse:
     """One answer of the model. Tool calls it asks for run, their results go back, and it is asked again."""
@@ -225,7 +229,7 @@ async def call_model(runner: "Runner", provider, request: ModelRequest, node: "N
                    "without answering")
 
 
-async def complete(runner: "Runner", provider, request: ModelRequest, node: "Node", node_id: str, model: str,
+async def complete(runner: "NodeRunner", provider: Provider, request: ModelRequest, node: "Node", node_id: str, model: str,
                    trace: "NodeTrace") -> ModelResponse:
     seconds = runner.timeout(node)
     try:
@@ -301,7 +305,7 @@ def allowed_sets(inference: specs.InferenceSpec, inputs: dict, node_id: str, typ
     return out
 
 
-def id_paths(fields, type_id: str, types: Registry, prefix: str = "", outer: frozenset = frozenset()):
+def id_paths(fields: Any, type_id: str, types: Registry, prefix: str = "", outer: frozenset = frozenset()) -> Iterator[str]:
     """The dotted paths of the values of id type `type_id` in a field list, through records, union variants
     and lists (a list's items share its path); a type inside itself is not walked again."""
     for f in fields:
@@ -347,7 +351,7 @@ def restricted(schema: dict, allowed: dict[str, list]) -> dict:
     return schema
 
 
-def _schema_leaves(node: dict, names: list[str], defs: dict):
+def _schema_leaves(node: dict, names: list[str], defs: dict) -> Iterator[dict]:
     for part in _alternatives(node, defs):
         if not names:
             yield part
@@ -355,7 +359,7 @@ def _schema_leaves(node: dict, names: list[str], defs: dict):
             yield from _schema_leaves(prop, names[1:], defs)
 
 
-def _alternatives(node: dict, defs: dict):
+def _alternatives(node: dict, defs: dict) -> Iterator[dict]:
     """A schema node's concrete shapes: through $ref, anyOf/oneOf/allOf (optional, union) and array items."""
     if "$ref" in node:
         yield from _alternatives(defs.get(node["$ref"].rsplit("/", 1)[-1], {}), defs)
@@ -388,12 +392,12 @@ class InferenceCheckRun:
     params: Any
 
 
-def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> list[InferenceCheckRun]:
+def compile_checks(runner: "NodeRunner", node: "Node", node_id: str, inference) -> list[InferenceCheckRun]:
     """The inference's checks, each compiled once per runner: the evaluators of experiment checks. A judge's
     inference is found as the node's own (Node.levels)."""
     key = ("checks", id(inference))
-    if key in runner._records:
-        return runner._records[key]
+    if key in runner.cache:
+        return runner.cache[key]
     from .checks import CheckInvalid, params_model
     from .evaluators import BUILTINS
 
@@ -427,12 +431,12 @@ def compile_checks(runner: "Runner", node: "Node", node_id: str, inference) -> l
         except ValidationError as exc:
             raise RunError("E_POLICY_PARAMS", f"node {node_id}: check {label}: with: {errors_text(exc)}") from None
         out.append(InferenceCheckRun(label, check, fn, params))
-    runner._records[key] = out
+    runner.cache[key] = out
     return out
 
 
-async def run_judge(runner: "Runner", frame: "Frame", node_id: str, check: InferenceCheckRun, inputs: dict,
-                    value: dict):
+async def run_judge(runner: "NodeRunner", frame: "Frame", node_id: str, check: InferenceCheckRun, inputs: dict,
+                    value: dict) -> Verdict:
     """A judge check of an inference: its inputs bind by name to the in and out of the evaluated inference; it
     passes when its score reaches the check's threshold (0.5 without one). Its calls are the attempt's."""
     from .evaluators import Verdict
@@ -457,7 +461,7 @@ async def run_judge(runner: "Runner", frame: "Frame", node_id: str, check: Infer
                    reason=rationale or f"score {score:g} against the threshold {bound_at:g}")
 
 
-async def run_checks(runner: "Runner", frame: "Frame", node: "Node", node_id: str, checks: list[InferenceCheckRun],
+async def run_checks(runner: "NodeRunner", frame: "Frame", node: "Node", node_id: str, checks: list[InferenceCheckRun],
                      value: dict, out_model, in_model, inputs: dict, attempt: int, trace: "NodeTrace"
                      ) -> Problem | None:
     if not checks:

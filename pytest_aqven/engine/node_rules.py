@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..check.context import CheckContext, text_problem
 from ..diagnostics import Diagnostic
@@ -18,13 +18,16 @@ from .inference_rules import InferenceRules
 from .prompt_rules import prompt_rules
 from .ref_rules import Scope
 
+if TYPE_CHECKING:
+    from ..project.yamlpos import YamlDoc
+
 PLAIN_RETURNS: dict[type, Shape] = {str: "Text", int: "Int", float: "Float", bool: "Bool", list: Seq(None)}
 
 
 class NodeRules(ContainerRules):
     """Each node once (a node named by two containers, or by itself, is checked once), by its kind."""
 
-    def __init__(self, ctx: CheckContext, view: FlowView):
+    def __init__(self, ctx: CheckContext, view: FlowView) -> None:
         super().__init__(ctx, view)
         self.visited: set[str] = set()
 
@@ -119,7 +122,7 @@ class NodeRules(ContainerRules):
             self._signature(doc, spec, fn, who)
             self._returned(doc, node_id, node, fn, who)
 
-    def _returned(self, doc, node_id: str, node: Node, fn: Callable, who: str) -> None:
+    def _returned(self, doc: YamlDoc, node_id: str, node: Node, fn: Callable, who: str) -> None:
         """The function's return annotation, where it names a model of <package>.types or a plain value,
         fits the node's out fields (the engine validates what it returns into them)."""
         spec = node.spec
@@ -145,7 +148,7 @@ class NodeRules(ContainerRules):
                                      f"return a record of the out fields ({', '.join(f.name for f in spec.out)}), "
                                      f"such as {code_stem(self.ctx.project, self.flow, node)}Out"))
 
-    def _signature(self, doc, spec: specs.CodeNode, fn: Callable, who: str) -> None:
+    def _signature(self, doc: YamlDoc, spec: specs.CodeNode, fn: Callable, who: str) -> None:
         try:
             params = inspect.signature(fn).parameters
         except (TypeError, ValueError):

@@ -15,13 +15,16 @@ from __future__ import annotations
 import inspect
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Self, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError, model_validator
 from pydantic_core import to_jsonable_python
 
 from ..project.builtin_types import MapItemError
 from . import refs
+
+if TYPE_CHECKING:
+    pass
 
 # --- decisions and states (AQVEN's shapes; generic, so user code may write JoinState[Draft]) ------
 T = TypeVar("T")
@@ -123,7 +126,7 @@ class ThresholdParams(Params):
     lte: float | None = None
 
     @model_validator(mode="after")
-    def _one_bound(self):
+    def _one_bound(self) -> Self:
         if (self.gte is None) == (self.lte is None):
             raise ValueError("a threshold sets exactly one of gte or lte")
         return self
@@ -144,25 +147,25 @@ class DefaultParams(Params):
 
 
 # --- built-ins ------------------------------------------------------------------------------
-def join_all(state: JoinState, params: NoParams):
+def join_all(state: JoinState, params: NoParams) -> Wait | Done[Any] | Fail:
     if state.errors:
         return Fail(state.errors[0])
     return Wait() if state.pending else Done(state.values)
 
 
-def join_any(state: JoinState, params: NoParams):
+def join_any(state: JoinState, params: NoParams) -> Wait | Done[Any] | Fail:
     if state.errors:
         return Fail(state.errors[0])
     return Done(state.values[:1]) if state.values else Wait()
 
 
-def first_success(state: JoinState, params: NoParams):
+def first_success(state: JoinState, params: NoParams) -> Wait | Done[Any] | Fail:
     if state.values:
         return Done(state.values[:1])
     return Wait() if state.pending else Fail("all branches failed")
 
 
-def quorum(state: JoinState, params: QuorumParams):
+def quorum(state: JoinState, params: QuorumParams) -> Wait | Done[Any] | Fail:
     if params.on_error == "fail" and state.errors:
         return Fail(state.errors[0])
     if len(state.values) >= params.min_ok and not state.pending:
@@ -181,14 +184,14 @@ def scores(state: LoopState, path: str) -> list[float | None]:
     return [number(state.read(path, i)) for i in range(len(state.iterations))]
 
 
-def threshold(state: LoopState, params: ThresholdParams):
+def threshold(state: LoopState, params: ThresholdParams) -> Continue | Stop:
     value = scores(state, params.path)[-1] if state.iterations else None
     hit = value is not None and ((params.gte is not None and value >= params.gte)
                                  or (params.lte is not None and value <= params.lte))
     return Stop(f"threshold reached: {params.path} = {value}") if hit else Continue()
 
 
-def stagnation(state: LoopState, params: StagnationParams):
+def stagnation(state: LoopState, params: StagnationParams) -> Continue | Stop:
     known = [v for v in scores(state, params.path) if v is not None]
     if len(known) <= params.window:
         return Continue()
@@ -207,15 +210,15 @@ def best(state: LoopState, params: BestParams) -> int:
     return max(range(len(ranked)), key=lambda i: (ranked[i] is not None, ranked[i] or 0.0), default=0)
 
 
-def skip(item: Any, error: MapItemError, params: NoParams):
+def skip(item: Any, error: MapItemError, params: NoParams) -> Skip:
     return Skip()
 
 
-def fail(item: Any, error: MapItemError, params: NoParams):
+def fail(item: Any, error: MapItemError, params: NoParams) -> Fail:
     return Fail(error.message)
 
 
-def default(item: Any, error: MapItemError, params: DefaultParams):
+def default(item: Any, error: MapItemError, params: DefaultParams) -> Default[Any]:
     return Default(params.value)
 
 

@@ -2,8 +2,9 @@
 and whether it fits the type declared where it is bound."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..check.context import CheckContext
 from ..project import shapes, specs
@@ -12,6 +13,9 @@ from ..project.shapes import Shape, describe
 from . import refs
 from .flow_view import FlowView, node_outputs
 from .rule_base import RuleBase
+
+if TYPE_CHECKING:
+    from ..project.yamlpos import YamlDoc
 
 CONTEXT_KEYS = ("date", "time_zone", "locale", "tenant_id")
 CONTEXT_TYPES = {"date": "Date", "time_zone": "TimeZone", "locale": "Locale", "tenant_id": "TenantId"}
@@ -55,7 +59,7 @@ class Scope:
 class ReferenceRules(RuleBase):
     """Reads the flow's view: what a reference may read at one place, and its shape."""
 
-    def __init__(self, ctx: CheckContext, view: FlowView):
+    def __init__(self, ctx: CheckContext, view: FlowView) -> None:
         super().__init__(ctx, [])
         self.view = view
         self._shapes: dict[str, Shape] = {}
@@ -64,12 +68,12 @@ class ReferenceRules(RuleBase):
     def flow(self) -> Flow:
         return self.view.flow
 
-    def _bindings_refs(self, doc, bindings, scope: Scope, who: str, key: tuple = ("in",)) -> None:
+    def _bindings_refs(self, doc: YamlDoc, bindings: Sequence[specs.Binding], scope: Scope, who: str, key: tuple = ("in",)) -> None:
         for i, b in enumerate(bindings):
             if b.from_ is not None:
                 self._ref(doc, key + (i, "from"), b.from_, scope, f"{who}: input {b.name}")
 
-    def _cover(self, doc, bindings, fields: dict[str, str] | None, target: str, who: str) -> None:
+    def _cover(self, doc: YamlDoc, bindings: Sequence[specs.Binding], fields: dict[str, str] | None, target: str, who: str) -> None:
         """Bindings name fields of the target, and bind every required one."""
         if fields is None:
             return
@@ -158,14 +162,14 @@ class ReferenceRules(RuleBase):
             return {f.name: f.type for f in spec.in_ if f.type}, f"node {node_id}"
         return None
 
-    def _typed_bindings(self, doc, bindings, scope: Scope, slots: dict[str, str], owner: str, who: str,
+    def _typed_bindings(self, doc: YamlDoc, bindings: Sequence[specs.Binding], scope: Scope, slots: dict[str, str], owner: str, who: str,
                         key: tuple, word: str = "input") -> None:
         for i, b in enumerate(bindings):
             if b.name in slots:
                 self._bound(doc, key + (i,), b, scope, slots[b.name], who, f"{word} {b.name}",
                             f"{b.name} of {owner}")
 
-    def _bound(self, doc, path: tuple, binding, scope: Scope, target: str, who: str, what: str, owner: str) -> None:
+    def _bound(self, doc: YamlDoc, path: tuple, binding: specs.Binding, scope: Scope, target: str, who: str, what: str, owner: str) -> None:
         """One binding (`from` or `value`) against the type declared for it."""
         if binding.from_ is not None:
             self._fit(doc, path + ("from",), binding.from_, scope, target, who, what, owner)
@@ -176,7 +180,7 @@ class ReferenceRules(RuleBase):
                                          f"{who}: {what}: the value {_short(binding.value)} does not fit {target} "
                                          f"({owner}): {problem}", f"give a value of type {target}"))
 
-    def _fit(self, doc, path: tuple, text: str, scope: Scope, target: str, who: str, what: str, owner: str) -> None:
+    def _fit(self, doc: YamlDoc, path: tuple, text: str, scope: Scope, target: str, who: str, what: str, owner: str) -> None:
         """E_BINDING_TYPE when the value a reference reads can never be a value of the declared type."""
         source = self.ref_shape(text, scope)
         problem = shapes.mismatch(self.registry, source, shapes.of(self.registry, target))
@@ -187,7 +191,7 @@ class ReferenceRules(RuleBase):
                                      f"bind a value of type {target}, or declare the type of the value it reads"))
 
     # --- one reference ----------------------------------------------------------------------
-    def _ref(self, doc, path: tuple, text: str, scope: Scope, who: str) -> None:
+    def _ref(self, doc: YamlDoc, path: tuple, text: str, scope: Scope, who: str) -> None:
         problem = self._ref_problem(text, scope)
         if problem is not None:
             code, message, hint = problem

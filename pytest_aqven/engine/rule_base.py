@@ -3,18 +3,23 @@ checks of one type name, one value, one code reference and one evaluator's param
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import ValidationError
 
 from ..check.context import CheckContext
 from ..diagnostics import Diagnostic
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..project.yamlpos import YamlDoc
+
 
 class RuleBase:
     """The checks every rule family of the flow compiler shares; `out` is the one list they all append to."""
 
-    def __init__(self, ctx: CheckContext, out: list[Diagnostic]):
+    def __init__(self, ctx: CheckContext, out: list[Diagnostic]) -> None:
         self.ctx = ctx
         self.out = out
 
@@ -26,7 +31,7 @@ class RuleBase:
             self.out.append(doc.diag("E_TYPE_UNKNOWN", path, f"{what}: {problem}",
                                      f"add types/<folder>/<snake_name>.yaml or name one of: {self.ctx.types.known_names()}"))
 
-    def _check_params(self, doc, path: tuple, given: dict, model, label: str, who: str) -> None:
+    def _check_params(self, doc: YamlDoc, path: tuple, given: dict, model: type[BaseModel], label: str, who: str) -> None:
         """The `with:` of a built-in evaluator fits its parameters model (the one the engine validates with)."""
         try:
             model.model_validate(given or {})

@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import ChainMap
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,57 +18,17 @@ from ..project.model import Flow, Node, Project
 from ..project.typesmodule import code_stem, typed_arguments
 from ..providers.base import AttemptIdentity, Provider, ProviderError
 from . import fit, refs
+from .frame import Assembly, Frame
 from .sources import LIVE, Sources
 from .trace import Address, NodeTrace, RunError, RunResult
 
-
-@dataclass
-class Assembly:
-    """A subject with one variant's values in its slots (the four factors of the seeds)."""
-    flow: Flow
-    agents: dict[str, str] = field(default_factory=dict)       # node -> agent id
-    prompts: dict[str, Path] = field(default_factory=dict)     # node -> prompt text file
-    nodes: dict[str, Node] = field(default_factory=dict)       # node -> alternative node (runs under the slot id)
-    flows: dict[str, str] = field(default_factory=dict)        # call node -> the flow it calls instead
-    start: str | None = None
-    end: str | None = None
-
-    def node(self, node_id: str) -> Node:
-        return self.nodes.get(node_id) or self.flow.nodes[node_id]
-
-    @property
-    def order(self) -> list[str]:
-        order = list(self.flow.spec.order)
-        if self.start is None or self.end is None:     # a range sets both (the Subject's validator)
-            return order
-        return order[order.index(self.start): order.index(self.end) + 1]
+if TYPE_CHECKING:
+    from ..project.yamlpos import YamlDoc
+    from .tools import McpConnection
 
 
 def to_json(value: Any) -> Any:
     return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
-
-
-@dataclass
-class Frame:
-    """Where a node runs: its flow (with the variant's slots), the values its references see, its address."""
-    assembly: Assembly
-    values: ChainMap                 # innermost container first, then top-level outputs, input, run.context
-    address: Address
-    depth: int = 0                   # call depth
-    calls: tuple[str, ...] = ()      # flows being called (cycle guard)
-    init: dict[str, dict[str, Any]] = field(default_factory=dict)   # loop init: child id -> input values
-
-    def enter(self, node_id: str, **address) -> "Frame":
-        """The frame of a container's children: their outputs stay in the container's own scope."""
-        return Frame(self.assembly, self.values.new_child(), self.address.at(node_id, **address), self.depth,
-                     self.calls)
-
-    def nested(self, node_id: str, flow: Flow, inputs: Any) -> "Frame":
-        """The frame of a flow run under a node (a call, a subagent, a judge check of an inference): a scope of
-        its own that sees only its input and the run's context, one call deeper."""
-        top = {"input": inputs, "run.context": self.values.get("run.context", {})}
-        return Frame(Assembly(flow), ChainMap(top), self.address.at(node_id), self.depth + 1,
-                     (*self.calls, self.assembly.flow.id))
 
 
 class Runner:
@@ -84,7 +43,7 @@ class Runner:
         limits = project.spec.limits if project.spec else None
         self.default_timeout = float((limits and limits.seconds) or usercode.DEFAULT_TIMEOUT)
         # models, code and compiled checks built from the project's files, shared by every run of the project
-        self._records: dict[tuple, Any] = project.__dict__.setdefault("_engine_cache", {})
+        self.cache: dict[tuple, Any] = project.__dict__.setdefault("_engine_cache", {})
         self._mcp: dict[str, Any] = {}        # server id -> open connection (this run's)
         self._http: Any = None                # the HTTP client tool functions get (ToolContext.http)
 
@@ -110,7 +69,7 @@ class Runner:
             if assembly.end is not None:     # a range (its start is set with it)
                 result.output = top[assembly.end]
             else:
-                result.output = self._returns(assembly.flow, top)
+                result.output = self.returns(assembly.flow, top)
         except RunError as err:
             result.error = err
         finally:
@@ -124,9 +83,9 @@ class Runner:
             model = self.project.types.named(flow.spec.input)
         except LookupError as exc:
             raise RunError("INPUT_INVALID", f"flow {flow.id}: input {flow.spec.input}: {exc}") from None
-        return self._validate(model, inputs, "INPUT_INVALID", f"flow {flow.id}: the case's inputs")
+        return self.validate(model, inputs, "INPUT_INVALID", f"flow {flow.id}: the case's inputs")
 
-    def _returns(self, flow: Flow, values) -> Any:
+    def returns(self, flow: Flow, values: Mapping[str, Any]) -> Any:
         out = {}
         for b in flow.spec.returns:
             try:
@@ -141,14 +100,14 @@ class Runner:
                         doc=flow.doc, at=("returns",), entries=[b.name for b in flow.spec.returns],
                         expected=flow.spec.output)
 
-    def bind(self, bindings, frame: Frame, node_id: str) -> dict[str, Any]:
+    def bind(self, bindings: Sequence[Any], frame: Frame, node_id: str) -> dict[str, Any]:
         """A node's inputs from its bindings; a loop's `init` replaces them on the first pass."""
         out = self._bind(bindings, frame.values, node_id)
         if frame.init.get(node_id):
             out.update(frame.init[node_id])
         return out
 
-    def _bind(self, bindings, values, node_id: str) -> dict[str, Any]:
+    def _bind(self, bindings: Sequence[Any], values: Mapping[str, Any], node_id: str) -> dict[str, Any]:
         out = {}
         for b in bindings:
             if isinstance(b, dict):
@@ -162,14 +121,14 @@ class Runner:
                 raise RunError("INPUT_INVALID", f"node {node_id}: input {b.name}: {exc}", node_id) from None
         return out
 
-    def record(self, name: str, fields) -> type[BaseModel]:
+    def record(self, name: str, fields: Sequence[specs.FieldDecl]) -> type[BaseModel]:
         """A record model for a field list, built once per project (pydantic model creation is slow).
         The field list is the project's own (it lives as long as the project), so its id is its key."""
         key = ("record", name, id(fields))
-        model = self._records.get(key)
+        model = self.cache.get(key)
         if model is None:
             fields = fields if isinstance(fields, list) else list(fields)    # the spec's own list: its id keys
-            model = self._records[key] = self.project.types.record(name, fields)   # the class of <package>.types
+            model = self.cache[key] = self.project.types.record(name, fields)   # the class of <package>.types
         return model
 
     def find_flow(self, flow_id: str, caller: Flow) -> Flow | None:
@@ -190,13 +149,13 @@ class Runner:
         text = ("true" if value else "false") if isinstance(value, bool) else str(value)
         return text if text in cases else ("default" if "default" in cases else None)
 
-    def _validate(self, model, value: Any, code: str, what: str) -> Any:
+    def validate(self, model: type[BaseModel], value: Any, code: str, what: str) -> Any:
         try:
             return _coerce(model, value)
         except ValidationError as exc:
             raise RunError(code, f"{what} does not fit its type: {_errors(exc)}") from None
 
-    def fit(self, model, value: Any, code: str, who: str, what: str, fields=None, *, fn=None, doc=None,
+    def fit(self, model: type[BaseModel], value: Any, code: str, who: str, what: str, fields: Any = None, *, fn: Callable[..., Any] | None = None, doc: YamlDoc | None = None,
             at: tuple = (), entries: list[str] | None = None, expected: str | None = None) -> Any:
         """A value on its way out of a node or flow, in its declared type; one that does not fit is a bug of
         the flow (`code`, an infrastructure error) naming each field, its type and where the value was made:
@@ -268,7 +227,7 @@ class Runner:
             return sum(children) / min(node.spec.concurrency, len(children))
         return sum(children)
 
-    async def call_user(self, fn, kwargs: dict, node: Node, what: str, code: str = "code_invalid",
+    async def call_user(self, fn: Callable[..., Any], kwargs: dict, node: Node, what: str, code: str = "code_invalid",
                         args: tuple = ()) -> Any:
         """A user function with the node's time limit; its failure is an infrastructure error naming where."""
         try:
@@ -280,7 +239,7 @@ class Runner:
             raise RunError(code, f"{what} raised {exc}", location=exc.location, traceback=exc.traceback,
                            public=public) from None
 
-    async def mcp(self, server_id: str, node: Node, node_id: str):
+    async def mcp(self, server_id: str, node: Node, node_id: str) -> McpConnection:
         """This run's connection to an MCP server, started on first use."""
         from .tools import McpConnection
 
@@ -314,18 +273,18 @@ class Runner:
         from .tools import LocalBlobStore
         return LocalBlobStore(self.project.root)
 
-    def resolve_code(self, ref: str, node: Node, what: str, here: Path | None = None):
+    def resolve_code(self, ref: str, node: Node, what: str, here: Path | None = None) -> Callable[..., Any]:
         """A code reference of the node (`here`: the file a bare function name lives in, the node's .py by
         default; an inference's checks and prompt live beside the inference file)."""
         here = here or node.py_path
         key = ("code", ref, here)         # the node lives as long as the project: its files are fixed
-        fn = self._records.get(key)
+        fn = self.cache.get(key)
         if fn is None:
             try:
                 fn = coderefs.resolve(ref, package=self.project.package, root=self.project.root, here=here)
             except coderefs.CodeRefError as exc:
                 raise RunError("E_CODE_REF_UNRESOLVED", f"{what}: {exc}") from None
-            self._records[key] = fn
+            self.cache[key] = fn
         return fn
 
 
@@ -337,15 +296,15 @@ async def run_code(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     fn = runner.resolve_code(spec.run, node, f"node {node_id}")
     value = await runner.call_user(fn, typed_arguments(fn, kwargs), node, f"node {node_id}: {spec.run}")
     key = ("out", frame.assembly.flow.id, node_id, id(spec.out))
-    model = runner._records.get(key)
+    model = runner.cache.get(key)
     if model is None:       # named once per node, not on every run
         stem = code_stem(runner.project, frame.assembly.flow, node)      # the class user code imports
-        model = runner._records[key] = runner.record(f"{stem}Out", spec.out)
+        model = runner.cache[key] = runner.record(f"{stem}Out", spec.out)
     return runner.fit(model, to_json(value), "CODE_OUTPUT_INVALID", f"node {node_id}",
                       f"the value {spec.run} returned", spec.out, fn=fn)
 
 
-def _coerce(model, value: Any) -> Any:
+def _coerce(model: type[BaseModel], value: Any) -> Any:
     """`value` validated into `model` (a record, a scalar or list type), as JSON; ValidationError if it does not fit."""
     if isinstance(model, type) and issubclass(model, BaseModel):
         return to_json(model.model_validate(value))
@@ -382,7 +341,7 @@ async def run_human(runner: Runner, frame: Frame, node: Node, node_id: str, trac
         model = runner.project.types.resolve(spec.form)
     except LookupError as exc:
         raise RunError("INPUT_INVALID", f"node {address}: form {spec.form}: {exc}") from None
-    return runner._validate(model, answer, "INPUT_INVALID", f"node {address}: the answer of the case")
+    return runner.validate(model, answer, "INPUT_INVALID", f"node {address}: the answer of the case")
 
 
 async def run_narrow(runner: Runner, frame: Frame, node: Node, node_id: str, trace: NodeTrace) -> Any:
@@ -410,7 +369,7 @@ async def run_tool(runner: Runner, frame: Frame, node: Node, node_id: str, trace
     trace.input = arguments
     found = await tools.tool(runner, spec.tool, node, node_id)
     if found.in_model is not None:
-        arguments = runner._validate(found.in_model, arguments, "INPUT_INVALID", f"node {node_id}: the input of "
+        arguments = runner.validate(found.in_model, arguments, "INPUT_INVALID", f"node {node_id}: the input of "
                                      f"tool {spec.tool}")
     return await found.run(arguments, node, node_id)
 

@@ -15,6 +15,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, cast
 
 from pydantic import BaseModel, ValidationError
@@ -29,7 +30,7 @@ from .trace import MAX_CALL_DEPTH, RunError
 
 if TYPE_CHECKING:
     from ..project.model import Node
-    from .runner import Frame, Runner
+    from .frame import Frame, NodeRunner
     from .trace import NodeTrace
 
 
@@ -45,7 +46,7 @@ def _json(value: Any) -> Any:
     return value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
 
 
-async def tool(runner: "Runner", tool_id: str, node: "Node", node_id: str) -> Tool:
+async def tool(runner: "NodeRunner", tool_id: str, node: "Node", node_id: str) -> Tool:
     entity = runner.project.tools.get(tool_id)
     if entity is None:
         raise RunError("tool_unknown", f"node {node_id}: tool {tool_id} does not exist in tools/")
@@ -78,7 +79,7 @@ async def tool(runner: "Runner", tool_id: str, node: "Node", node_id: str) -> To
     return Tool(tool_id, ToolDef(tool_id, spec.description, schema), run, in_model)
 
 
-async def for_agent(runner: "Runner", agent: specs.AgentSpec, node: "Node", node_id: str,
+async def for_agent(runner: "NodeRunner", agent: specs.AgentSpec, node: "Node", node_id: str,
                     frame: "Frame") -> dict[str, Tool]:
     """Name -> tool for every tool of the agent, of its MCP servers, and for each of its subagents."""
     out: dict[str, Tool] = {}
@@ -93,7 +94,7 @@ async def for_agent(runner: "Runner", agent: specs.AgentSpec, node: "Node", node
     return out
 
 
-def _function(runner: "Runner", ref: str, here, node_id: str, what: str) -> Callable[..., Any]:
+def _function(runner: "NodeRunner", ref: str, here: Path, node_id: str, what: str) -> Callable[..., Any]:
     try:
         from ..project import coderefs
         return coderefs.resolve(ref, package=runner.project.package, root=runner.project.root, here=here)
@@ -146,7 +147,7 @@ class LocalBlobStore:
     """Media a tool stores (`await ctx.blobs.put(data, media_type, name)`) kept in .aqven/blobs/ of the project,
     by content: the same bytes are one blob."""
 
-    def __init__(self, root):
+    def __init__(self, root: Path) -> None:
         self.folder = root / ".aqven" / "blobs"
 
     async def put(self, data: bytes, media_type: str, name: str | None = None) -> Any:
@@ -166,7 +167,7 @@ class LocalBlobStore:
         return (self.folder / blob_id).read_bytes()
 
 
-def tool_context(runner: "Runner", tool_id: str, spec: specs.ToolSpec, node_id: str, arguments: dict) -> ToolContext:
+def tool_context(runner: "NodeRunner", tool_id: str, spec: specs.ToolSpec, node_id: str, arguments: dict) -> ToolContext:
     from ..providers import secrets
     found, missing = {}, {}
     for binding in spec.secrets:
@@ -190,7 +191,7 @@ def tool_context(runner: "Runner", tool_id: str, spec: specs.ToolSpec, node_id: 
                        address=ToolAddress(node_id), missing=missing)
 
 
-async def _await_job(runner: "Runner", spec: specs.ToolSpec, poll: Callable[..., Any], ctx: ToolContext,
+async def _await_job(runner: "NodeRunner", spec: specs.ToolSpec, poll: Callable[..., Any], ctx: ToolContext,
                      handle: Any, node: "Node", node_id: str, tool_id: str) -> Any:
     """A tool with `wait:` starts a job and returns its JobHandle; `wait.poll(ctx, handle)` is called every
     `interval_seconds` until JobDone (its value is the output) or JobFailed, at most `timeout_seconds`."""
@@ -214,15 +215,15 @@ async def _await_job(runner: "Runner", spec: specs.ToolSpec, poll: Callable[...,
         await asyncio.sleep(wait.interval_seconds)
 
 
-def subagent(runner: "Runner", sub: specs.Subagent, frame: "Frame", node_id: str) -> Tool:
+def subagent(runner: "NodeRunner", sub: specs.Subagent, frame: "Frame", node_id: str) -> Tool:
     """A subagent as a tool: the model passes the inference's inputs, the subagent's agent answers with the
     inference's output, run as an llm node under the calling node (its calls are the attempt's, traced and paid)."""
 
     key = ("subagent", sub.agent, sub.inference)
-    flow = runner._records.get(key)
+    flow = runner.cache.get(key)
     if flow is None:
         try:
-            flow = runner._records[key] = inference_flow(runner.project, f"aqven_subagent_{sub.agent}", sub.name,
+            flow = runner.cache[key] = inference_flow(runner.project, f"aqven_subagent_{sub.agent}", sub.name,
                                                          sub.agent, sub.inference, sub.description)
         except LookupError as exc:
             raise RunError("PLAN_MISSING", f"node {node_id}: subagent {sub.name}: {exc}") from None
@@ -238,7 +239,7 @@ def subagent(runner: "Runner", sub: specs.Subagent, frame: "Frame", node_id: str
     return Tool(f"subagent {sub.name}", ToolDef(sub.name, sub.description, schema), run, in_model)
 
 
-def approval(runner: "Runner", agent: specs.AgentSpec, tool_id: str, address: str, node_id: str
+def approval(runner: "NodeRunner", agent: specs.AgentSpec, tool_id: str, address: str, node_id: str
              ) -> tuple[bool, str]:
     """Whether a call of `tool_id` may run: always, unless the agent's approval names the tool; then the
     case's answer under `<node>:<tool>` decides ({"approved": bool, "reason": ...}); no answer refuses it
@@ -259,7 +260,7 @@ def approval(runner: "Runner", agent: specs.AgentSpec, tool_id: str, address: st
     return bool(approved), reason or ("approved" if approved else "refused")
 
 
-async def agent_call(runner: "Runner", agent: specs.AgentSpec, tools: dict[str, Tool], call: ToolCall,
+async def agent_call(runner: "NodeRunner", agent: specs.AgentSpec, tools: dict[str, Tool], call: ToolCall,
                      node: "Node", node_id: str, address: str, trace: "NodeTrace") -> Any:
     """One tool call the model asked for; what goes back to the model (a result, or an error it can fix)."""
     record = {"tool": call.name, "arguments": call.arguments}
@@ -290,7 +291,7 @@ class McpConnection:
     """One MCP server for one run. The SDK's context managers must be entered and left by the same task,
     so a task of its own holds them; callers use the session from any task."""
 
-    def __init__(self, server_id: str, spec: specs.McpServerSpec, root) -> None:
+    def __init__(self, server_id: str, spec: specs.McpServerSpec, root: Path) -> None:
         self.server_id, self.spec, self.root = server_id, spec, root
         self.session: Any = None        # the SDK's ClientSession, once open
         self.tools: dict[str, Tool] = {}

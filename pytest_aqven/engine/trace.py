@@ -20,7 +20,7 @@ class Address:
     iteration: int | None = None
     item: int | None = None
 
-    def at(self, node_id: str, **where) -> "Address":
+    def at(self, node_id: str, **where: Any) -> "Address":
         return replace(self, node=f"{self.node}__{node_id}" if self.node else node_id, **where)
 
 

@@ -1,7 +1,8 @@
 """The case rules: the dataset exists and fits the subject, the selected cases fit its input, output and range."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -12,8 +13,14 @@ from ..engine.ref_rules import parse_steps
 from .rule_scope import CaseFinding, RuleFamily, listing, more_cases
 from .split import selected
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-def _tag_values(cases, tags: dict[str, str]) -> str:
+    from ..project import specs
+    from ..project.model import Dataset
+
+
+def _tag_values(cases: Sequence[specs.CaseSpec], tags: dict[str, str]) -> str:
     """The values the dataset has for each tag of the filter that no case carries with its value (a typo):
     `tag topic has: defect, refund`; or that the tags match apart but no case carries them all."""
     said = []
@@ -57,7 +64,7 @@ class CaseRules(RuleFamily):
             if check.use == "expected":
                 self.expected_missing(i, check, dataset, chosen)
 
-    def dataset_mismatch(self, dataset) -> bool:
+    def dataset_mismatch(self, dataset: Dataset) -> bool:
         if self.subject is None:
             return False
         e, s, ds = self.e, self.subject, dataset
@@ -82,7 +89,7 @@ class CaseRules(RuleFamily):
                 return True
         return False
 
-    def case_inputs(self, view: FlowView, dataset, chosen) -> None:
+    def case_inputs(self, view: FlowView, dataset: Dataset, chosen: list[specs.CaseSpec]) -> None:
         """Each selected case's inputs fit the subject's input type (only the given fields for a range)."""
         type_id = view.flow.spec.input
         if self.ctx.types.problem(type_id):
@@ -106,7 +113,7 @@ class CaseRules(RuleFamily):
                 + f": {'.'.join(map(str, loc)) or 'inputs'}: {msg}",
                 f"fields of {type_id}: {listing(fields or [])}"))
 
-    def expected_fit(self, view: FlowView, dataset, chosen) -> None:
+    def expected_fit(self, view: FlowView, dataset: Dataset, chosen: list[specs.CaseSpec]) -> None:
         """An expected_output the subject can never produce (an enum value that does not exist, a number
         where text is expected) would silently bias every metric that compares with it."""
         fields, side = self.subject_output(view)
@@ -135,7 +142,7 @@ class CaseRules(RuleFamily):
                     f"expected_output does not fit {side}: {problem}",
                     f"fields of {side}: {listing(fields)}; a value the subject cannot produce biases the metric"))
 
-    def range_fixtures(self, view: FlowView, dataset, chosen) -> None:
+    def range_fixtures(self, view: FlowView, dataset: Dataset, chosen: list[specs.CaseSpec]) -> None:
         """A range reads the nodes above it from each case's node_outputs: every such node must be there."""
         s = self.spec.subject
         if s.from_ is None or s.to is None or not self.range_ok:     # a range sets both (the Subject's validator)
@@ -163,7 +170,7 @@ class CaseRules(RuleFamily):
                           f"{node_id}: the nodes above a range do not run, their outputs come from each case")
             self.fixture_types(view, dataset, chosen, node_id)
 
-    def fixture_types(self, view: FlowView, dataset, chosen, node_id: str) -> None:
+    def fixture_types(self, view: FlowView, dataset: Dataset, chosen: list[specs.CaseSpec], node_id: str) -> None:
         """The node_outputs a range reads in place of a node fit that node's output: each given field its
         type (a fixture may give only the fields the range reads)."""
         node = view.nodes.get(node_id)
@@ -188,7 +195,7 @@ class CaseRules(RuleFamily):
                     f"place: {'.'.join(map(str, loc)) or node_id}: {msg}",
                     f"fields of the output of node {node_id}: {listing(fields)}"))
 
-    def value_error(self, type_ref: str, value) -> tuple[tuple, str | None]:
+    def value_error(self, type_ref: str, value: Any) -> tuple[tuple, str | None]:
         """(where, why) a value does not fit a type, by the engine's validator; (loc, None) when it fits."""
         try:
             self.ctx.adapter(type_ref).validate_python(value)
@@ -199,7 +206,7 @@ class CaseRules(RuleFamily):
             pass
         return (), None
 
-    def expected_missing(self, i: int, check, dataset, chosen) -> None:
+    def expected_missing(self, i: int, check: specs.ExperimentCheck, dataset: Dataset, chosen: list[specs.CaseSpec]) -> None:
         """One diagnostic per check: the first selected case that cannot be compared, and how many more."""
         fields = (check.with_ or {}).get("fields")
         fields = fields if isinstance(fields, list) and all(isinstance(f, str) for f in fields) else None
@@ -254,7 +261,7 @@ def _refs(value: Any):
             yield from _refs(v)
 
 
-def _input_errors(ctx: CheckContext, model, fields, inputs: Any, partial: bool) -> list[tuple[tuple, str]]:
+def _input_errors(ctx: CheckContext, model: type[BaseModel], fields: Any, inputs: Any, partial: bool) -> list[tuple[tuple, str]]:
     """(location, message) of what in `inputs` does not fit; a range subject checks only given fields."""
     try:
         if not partial:

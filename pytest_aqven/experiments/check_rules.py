@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -165,7 +166,7 @@ class CheckRules(RuleFamily):
         if self.with_params(i, c, model, c.run) and self.view is not None:
             self.context_fit(self.view, i, c, fn)
 
-    def context_fit(self, view: FlowView, i: int, c, fn) -> None:
+    def context_fit(self, view: FlowView, i: int, c, fn: Callable[..., Any]) -> None:
         """W_CHECK_CONTEXT_MISMATCH: the function's hints for value and context fit the subject."""
         try:
             hints = typing.get_type_hints(fn)

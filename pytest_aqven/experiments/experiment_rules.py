@@ -23,7 +23,7 @@ __all__ = ["ExperimentRules", "FAMILIES", "merge_case_findings"]
 
 
 class ExperimentRules:
-    def __init__(self, ctx: CheckContext, exp: RunnableExperiment, unvalidated: Unvalidated):
+    def __init__(self, ctx: CheckContext, exp: RunnableExperiment, unvalidated: Unvalidated) -> None:
         self.scope = ExperimentScope(ctx, exp, unvalidated)
         self.case_findings = self.scope.case_findings      # problems of dataset cases: merged across experiments
 

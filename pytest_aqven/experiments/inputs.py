@@ -15,7 +15,12 @@ import importlib.util
 import os
 import sys
 import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..project.model import Project
 
 SKIPPED_PARTS = {".aqven", "__pycache__", ".git", "findings", ".venv", "venv", "node_modules"}
 PEOPLE_FILES = {"experiment.md", "README.md", "FINDINGS.md", "AGENTS.md", "CLAUDE.md"}
@@ -44,7 +49,7 @@ def _inside(path: Path, folders: list[Path]) -> bool:
     return any(path == f or f in path.parents for f in folders)
 
 
-def _run_modules(project) -> set[str]:
+def _run_modules(project: Project) -> set[str]:
     """Modules named by `run:` values of the project's files that are not the project's own: read from the
     documents the loader parsed (strictly), never from other YAML lying in the project folder."""
     from ..project.model import documents
@@ -56,7 +61,7 @@ def _run_modules(project) -> set[str]:
     return out
 
 
-def _runs_named(data) -> set[str]:
+def _runs_named(data: Any) -> set[str]:
     out: set[str] = set()
     todo = [data]
     while todo:          # a loop, not recursion: the strict loader bounds the depth, this needs no bound at all
@@ -112,7 +117,7 @@ def _imports(path: Path) -> set[tuple[str, Path | None]]:
     return out
 
 
-def outside_modules(project) -> list[Path]:
+def outside_modules(project: Project) -> list[Path]:
     """Python files outside the project that its code imports, transitively, or that its `run:` refs name."""
     root, package = project.root.resolve(), project.package
     installed = _installed_dirs()
@@ -146,7 +151,7 @@ def outside_modules(project) -> list[Path]:
     return sorted(found)
 
 
-def fingerprint(paths) -> dict[str, list[int]]:
+def fingerprint(paths: Iterable[str]) -> dict[str, list[int]]:
     """{path: [mtime_ns, size, ctime_ns]}: an edit changes it even when the content is restored afterwards,
     and so does a copy that restores the old mtime (`cp -p` sets mtime, never the inode's change time)."""
     out = {}

@@ -4,10 +4,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..engine.runner import Assembly
 from ..engine.sources import LIVE, Sources
@@ -17,6 +17,9 @@ from ..project.specs import CallNode, CaseSpec, ExperimentSpec
 from ..providers import prices
 from . import inputs, split as splitting
 from .factors import use_nodes
+
+if TYPE_CHECKING:
+    from ..project.model import Node
 
 ENGINE_VERSION = "pytest-aqven/0.1"
 
@@ -107,7 +110,7 @@ def bytes_hash(data: bytes) -> str:
     return "sha256-" + hashlib.sha256(data).hexdigest()
 
 
-def canonical_hash(value) -> str:
+def canonical_hash(value: Any) -> str:
     data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return "sha256-" + hashlib.sha256(data.encode()).hexdigest()
 
@@ -133,7 +136,7 @@ def flows_run(project: Project, experiment: RunnableExperiment, a: Assembly) -> 
     return list(seen.values())
 
 
-def _inference_files(project: Project, node) -> set[Path]:
+def _inference_files(project: Project, node: Node) -> set[Path]:
     """An llm node's inference, prompt and variant texts, wherever the inference lives, and those of the judges
     of its checks (found as the node's own inference, Node.levels)."""
     if node.inference_doc is None:
@@ -227,7 +230,7 @@ def snapshot(project: Project, series: SeriesPlan, paths: dict[str, list[Path]] 
             return None if held is None else bytes_hash(held)
         return file_hash(p) if p.is_file() else None
 
-    def hashes(files) -> dict[str, str]:
+    def hashes(files: Iterable[Path]) -> dict[str, str]:
         return {named(p): h for p in files for h in [digest(p)] if h is not None}
 
     flows = {k.split(":", 1)[1]: canonical_hash(hashes(v)) for k, v in paths.items() if k.startswith("flow:")}

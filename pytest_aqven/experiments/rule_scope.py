@@ -3,6 +3,7 @@ list its diagnostics go to. Each family of rules (subject_rules.py, case_rules.p
 check_rules.py, question_rules.py) is a RuleFamily over one ExperimentScope."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -20,7 +21,7 @@ def location(d: Diagnostic) -> str:
     return loc
 
 
-def listing(values) -> str:
+def listing(values: Iterable[str]) -> str:
     return ", ".join(values) or "none"
 
 
@@ -50,7 +51,7 @@ Unvalidated = Callable[[RunnableExperiment, Any], "str | None"]
 class ExperimentScope:
     """One experiment under check: what every rule family reads, and `out`, where its diagnostics go."""
 
-    def __init__(self, ctx: CheckContext, exp: RunnableExperiment, unvalidated: Unvalidated):
+    def __init__(self, ctx: CheckContext, exp: RunnableExperiment, unvalidated: Unvalidated) -> None:
         self.ctx = ctx
         self.unvalidated = unvalidated
         self.project = ctx.project
@@ -79,7 +80,7 @@ class RuleFamily(ExperimentScope):
     of one check shares its scope's state (a variant's factor_ok set by one family is read by another)."""
     steps: tuple[str, ...] = ()
 
-    def __init__(self, scope: ExperimentScope):
+    def __init__(self, scope: ExperimentScope) -> None:
         self.__dict__ = scope.__dict__       # the scope's own attributes, not a copy
 
     @property

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from ..experiments import plan as planning
 from ..experiments.plan import ENGINE_VERSION, canonical_hash
@@ -13,12 +14,15 @@ from .conclude import Conclusion
 from .fields import cell_dict, estimate_dict, judges_key, judges_of
 from .files import read_findings
 
+if TYPE_CHECKING:
+    from ..series.tally import SeriesTally
+
 
 def _iso(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def build(project: Project, series: dict, conclusion: Conclusion, tally) -> dict:
+def build(project: Project, series: dict, conclusion: Conclusion, tally: SeriesTally) -> dict:
     """`tally`: the series' attempts (series/tally.py SeriesTally)."""
     from ..stats import evidence  # numpy: imported when a finding is built, not when a worker collects
     experiment = project.runnable_experiment(conclusion.experiment)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain
+from typing import Any
 
 from yaml import ScalarNode
 from yaml.resolver import Resolver
@@ -57,7 +58,7 @@ def _float(x: float) -> str:
 _KEYS: dict[str, str] = {}
 
 
-def _key(k) -> str:
+def _key(k: object) -> str:
     """A mapping key as files._mapping makes it: str(k), plain unless YAML would read it as another type."""
     text = str(k)
     out = _KEYS.get(text)
@@ -71,7 +72,7 @@ def _key(k) -> str:
     return out
 
 
-def _scalar(x) -> str:
+def _scalar(x: Any) -> str:
     t = type(x)
     if t is str:
         return _quoted(x)
@@ -126,7 +127,7 @@ def _flow_slowly(items: list) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _inline(value, seen: set) -> str | None:
+def _inline(value: Any, seen: set) -> str | None:
     """The value's text when it fits on the line of its key or dash, else None (a block collection)."""
     t = type(value)
     if t is dict:
@@ -166,7 +167,7 @@ def _number_rows(mapping: dict, lead: str, pad: str, out: list, seen: set) -> bo
     return True
 
 
-def _block(value, indent: int, out: list, seen: set) -> None:
+def _block(value: Any, indent: int, out: list, seen: set) -> None:
     """A non-empty block mapping or sequence; its first line continues the text already in out[-1]
     when that ends with '- ' (an item of a sequence), else starts a new line at `indent`."""
     if id(value) in seen:

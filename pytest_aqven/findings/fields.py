@@ -22,7 +22,7 @@ def judges_of(finding: dict) -> tuple:
 
 
 def estimate_dict(estimate: stats.Estimate) -> dict:
-    def r(x):
+    def r(x: float | None) -> float | None:
         return None if x is None or x != x or x in (float("inf"), float("-inf")) else round(float(x), 6)
     return {"value": r(estimate.value), "low": r(estimate.low), "high": r(estimate.high),
             "method": estimate.method, "family": estimate.family, "cases": estimate.cases,

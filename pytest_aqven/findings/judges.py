@@ -5,12 +5,16 @@ a signal, and its sentence says which condition failed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..experiments.plan import file_hash
 from ..project.inferences import inference_path, judge_levels
 from ..project.model import Experiment, Project, RunnableExperiment
 from ..project.specs import LlmNode
 from .fields import IDENTITY
+
+if TYPE_CHECKING:
+    pass
 
 
 def _prompt_sha(path: Path | None) -> str | None:

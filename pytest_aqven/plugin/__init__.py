@@ -8,8 +8,9 @@ file is collected, and the verdict machinery when there is a verdict to decide (
 """
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -30,7 +31,10 @@ from .running import (
 from .verdict_reporter import VerdictReporter, WorkerReporter
 
 if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
+
     from ..api.decide import Decided
+    from . import collect
 
 ReportOutcome = Literal["passed", "failed", "skipped"]    # a TestReport's
 
@@ -40,7 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
+def pytest_configure_node(node: WorkerController) -> None:
     """On the xdist controller, for each worker it starts."""
     internals.send_dist_mode(node)
 
@@ -75,7 +79,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     interrupts.uninstall()
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> collect.ExperimentFile | None:
     if file_path.name != "experiment.yaml" or file_path.parent.parent.name != "experiments":
         return None
     root = file_path.parent.parent.parent
@@ -97,7 +101,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtestloop(session: pytest.Session):
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     """An experiment that aqven check rejects is a collection error of its file only: when those are the
     only collection errors, the other experiments still run (as they do under xdist), and the session fails."""
     collect = collect_module(session.config)
@@ -140,7 +144,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     """Run ahead: schedule the attempts this process will run next, so up to N are in flight while
     items still report in order (each item's runtest waits only for its own attempt)."""
     collect = collect_module(item.config)
@@ -162,7 +166,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem) -> bool | None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     """-x, --maxfail: stop and cancel; a normal end just waits for the attempts in flight. Ctrl-C and SIGTERM
     stop and cancel nothing: the same command continues each series from its recorded attempts (a line says
     so). A store that went away (running.store_away) cancels nothing: the run ends with its message and exit
@@ -186,13 +190,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node, error) -> None:
+def pytest_testnodedown(node: WorkerController, error: object | None) -> None:
     """xdist: a worker whose store went away stopped the run (its shouldstop); the controller ends it the same."""
     heard_store_away(node)
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, pytest.TestReport]:
     report = yield
     collect = collect_module(item.config)
     if collect and isinstance(item, collect.AttemptItem) and report.when == "call" and item.record is not None:

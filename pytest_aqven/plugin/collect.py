@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -27,8 +28,12 @@ from . import internals, junit
 from .running import store_away
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
     from ..project.specs import CaseSpec
-    from ..series.scheduler import Scheduler
+    from ..series.scheduler import AttemptTurn, Scheduler
 
 PROJECTS = pytest.StashKey[dict]()
 LAUNCH_PLANS = pytest.StashKey[list]()
@@ -40,6 +45,7 @@ LAUNCH_NOTES = pytest.StashKey[dict]()    # experiment id -> lines the launch pl
 # xdist modes (and "no": one process) in which the items queued on a worker are all run by that worker
 KEEPS_ITS_QUEUE = frozenset({"no", "load", "loadscope", "loadfile", "loadgroup", "each"})
 Parent = TypeVar("Parent", bound=pytest.Collector)
+R = TypeVar("R")
 
 
 def parent_of(node: pytest.Item | pytest.Collector, kind: type[Parent]) -> Parent:
@@ -99,7 +105,7 @@ def cassette_mode(config: pytest.Config) -> str | None:
 
 
 class ExperimentFile(pytest.File):
-    def __init__(self, *, root: Path, **kwargs):
+    def __init__(self, *, root: Path, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.root = root
         self.standing: dict | None = None     # set when a held-out run finds the experiment's cases spent
@@ -166,7 +172,7 @@ class HeldOutLook(pytest.Item):
     def runtest(self) -> None:
         raise pytest.skip.Exception(HELD_OUT_LOOK, _use_item_location=True)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"{parent_of(self, ExperimentFile).experiment_id} look"
 
 
@@ -197,7 +203,7 @@ def node_name(series: SeriesRun, case: str) -> str:
 
 
 class CaseNode(pytest.Collector):
-    def __init__(self, *, case: CaseSpec, **kwargs):
+    def __init__(self, *, case: CaseSpec, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
 
@@ -209,7 +215,7 @@ class CaseNode(pytest.Collector):
 class AttemptItem(pytest.Item):
     """One attempt: a measurement, not a test. Failed checks are xfail, infrastructure errors skips."""
 
-    def __init__(self, *, repeat: int, **kwargs):
+    def __init__(self, *, repeat: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.repeat = repeat
         self.record: AttemptRecord | None = None
@@ -220,7 +226,7 @@ class AttemptItem(pytest.Item):
         self.case, self.variant = case.case, variant.name
         self.experiment_file = parent_of(variant, ExperimentFile)
 
-    def schedule(self, scheduler):
+    def schedule(self, scheduler: Scheduler) -> Future[AttemptTurn]:
         return scheduler.submit(*self.attempt)
 
     @property
@@ -228,7 +234,7 @@ class AttemptItem(pytest.Item):
         """(series run, variant, case, repeat): what the scheduler runs for this item."""
         return self.experiment_file.series, self.variant, self.case, self.repeat
 
-    def look_further(self, scheduler, reach: int) -> int:
+    def look_further(self, scheduler: Scheduler, reach: int) -> int:
         """This attempt waits for another runner (a second pytest on the same series) that claimed it: while
         this process has free slots, schedule attempts beyond the look-ahead, so it takes the work nobody
         claimed instead of idling until the other runner's attempts end. Returns how far it now looks."""
@@ -252,7 +258,7 @@ class AttemptItem(pytest.Item):
         return [(item.variant, item.case.name, item.repeat) for item in upcoming(self, count + 1)[1:]
                 if isinstance(item, AttemptItem) and item.experiment_file is file]
 
-    def forget(self, scheduler) -> None:
+    def forget(self, scheduler: Scheduler) -> None:
         """After its reports: its record, the scheduler's job and trace go (memory flat in attempts)."""
         scheduler.forget(self.experiment_file.series, self.variant, self.case, self.repeat)
         self.record = self.details = None
@@ -279,7 +285,7 @@ class AttemptItem(pytest.Item):
         if reused and junit.per_testcase(self.config):
             self.user_properties.append(("aqven_reused", "true"))
         trace = record.trace or {}
-        shown = {"output": trace.get("output")} if file.series.plan.spec.question.kind == "look" \
+        shown: dict[str, Any] = {"output": trace.get("output")} if file.series.plan.spec.question.kind == "look" \
             and record.split == "dev" else {}          # a look shows each working case's output (-v)
         self.record = record = dataclasses.replace(record, trace=None, reused=reused, root=str(file.root),
                                                    file_nodeid=file.nodeid, **shown)
@@ -290,7 +296,7 @@ class AttemptItem(pytest.Item):
         if not record.passed:
             pytest.xfail(attempts.reason(record))
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None) -> str | TerminalRepr:
         """The attempt's own story (failed checks with reasons, or its error), not pytest's traceback: a
         traceback with the source of every frame cost more than the attempt itself, and said nothing."""
         if self.record is not None:
@@ -299,7 +305,7 @@ class AttemptItem(pytest.Item):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Path, int, str]:
         case = parent_of(self, CaseNode)
         return self.experiment_file.path, 0, f"{self.experiment_file.experiment_id} {parent_of(case, VariantNode).name} " \
                                              f"{case.name} #{self.repeat}"
@@ -336,12 +342,12 @@ class VerdictItem(pytest.Item):
         if state in reporter.fail_on:
             raise StandingVerdict(text)
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, StandingVerdict):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
 
-    def reportinfo(self):       # the failure's heading: the experiment's, as the decided verdict's report has
+    def reportinfo(self) -> tuple[Path, int, str]:       # the failure's heading: the experiment's, as the decided verdict's report has
         return self.path, 0, f"{parent_of(self, ExperimentFile).experiment_id} verdict"
 
 
@@ -356,7 +362,7 @@ def run_token(config: pytest.Config) -> str:
     return config.stash[RUN_TOKEN]
 
 
-def scheduler(config: pytest.Config):
+def scheduler(config: pytest.Config) -> Scheduler:
     """This process's attempt scheduler, started on first use."""
     if SCHEDULER not in config.stash:
         from ..series.scheduler import Scheduler
@@ -401,7 +407,7 @@ _POSITIONS = pytest.StashKey[dict]()
 _WINDOW_END = pytest.StashKey[pytest.Item | None]()
 
 
-def wait(future, on_wait=None):
+def wait(future: Future[R], on_wait: Callable[[int], int] | None = None) -> R:
     """Block for an attempt, in short waits so Ctrl-C reaches pytest at once; `on_wait(reach)` runs between
     them and returns the reach it gets next."""
     import concurrent.futures
@@ -423,7 +429,7 @@ def _deselected(file: ExperimentFile) -> bool:
         marks = {m.name for m in file.iter_markers()}
         mexpr = file.config.option.markexpr
         if mexpr:
-            def mark_matcher(name: str, /, **kwargs) -> bool:
+            def mark_matcher(name: str, /, **kwargs: Any) -> bool:
                 if kwargs:
                     raise LookupError          # marks with arguments: let pytest decide per item
                 return name in marks
@@ -436,7 +442,7 @@ def _deselected(file: ExperimentFile) -> bool:
         expression = Expression.compile(kexpr)
         unknown: list[str] = []
         for _ in range(64):
-            def key_matcher(name: str, /, **kwargs) -> bool:
+            def key_matcher(name: str, /, **kwargs: Any) -> bool:
                 if kwargs:
                     raise LookupError
                 if known(name):

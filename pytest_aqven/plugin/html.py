@@ -4,6 +4,7 @@ held-out attempts show their outcome only. Registered only when pytest-html is a
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,6 +12,9 @@ from ..record import AttemptRecord
 from ..report import look, svg
 from ..report.attempts import HELD_OUT
 from ..report.text import cell_text, usd
+
+if TYPE_CHECKING:
+    pass
 
 # badge backgrounds: each has a contrast of at least 4.5 with white text (tests/test_html_browser.py measures it)
 TEXT = "#1f2328"
@@ -31,7 +35,7 @@ CSS = ("<style>.aqven-verdict{margin:12px 0;padding:8px 12px;border-left:4px sol
        + "".join(f".aqven-badge-{state}{{background:{colour}}}" for state, colour in BADGE.items()) + "</style>")
 
 
-def _t(x) -> str:
+def _t(x: object) -> str:
     return escape(str(x), quote=True)
 
 
@@ -98,11 +102,11 @@ def attempt_html(details: dict) -> str:
 
 
 class HtmlReport:
-    def __init__(self, reporter):
+    def __init__(self, reporter) -> None:
         self.reporter = reporter          # the VerdictReporter: its entries are ready before pytest-html writes
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_summary(self, prefix, summary, postfix, session) -> None:
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session) -> None:
         if self.reporter.entries:
             looks = {records[0].series_id: look_html(split, records, kinds)
                      for _, split, records, kinds in self.reporter.looks if records}
@@ -110,7 +114,7 @@ class HtmlReport:
             prefix.extend([CSS, "<h2>AQVEN verdicts</h2>"] + sections)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_html(self, report, data) -> None:
+    def pytest_html_results_table_html(self, report: pytest.TestReport, data: list[str]) -> None:
         wire = getattr(report, "aqven_attempt", None)
         if wire is None or report.when != "call":
             return

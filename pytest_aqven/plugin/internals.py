@@ -11,9 +11,12 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
 
 
 class InternalsChanged(RuntimeError):
@@ -70,7 +73,7 @@ def dist_mode(config: pytest.Config) -> str:
     return config.getoption("dist", "no") or "no"
 
 
-def send_dist_mode(node) -> None:
+def send_dist_mode(node: WorkerController) -> None:
     """On the controller, for each worker it starts: the mode goes in the worker's input."""
     node.workerinput["aqven_dist"] = dist_mode(node.config)
 
@@ -95,7 +98,7 @@ def worker_interactor(config: pytest.Config):
     return found
 
 
-def queued_indices(worker) -> list:
+def queued_indices(worker: WorkerController) -> list:
     """The indices into session.items of the item the worker runs next and of those queued after it."""
     torun = worker.torun
     try:
@@ -130,7 +133,7 @@ def last_failed(config: pytest.Config) -> dict | None:
     return found
 
 
-def item_key(item: pytest.Item):
+def item_key(item: pytest.Item) -> object:
     """The key pytest's cache plugins give this item (its NodeId object since pytest 9.2, else its node id)."""
     return getattr(item, "id", item.nodeid)
 

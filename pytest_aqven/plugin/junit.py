@@ -9,13 +9,15 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from ..record import AttemptRecord
 from ..report import attempts, look
 from ..report.text import cell_text
 from . import internals
 
 
-def per_testcase(config) -> bool:
+def per_testcase(config: pytest.Config) -> bool:
     """Whether this run writes junit with properties on each testcase (xunit1, legacy)."""
     return bool(getattr(config.option, "xmlpath", None)) and config.getini("junit_family") in ("xunit1", "legacy")
 
@@ -33,7 +35,7 @@ def testcase_name(nodeid: str) -> str | None:
     return f"{experiment}::{parts[0]}::{parts[1]}#{parts[2]}"
 
 
-def name_testcase(config, report) -> None:
+def name_testcase(config: pytest.Config, report: pytest.TestReport) -> None:
     """Before junitxml opens the testcase: its name attribute (kept by junitxml over the one it derives)."""
     xml = internals.junit_xml(config)
     name = testcase_name(report.nodeid) if xml is not None and "aqven" in report.keywords else None
@@ -41,7 +43,7 @@ def name_testcase(config, report) -> None:
         xml.node_reporter(report).add_attribute("name", name)
 
 
-def add_suite_properties(config, entry_props: list[tuple[str, str]], experiment: str) -> None:
+def add_suite_properties(config: pytest.Config, entry_props: list[tuple[str, str]], experiment: str) -> None:
     """A verdict's properties under the testsuite (valid in both families): `aqven.<experiment>.<name>`."""
     xml = internals.junit_xml(config)
     if xml is not None:
@@ -71,7 +73,7 @@ def attempt_properties(record: AttemptRecord) -> list[tuple[str, str]]:
     return props
 
 
-def _number(value) -> str:
+def _number(value: float | None) -> str:
     if value is None:
         return ""
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)

@@ -3,6 +3,7 @@ input), so the rest of the plugin reads `config.option` alone. Imports nothing h
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,7 +101,7 @@ def check(config: pytest.Config) -> frozenset[str]:
     return _fail_on(config)
 
 
-def _ini(config: pytest.Config, name: str):
+def _ini(config: pytest.Config, name: str) -> Any:
     """An ini value as pytest types it; a value of the wrong type is a usage error naming the key and the value."""
     try:
         return config.getini(name)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Generator
 from types import ModuleType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
 from . import internals
+
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
 
 LOOP_ENDED = pytest.StashKey[object]()      # set when the run loop ended normally: shouldstop or shouldfail then
 STORE_AWAY = pytest.StashKey[str]()         # the store went away mid-run: its one message (config.stash)
@@ -33,7 +37,7 @@ class Release:
         self.unread: dict[str, pytest.TestReport] = {}     # call reports whose teardown report is still to come
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
         """Once an attempt reported, nothing of it stays on the item or in the scheduler (pytest keeps both)."""
         try:
             return (yield)
@@ -46,7 +50,7 @@ class Release:
                 item.user_properties[:] = _not_ours(item.user_properties)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, object, object]:
         """An attempt's record and details leave its call report, and its junit properties its teardown
         report, once its teardown report was seen by every reporter (pytest-html and junitxml read them
         then): pytest keeps every report to the end of the session."""
@@ -145,7 +149,7 @@ def end_store_away(session: pytest.Session) -> bool:
     return True
 
 
-def heard_store_away(node) -> None:
+def heard_store_away(node: WorkerController) -> None:
     """xdist's controller: a worker whose store went away stopped the run (its shouldstop); it ends the same."""
     output = internals.node_output(node)
     if output.get("aqven_store_away") is not None:

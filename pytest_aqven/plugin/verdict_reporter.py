@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import gc
 import re
-import sys
 import threading
+from collections.abc import Generator
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,10 +16,13 @@ import pytest
 
 from ..record import AttemptRecord
 from ..report.progress import Progress
+from ..series import open_stores
 from . import internals
 from .running import DISK_FULL, LOOP_ENDED, STORE_AWAY, collect_module, store_away
 
 if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
+
     from ..findings.conclude import Conclusion
     from ..series.tally import SeriesTally
 
@@ -37,7 +40,7 @@ class Reporter:
         self.discarded: dict[str, int] = {}
 
     @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtestloop(self, session: pytest.Session):
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         try:
             result = yield
         except BaseException:
@@ -48,14 +51,12 @@ class Reporter:
         return result
 
     def after_loop(self, session: pytest.Session) -> None:
-        # attempt records are group-committed: the last batch, before anyone reads them (the module may be
-        # half imported by the background import thread: then this process opened no store)
-        flush_all = getattr(sys.modules.get("pytest_aqven.series.db"), "flush_all", None)
+        # attempt records are group-committed: the last batch, before anyone reads them
         full = None
-        if flush_all is not None:
+        if open_stores.any_open():
             from ..storage.disk import DiskFull
             try:
-                flush_all()
+                open_stores.flush_all()
             except DiskFull as exc:     # those attempts run again with the same command; the others are decided
                 full = exc
                 self.config.stash[DISK_FULL] = True
@@ -260,7 +261,7 @@ class VerdictReporter(Reporter):
             junit.sort_testcases(Path(xml))
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+    def pytest_xdist_node_collection_finished(self, node: WorkerController, ids: list[str]) -> None:
         """Under xdist the controller never collects: the selected verdicts and the launch plan lines come from
         the first worker's ids (every worker collects the same)."""
         if self.plans_shown:
@@ -284,7 +285,7 @@ class VerdictReporter(Reporter):
                 tr.write_line(line)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error) -> None:
+    def pytest_testnodedown(self, node: WorkerController, error: object | None) -> None:
         if error is not None:       # its last records may have reached this process before their commit
             self.went_down.append(internals.node_name(node))
         output = internals.node_output(node)
@@ -292,7 +293,7 @@ class VerdictReporter(Reporter):
         for series_id, n in output.get("aqven_discarded", {}).items():
             self.discarded[series_id] = self.discarded.get(series_id, 0) + n
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from ..report import terminal
         lines: list[str] = []
         if self.tallies and STORE_AWAY not in self.config.stash:    # the store went away: nothing more is read
@@ -337,7 +338,6 @@ class VerdictReporter(Reporter):
 # thread once the attempts are collected, while they run, so the session end only decides
 DECIDING = ("findings.conclude", "stats.verdicts", "stats.pairs", "stats.intervals", "findings.publish", "api.decide",
             "plugin.session")
-
 
 
 def _calibrated(warning: str, confirmed: set[str]) -> bool:

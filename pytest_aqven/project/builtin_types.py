@@ -4,7 +4,7 @@ names; the types registry uses them for fields typed Image, FieldSpec, Dynamic, 
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -29,7 +29,7 @@ class MediaValue(_Data):
     note: str | None = Field(default=None, max_length=1000)
 
     @model_validator(mode="after")
-    def _stored_or_file(self):
+    def _stored_or_file(self) -> Self:
         if self.file is None and self.blob_id is None:
             raise ValueError("a media value names a file (in project files) or a stored blob_id")
         prefix = MEDIA_PREFIX.get(type(self).__name__)
@@ -72,7 +72,7 @@ class FieldSpec(_Data):
     fields: list[FieldSpec] | None = None
 
     @model_validator(mode="after")
-    def _shape(self):
+    def _shape(self) -> Self:
         base = self.type.rstrip("?").replace("[]", "")
         if base in MEDIA_TYPES or base in ("Dynamic", "DynamicValue", "FieldSpec"):
             raise ValueError(f"type {base} is not allowed in a FieldSpec: media, Dynamic and FieldSpec are not")

@@ -51,7 +51,7 @@ def judge_levels(project: Project, experiment: Experiment) -> list[Path]:
 
 
 class InferenceAmbiguous(LookupError):
-    def __init__(self, stem: str, found: list[Path], root: Path):
+    def __init__(self, stem: str, found: list[Path], root: Path) -> None:
         self.stem, self.found = stem, found
         names = ", ".join(p.relative_to(root).as_posix() for p in found)
         super().__init__(f"inference {stem} has {len(found)} files at one level, {names}: which one is meant is "

@@ -2,6 +2,7 @@
 (loader.py) and everything above reads them."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -163,10 +164,10 @@ def runnable(project: Project) -> RunnableProject:
     return project
 
 
-def documents(project: Project):
+def documents(project: Project) -> Iterator[YamlDoc]:
     """Every parsed document of the project's code-bearing files (aqven.yaml, tools, MCP servers, agents, flows,
     nodes, inferences, experiments with their local flows and alternatives); not types or datasets."""
-    def flow_docs(flow: Flow):
+    def flow_docs(flow: Flow) -> Iterator[YamlDoc]:
         yield flow.doc
         for node in flow.nodes.values():
             yield node.doc

@@ -12,7 +12,7 @@ declaration allows is a run-time matter too."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from . import specs
 from .types import Registry, UnknownType
@@ -25,7 +25,7 @@ class Rec:
     fields: tuple[tuple[str, "Shape"], ...]
     optional: frozenset[str] = frozenset()       # fields declared `T?`
 
-    def get(self, name: str):
+    def get(self, name: str) -> Any:
         return dict(self.fields).get(name, MISSING)
 
 

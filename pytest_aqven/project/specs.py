@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Self, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -63,7 +63,7 @@ class ProviderSpec(Spec):
     retry_attempts: int | None = Field(default=None, ge=0)        # fixed: retries of a rate-limited call (5)
 
     @model_validator(mode="after")
-    def _kind_fields(self):
+    def _kind_fields(self) -> Self:
         if self.kind == "code" and not self.run:
             raise ValueError("a provider of kind code needs run: \"<module>:<function>\"")
         if self.kind == "openai_compatible" and not self.base_url:
@@ -137,7 +137,7 @@ class Constraints(Spec):
     enum: Annotated[list[Any], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
-    def _valid_pattern(self):
+    def _valid_pattern(self) -> Self:
         if self.pattern is not None:
             try:
                 re.compile(self.pattern)
@@ -205,7 +205,7 @@ class UnionTypeSpec(Spec):
     pii: Literal["none", "pii", "sensitive"] | None = None
 
     @model_validator(mode="after")
-    def _variants(self):
+    def _variants(self) -> Self:
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
             raise ValueError("every variant of a union has its own name")
@@ -228,7 +228,7 @@ class IdTypeSpec(Spec):
     pii: Literal["none", "pii", "sensitive"] | None = None
 
     @model_validator(mode="after")
-    def _valid_pattern(self):
+    def _valid_pattern(self) -> Self:
         if self.pattern is not None:
             try:
                 re.compile(self.pattern)
@@ -365,7 +365,7 @@ class ToolSpec(Spec):
     out: list["OutputField"] = []
 
     @model_validator(mode="after")
-    def _one_source(self):
+    def _one_source(self) -> Self:
         if (self.run is None) == (self.mcp is None):
             raise ValueError("a tool sets exactly one of run and mcp")
         if self.run is not None and not self.out:
@@ -393,7 +393,7 @@ class McpServerSpec(Spec):
     env: dict[str, str] = {}
 
     @model_validator(mode="after")
-    def _transport_fields(self):
+    def _transport_fields(self) -> Self:
         if self.transport == "stdio" and (not self.command or self.url is not None):
             raise ValueError("a stdio server sets command (its command line) and no url")
         if self.transport == "streamable_http" and (self.url is None or self.command or self.env):
@@ -429,7 +429,7 @@ class Binding(Spec):
     value: Any = None
 
     @model_validator(mode="after")
-    def _one_source(self):
+    def _one_source(self) -> Self:
         if (self.from_ is None) == ("value" not in self.model_fields_set):
             raise ValueError("a binding sets exactly one of from and value")
         return self
@@ -444,7 +444,7 @@ class InputField(Constraints):
     description: str | None = None
 
     @model_validator(mode="after")
-    def _one_source(self):
+    def _one_source(self) -> Self:
         if (self.from_ is None) == ("value" not in self.model_fields_set):
             raise ValueError("a binding sets exactly one of from and value")
         return self
@@ -464,7 +464,7 @@ class OutputField(FieldDecl):
     limits: DynamicLimits | None = None
 
     @model_validator(mode="after")
-    def _dynamic(self):
+    def _dynamic(self) -> Self:
         dynamic = self.type.rstrip("?") in DYNAMIC_TYPE_NAMES
         if not dynamic and (self.schema_from or self.value_type or self.limits):
             raise ValueError(f"schema_from, value_type and limits belong to a Dynamic field, not to {self.type}")
@@ -526,7 +526,7 @@ class PolicyRef(Spec):
     with_: dict[str, Any] = Field(default={}, alias="with")
 
     @model_validator(mode="after")
-    def _one_source(self):
+    def _one_source(self) -> Self:
         if (self.use is None) == (self.run is None):
             raise ValueError("a policy sets exactly one of use and run")
         return self
@@ -636,7 +636,7 @@ class InferenceCheck(Spec):
     threshold: float | None = None
 
     @model_validator(mode="after")
-    def _one_source(self):
+    def _one_source(self) -> Self:
         if sum(x is not None for x in (self.use, self.run, self.inference)) != 1:
             raise ValueError("a check sets exactly one of use, run, or inference with agent")
         if (self.inference is None) != (self.agent is None):
@@ -650,7 +650,7 @@ class DisplayFormatter(Spec):
     variables: dict[Name, Ref] = {}
 
     @model_validator(mode="after")
-    def _one_source(self):
+    def _one_source(self) -> Self:
         if (self.run is None) == (self.template is None):
             raise ValueError("a display sets exactly one of run and template")
         return self
@@ -718,7 +718,7 @@ class Subject(Spec):
     to: Name | None = None
 
     @model_validator(mode="after")
-    def _both_or_neither(self):
+    def _both_or_neither(self) -> Self:
         if (self.from_ is None) != (self.to is None):
             raise ValueError("a range sets both from and to")
         return self
@@ -729,7 +729,7 @@ class Varies(Spec):
     nodes: Annotated[list[Name], Field(min_length=1)]
 
     @model_validator(mode="after")
-    def _unique(self):
+    def _unique(self) -> Self:
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("varies.nodes names every node once")
         return self
@@ -756,7 +756,7 @@ class ExperimentCheck(Spec):
     validated_by: Name | None = None
 
     @model_validator(mode="after")
-    def _one_source(self):
+    def _one_source(self) -> Self:
         judge = self.inference is not None or self.agent is not None
         sources = sum([self.use is not None, self.run is not None, judge])
         if sources != 1:
@@ -788,7 +788,7 @@ class ThresholdQuestion(Spec):
     direction: Direction | None = None
 
     @model_validator(mode="after")
-    def _one_bound(self):
+    def _one_bound(self) -> Self:
         if (self.above is None) == (self.below is None):
             raise ValueError("set exactly one of above and below")
         return self
@@ -812,7 +812,7 @@ class PairQuestion(Spec):
     guardrails: list[GuardrailSpec] = []
 
     @model_validator(mode="after")
-    def _differ(self):
+    def _differ(self) -> Self:
         if self.baseline == self.candidate:
             raise ValueError("baseline and candidate must differ")
         return self

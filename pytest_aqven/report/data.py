@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .. import codes
+
+if TYPE_CHECKING:
+    from ..findings.conclude import Conclusion
+    from ..series.tally import SeriesTally
 
 SCHEMA_VERSION = 1
-from .. import codes
 
 INFRA = codes.UNCOUNTED
 
@@ -37,7 +42,7 @@ NEXT = {
 }
 
 
-def state_word(conclusion) -> str:
+def state_word(conclusion: Conclusion) -> str:
     """The verdict word people read: one of AQVEN's five, 'none' for a look, 'open' without a verdict (but
     'invalid' for a series stopped at a permanent provider error)."""
     if conclusion.verdict is None:
@@ -89,7 +94,7 @@ def fix_first(uniform: list[dict]) -> str:
             + (f" at node {u['node']}" if u["node"] else "") + " (-rs shows its message), then rerun")
 
 
-def _num(x) -> float | None:
+def _num(x: Any) -> float | None:
     if x is None:
         return None
     x = float(x)
@@ -107,7 +112,7 @@ def cell_entry(cell) -> dict[str, Any]:
                          "degenerate": e.degenerate}}
 
 
-def stability(tally, repeats: int) -> dict[str, dict]:
+def stability(tally: SeriesTally, repeats: int) -> dict[str, dict]:
     """Per variant over counted attempts: cases that always / never / sometimes passed, and pass^k
     (k = repeats; the mean over cases of C(passed, k) / C(attempts, k)). Empty when repeats < 2.
     `tally`: the series' SeriesTally."""
@@ -124,7 +129,7 @@ def stability(tally, repeats: int) -> dict[str, dict]:
     return out
 
 
-def series_entry(conclusion, tally, layout: dict, cap_usd: float | None,
+def series_entry(conclusion: Conclusion, tally: SeriesTally, layout: dict, cap_usd: float | None,
                  plan: dict | None = None, project: str = ".") -> dict[str, Any]:
     """`tally`: the series' attempts (series/tally.py); `layout`: its question kind, variants, cases and
     repeats (from its database row); `project`: its root as the reports name it (relative to pytest's

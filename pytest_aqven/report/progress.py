@@ -4,12 +4,17 @@ percentages stay intact, with xdist too)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .text import usd
 
+if TYPE_CHECKING:
+    from ..record import AttemptRecord
+
 
 class Progress:
-    def __init__(self, every: float, clock=time.monotonic):
+    def __init__(self, every: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.every = every                 # seconds between lines; 0: never
         self.clock = clock
         self.total = 0
@@ -24,7 +29,7 @@ class Progress:
         self.total = max(self.total, attempts)
         self.caps.update(caps)
 
-    def attempt(self, record) -> None:
+    def attempt(self, record: AttemptRecord) -> None:
         """`record`: a pytest_aqven.record.AttemptRecord."""
         now = self.clock()
         if self.started is None:

@@ -55,7 +55,7 @@ def own(cell: dict) -> dict:
         return cell
     e = cell["estimate"]
 
-    def neg(v):
+    def neg(v: float | None) -> float | None:
         return None if v is None else -v
     return {**cell, "edge": neg(cell["edge"]),
             "estimate": {**e, "value": neg(e["value"]), "low": neg(e["high"]), "high": neg(e["low"])}}

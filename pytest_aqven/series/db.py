@@ -7,16 +7,16 @@ import functools
 import json
 import threading
 import uuid
-import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 from .. import storage
 from ..storage import Transaction
+from . import open_stores
+from .open_stores import flush_all
 
 GROUP_COMMIT_SECONDS = 0.1      # an attempt record waits at most this long for its batch's COMMIT
-_STORES: "weakref.WeakSet[Store]" = weakref.WeakSet()
 
 
 @functools.lru_cache(maxsize=1024)     # the claim and the finish of one attempt ask for the same id
@@ -66,12 +66,6 @@ def _namespace(series_id: str) -> uuid.UUID:
     return uuid.UUID(series_id)
 
 
-def flush_all() -> None:
-    """Commit every open store's deferred writes (before a read, at the end of a run loop, and at exit)."""
-    for store in list(_STORES):
-        store.flush()
-
-
 def _flush_before_read() -> None:
     """A read sees what this process deferred; on a full disk it reads what was committed (the run stops on
     its own, with one message, where it writes)."""
@@ -106,13 +100,13 @@ class Store:
         self._wake = threading.Event()
         self._closing = threading.Event()
         self._flusher: threading.Thread | None = None
-        _STORES.add(self)
+        open_stores.register(self)
 
     def close(self) -> None:
         self.flush()
         self._closing.set()
         self._wake.set()
-        _STORES.discard(self)
+        open_stores.forget(self)
         self.db.close()
 
     @contextmanager

@@ -35,6 +35,7 @@ import socket
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from .. import storage
 from ..codes import LedgerKind
@@ -208,11 +209,11 @@ class Ledger:
         return results
 
     @storage.rerun
-    def _alone(self, op: tuple):
+    def _alone(self, op: tuple) -> Any:
         with self.store.transaction() as db:
             return self._op(db, op, db.now(), {})
 
-    def _op(self, db: Transaction, op: tuple, now: float, seen: dict):
+    def _op(self, db: Transaction, op: tuple, now: float, seen: dict) -> Any:
         operation, *args = op
         if operation in ("start", "claim"):
             series_id, variant, case, repeat = args

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 
 class SearchCache:
@@ -18,7 +19,7 @@ class SearchCache:
     def _path(self, key: str) -> Path:
         return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
 
-    def get(self, key: str, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
             if data["inputs"] == key:

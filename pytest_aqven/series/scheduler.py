@@ -12,6 +12,7 @@ import concurrent.futures
 import functools
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ from .db import HeldOutTaken, Store
 from .ledger import CLAIMED_ELSEWHERE, FIRST_ALONE, PROVIDER_UNUSABLE, Decision, Ledger, cancel, halt_text
 
 if TYPE_CHECKING:
+    from ..project.specs import CaseSpec
+    from ..providers.base import ModelRequest, ModelResponse, Provider
     from .lifecycle import SeriesRun
 
 POLL_SECONDS = 0.05
@@ -54,7 +57,7 @@ class Budget:
             raise ProviderError("budget_exceeded", f"the attempt spent ${self.spent:.4f}, its hard limit is "
                                                    f"${self.limit:.4f} of the series cap")
 
-    async def before_input(self, request, input_cost) -> None:
+    async def before_input(self, request: ModelRequest, input_cost: Callable[[ModelRequest, float], Awaitable[float | None]]) -> None:
         """A call whose input alone would pass what is left of the limit, at the model's known price
         (`input_cost`, the provider's lower bound), is refused before it is sent."""
         if self.limit is None:
@@ -66,7 +69,7 @@ class Budget:
                                                    f"{request.model}'s price, more than the ${left:.4f} left of the "
                                                    f"attempt's hard limit: refused before it was sent")
 
-    def add(self, response) -> Any:
+    def add(self, response: ModelResponse) -> Any:
         self.spent += getattr(response, "cost_usd", None) or 0.0
         return response
 
@@ -76,12 +79,12 @@ class BudgetGuard:
     alone would pass it (providers that know their prices: input_cost). Notes a permanent error of the call
     (ProviderError.fix) on the budget, even one a container policy goes on to absorb."""
 
-    def __init__(self, inner, budget: Budget, provider_id: str = ""):
+    def __init__(self, inner: Provider, budget: Budget, provider_id: str = "") -> None:
         self.inner = inner
         self.budget = budget
         self.provider_id = provider_id
 
-    async def complete(self, request):
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         self.budget.before()
         input_cost = getattr(self.inner, "input_cost", None)
         if input_cost is not None:
@@ -96,7 +99,7 @@ class BudgetGuard:
             raise
         return self.budget.add(response)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
 
@@ -107,7 +110,7 @@ class Unbuilt:
     def __init__(self, error: ProviderError) -> None:
         self.error = error
 
-    async def complete(self, request):
+    async def complete(self, request: ModelRequest) -> ModelResponse:
         raise self.error
 
 
@@ -143,7 +146,7 @@ class Scheduler:
         self._beat = asyncio.run_coroutine_threadsafe(self._heartbeat(), self.loop)
 
     # --- from the pytest thread ---------------------------------------------------------------
-    def submit(self, run, variant: str, case, repeat: int) -> concurrent.futures.Future:
+    def submit(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int) -> concurrent.futures.Future:
         """Idempotent: the same attempt is scheduled once per process."""
         key = (id(run), variant, case.name, repeat)
         fut = self.jobs.get(key)
@@ -172,7 +175,7 @@ class Scheduler:
                 continue
             self.loop.create_task(coro).add_done_callback(functools.partial(_settle, fut))
 
-    def run_here(self, run, variant: str, case, repeat: int, ahead=None) -> AttemptTurn:
+    def run_here(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int, ahead: Any = None) -> AttemptTurn:
         """The attempt now, in the calling thread, on a loop of its own, its database calls made inline: the
         same ledger decisions, with two thread handoffs (to the user's code and back) instead of eight. A
         Ctrl-C during it lets it finish, paid and recorded, then stops the run (a second one abandons it).
@@ -189,14 +192,14 @@ class Scheduler:
             self.here = asyncio.new_event_loop()
         return self.here
 
-    def held_by_another_runner(self, run, variant: str, case, repeat: int) -> bool:
+    def held_by_another_runner(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int) -> bool:
         """This attempt waits because another runner (a second pytest on the same series) claimed it."""
         return (id(run), variant, case.name, repeat) in self.held_elsewhere
 
     def has_free_slots(self) -> bool:
         return len(self.running) < self.concurrency
 
-    def forget(self, run, variant: str, case, repeat: int) -> None:
+    def forget(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int) -> None:
         """The attempt's item reported its result: drop the job and the record and trace it holds."""
         key = (id(run), variant, case.name, repeat)
         self.jobs.pop(key, None)
@@ -249,7 +252,7 @@ class Scheduler:
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
 
-    def _call(self, fn):
+    def _call(self, fn: Callable[[], Any]) -> Any:
         return self.db.submit(fn).result()
 
     # --- on the loop --------------------------------------------------------------------------
@@ -259,12 +262,12 @@ class Scheduler:
             self.ledgers[root] = Ledger(Store(root))
         return self.ledgers[root]
 
-    async def _on_db(self, fn, *args):
+    async def _on_db(self, fn: Callable[..., Any], *args: Any) -> Any:
         if self.here is not None and asyncio.get_running_loop() is self.here:
             return fn(*args)        # run_here: this thread is the only one running attempts
         return await usercode.settled(self.db.submit(fn, *args))    # blocks a moment when nothing else waits
 
-    async def _ledger_op(self, root: Path, *op):
+    async def _ledger_op(self, root: Path, *op: Any) -> Any:
         """One ledger operation (Ledger.batch), in the next batch of the database thread."""
         if self.concurrency == 1 or asyncio.get_running_loop() is not self.loop:
             # no batch to join (the loop blocks a moment instead of a wake-up), or not on the attempts' loop
@@ -355,7 +358,7 @@ class Scheduler:
             except Exception:       # the next beat's claims, or this runner's end, release it
                 pass
 
-    async def _job(self, key, run, variant: str, case, repeat: int, ahead=None) -> AttemptTurn:
+    async def _job(self, key: tuple, run, variant: str, case: CaseSpec, repeat: int, ahead: Any = None) -> AttemptTurn:
         CALLS_IN_FLIGHT.set(max(self.concurrency, CALLS_IN_FLIGHT.get()))   # HTTP pools: at least one per attempt
         root = run.project.root
         self.runs[id(run)] = run
@@ -412,7 +415,7 @@ class Scheduler:
                 return AttemptTurn(SchedulerKind(decision.kind), why=decision.why)
             await self._until_finished(finished, forever=decision.why == FIRST_ALONE and self._runs_here(id(run)))
 
-    async def _decide(self, key, run, series_id: str, variant: str, case: str, repeat: int, ahead) -> Decision:
+    async def _decide(self, key: tuple, run: SeriesRun, series_id: str, variant: str, case: str, repeat: int, ahead: Any) -> Decision:
         """Whether the attempt starts: a claim made ahead while the series still runs, else the ledger's
         decision, with the claims of the attempts `ahead()` names in the same transaction."""
         root = run.project.root
@@ -438,14 +441,14 @@ class Scheduler:
             raise decision
         return decision
 
-    async def _attempt(self, run, variant, case, repeat, series_id, budget: Budget) -> AttemptRecord:
+    async def _attempt(self, run, variant: str, case: CaseSpec, repeat: int, series_id: str, budget: Budget) -> AttemptRecord:
         from ..experiments import attempt as attempts  # the engine: imported when an attempt runs
         providers = {k: _guarded(k, p, budget) for k, p in run.providers.items()}
         args = (run.project, run.plan, run.checks, providers, variant, case, repeat, series_id)
         return await attempts.run_attempt(*args)
 
 
-def _guarded(provider_id: str, provider, budget: Budget):
+def _guarded(provider_id: str, provider: Provider | ProviderError, budget: Budget) -> BudgetGuard | ProviderError:
     """The provider as one attempt calls it; one that could not be built stays its ProviderError, unless that
     error is permanent (no key): then each call raises it through the guard, which notes it."""
     if isinstance(provider, ProviderError):

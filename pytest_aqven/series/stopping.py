@@ -19,6 +19,9 @@ from ..stats.model import case_key, order_key
 
 if TYPE_CHECKING:
     from ..project.loader import Project
+    from ..project.model import RunnableExperiment
+    from .tally import SeriesTally
+
 
 DECIDED = "decided"     # the pause reason of a series stopped early
 
@@ -49,7 +52,7 @@ def decided_cases(series: dict, salt: str) -> list[str] | None:
 class _Watch:
     """One series a run looks at: its cases in the betting order, and how many of them are complete."""
 
-    def __init__(self, project, experiment, series: dict, family: str):
+    def __init__(self, project: Project, experiment: RunnableExperiment, series: dict, family: str) -> None:
         from ..experiments.checks import check_scales
         from ..stats import SeriesFacts, experiment_salt
         from .to_stats import question_of
@@ -65,7 +68,7 @@ class _Watch:
                                  planned_cases=len(self.names))
         self.complete = 0
 
-    def look(self, tally) -> dict | None:
+    def look(self, tally: SeriesTally) -> dict | None:
         """The pause that stops the series when the longest complete prefix decides it, else None."""
         from ..stats import early
 
@@ -87,13 +90,13 @@ class _Watch:
 class Looks:
     """The looks of one run at every series it reports (`after`, record by record)."""
 
-    def __init__(self, family: str):
+    def __init__(self, family: str) -> None:
         self.family = family
         self.watches: dict[str, _Watch | None] = {}     # None: it cannot stop, or it stopped already
         self.projects: dict[str, Project] = {}
         self.lines: list[str] = []                       # what the run says of its series (why one cannot stop)
 
-    def after(self, tally) -> None:
+    def after(self, tally: SeriesTally) -> None:
         """A record of the series of `tally` was folded: look, and stop the series when it is decided."""
         if tally.series_id not in self.watches:
             self.watches[tally.series_id] = self._watch(tally)
@@ -114,7 +117,7 @@ class Looks:
         finally:
             store.close()
 
-    def _watch(self, tally) -> _Watch | None:
+    def _watch(self, tally: SeriesTally) -> _Watch | None:
         from ..project.loader import RunnableExperiment, load_project
         from ..stats import early
         from .db import Store

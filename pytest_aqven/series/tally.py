@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Iterable
 from decimal import Decimal
 from itertools import compress
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from .. import codes
 from ..record import AttemptRecord
 from ..stats.model import case_key
+
+if TYPE_CHECKING:
+    from ..stats.samples import MetricInfo, Sample, Unmeasured
 
 COUNTED = frozenset(codes.COUNTED)
 INFRA = codes.UNCOUNTED
@@ -106,7 +110,7 @@ class SeriesTally:
         self.cases: dict[tuple[str, str], _Case] = {}   # (variant, case name) -> its attempts, first seen first
 
     @classmethod
-    def of(cls, records, keep_records: bool = False) -> SeriesTally:
+    def of(cls, records: Iterable[AttemptRecord], keep_records: bool = False) -> SeriesTally:
         """The tally of a list of records (one per attempt; wire dicts are read as records)."""
         records = [AttemptRecord.from_wire(r) if isinstance(r, dict) else r for r in records]
         first = records[0]
@@ -237,7 +241,7 @@ class SeriesTally:
     def case_names(self) -> set[str]:
         return {name for _, name in self.cases}
 
-    def table(self, salt: str, check_kinds, cases: set[str] | None = None) -> TallyTable:
+    def table(self, salt: str, check_kinds: dict[str, str], cases: set[str] | None = None) -> TallyTable:
         """`cases`: only these cases (a series stopped early: the prefix its verdict was decided on)."""
         return TallyTable(self, salt, check_kinds, cases)
 
@@ -255,7 +259,7 @@ class TallyTable:
     """What stats.decide_table and evidence.sufficient_data read (AttemptTable's `tallies` and `sample`),
     from a tally; cases named by their salted key, as conclude names them."""
 
-    def __init__(self, tally: SeriesTally, salt: str, check_kinds, only: set[str] | None = None):
+    def __init__(self, tally: SeriesTally, salt: str, check_kinds: dict[str, str], only: set[str] | None = None) -> None:
 
         self.tally, self.check_kinds = tally, check_kinds
         self.cases = tally.cases if only is None else {k: c for k, c in tally.cases.items() if k[1] in only}
@@ -278,7 +282,7 @@ class TallyTable:
         done = self.tally.done if self.cases is self.tally.cases else sum(c.seen.bit_count() for c in self.cases.values())
         return done, settled, errors
 
-    def unmeasured(self):
+    def unmeasured(self) -> Unmeasured:
         """stats.samples.Unmeasured: the attempts that finished without a counted outcome, by case key."""
         from ..stats.samples import Unmeasured  # noqa: PLC0415
 
@@ -307,7 +311,7 @@ class TallyTable:
                 ones |= 1 << repeat
         return ones
 
-    def sample(self, variant: str, info):
+    def sample(self, variant: str, info: MetricInfo) -> Sample:
         """The variant's sample of one metric, built once (deciding and the finding's data both read it)."""
         key = (variant, info)
         sample = self._samples.get(key)
@@ -315,7 +319,7 @@ class TallyTable:
             sample = self._samples[key] = self._sample(variant, info)
         return sample
 
-    def _sample(self, variant: str, info):
+    def _sample(self, variant: str, info: MetricInfo) -> Sample:
         """Built with numpy across the variant's cases: the repeats set in a case's masks, ascending, are
         the columns of a cases × repeats table; a value's place is (case, repeat)."""
         import numpy as np  # noqa: PLC0415
@@ -365,7 +369,7 @@ class TallyTable:
             passes = (ones[where[order]] >> repeats[order] & 1).astype(float)
         return Sample(info, tuple(key for key, _, _ in values), flat[order], sizes, passes)
 
-    def _sample_by_case(self, variant: str, info):
+    def _sample_by_case(self, variant: str, info: MetricInfo) -> Sample:
         """The same sample built case by case, in Python: for repeat numbers too large for int64 masks."""
         import numpy as np  # noqa: PLC0415
 

@@ -25,7 +25,7 @@ def one_row(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
 class QMarks:
     """A psycopg connection that runs SQLite's statements: their ? placeholders are psycopg's %s."""
 
-    def __init__(self, run: Callable[..., psycopg.Cursor[Any]]):
+    def __init__(self, run: Callable[..., psycopg.Cursor[Any]]) -> None:
         self.run = run
 
     def execute(self, query: str, params: Any = ()) -> psycopg.Cursor[Any]:
@@ -45,7 +45,7 @@ class PostgresTransaction(SqliteTransaction):
     DIALECT = "postgresql"
 
     def __init__(self, conn: psycopg.Connection, execute: Callable[..., psycopg.Cursor[Any]] | None = None,
-                 at: float | None = None):
+                 at: float | None = None) -> None:
         self.conn = conn
         self._at, self._since = at, time.monotonic()
         self.raw = conn     # type: ignore[assignment]  # the connection (SQLite's class names sqlite3's)

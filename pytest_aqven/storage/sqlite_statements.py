@@ -24,7 +24,7 @@ class SqliteTransaction:
     DIALECT = "sqlite"
     """Every statement pytest-aqven runs on SQLite. `raw`: the connection (this backend's tests read it)."""
 
-    def __init__(self, raw: sqlite3.Connection):
+    def __init__(self, raw: sqlite3.Connection) -> None:
         self.raw = raw
         self._x = raw.execute
 

@@ -14,6 +14,7 @@ from .human import HumanWait, ScriptedAnswer
 from .options import RunContext
 from .values import ValueRef
 from .vocabulary import ForkBase, LineageRelation, PromptSource, RunMode, RunStatus, SpecOrigin
+from typing import Self
 
 Count = Annotated[int, Field(ge=0)]
 T = TypeVar("T")
@@ -39,7 +40,7 @@ class RunStartRequest(RequestModel):
     human_answers: tuple[ScriptedAnswer, ...] | None = None
 
     @model_validator(mode="after")
-    def _one_input(self):
+    def _one_input(self) -> Self:
         if (self.input is None) == (self.dataset_item_id is None):
             raise RunInputConflict()
         if (self.start_node is None) != (self.end_node is None):

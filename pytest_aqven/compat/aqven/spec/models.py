@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from ....project import specs
 from .names import NAME_PATTERN, PROVIDER_NAME_PATTERN, VARIANT_REF_PATTERN, NodeId, ProviderName, SpecKind
+from typing import Self
 
 # --- common -----------------------------------------------------------------------------------
 SpecModel = specs.Spec
@@ -155,7 +156,7 @@ class EvaluatorRef(SpecModel):
     with_: dict[str, Any] | None = Field(default=None, alias="with")
 
     @model_validator(mode="after")
-    def _one_source(self):
+    def _one_source(self) -> Self:
         sources = [s for s in (self.use, self.run, self.inference) if s is not None]
         if len(sources) != 1 or (self.inference is None) != (self.agent is None):
             raise ValueError("an evaluator sets exactly one of use, run, or a judge inference together with agent")
