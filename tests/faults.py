@@ -1,5 +1,6 @@
 """A project for fault injection and what to measure after a fault: provider calls against attempts, ledger
-rows, series, findings. Used by tests/test_faults*.py and bench/fault_sweep.py (the before/after table).
+rows, series, findings. Used by the fault tests (tests/*/test_faults*.py and others) and bench/fault_sweep.py (the
+before/after table).
 
 The provider appends one line per paid call to calls.log (experiment|variant|case|repeat|pid) and one line
 to leaks.log for every call whose messages hold SECRET (a file outside the project that must never reach a

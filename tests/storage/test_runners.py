@@ -255,7 +255,7 @@ def test_a_server_that_goes_away_mid_series_loses_nothing_and_the_run_goes_on_wh
 
 def test_an_xdist_worker_killed_after_reporting_a_record_it_never_committed_on_postgresql(tmp_path, postgres_url):
     """The group commit's window on the PostgreSQL store: the same code path as SQLite's
-    (tests/test_faults_holdout.py), so the verdict never rests on a record the server never got."""
+    (tests/findings/test_faults_holdout.py), so the verdict never rests on a record the server never got."""
     (cwd,) = copies(tmp_path, 1, cases=24, experiments=("rate_a", "rate_b"),
                     files={"conftest.py": faults.KILL_AFTER_REPORT})
     args = ("--aqven-holdout", "-n", "2", "--aqven-concurrency", "2")
