@@ -19,6 +19,7 @@ from pytest_aqven.series.lifecycle import SeriesRun
 from pytest_aqven.stats.model import experiment_salt
 
 from .. import faults
+from ..conftest import XDIST
 
 HOLDOUT = "--aqven-holdout"
 KILL_AT_VERDICT = faults.KILL_AT_VERDICT
@@ -134,7 +135,7 @@ def test_a_run_on_held_out_cases_another_run_is_running_runs_nothing_and_says_wh
 @pytest.mark.slow          # a worker killed mid-series and replaced: long (CI runs -m slow)
 def test_an_xdist_worker_killed_mid_series_then_the_same_command(tmp_path):
     root, planned = two_experiments(tmp_path, gate=12, sleep=0.05)
-    args = (HOLDOUT, "-n", "2", "--aqven-concurrency", "2")
+    args = (HOLDOUT, *XDIST["n2"], "--aqven-concurrency", "2")
     faults.kill_worker_mid_series(tmp_path, root, 12, *args)
     again = faults.run(tmp_path, *args)
     assert again.returncode == 0, again.stdout
@@ -147,7 +148,7 @@ def test_a_worker_killed_after_reporting_a_record_it_never_committed_decides_not
     """The group commit's window: the controller got an attempt's record, its finish never committed. No
     verdict rests on it: the series stays running, and the same command runs what is missing and decides it."""
     root, planned = two_experiments(tmp_path, files={"conftest.py": faults.KILL_AFTER_REPORT})
-    args = (HOLDOUT, "-n", "2", "--aqven-concurrency", concurrency)
+    args = (HOLDOUT, *XDIST["n2"], "--aqven-concurrency", concurrency)
     killed = faults.run(tmp_path, *args, env={"FAULT_KILL_AFTER_REPORT": "gw0"})
     (open_series,) = [s for s in faults.series(root, "holdout") if s["status"] == "running"]
     missing = planned - faults.finished(root)
@@ -198,7 +199,7 @@ def test_a_fresh_clone_runs_only_new_cases_and_regenerates_findings_md_from_the_
     names = [f"new_{i:02d}" for i in range(12)]
     held = [name for name in names if split_of(faults.PACKAGE, "reviews", name) == "holdout"]
     faults.add_cases(clone, names)
-    fresh = faults.run(cwd, HOLDOUT, "-n", "2", "--aqven-new-series")
+    fresh = faults.run(cwd, HOLDOUT, *XDIST["n2"], "--aqven-new-series")
     assert fresh.returncode == 0 and "W_FINDINGS_STALE" not in fresh.stdout, fresh.stdout
     assert {line.split("|")[2] for line in faults.calls(clone)} == set(held)     # new held-out cases only
     assert len(faults.finding_files(clone)) == 4

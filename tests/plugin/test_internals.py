@@ -9,6 +9,8 @@ import pytest
 from pytest_aqven import internals
 from pytest_aqven.internals import InternalsChanged
 
+from ..conftest import XDIST
+
 CONFTEST = """
 import pytest
 from pytest_aqven import internals
@@ -45,7 +47,7 @@ def test_every_internal_is_found_in_the_installed_pytest_and_xdist(pytester):
     result.stdout.fnmatch_lines(["AQVEN lf dict sw NoneType keys ['test_plain.py::test_fails']"])
     result = pytester.runpytest("-p", "no:randomly", "--sw", "-s")
     result.stdout.fnmatch_lines(["AQVEN lf NoneType sw StepwiseCacheInfo keys []"])
-    pytester.runpytest("-p", "no:randomly", "-n", "2", "--dist", "loadfile").assert_outcomes(passed=1, failed=1)
+    pytester.runpytest("-p", "no:randomly", *XDIST["n2"], "--dist", "loadfile").assert_outcomes(passed=1, failed=1)
     lines = (pytester.path / "probe-True.txt").read_text().split()
     assert lines[:2] == ["loadfile", "list"] and lines[2] in ("True", "False")
     assert sorted((pytester.path / "nodes.txt").read_text().split()) == ["gw0", "gw1"]

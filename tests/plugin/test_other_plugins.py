@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from .. import projects
+from ..conftest import XDIST
 
 EXAMPLE = Path(__file__).parents[2] / "example_project"
 
@@ -71,7 +72,7 @@ def test_pytest_timeout_leaves_attempts_to_their_own_time_limits(pytester, xdist
 
 def test_pytest_randomly_changes_the_order_not_the_verdicts(example):
     pytest.importorskip("pytest_randomly")
-    shuffled = run(example, "-p", "randomly", "--randomly-seed=7", "-n", "2")
+    shuffled = run(example, "-p", "randomly", "--randomly-seed=7", *XDIST["n2"])
     plain = run(example, "-p", "no:randomly", "--aqven-new-series")
     assert verdict_lines(shuffled) == verdict_lines(plain) and len(verdict_lines(plain)) == 2
     assert shuffled.ret == plain.ret == pytest.ExitCode.OK

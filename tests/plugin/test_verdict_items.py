@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from .. import projects
+from ..conftest import XDIST
 from .test_plugin import make
 
 VERDICT = "proj/experiments/rate_ok/experiment.yaml::verdict"
@@ -99,10 +100,9 @@ def test_failed_first_runs_the_failed_experiment_first(pytester):
     assert [r.split("/")[0] for r in ran] == ["proj"] * 3 + ["good"] * 7 + ["good", "proj"]   # verdicts last
 
 
-XDIST_ALL = {"no-xdist": [], "load": ["-n", "2", "--dist", "load"], "loadscope": ["-n", "2", "--dist", "loadscope"],
-             "loadfile": ["-n", "2", "--dist", "loadfile"], "loadgroup": ["-n", "2", "--dist", "loadgroup"],
-             "worksteal": ["-n", "2", "--dist", "worksteal"], "auto": ["-n", "auto"],
-             "worksteal-concurrency-4": ["-n", "2", "--dist", "worksteal", "--aqven-concurrency", "4"]}
+DIST_MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
+XDIST_ALL = {"no-xdist": [], **{dist: [*XDIST["n2"], "--dist", dist] for dist in DIST_MODES}, "auto": ["-n", "auto"],
+             "worksteal-concurrency-4": [*XDIST["n2"], "--dist", "worksteal", "--aqven-concurrency", "4"]}
 
 
 @pytest.mark.parametrize("xdist", XDIST_ALL.values(), ids=XDIST_ALL.keys())

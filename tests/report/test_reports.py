@@ -13,6 +13,7 @@ from pytest_aqven.experiments.split import split_of
 from pytest_aqven.stats.model import case_key, experiment_salt
 
 from .. import projects
+from ..conftest import XDIST
 
 PACKAGE = "reportproj"
 SECRET = "SECRETCASE"       # in every case's input text: must never reach a report of a held-out run
@@ -128,9 +129,9 @@ def test_junit_is_the_same_with_and_without_xdist(pytester):
                  *[(f"ok_{i}", "fine") for i in (2, 6, 7, 9, 10, 12)]]
     make(pytester, case_list, repeats=3)
     files = []
-    for name, xdist in (("one.xml", []), ("two.xml", ["-n", "2"])):
-        pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={name}", *xdist)
-        files.append(_normalised(pytester.path / name))
+    for name, xdist in XDIST.items():
+        pytester.runpytest("proj", "-p", "no:cacheprovider", f"--junitxml={name}.xml", *xdist)
+        files.append(_normalised(pytester.path / f"{name}.xml"))
     dev = [n for n, _ in case_list if split_of(PACKAGE, "reviews", n) == "dev"]
     assert files[0].count("<testcase") == len(dev) * 3 + 1 and 'name="rate_ok::verdict"' in files[0]
     assert files[0] == files[1]
@@ -196,7 +197,8 @@ def test_json_report_of_every_question_kind_validates_against_the_shipped_schema
     assert set(first["stability"]["bot"]) == {"always", "never", "flaky", "pass_hat_k", "k"}
     assert first["spend"]["usd"] > 0 and first["spend"]["lower_bound"] is False
     if split:
-        assert first["verdict"]["state"] in ("confirmed", "refuted", "inconclusive")
+        # the held-out half of 16 flaky cases (a rate near 0.6): an interval too wide to decide against 0.55
+        assert (first["verdict"]["state"], first["verdict"]["reason"]) == ("inconclusive", "below_mde")
         assert first["finding_path"].startswith("experiments/rate_ok/findings/")       # relative to the project
         assert (pytester.path / first["project"] / first["finding_path"]).is_file()
 

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from .. import faults
+from ..conftest import XDIST
 from .test_series import (
     calls,
     db,
@@ -80,7 +82,7 @@ def test_an_xdist_worker_collects_and_runs_attempts_without_numpy(pytester):
     """numpy and scipy cost every worker a third of a second: only the controller decides verdicts."""
     make(pytester.path, cases=8)
     pytester.makeconftest(WORKER_MODULES)
-    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2")
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", *XDIST["n2"])
     result.assert_outcomes(passed=6)
     assert (pytester.path / "worker_modules.txt").read_text().split("\n")[:2] == ["", ""]
 
@@ -110,8 +112,7 @@ def test_two_runs_at_concurrency_1_share_a_series_and_run_no_attempt_twice(pytes
     runs = [subprocess.Popen(pytest_cmd(), cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True) for _ in range(2)]
     deadline = time.time() + 240
-    while len({l.split("|")[3] for l in (root / "calls.log").read_text().splitlines()}
-               if (root / "calls.log").exists() else ()) < 2:
+    while len(faults.pids(root)) < 2:
         assert time.time() < deadline and all(r.poll() is None for r in runs), "the second run never made a call"
         time.sleep(0.05)
     (root / "go").touch()
@@ -199,7 +200,7 @@ def test_under_xdist_each_worker_claims_ahead_only_what_it_runs(pytester, dist):
             if hasattr(session.config, "workerinput"):
                 print("worker sees", dist_mode(session.config), file=open("dist.log", "a"))
     """)
-    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2", "--dist", dist,
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", *XDIST["n2"], "--dist", dist,
                                            timeout=120)
     assert (pytester.path / "dist.log").read_text().splitlines() == [f"worker sees {dist}"] * 2
     attempts = len(finished(root))

@@ -22,29 +22,9 @@ from pytest_aqven.series.scheduler import Budget
 from pytest_aqven.storage import disk, schema
 
 from .. import faults, projects
+from ..conftest import XDIST
 
 PACKAGE = "seriesproj"          # 80 cases: 40 on the working half
-
-PROVIDER = '''
-import asyncio, os
-from pathlib import Path
-from pytest_aqven import ModelRequest, ModelResponse
-
-CALLS = Path(__file__).parent / "calls.log"
-GO = Path(__file__).parent / "go"
-
-
-async def complete(request: ModelRequest) -> ModelResponse:
-    a = request.attempt
-    await asyncio.sleep({sleep})
-    with open(CALLS, "a") as f:          # one short append per paid call: atomic across processes
-        f.write(f"{{a.variant}}|{{a.case}}|{{a.repeat}}|{{os.getpid()}}\\n")
-    # from the {gate}th call on, answers wait for the test's "go": a kill then always meets attempts in flight
-    while {gate} and len(CALLS.read_text().splitlines()) >= {gate} and not GO.exists():
-        await asyncio.sleep(0.02)
-    return ModelResponse(text={answer!r}, tokens_in=10, tokens_out=3, cost_usd={cost})
-'''
-
 
 def make(path: Path, *, cases: int = 80, cost: float | None = 0.01, sleep: float = 0.0, cap: float | None = None,
          repeats: int = 1, extra: str = "", answer: str = '{"label": "positive"}', files: dict | None = None,
@@ -54,13 +34,13 @@ def make(path: Path, *, cases: int = 80, cost: float | None = 0.01, sleep: float
     if cap is not None:
         aqven += f"        research:\n          spend_cap_usd: {cap}\n"
     return projects.make(root, cases, repeats=repeats, extra=extra, package=PACKAGE, files={
-        "aqven.yaml": aqven, "provider.py": PROVIDER.format(sleep=sleep, cost=cost, answer=answer, gate=gate),
+        "aqven.yaml": aqven, "provider.py": faults.provider(sleep=sleep, cost=cost, answer=answer, gate=gate),
         **(files or {})})
 
 
 def calls(root: Path) -> list[str]:
-    log = root / "calls.log"
-    return ["|".join(l.split("|")[:3]) for l in log.read_text().splitlines()] if log.exists() else []
+    """variant|case|repeat of every paid call (the counting provider of tests/faults.py)."""
+    return [call.split("|", 1)[1] for call in faults.calls(root)]
 
 
 def db(root: Path) -> sqlite3.Connection:
@@ -341,10 +321,6 @@ def test_rerunning_the_command_never_lowers_a_cap_a_person_approved(pytester, xd
 
 def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):
     root = make(pytester.path, sleep=0.05, gate=8)
-    log = root / "calls.log"
-
-    def runners() -> set[str]:
-        return {l.split("|")[3] for l in log.read_text().splitlines()} if log.exists() else set()
 
     def start() -> subprocess.Popen:
         return subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path, stdout=subprocess.PIPE,
@@ -360,9 +336,9 @@ def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):
     # attempts just ahead of the second run's own items are then all claimed by the first, and it must look
     # further ahead for work instead of idling until the first run's calls end
     runs = [start()]
-    until(lambda: log.exists() and len(log.read_text().splitlines()) >= 8 + 3, "the first run never held 4 calls")
+    until(lambda: len(calls(root)) >= 8 + 3, "the first run never held 4 calls")
     runs.append(start())
-    until(lambda: len(runners()) == 2, "the second run never made a call while the first held its calls")
+    until(lambda: len(faults.pids(root)) == 2, "the second run never made a call while the first held its calls")
     (root / "go").touch()
     outs = [output(r, 300) for r in runs]
     with capsys.disabled():
@@ -414,11 +390,11 @@ def kill_9_mid_series_then_resume(pytester, root: Path, gate: int, *args: str) -
 
 def test_kill_9_of_an_xdist_worker_mid_series_then_the_same_command_resumes(pytester):
     root = make(pytester.path, sleep=0.1, gate=10)
-    proc = subprocess.Popen(pytest_cmd("-n", "2", "--aqven-concurrency", "4"), cwd=pytester.path,
+    proc = subprocess.Popen(pytest_cmd(*XDIST["n2"], "--aqven-concurrency", "4"), cwd=pytester.path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_calls(root, 10, proc)
     wait_for_finished(root, proc)
-    workers = {int(l.split("|")[3]) for l in (root / "calls.log").read_text().splitlines()}
+    workers = faults.pids(root)
     os.kill(sorted(workers)[0], signal.SIGKILL)
     (root / "go").touch()
     proc.wait(timeout=300)
@@ -445,7 +421,7 @@ def interrupt_and_see_it_kept(root: Path, proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.parametrize("run", [["--aqven-concurrency", "1"], ["--aqven-concurrency", "4"],
-                                 ["-n", "2", "--aqven-concurrency", "4"]], ids=["1", "4", "xdist"])
+                                 [*XDIST["n2"], "--aqven-concurrency", "4"]], ids=["1", "4", "xdist"])
 def test_ctrl_c_once_every_attempt_is_recorded_cancels_nothing_and_the_same_command_decides(pytester, run):
     """A stop cancels the series it cut short; one whose every attempt is recorded stays for the rerun to decide,
     with no call: cancelling it would throw away every attempt it paid for."""
@@ -490,7 +466,7 @@ def test_new_series_starts_afresh_and_cancels_the_unfinished_one(pytester):
     root = make(pytester.path, cases=8)
     pytester.runpytest("proj", "-p", "no:cacheprovider", "-k", "case_00 or case_01")
     old = the_series(root)["series_id"]
-    pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-new-series", "-n", "2")
+    pytester.runpytest("proj", "-p", "no:cacheprovider", "--aqven-new-series", *XDIST["n2"])
     rows = dict(db(root).execute("SELECT series_id, status FROM aqven_series"))
     assert rows.pop(old) == "cancelled" and list(rows.values()) == ["done"]
 
@@ -514,7 +490,7 @@ def test_a_damaged_database_stops_the_session_with_one_message_and_is_kept_aside
     data = path.read_bytes()
     path.write_bytes(b"this is not a database" * 100 if damage == "garbage" else data[:len(data) // 2])
     damaged = path.read_bytes()
-    result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-n", "2")
+    result = pytester.runpytest("proj", "-p", "no:cacheprovider", *XDIST["n2"])
     _one_message(result, str(path), "moved aside to", "Rerun the same command")
     aside = [p for p in path.parent.iterdir() if ".damaged-" in p.name and not p.name.endswith(("-wal", "-shm"))]
     assert len(aside) == 1 and aside[0].read_bytes() == damaged and not path.exists()
