@@ -132,7 +132,7 @@ _complete = complete
 
 async def complete(request):
     answer = await _complete(request)
-    if len(CALLS.read_text().splitlines()) == 3:      # `aqven series cancel` from a terminal, meanwhile
+    if len((HERE / "calls.log").read_text().splitlines()) == 3:      # `aqven series cancel` from a terminal, meanwhile
         store = Store(Path(__file__).parent)
         (series_id,) = store.db.raw.execute("SELECT series_id FROM aqven_series WHERE status = 'running'").fetchone()
         cancel(store, series_id, "aqven series cancel")
