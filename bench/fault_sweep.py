@@ -6,7 +6,7 @@ findings, and what reached the model or the disk outside the project.
 
 Prints one markdown row per fault. `--code DIR` runs the faults on the pytest_aqven of another checkout (an
 older commit's, from `git archive`): the before and after table of the issue note. A sweep of every fault takes
-several minutes; the test suite asserts the same outcomes (tests/test_faults_*.py).
+several minutes; the test suite asserts the same outcomes (tests/*/test_faults*.py).
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A project for fault injection and what to measure after a fault: provider calls against attempts, ledger
-rows, series, findings. Used by tests/test_faults*.py and bench/fault_sweep.py (the before/after table).
+rows, series, findings. Used by the fault tests (tests/*/test_faults*.py and others) and bench/fault_sweep.py (the
+before/after table).
 
 The provider appends one line per paid call to calls.log (experiment|variant|case|repeat|pid) and one line
 to leaks.log for every call whose messages hold SECRET (a file outside the project that must never reach a
@@ -48,13 +49,19 @@ async def complete(request: ModelRequest) -> ModelResponse:
 '''
 
 
+def provider(*, gate: int = 0, sleep: float = 0.0, cost: float | None = 0.001,
+             answer: str = '{"label": "positive"}', extra: str = "") -> str:
+    """The counting provider's code (provider.py of a project): `extra` runs before each answer."""
+    return PROVIDER.format(gate=gate, sleep=sleep, secret=SECRET, answer=answer, cost=cost, extra=extra)
+
+
 def make(folder: Path, *, cases: int = 24, experiments: tuple[str, ...] = ("rate_ok",), repeats: int = 1,
          gate: int = 0, sleep: float = 0.0, cost: float = 0.001, answer: str = '{"label": "positive"}',
          extra: str = "", files: dict | None = None, plan_cases: int | None = None) -> Path:
     """The test project of tests/projects.py with the counting provider; `cases` cases (about half held out)."""
-    provider = PROVIDER.format(gate=gate, sleep=sleep, secret=SECRET, answer=answer, cost=cost, extra=extra)
+    code = provider(gate=gate, sleep=sleep, cost=cost, answer=answer, extra=extra)
     return projects.make(folder / "proj", cases, experiments=experiments, repeats=repeats, cases=plan_cases,
-                         package=PACKAGE, files={"provider.py": provider, **(files or {})})
+                         package=PACKAGE, files={"provider.py": code, **(files or {})})
 
 
 def pytest_cmd(*args: str) -> list[str]:

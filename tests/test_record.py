@@ -14,7 +14,7 @@ from pytest_aqven.cli import main
 from pytest_aqven.record import VERSION, AttemptRecord, CheckScore, upgrade
 
 from . import projects
-from .test_plugin import make
+from .plugin.test_plugin import make
 
 ROW = {"version": VERSION, "series_id": "s1", "experiment": "e", "variant": "v", "case": "c", "repeat": 2,
        "split": "dev", "outcome": "infra_error", "passed": None,

@@ -4,7 +4,7 @@ double-quoted, lists of numbers on one line, unlimited width, unicode kept), at 
 
 It knows only the shapes a finding has: dicts with plain keys, lists and tuples, str, int, float, bool
 and None, no object twice. Anything else raises `Unsupported`, and files.dump falls back to PyYAML itself
-(tests/test_findings_emit.py compares both on random documents).
+(tests/findings/test_emit.py compares both on random documents).
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from ..report.text import cell_text, usd
 if TYPE_CHECKING:
     pass
 
-# badge backgrounds: each has a contrast of at least 4.5 with white text (tests/test_html_browser.py measures it)
+# badge backgrounds: each has a contrast of at least 4.5 with white text (tests/plugin/test_html_browser.py measures it)
 TEXT = "#1f2328"
 BADGE = {"confirmed": "#1a7f37", "refuted": "#cf222e", "invalid": "#a40e26", "inconclusive": "#9a6700",
          "signal": "#0969da", "open": "#57606a", "none": "#57606a"}

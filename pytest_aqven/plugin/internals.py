@@ -2,7 +2,7 @@
 
 None of these is a public API: each may change in a release of pytest or xdist. So each access checks what
 it finds and raises InternalsChanged, naming the internal and the installed versions, instead of silently
-doing less. CI runs tests/test_internals.py against the oldest and newest pytest and xdist pyproject.toml
+doing less. CI runs tests/plugin/test_internals.py against the oldest and newest pytest and xdist pyproject.toml
 declares (.ci/matrix). Imports nothing heavy: pytest imports the plugin in every run.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """--aqven-json PATH: every series of the session as one JSON document. Its one definition is the typed model
 below: the writer validates every document against it, and the schema shipped beside this module
 (report-json.schema.json, `SCHEMA`) is generated from it (`python -m pytest_aqven.report.json_report` writes it;
-tests/test_reports.py fails when the two differ)."""
+tests/report/test_reports.py fails when the two differ)."""
 from __future__ import annotations
 
 import json

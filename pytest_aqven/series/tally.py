@@ -6,7 +6,7 @@ which attempts count for which metric): bit masks of the repeats that count and 
 rates (success, schema valid at first try, infrastructure errors, binary checks), and the values with
 their repeats for the means and quantiles (cost, latency, scored checks). `TallyTable` rebuilds from them
 exactly the samples AttemptTable builds from the records (the same values in the same order, so the same
-verdict to the last bit: tests/test_tally.py compares both on random series). A series of a look keeps its
+verdict to the last bit: tests/series/test_tally.py compares both on random series). A series of a look keeps its
 records too: the look's table shows them one by one.
 """
 from __future__ import annotations

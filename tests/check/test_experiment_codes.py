@@ -365,7 +365,7 @@ def test_a_judge_whose_inputs_are_all_bound_is_clean(showcase):
 
 def test_judge_unvalidated(showcase):
     """validated_by names an experiment, but no held-out finding of it vouches for this judge (tests/
-    test_judge_identity.py runs the other conditions)."""
+    tests/experiments/test_judge_identity.py runs the other conditions)."""
     with_judge(showcase)
     assert showcase.one("W_JUDGE_UNVALIDATED") == (
         "experiments/reply_overpromise_risk/experiment.yaml:18:3: warning W_JUDGE_UNVALIDATED checks[0].validated_by: "

@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from .. import projects
+from ..conftest import XDIST
 
 PACKAGE = "httpproj"
 CANARY = "sk-canary-5f0e8d2c1b7a4e39"
@@ -109,7 +110,7 @@ def test_a_series_on_an_http_provider_records_costs_and_retries(pytester, server
 def test_rpm_holds_across_two_worker_processes(pytester, server):
     rpm = 240
     make(pytester, server, split_cases(12), limits=f"  limits: {{rpm: {rpm}}}")
-    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "-n", "2")
+    result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", *XDIST["n2"])
     assert "signal - Signal on dev" in verdict_line(result)
     times = sorted(r["t"] for r in server.requests)
     assert len(times) == 12
@@ -126,7 +127,7 @@ def test_a_recorded_series_replays_offline_with_the_same_verdict_and_sentence(py
     case_list = [*split_cases(8, prefix="ok"), *split_cases(3, text="wrong", prefix="bad")]
     root = make(pytester, server, case_list, repeats=2)
     server.script("m1", "500")
-    recorded = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-record", "-n", "2")
+    recorded = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-record", *XDIST["n2"])
     line = verdict_line(recorded)
     assert (root / "cassettes" / "rate_ok" / "bot").is_dir()
     assert CANARY not in "".join(p.read_text() for p in (root / "cassettes").rglob("*.json"))

@@ -77,6 +77,7 @@ def _rates(k, n):
     return np.stack([k, n], axis=-1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["robust", "model"])
 def test_the_grids_verdicts_are_decides_own(family):
     """Each grid question's verdicts on the first series of a V5-edge, V6 and V7 cell are the cells
@@ -138,6 +139,7 @@ def test_v0_agreeing_rows_decide_by_the_exact_bound():
 # ---- V1-V3: M1
 
 
+@pytest.mark.slow
 def test_v1_m1_regular_regime():
     rows = V.v1_rows()
     bad = [r for r in rows if not (0.93 <= r["coverage"] <= 0.985 and r["over"] <= TAIL and r["under"] <= TAIL)]
@@ -145,6 +147,7 @@ def test_v1_m1_regular_regime():
     assert {r["bound"] for r in rows} == {"above", "below"}
 
 
+@pytest.mark.slow
 def test_v2_m1_boundary_and_small_c():
     rows = V.v2_rows()
     # the false confirmation of "above" is P(L > mu); "below" refutes on the same tail
@@ -163,6 +166,7 @@ def test_v2_robust_family_holds_both_tails_on_hard_case_mixtures():
     assert max(r["m1_confirmed"] for r in rows if r["bound"] == "above") > 0.1  # why the default is the hull
 
 
+@pytest.mark.slow
 def test_v3_iid_pooled_wilson_must_fail():
     assert V.pooled_wilson_coverage()["coverage"] < 0.7
 
@@ -179,12 +183,14 @@ def test_v4_m2_paired_binary():
     assert {r["cell"].split()[-1] for r in rows} == {"higher_is_better", "lower_is_better"}
 
 
+@pytest.mark.slow
 def test_v4_robust_family_holds_when_harm_is_concentrated():
     rows = V.concentrated_harm_rows()
     assert not _tails_above(rows), _fmt(_tails_above(rows), "confirmed", "refuted")
     assert max(r["m2_confirmed"] for r in rows) > 0.1  # M2 alone declares false noninferiority here
 
 
+@pytest.mark.slow
 def test_v5_false_verdict_rates():
     rows = V.v5_rows()
     assert not _tails_above(rows), _fmt(_tails_above(rows), "confirmed", "refuted")
@@ -211,6 +217,7 @@ def test_v5_every_question_kind_at_its_edge():
 # ---- V6-V8: means, ratios, quantiles
 
 
+@pytest.mark.slow
 def test_v6_continuous_means():
     """Skewness-corrected t (thresholds on a positive unbounded mean) and paired t (compare and
     noninferior, both directions) meet V6's bands."""
@@ -222,6 +229,7 @@ def test_v6_continuous_means():
     assert {r["cell"]: r for r in V.v6_rows()}["t C=30 sigma_c=1.0"]["coverage"] < 0.90
 
 
+@pytest.mark.slow
 def test_v6_skew_correction_holds_its_tails_on_other_shapes():
     """On symmetric, mildly and strongly skewed positive shapes the corrected t keeps each tail."""
     rows = V.v6_shape_rows()
@@ -229,6 +237,7 @@ def test_v6_skew_correction_holds_its_tails_on_other_shapes():
     assert max(r["t_under"] for r in rows) > 0.1  # the plain t's upper bound misses on the same shapes
 
 
+@pytest.mark.slow
 def test_v7_ratios():
     rows = V.v7_rows()
     bad = [r for r in rows if (r["cases"] >= 30 and not 0.93 <= r["coverage"] <= 0.97)
@@ -237,6 +246,7 @@ def test_v7_ratios():
     assert len(rows) == 36
 
 
+@pytest.mark.slow
 def test_v8_m5_quantiles():
     rows = V.v8_m5_rows()
     for r in rows:
@@ -255,6 +265,7 @@ def test_v8_m6_quantile_ratio():
     assert not bad, _fmt(bad, "coverage", "confirmed", "refuted")
 
 
+@pytest.mark.slow
 def test_betting_interval_alone_holds_its_tails():
     rows = V.betting_alone_rows()
     bad = [r for r in rows if r["over"] > TAIL or r["under"] > TAIL]
@@ -268,6 +279,7 @@ def test_v9_planner_reaches_power_and_is_near_minimal():
     assert not bad, "\n".join(str(r) for r in bad)
 
 
+@pytest.mark.slow
 def test_the_planners_edge_test_is_the_hull_decision():
     """`clears` (used by the planner) decides exactly as `low > edge` / `high < edge` on the hull."""
     from pytest_aqven.stats.estimates import clears, mean_interval, rate_interval
@@ -296,10 +308,6 @@ def test_the_planners_edge_test_is_the_hull_decision():
 
 # ---- V11: bounded scales, perfect agreement, rare events (fast here, 2,000 series under -m slow)
 
-FAST = 500  # series per cell in the default suite: a 2.5% tail's MC error is 0.007, so the band is 0.05
-FAST_TAIL = 0.05
-
-
 def _v11(series, tail):
     rows = V.bounded_scale_rows(series) + V.agreement_rows(series) + V.rare_event_rows(series)
     errors = [r for r in rows if not r.get("power")]
@@ -312,15 +320,12 @@ def _v11(series, tail):
     return rows
 
 
-def test_v11_bounded_scales_agreement_and_rare_events():
-    _v11(FAST, FAST_TAIL)
-
-
 @pytest.mark.slow
-def test_v11_at_2000_series():
+def test_v11_bounded_scales_agreement_and_rare_events():
     _v11(V.S, TAIL)
 
 
+@pytest.mark.slow
 def test_v11_verdicts_are_decides_own():
     """The bounded-scale grid's verdicts on 40 series are `decide`'s on the same judgements, recorded as an
     ordinal check on 1..5 with its declared scale, and as a [0, 1] continuous check rescaled."""
@@ -374,15 +379,11 @@ def _check_costs(rows, pairs, shapes, band):
     assert max(r["model_confirmed"] for r in below if r["shape"] == "rare") > 0.1
 
 
+@pytest.mark.slow
 def test_cost_thresholds_keep_their_tails_on_heavy_tails():
     """Lognormal costs (sigma 1 and 2 between and within cases, intra-case correlation 0.9) and rare
     huge costs, cost_usd thresholds and a relative cost guardrail on the edge, and V6's other shapes as
-    costs: a small grid (500 series, C 30 and 100); the 2,000-series grid up to C = 400 under -m slow."""
-    _check_costs(V.cost_rows(500, (30, 100)), V.cost_pair_rows(500, (30, 100)), V.cost_shape_rows(500), 0.045)
-
-
-@pytest.mark.slow
-def test_cost_thresholds_keep_their_tails_on_heavy_tails_2000_series():
+    costs: 2,000 series a cell, C up to 400."""
     _check_costs(V.cost_rows(), V.cost_pair_rows(), V.cost_shape_rows(), TAIL)
 
 
@@ -432,14 +433,10 @@ def _check_width(rows, band):
     assert all(r["ratio"] <= 1.35 * max(1.25, r["floor"]) for r in rows), _fmt(rows, "ratio", "floor")
 
 
-def test_robust_width_against_the_model_interval():
-    """The hull's median width over M1's on 160 beta-binomial cells (C 12-100, R 1-20, mu 0.5-0.97):
-    300 series a cell here, 2,000 under -m slow."""
-    _check_width(V.width_rows(300), 0.05)
-
-
 @pytest.mark.slow
-def test_robust_width_against_the_model_interval_2000_series():
+def test_robust_width_against_the_model_interval():
+    """The hull's median width over M1's on 160 beta-binomial cells (C 12-100, R 1-20, mu 0.5-0.97),
+    2,000 series a cell."""
     _check_width(V.width_rows(), TAIL)
 
 
@@ -450,12 +447,8 @@ def _check_cost_of_pass(rows, band, wide_band):
     assert not bad, _fmt(bad, "confirmed", "refuted")
 
 
-def test_cost_of_pass_guardrail_on_heavy_tails():
-    _check_cost_of_pass(V.cost_of_pass_rows(500, (30, 100)), 0.045, 0.055)
-
-
 @pytest.mark.slow
-def test_cost_of_pass_guardrail_on_heavy_tails_2000_series():
+def test_cost_of_pass_guardrail_on_heavy_tails():
     _check_cost_of_pass(V.cost_of_pass_rows(), TAIL, 0.045)
 
 
@@ -469,17 +462,14 @@ def _unmeasured_tails(rows):
     assert max(r["measured_confirmed"] for r in rows if r["bound"] == "above") > 0.9
 
 
+@pytest.mark.slow
 def test_unmeasured_failures_confirm_nothing_they_would_not():
     """The failing attempts are the unmeasured ones (timeouts, inputs cut by the cap), up to the 5% rule:
-    counted against the claim, every tail stays at or below 0.025 (fast: 200 series, 200 cases)."""
-    _unmeasured_tails(V.unmeasured_rows(series=200, cases=(200,)))
-
-
-@pytest.mark.slow
-def test_unmeasured_failures_confirm_nothing_they_would_not_on_the_full_grid():
+    counted against the claim, every tail stays at or below 0.025 on the full grid."""
     _unmeasured_tails(V.unmeasured_rows())
 
 
+@pytest.mark.slow
 def test_the_unmeasured_grids_verdicts_are_decides_own():
     rng = np.random.default_rng(5)
     kinds = {"r": "binary"}

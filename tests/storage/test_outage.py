@@ -117,7 +117,6 @@ SHORT_WAIT = "import pytest_aqven.storage.postgres as store\nstore.AWAY_S = 2.0\
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one process", "xdist"])
 def test_a_server_away_longer_than_the_wait_ends_the_run_with_one_message_and_the_same_command_continues(
         tmp_path, postgres_server, xdist):
     own = pg.create(postgres_server.bin)        # a server of its own: this test stops it

@@ -27,6 +27,7 @@ from pytest_aqven.series.db import Store
 from pytest_aqven.series.ledger import LEASE_SECONDS, Ledger
 
 from .. import faults
+from ..conftest import XDIST
 from . import server as pg
 
 ENV = {"AQVEN_STORE": ""}
@@ -255,10 +256,10 @@ def test_a_server_that_goes_away_mid_series_loses_nothing_and_the_run_goes_on_wh
 
 def test_an_xdist_worker_killed_after_reporting_a_record_it_never_committed_on_postgresql(tmp_path, postgres_url):
     """The group commit's window on the PostgreSQL store: the same code path as SQLite's
-    (tests/test_faults_holdout.py), so the verdict never rests on a record the server never got."""
+    (tests/findings/test_faults_holdout.py), so the verdict never rests on a record the server never got."""
     (cwd,) = copies(tmp_path, 1, cases=24, experiments=("rate_a", "rate_b"),
                     files={"conftest.py": faults.KILL_AFTER_REPORT})
-    args = ("--aqven-holdout", "-n", "2", "--aqven-concurrency", "2")
+    args = ("--aqven-holdout", *XDIST["n2"], "--aqven-concurrency", "2")
     planned = faults.attempts_planned(cwd / "proj")
     killed = faults.run(cwd, *args, env={"AQVEN_STORE": postgres_url, "FAULT_KILL_AFTER_REPORT": "gw0"})
     finished = rows(postgres_url, "SELECT COUNT(*) FROM aqven_series_attempts WHERE state = 'finished'")[0][0]
@@ -284,7 +285,7 @@ def test_a_configuration_that_cannot_work_stops_its_series_on_postgresql_and_the
         make_files(tmp_path / "proj", server, split_cases(6), repeats=2)
         server.broken["m1"] = "404"
         env = {"AQVEN_STORE": postgres_url}
-        stopped = faults.run(tmp_path, "-n", "2", env=env)
+        stopped = faults.run(tmp_path, *XDIST["n2"], env=env)
         assert stopped.returncode == 1, stopped.stdout
         assert re.search(r"SKIPPED \[12\] .*stopped at a permanent error, nothing more is spent: provider local, "
                          r"model m1: HTTP 404\. Fix: ", stopped.stdout), stopped.stdout
@@ -293,7 +294,7 @@ def test_a_configuration_that_cannot_work_stops_its_series_on_postgresql_and_the
             [("awaiting_approval", "provider_unusable")]
         assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_series_attempts") == [(0,)]
         del server.broken["m1"]
-        fixed = faults.run(tmp_path, "-n", "2", env=env)
+        fixed = faults.run(tmp_path, *XDIST["n2"], env=env)
         assert fixed.returncode == 0, fixed.stdout
         assert len(server.requests) == 13
         assert rows(postgres_url, "SELECT status FROM aqven_series") == [("done",)]
