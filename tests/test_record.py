@@ -138,10 +138,11 @@ AttemptRecord.to_wire, AttemptRecord.from_wire = counting_to_wire, classmethod(c
 """
 
 
-def test_an_attempt_record_is_converted_once_at_each_boundary(pytester, xdist):
+def test_an_attempt_record_is_converted_once_at_each_boundary(pytester, xdist, monkeypatch):
     """Made as a record; its wire form written to the database (one to_wire, where it ran); crossing to the
     xdist controller as its wire form (one to_wire on the worker, one from_wire on the controller); the
     launch plan of the verdict reads the stored rows back (one from_wire each)."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)     # the suite's own worker, seen by the run below
     root = make(pytester, projects.cases(8), repeats=1)
     (root / "conftest.py").write_text(COUNTING)
     result = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", *xdist)

@@ -168,7 +168,8 @@ def test_ini_values_are_checked_with_a_usage_error(pytester):
                              ("aqven_concurrency", "2000", "aqven_concurrency (ini) must be between 1 and 1024, "
                                                           "not 2000"),
                              ("aqven_cassettes", "live", "aqven_cassettes (ini): 'live'"),
-                             ("aqven_stop_early", "maybe", "aqven_stop_early (ini): *maybe*")):
+                             # ours names the key; pytest 9.2 checks a bool ini value itself, naming only the value
+                             ("aqven_stop_early", "maybe", "maybe")):
         pytester.makeini(f"[pytest]\n{key} = {value}\n")
         result = pytester.runpytest("proj", "-p", "no:cacheprovider")
         assert result.ret == pytest.ExitCode.USAGE_ERROR, key
