@@ -129,9 +129,11 @@ def halt_text(series_id: str, halt: dict) -> str:
 
 
 def status_text(record: dict) -> str:
-    """A series' status as a person reads it: one stopped at a permanent provider error is stored waiting (so
-    that the same command continues it after the fix), but it waits for a fix, not for an approval."""
-    if record.get("status") == "awaiting_approval" and (record.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE:
+    """A series' status as a person reads it: one stopped at a permanent provider error, or stopped early with
+    its verdict decided, is stored waiting (so that the same command continues or decides it), but it waits
+    for a fix or its decision, not for an approval."""
+    if record.get("status") == "awaiting_approval" and (
+            (record.get("pause") or {}).get("reason") == PROVIDER_UNUSABLE or stop_of(record) is not None):
         return "stopped"
     return str(record.get("status"))
 

@@ -136,3 +136,11 @@ def test_a_pair_runs_its_cases_with_both_variants_together_and_stops(pytester, x
         assert len(calls) == 2 * decided
         assert [c[1] for c in calls] == ["bot", "bot2"] * decided
     assert len({c[2] for c in calls}) < 112
+
+
+def test_a_series_stopped_early_reads_stopped_not_awaiting_approval():
+    """Paused in the store until it is decided, a series stopped early waits for no person."""
+    from pytest_aqven.series.ledger import status_text
+    decided = {"status": "awaiting_approval", "pause": {"reason": "decided", "cases": 3, "planned": 9}}
+    assert status_text(decided) == "stopped"
+    assert status_text({"status": "awaiting_approval", "pause": {"reason": "spend_near_cap"}}) == "awaiting_approval"
