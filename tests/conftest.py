@@ -7,9 +7,10 @@ from .compat_project import write_project
 XDIST = {"no-xdist": (), "n2": ("-n", "2")}
 
 
-@pytest.fixture(params=XDIST.values(), ids=XDIST.keys())
+@pytest.fixture(params=[pytest.param(args, id=name, marks=[pytest.mark.slow] if args else []) for name, args in XDIST.items()])
 def xdist(request) -> tuple[str, ...]:
-    """A test that takes it runs twice: once without xdist, once with `-n 2`."""
+    """A test that takes it runs twice: once without xdist, once with `-n 2` (its worker processes put that
+    run in the `-m slow` step)."""
     return request.param
 
 

@@ -250,7 +250,14 @@ def runs(block: Block) -> bool:
 RUNNABLE = [s for s in ALL if any(runs(b) for b in s.blocks)]
 
 
-@pytest.mark.parametrize("section", RUNNABLE, ids=[s.id for s in RUNNABLE])
+def runs_pytest(section: Section) -> bool:
+    """A section whose commands start a pytest session (seconds each) runs in the `-m slow` step."""
+    return any(re.search(r"\bpytest\b", command) for b in section.blocks if runs(b) and b.language in ("console", "sh")
+               for command, _ in commands(b))
+
+
+@pytest.mark.parametrize("section", [pytest.param(s, id=s.id, marks=[pytest.mark.slow] if runs_pytest(s) else [])
+                                     for s in RUNNABLE])
 def test_the_examples_of_a_section_run_as_shown(section, tmp_path):
     work = tmp_path / "work"
     shutil.copytree(REPO / "example_project", work / "example_project",

@@ -8,10 +8,11 @@ from ..experiments.plan import PlanError
 from ..findings.spent import spent_for
 from ..project.loader import NotRunnable, load_project, runnable
 from ..series.lifecycle import SeriesRun
+from ..stats.model import LaunchPlan
 
 
 def plan_experiments(root: Path, experiment_ids: list[str], split: str, *, cases: int | None = None,
-                     repeats: int | None = None, family: str = "robust", jobs: int = 1) -> list[tuple[str, object]]:
+                     repeats: int | None = None, family: str = "robust", jobs: int = 1) -> list[tuple[str, LaunchPlan | str]]:
     """(experiment id, its launch plan with the simulated search, or the error text) in the given order;
     the searches of several experiments run in `jobs` processes, each caching its result."""
     args = [(str(root), e, split, cases, repeats, family) for e in experiment_ids]
@@ -22,7 +23,8 @@ def plan_experiments(root: Path, experiment_ids: list[str], split: str, *, cases
         return list(zip(experiment_ids, pool.map(_plan_one, *zip(*args))))
 
 
-def _plan_one(root: str, experiment_id: str, split: str, cases, repeats, family):
+def _plan_one(root: str, experiment_id: str, split: str, cases: int | None, repeats: int | None,
+              family: str) -> LaunchPlan | str:
     project = load_project(Path(root))
     try:
         experiment = project.runnable_experiment(experiment_id)

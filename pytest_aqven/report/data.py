@@ -11,6 +11,7 @@ from .. import codes
 if TYPE_CHECKING:
     from ..findings.conclude import Conclusion
     from ..series.tally import SeriesTally
+    from ..stats.model import LaunchPlan
 
 SCHEMA_VERSION = 1
 
@@ -167,7 +168,7 @@ def series_entry(conclusion: Conclusion, tally: SeriesTally, layout: dict, cap_u
     }
 
 
-def plan_entry(p) -> dict[str, Any]:
+def plan_entry(p: LaunchPlan) -> dict[str, Any]:
     """A stats.LaunchPlan as data."""
     o = p.observed
     observed = None if o is None else {"value": _num(o.value), "cases": o.cases, "edge": _num(o.edge),

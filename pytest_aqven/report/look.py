@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from .. import codes
 from ..record import NO_OUTPUT, AttemptRecord, CheckScore
+from .terminal import Terminal
 
 MAX_CELL = 48        # a reason longer than this is cut in the table; -v prints it whole below the row
 
@@ -93,7 +94,7 @@ def grid(records: list[AttemptRecord], kinds: dict[str, str], cut: bool = True) 
     return head, lines, body
 
 
-def table(tr, experiment: str, split: str, records: list[AttemptRecord], kinds: dict[str, str]) -> None:
+def table(tr: Terminal, experiment: str, split: str, records: list[AttemptRecord], kinds: dict[str, str]) -> None:
     tr.write_sep("-", f"aqven look: {experiment} ({split}, {len(records)} attempts)")
     if split == "holdout":
         tr.write_line(HELD_OUT_LOOK)
@@ -108,7 +109,7 @@ def table(tr, experiment: str, split: str, records: list[AttemptRecord], kinds: 
             _details(tr, row)
 
 
-def _details(tr, row: dict) -> None:
+def _details(tr: Terminal, row: dict) -> None:
     for r in row["attempts"]:
         tag = f"  #{r.repeat} " if len(row["attempts"]) > 1 else "  "
         if r.output is not NO_OUTPUT:

@@ -11,6 +11,7 @@ from .text import usd
 
 if TYPE_CHECKING:
     from ..record import AttemptRecord
+    from .terminal import Terminal
 
 
 class Progress:
@@ -53,7 +54,7 @@ class Progress:
             text += f", about {_duration(left)} left"
         return text
 
-    def write(self, tr) -> None:
+    def write(self, tr: Terminal) -> None:
         """At a line boundary only: after pytest ended a line of dots (`[ 42%]` and a newline), or after a
         verbose line (which pytest ends when it writes the next one)."""
         if not self.due():

@@ -3,12 +3,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..stats.model import LaunchPlan
 
 COLOURS = {"confirmed": {"green": True}, "refuted": {"red": True}, "inconclusive": {"yellow": True},
            "invalid": {"red": True, "bold": True}, "signal": {"cyan": True}}
 
 
-def launch_plans(tr, plans, notes: dict | None = None) -> None:
+class Terminal(Protocol):
+    """What the report writes with: pytest's TerminalReporter, typed by shape (report/ imports no pytest)."""
+    config: Any
+    currentfspath: Any
+    _tw: Any
+
+    def write(self, content: str, *, flush: bool = False, **markup: bool) -> None: ...
+    def write_line(self, line: str, **markup: bool) -> None: ...
+    def write_sep(self, sep: str, title: str | None = None, **markup: bool) -> None: ...
+    def ensure_newline(self) -> None: ...
+
+
+def launch_plans(tr: Terminal, plans: Sequence[tuple[str, str, LaunchPlan]], notes: dict | None = None) -> None:
     if not plans:
         return
     tr.write_sep("=", "aqven launch plans")
@@ -19,7 +35,7 @@ def launch_plans(tr, plans, notes: dict | None = None) -> None:
             tr.write_line(f"  {note}")
 
 
-def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
+def plan_lines(experiment: str, split: str, p: LaunchPlan) -> list[tuple[str, bool]]:
     """A launch plan as (line, is a warning) pairs: pytest --collect-only and `aqven plan` print the same."""
     lines = [(f"{experiment} ({split}): {_n(p.attempts, 'attempt')} ({_n(p.cases, 'case')} × "
               f"{_n(p.repeats, 'repeat')} × {_n(p.variants, 'variant')}), {p.available} cases available", False)]
@@ -43,7 +59,7 @@ def plan_lines(experiment: str, split: str, p) -> list[tuple[str, bool]]:
     return lines
 
 
-def plan_line(experiment: str, split: str, p) -> str:
+def plan_line(experiment: str, split: str, p: LaunchPlan) -> str:
     """One line before a real run: attempts, and the closed-form recommendation when it says more cases."""
     line = (f"aqven plan {experiment} ({split}): {p.attempts} attempts ({p.cases} cases × {p.repeats} repeats × "
             f"{p.variants} variant{'s' if p.variants > 1 else ''})")
@@ -58,7 +74,7 @@ def _n(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def check_warnings(tr, warnings: list[tuple[str, str]]) -> None:
+def check_warnings(tr: Terminal, warnings: list[tuple[str, str]]) -> None:
     """`aqven check` warnings (module root, rendered text; in check order, maybe repeated by several
     xdist workers), printed as the CLI prints them: shown, never raised as Python warnings."""
     if not warnings:
@@ -107,7 +123,7 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def summary(tr, entries: list[dict], unrun: Sequence[tuple[str, str, str, str]] = ()) -> None:
+def summary(tr: Terminal, entries: list[dict], unrun: Sequence[tuple[str, str, str, str]] = ()) -> None:
     """The table (one row per experiment), then each verdict's sentence and, unless confirmed, what to do
     next. -q: the sentences only; -v: every cell, the interval family and the stability of repeats. `unrun`:
     (experiment, split, why, state) of the verdicts left undecided (no attempt reached them, a held-out verdict
@@ -134,7 +150,7 @@ def summary(tr, entries: list[dict], unrun: Sequence[tuple[str, str, str, str]] 
         _unrun_line(tr, *undecided)
 
 
-def _unrun_line(tr, experiment: str, split: str, why: str, state: str) -> None:
+def _unrun_line(tr: Terminal, experiment: str, split: str, why: str, state: str) -> None:
     if state == "open":
         tr.write_line(f"{experiment} ({split}): no verdict: {why}", yellow=True)
     else:
@@ -143,7 +159,7 @@ def _unrun_line(tr, experiment: str, split: str, why: str, state: str) -> None:
         tr.write_line(f" - {why}")
 
 
-def _verdict(tr, entry: dict, verbosity: int) -> None:
+def _verdict(tr: Terminal, entry: dict, verbosity: int) -> None:
     from .text import cell_text
 
     a = entry["attempts"]
@@ -180,14 +196,14 @@ def _verdict(tr, entry: dict, verbosity: int) -> None:
         tr.write_line(f"  finding: {_shown(tr, tr.config.rootpath / entry['project'] / entry['finding_path'])}")
 
 
-def _shown(tr, path) -> str:
+def _shown(tr: Terminal, path: Path) -> str:
     try:
         return str(path.relative_to(tr.config.invocation_params.dir))
     except ValueError:
         return str(path)
 
 
-def standing(tr, entries: list[dict]) -> None:
+def standing(tr: Terminal, entries: list[dict]) -> None:
     """Held-out experiments whose cases were spent: the finding that stands, and how to get fresh cases."""
     if not entries:
         return

@@ -43,6 +43,7 @@ def commands(project: Path) -> list[list[str]]:
             ["db", "check", "--project", where], ["findings", "rebuild", where], ["--version"], ["--help"]]
 
 
+@pytest.mark.slow
 def test_every_subcommand_ends_quietly_on_a_closed_pipe(project):
     """`aqven ... | head -1`: the reader leaves after a line; no traceback, and never exit 1 (for check: errors
     found): the shell's code for a closed pipe, 141, or 0 when everything was written before."""

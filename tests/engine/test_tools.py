@@ -195,6 +195,7 @@ def mcp_files() -> dict:
     }
 
 
+@pytest.mark.slow
 def test_mcp_tools_over_stdio_in_a_tool_node_and_for_an_agent(tmp_path):
     files = {**mcp_files(),
              "flows/t/flow.yaml": flow(["look"], {"text": "$look.out.status"}),

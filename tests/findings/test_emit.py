@@ -154,6 +154,7 @@ def _both(document: dict) -> tuple[str | None, str]:
 
 
 @pytest.mark.skipif(files._CDumper is None, reason="PyYAML without libyaml")
+@pytest.mark.slow
 def test_libyaml_writes_the_bytes_of_the_pure_dumper():
     """Findings go through libyaml's emitter where PyYAML has it, and the bytes are those of the pure one: on
     random documents of every shape, on every code point of the BMP (and every 16th beyond) in a string, and on

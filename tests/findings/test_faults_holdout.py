@@ -44,6 +44,7 @@ def assert_spent_once(root, planned):
     assert len(faults.finding_files(root)) == len(per_experiment(root))
 
 
+@pytest.mark.slow
 def test_the_same_command_again_reports_the_finding_that_stands_and_runs_nothing(tmp_path, xdist):
     root, planned = two_experiments(tmp_path)
     first = faults.run(tmp_path, HOLDOUT, *xdist)
@@ -59,6 +60,7 @@ def test_the_same_command_again_reports_the_finding_that_stands_and_runs_nothing
     assert "--aqven-new-series, which takes only held-out cases no finding used" in out
 
 
+@pytest.mark.slow
 def test_lf_after_an_inconclusive_verdict_runs_nothing_and_fails_again_saying_why(tmp_path):
     root = faults.make(tmp_path, cases=16, experiments=("rate_a",))
     exp = root / "experiments/rate_a/experiment.yaml"
@@ -78,6 +80,7 @@ def test_lf_after_an_inconclusive_verdict_runs_nothing_and_fails_again_saying_wh
     assert len(faults.series(root, "holdout")) == 1 and len(faults.finding_files(root)) == 1
 
 
+@pytest.mark.slow
 def test_a_kill_between_two_experiments_decisions_then_the_same_command(tmp_path, xdist):
     root, planned = two_experiments(tmp_path, files={"conftest.py": KILL_AT_VERDICT})
     killed = faults.run(tmp_path, HOLDOUT, *xdist, env={"FAULT_KILL_AT_VERDICT": "1"})
@@ -90,6 +93,7 @@ def test_a_kill_between_two_experiments_decisions_then_the_same_command(tmp_path
            f"attempts): confirmed" in again.stdout
 
 
+@pytest.mark.slow
 def test_a_run_that_concludes_an_experiment_while_another_run_is_past_its_collection(tmp_path, xdist):
     """Run A collects both experiments (nothing spent yet) and waits; run B concludes rate_b meanwhile. A's
     held-out series of rate_b then finds its cases taken as it opens: it runs nothing and reports B's finding,
@@ -114,6 +118,7 @@ def test_a_run_that_concludes_an_experiment_while_another_run_is_past_its_collec
     assert f"{planned // 2 + 2} passed, {planned // 2} skipped" in out        # both verdicts reported
 
 
+@pytest.mark.slow
 def test_a_run_on_held_out_cases_another_run_is_running_runs_nothing_and_says_which_series(tmp_path):
     """Run A holds a held-out series of 6 cases in flight; run B, another plan of the same experiment (all
     its held-out cases), would open a second series on them: it runs nothing, its verdict open, naming A's."""
@@ -144,6 +149,7 @@ def test_an_xdist_worker_killed_mid_series_then_the_same_command(tmp_path):
 
 
 @pytest.mark.parametrize("concurrency", ["1", "2"])
+@pytest.mark.slow
 def test_a_worker_killed_after_reporting_a_record_it_never_committed_decides_nothing_on_it(tmp_path, concurrency):
     """The group commit's window: the controller got an attempt's record, its finish never committed. No
     verdict rests on it: the series stays running, and the same command runs what is missing and decides it."""
@@ -163,6 +169,7 @@ def test_a_worker_killed_after_reporting_a_record_it_never_committed_decides_not
     assert f"{open_series['experiment']} (holdout, {planned // 2}/{planned // 2} attempts): confirmed" in again.stdout
 
 
+@pytest.mark.slow
 def test_the_one_process_killed_after_an_attempts_report_before_its_commit_decides_nothing(tmp_path):
     """Without xdist the process that tallies is the one killed: no verdict, the same command completes it."""
     root, planned = two_experiments(tmp_path, files={"conftest.py": faults.KILL_AFTER_REPORT})
@@ -180,6 +187,7 @@ def publish_elsewhere(tmp_path, root):
     return other, other / "proj"
 
 
+@pytest.mark.slow
 def test_a_fresh_clone_with_committed_findings_spends_nothing(tmp_path, xdist):
     root, planned = two_experiments(tmp_path)
     first = faults.run(tmp_path, HOLDOUT)
@@ -207,6 +215,7 @@ def test_a_fresh_clone_runs_only_new_cases_and_regenerates_findings_md_from_the_
     assert check.returncode == 0 and "errors: 0, warnings: 0" in check.stdout, check.stdout
 
 
+@pytest.mark.slow
 def test_a_database_set_aside_spends_nothing_again(tmp_path):
     root, planned = two_experiments(tmp_path)
     faults.run(tmp_path, HOLDOUT)
@@ -218,6 +227,7 @@ def test_a_database_set_aside_spends_nothing_again(tmp_path):
     assert run.returncode == 0 and len(faults.calls(root)) == planned and "W_FINDINGS_STALE" not in run.stdout
 
 
+@pytest.mark.slow
 def test_new_series_takes_only_fresh_cases_and_says_when_there_are_none(tmp_path):
     root = faults.make(tmp_path, cases=16, experiments=("rate_a",), plan_cases=6)
     half = [n for n in (f"case_{i:02d}" for i in range(16)) if split_of(faults.PACKAGE, "reviews", n) == "holdout"]
@@ -233,6 +243,7 @@ def test_new_series_takes_only_fresh_cases_and_says_when_there_are_none(tmp_path
     assert len(faults.calls(root)) == len(half) and len(faults.series(root, "holdout")) == 2
 
 
+@pytest.mark.slow
 def test_respend_holdout_runs_the_spent_cases_again_and_the_finding_says_so(tmp_path):
     root = faults.make(tmp_path, cases=16, experiments=("rate_a",))
     faults.run(tmp_path, HOLDOUT)

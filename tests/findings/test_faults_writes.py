@@ -22,6 +22,7 @@ def leftovers(root):
     return [p for p in root.rglob("*.tmp")]
 
 
+@pytest.mark.slow
 def test_a_full_disk_at_the_finding_write_keeps_the_verdict_and_the_same_command_publishes_it(tmp_path, xdist):
     root = faults.make(tmp_path, cases=24, files={"conftest.py": DISK_FULL})
     planned = faults.attempts_planned(root)
@@ -61,6 +62,7 @@ def test_an_unwritable_findings_folder_stops_a_held_out_run_before_anything_is_s
     assert working.ret == 0 and [s["split"] for s in faults.series(root)] == ["dev"]
 
 
+@pytest.mark.slow
 def test_a_dataset_edit_between_a_killed_run_and_its_rerun_closes_the_old_series_saying_so(tmp_path):
     root = faults.make(tmp_path, cases=24, gate=6, sleep=0.02)
     faults.kill_mid_series(tmp_path, root, 6, "--aqven-concurrency", "2")

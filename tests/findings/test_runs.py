@@ -145,6 +145,7 @@ elif POINT == "after_findings_md":       # both files written, the database not 
 
 @pytest.mark.parametrize("point", ["before_recording", "before_finding_file", "before_findings_md",
                                    "after_findings_md"])
+@pytest.mark.slow
 def test_a_kill_between_any_two_writes_is_repaired_by_the_rerun_without_running_attempts(pytester, monkeypatch,
                                                                                          point):
     root = make(pytester.path / "proj")

@@ -69,6 +69,7 @@ def key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
 
 
+@pytest.mark.slow
 def test_short_hard_cases_are_measured_and_fail(pytester, labeller, key, xdist):
     held, hard = project(pytester, labeller, big=False)
     out = holdout(pytester, xdist).stdout.str()
@@ -76,6 +77,7 @@ def test_short_hard_cases_are_measured_and_fail(pytester, labeller, key, xdist):
     assert f"verdict inconclusive: bot: label is {rate:.2f}" in out, out
 
 
+@pytest.mark.slow
 def test_hard_cases_too_large_for_the_cap_are_not_measured_and_confirm_nothing(pytester, labeller, key, xdist):
     """Before: `confirmed - bot: label is 1.00 (95% CI 0.80 to 1.00)`, exit 0, no finding said a case was missing."""
     held, hard = project(pytester, labeller, big=True)
@@ -89,6 +91,7 @@ def test_hard_cases_too_large_for_the_cap_are_not_measured_and_confirm_nothing(p
     assert not faults.finding_files(pytester.path / "proj")
 
 
+@pytest.mark.slow
 def test_one_case_too_large_is_counted_against_the_claim_and_its_finding_decides_so_again(pytester, labeller, key,
                                                                                           xdist):
     """Under 5% unmeasured the verdict is decided, with the unmeasured attempts as failures too: 22 cases that

@@ -152,6 +152,7 @@ def report(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_the_example_report_is_small_and_has_no_traceback(report):
     text = report.read_text()
     assert len(text.encode()) < 1_000_000
@@ -163,6 +164,7 @@ def _plots(dom: str) -> list[ET.Element]:
     return [ET.fromstring(m) for m in re.findall(r'<svg class="aqven-plot".*?</svg>', dom, re.S)]
 
 
+@pytest.mark.slow
 def test_chromium_renders_the_plots_where_their_numbers_say(chromium, report):
     dom = browse(chromium, report.as_uri(), report.with_name("dom.html"), "--dump-dom",
                  "--virtual-time-budget=5000").stdout

@@ -38,6 +38,7 @@ def probe(request):
 """
 
 
+@pytest.mark.slow
 def test_every_internal_is_found_in_the_installed_pytest_and_xdist(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_plain="def test_trivial():\n    pass\n\ndef test_fails():\n    assert False\n")

@@ -47,6 +47,7 @@ def test_the_xunit1_schema_is_what_pytest_itself_writes_for_a_plain_test(pyteste
 
 
 @pytest.mark.parametrize("family", ["xunit2", "xunit1"])
+@pytest.mark.slow
 def test_the_example_projects_junit_is_valid_with_readable_names(pytester, family, xdist):
     shutil.copytree(EXAMPLE, pytester.path / "example_project")
     result = pytester.runpytest_subprocess("example_project", "--aqven-holdout", f"--junitxml={family}.xml",
@@ -75,6 +76,7 @@ def test_the_example_projects_junit_is_valid_with_readable_names(pytester, famil
         assert {p.get("name"): p.get("value") for p in verdict.iter("property")}["aqven_verdict"] == "confirmed"
 
 
+@pytest.mark.slow
 def test_the_users_own_testcases_keep_their_order(pytester):
     """Only our testcases are put in one order; a user's own keep the places and order pytest wrote."""
     shutil.copytree(EXAMPLE, pytester.path / "example_project", ignore=shutil.ignore_patterns(".aqven"))

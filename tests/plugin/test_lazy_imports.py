@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("numpy", "scipy", "httpx", "aiohttp", "pydantic", "yaml", "liquid", "mcp", "genai_prices")
 
 _LOADED = "import sys; print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))" % (HEAVY,)
@@ -32,6 +34,7 @@ def pytest_unconfigure(config):
 """
 
 
+@pytest.mark.slow
 def test_a_suite_without_experiments_imports_nothing_heavy_through_the_plugin(pytester):
     """The whole run (options, collection, reports, summary) with the plugin loaded imports no heavy module
     that the same run without it (-p no:aqven) does not import."""

@@ -28,6 +28,7 @@ def verdict_line(result) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_collect_only_shows_the_tree_and_runs_nothing(pytester):
     root = make(pytester, projects.cases(8), repeats=2)
     result = pytester.runpytest("proj", "--collect-only", "-q")
@@ -150,6 +151,7 @@ def pytest_runtest_teardown(item):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.mark.slow
 def test_last_failed_reruns_the_experiment_whose_verdict_failed(pytester, xdist):
     """On the working cases (an invalid verdict fails there too); on held-out cases --lf runs nothing again:
     the finding stands (tests/findings/test_faults_holdout.py)."""

@@ -106,6 +106,7 @@ XDIST_ALL = {"no-xdist": [], **{dist: [*XDIST["n2"], "--dist", dist] for dist in
 
 
 @pytest.mark.parametrize("xdist", XDIST_ALL.values(), ids=XDIST_ALL.keys())
+@pytest.mark.slow
 def test_every_distribution_mode_reports_each_verdict_once_with_the_same_outcome(pytester, xdist):
     two_projects(pytester)
     result = pytester.runpytest_subprocess("good", "proj", "-p", "no:cacheprovider", "-rA", *xdist, timeout=120)

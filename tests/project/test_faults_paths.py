@@ -40,8 +40,10 @@ def test_a_path_out_of_the_project_is_an_aqven_check_error(tmp_path, kind):
         assert "outside the project" in error.message, error.render()
 
 
-@pytest.mark.parametrize("kind,mode", [("instructions", "no-xdist"), ("fragment", "n2"), ("dataset", "no-xdist"),
-                                       ("findings", "n2")])          # each kind in one of the two modes
+# each kind in one of the two modes (xdist's workers in the slow step)
+@pytest.mark.parametrize("kind,mode", [pytest.param(kind, mode, marks=[pytest.mark.slow] if mode == "n2" else [])
+                                       for kind, mode in [("instructions", "no-xdist"), ("fragment", "n2"),
+                                                          ("dataset", "no-xdist"), ("findings", "n2")]])
 def test_a_run_with_a_path_out_of_the_project_calls_no_model_and_writes_nothing_outside(tmp_path, kind, mode):
     root, file = escape(kind, tmp_path)
     result = faults.run(tmp_path, "--aqven-holdout", *XDIST[mode])

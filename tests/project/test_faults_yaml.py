@@ -27,6 +27,7 @@ def test_run_references_are_read_from_the_project_files_only(tmp_path):
 
 
 @pytest.mark.parametrize("name,text,mode", [("bomb", LAUGHS, "no-xdist"), ("deep", DEEP, "n2")])
+@pytest.mark.slow
 def test_a_yaml_bomb_outside_the_project_files_is_never_read(tmp_path, name, text, mode):
     root = faults.make(tmp_path, cases=8)
     (root / "notes").mkdir()
@@ -64,6 +65,7 @@ def test_a_finding_shaped_bomb_is_refused_in_a_line(tmp_path):
     ("research:\n  spend_cap_usd: 0\n", ".aqven/local.yaml:2:3: error E_SPEC_INVALID research.spend_cap_usd: the cap "
                                        "must be a positive amount in USD, not 0"),
 ])
+@pytest.mark.slow
 def test_the_local_override_is_refused_alike_by_aqven_check_and_pytest(tmp_path, xdist, text, diagnostic):
     root = faults.make(tmp_path, cases=8)
     (root / ".aqven").mkdir()

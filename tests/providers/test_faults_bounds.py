@@ -68,6 +68,7 @@ def test_a_call_whose_input_alone_passes_the_limit_is_refused_before_it_is_sent(
     assert err.value.code == "budget_exceeded" and "refused before it was sent" in str(err.value)
 
 
+@pytest.mark.slow
 def test_a_25_mb_input_under_a_one_dollar_cap_sends_nothing(tmp_path):
     Usage.requests = 0
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Usage)

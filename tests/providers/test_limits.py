@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from pytest_aqven import storage
 from pytest_aqven.providers.limits import SharedLimiter
 from pytest_aqven.providers.openai_compat import OpenAICompatProvider
@@ -38,6 +40,7 @@ def test_concurrency_holds_across_limiters_sharing_the_database(server, tmp_path
     assert server.max_inflight == 2 and time.perf_counter() - started >= 0.9
 
 
+@pytest.mark.slow
 def test_a_lease_of_a_dead_process_expires(tmp_path):
     dead = SharedLimiter(storage.limits(tmp_path), "p", rpm=None, concurrency=1, lease_s=2.0)
     assert dead.try_lease("p:m") is not None        # never released

@@ -81,6 +81,7 @@ def no_finding(root) -> None:
 
 
 @pytest.mark.parametrize("status", ["401", "404"])
+@pytest.mark.slow
 def test_a_refused_key_or_unknown_model_stops_the_series_at_its_first_call(pytester, server, xdist, status):
     root = make(pytester, server, split_cases(6), repeats=2)
     server.broken["m1"] = status
@@ -100,6 +101,7 @@ def test_a_refused_key_or_unknown_model_stops_the_series_at_its_first_call(pytes
     assert len({r["series_id"] for r in records(root)}) == 1
 
 
+@pytest.mark.slow
 def test_a_missing_key_stops_the_series_before_any_request(pytester, server, xdist, monkeypatch):
     monkeypatch.delenv("LOCAL_LLM_KEY", raising=False)
     root = make(pytester, server, split_cases(6), repeats=2)
@@ -122,6 +124,7 @@ def test_a_missing_key_stops_the_series_before_any_request(pytester, server, xdi
     assert len(server.requests) == 12
 
 
+@pytest.mark.slow
 def test_a_refused_connection_stops_the_series_and_the_server_started_continues_it(pytester, xdist):
     down = Server().start()
     down.stop()                         # its port now refuses connections
@@ -140,6 +143,7 @@ def test_a_refused_connection_stops_the_series_and_the_server_started_continues_
         up.stop()
 
 
+@pytest.mark.slow
 def test_held_out_cases_not_reached_stay_unspent(pytester, server, xdist):
     root = make(pytester, server, split_cases(8, "holdout"), repeats=1)
     server.broken["m1"] = "404"
@@ -152,6 +156,7 @@ def test_held_out_cases_not_reached_stay_unspent(pytester, server, xdist):
     assert len(list((root / "experiments" / "rate_ok" / "findings").glob("*.yaml"))) == 1
 
 
+@pytest.mark.slow
 def test_attempts_in_flight_finish_and_no_new_one_starts(pytester, server, xdist):
     """The first attempt succeeds (its cost is the reserve), then the model goes away: of the attempts in flight
     at concurrency 4, those that paid nothing run again after the fix; none starts after the stop."""
@@ -230,6 +235,7 @@ MAP_FLOW = {
 }
 
 
+@pytest.mark.slow
 def test_a_map_whose_items_fail_stops_the_series_too(pytester, server):
     """The default item policy (fail): the map's failure is the attempt's infrastructure error, and the
     permanent error under it stops the series (an absorbing policy, `skip`, needs the attempt to be an
@@ -256,6 +262,7 @@ def complete(request):
 '''
 
 
+@pytest.mark.slow
 def test_a_function_provider_marks_its_own_error_permanent(pytester, xdist):
     from .. import projects
     root = projects.make(pytester, 6, files={"provider.py": FIXABLE}, repeats=2)
@@ -271,6 +278,7 @@ def test_a_function_provider_marks_its_own_error_permanent(pytester, xdist):
     assert result.ret == 0 and result.parseoutcomes()["passed"] == outcomes["skipped"] + 1
 
 
+@pytest.mark.slow
 def test_an_attempt_that_falls_back_to_a_model_that_answers_stops_nothing(pytester, server):
     from .. import projects
     root = make(pytester, server, split_cases(4), repeats=1)

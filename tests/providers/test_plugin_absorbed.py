@@ -189,6 +189,7 @@ def assert_stopped(result, root, fault: str, recorded: int = 0) -> list[dict]:
     return rows
 
 
+@pytest.mark.slow
 def test_a_map_that_skips_items_never_skips_a_missing_key(pytester, server, monkeypatch, xdist):
     monkeypatch.delenv("LOCAL_LLM_KEY", raising=False)
     root = wired(pytester, server, MAP)
@@ -198,6 +199,7 @@ def test_a_map_that_skips_items_never_skips_a_missing_key(pytester, server, monk
     assert server.requests == []
 
 
+@pytest.mark.slow
 def test_a_map_that_skips_items_never_skips_a_model_the_server_does_not_know(pytester, server, xdist):
     root = wired(pytester, server, MAP)
     server.unknown_models = {"m1"}
@@ -207,6 +209,7 @@ def test_a_map_that_skips_items_never_skips_a_model_the_server_does_not_know(pyt
     assert len(server.requests) == 1 and {q["model"] for q in server.requests} == {"m1"}
 
 
+@pytest.mark.slow
 def test_a_quorum_that_skips_failed_branches_never_skips_an_outage(pytester, server, xdist):
     root = wired(pytester, server, QUORUM)
     server.unknown_models = {"ghost"}
@@ -217,6 +220,7 @@ def test_a_quorum_that_skips_failed_branches_never_skips_an_outage(pytester, ser
     assert len(ghost) == 1 and len(server.requests) <= 3     # the first attempt's raters only
 
 
+@pytest.mark.slow
 def test_one_item_lost_to_an_outage_is_an_unmeasured_attempt_counted_by_the_five_percent_rule(pytester, server,
                                                                                               xdist):
     """1 of 6 attempts unmeasured is more than 5%: invalid, where skipping the item kept the attempt `ok`."""

@@ -91,6 +91,7 @@ def verdict_line(result) -> str:
     return verdict_of(result.stdout.str())
 
 
+@pytest.mark.slow
 def test_a_series_on_an_http_provider_records_costs_and_retries(pytester, server):
     root = make(pytester, server, split_cases(4), repeats=2)
     server.script("m1", "429:0", "500")
@@ -107,6 +108,7 @@ def test_a_series_on_an_http_provider_records_costs_and_retries(pytester, server
 
 
 
+@pytest.mark.slow
 def test_rpm_holds_across_two_worker_processes(pytester, server):
     rpm = 240
     make(pytester, server, split_cases(12), limits=f"  limits: {{rpm: {rpm}}}")
@@ -123,6 +125,7 @@ def test_rpm_holds_across_two_worker_processes(pytester, server):
     print(f"rpm limit {rpm}: measured {measured:.0f} requests/min over {len(times)} requests under -n 2")
 
 
+@pytest.mark.slow
 def test_a_recorded_series_replays_offline_with_the_same_verdict_and_sentence(pytester, server):
     case_list = [*split_cases(8, prefix="ok"), *split_cases(3, text="wrong", prefix="bad")]
     root = make(pytester, server, case_list, repeats=2)
@@ -152,6 +155,7 @@ def _measured(record: dict) -> tuple:
             record["cost_usd"], calls, json.dumps(record["checks"], sort_keys=True))
 
 
+@pytest.mark.slow
 def test_a_canary_key_reaches_no_output_of_the_run(pytester, server, monkeypatch):
     """The provider echoes the key in an error, and the flow's own code raises with it: no file the run
     writes (database, junit, html, findings, FINDINGS.md) and no terminal output contains it."""
@@ -192,6 +196,7 @@ COST_QUESTION = '''question:
 
 
 @pytest.mark.parametrize("priced", [True, False], ids=["priced", "unpriced"])
+@pytest.mark.slow
 def test_an_unpriced_call_is_unknown_cost_never_free(pytester, server, priced):
     server.with_cost = priced
     root = make(pytester, server, split_cases(6))

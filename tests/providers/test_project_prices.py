@@ -88,6 +88,7 @@ def calls(root) -> list[dict]:
     return [c for r in rows for n in r["trace"]["nodes"] for c in n["calls"]]
 
 
+@pytest.mark.slow
 def test_a_server_that_reports_tokens_only_is_warned_before_the_first_attempt(pytester, server, xdist):
     """vLLM and Ollama report tokens, not costs: without a declared price the header says so before any
     attempt, with and without xdist, and the spend is a lower bound."""
@@ -109,6 +110,7 @@ def test_a_server_that_reports_tokens_only_is_warned_before_the_first_attempt(py
     assert {c["cost_source"] for c in calls(root)} == {"unknown"}
 
 
+@pytest.mark.slow
 def test_a_declared_price_prices_a_server_that_reports_tokens_only(pytester, server):
     root = make(pytester, server, split_cases(3))
     server.with_cost = False
@@ -141,6 +143,7 @@ def test_a_function_provider_that_reports_tokens_only_takes_the_declared_price(p
         (c["tokens_in"] * small[0] + c["tokens_out"] * small[1]) / 1e6) for c in priced), priced[0]
 
 
+@pytest.mark.slow
 def test_max_tokens_and_a_declared_price_bound_what_an_attempt_can_cost(pytester, server, xdist):
     """Every call's bound is its input as sent and the agent's max_tokens of output at the model's price: the
     series' cost_usd is then a bounded mean, "cheaper than" is confirmed, and the finding records the bound.

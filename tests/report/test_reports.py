@@ -124,6 +124,7 @@ def _normalised(path: Path) -> str:
     return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<series>", text)
 
 
+@pytest.mark.slow
 def test_junit_is_the_same_with_and_without_xdist(pytester):
     case_list = [("wrong_2", "wrong"), ("c_refuse", "refuse"), ("c_crash", "crash"),
                  *[(f"ok_{i}", "fine") for i in (2, 6, 7, 9, 10, 12)]]

@@ -36,7 +36,8 @@ def splits() -> list[str]:
 
 
 @pytest.mark.parametrize("split", splits())
-@pytest.mark.parametrize("name", PROJECTS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=[pytest.mark.slow] if name == "showcase" else [])
+                                  for name in PROJECTS])    # the showcase's eight experiments take seconds
 def test_the_project_gives_the_predicted_verdicts(pytester, name, split, xdist):
     """`pytest example_project [--aqven-holdout]` (or `pytest demo` after `aqven new demo`, `pytest showcase`
     after `aqven new showcase --template showcase --package demo`) as a user types it: every experiment in

@@ -100,6 +100,7 @@ def test_the_package_name_comes_from_the_folder(folder, package):
     assert package_name(folder) == package
 
 
+@pytest.mark.slow
 def test_new_check_and_pytest_from_a_wheel_in_a_fresh_venv(tmp_path):
     """The newcomer's path: the package built as a wheel and installed (not editable) into a new venv, then
     `aqven new demo && aqven check demo && pytest demo` there. The venv borrows this one's dependencies

@@ -38,6 +38,7 @@ async def complete(request):
 '''
 
 
+@pytest.mark.slow
 def test_at_concurrency_1_attempts_run_in_the_pytest_thread_and_above_it_on_the_scheduler_loop(pytester):
     root = make(pytester.path, cases=8)
     (root / "provider.py").write_text((root / "provider.py").read_text() + THREAD_LOG)
@@ -53,6 +54,7 @@ def test_at_concurrency_1_attempts_run_in_the_pytest_thread_and_above_it_on_the_
     assert set((root / "threads.log").read_text().split()) == {"aqven-attempts"}
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_concurrency_1_lets_the_running_attempt_finish_and_record(pytester):
     root = make(pytester.path, sleep=0.3)
     provider = (root / "provider.py").read_text()     # paid first, then answered: a Ctrl-C meets paid calls
@@ -64,6 +66,7 @@ def test_ctrl_c_at_concurrency_1_lets_the_running_attempt_finish_and_record(pyte
     interrupt_and_see_it_kept(root, proc)      # most likely inside an attempt's 0.3 s answer, after its call
 
 
+@pytest.mark.slow
 def test_kill_9_at_concurrency_1_then_the_same_command_resumes(pytester):
     kill_9_mid_series_then_resume(pytester, make(pytester.path, sleep=0.05, gate=6), 6)
 
@@ -78,6 +81,7 @@ def pytest_unconfigure(config):
 """
 
 
+@pytest.mark.slow
 def test_an_xdist_worker_collects_and_runs_attempts_without_numpy(pytester):
     """numpy and scipy cost every worker a third of a second: only the controller decides verdicts."""
     make(pytester.path, cases=8)
@@ -105,6 +109,7 @@ def test_the_look_ahead_schedules_each_attempt_once_not_again_at_every_item(pyte
     assert len(asked) <= 2 * len(set(asked)) and len(set(asked)) >= 8
 
 
+@pytest.mark.slow
 def test_two_runs_at_concurrency_1_share_a_series_and_run_no_attempt_twice(pytester):
     """A run_here attempt that the other run holds switches its process to the loop thread, which looks
     further ahead for work instead of waiting for the other run."""
@@ -164,6 +169,7 @@ def test_at_concurrency_1_a_claim_takes_the_next_ones_with_it_and_finishes_commi
     assert db(root).execute("SELECT finished FROM aqven_spend_totals").fetchone()[0] == attempts
 
 
+@pytest.mark.slow
 def test_a_claim_made_ahead_does_not_start_once_the_series_is_cancelled(pytester):
     root = make(pytester.path, cases=40)
     (root / "provider.py").write_text((root / "provider.py").read_text() + CANCEL_AT_THIRD_CALL)
@@ -188,6 +194,7 @@ async def complete(request):
 
 
 @pytest.mark.parametrize("dist", ["load", "worksteal"])
+@pytest.mark.slow
 def test_under_xdist_each_worker_claims_ahead_only_what_it_runs(pytester, dist):
     """worksteal gives queued items to the other worker (here always: gw1 is slow): there no worker claims
     ahead. xdist sets `dist` to "no" on its workers, so they learn the mode from the controller."""

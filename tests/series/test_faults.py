@@ -97,6 +97,7 @@ def test_sigstop_past_the_lease_then_sigcont_counts_each_attempt_once(tmp_path, 
     assert len(set(verdicts)) == 1, verdicts                                 # both runners say the same
 
 
+@pytest.mark.slow
 def test_a_cancel_while_the_last_attempt_is_in_flight_is_final(tmp_path, xdist):
     root = faults.make(tmp_path, cases=40)
     planned = faults.attempts_planned(root)
@@ -141,6 +142,7 @@ def paused(tmp_path):
     return root, s["series_id"]
 
 
+@pytest.mark.slow
 def test_an_approve_that_a_cancel_overtook_says_so_and_fails(tmp_path):
     root, sid = paused(tmp_path)
     prompted = faults.approve_prompted(tmp_path, sid, "0.40")
@@ -151,6 +153,7 @@ def test_an_approve_that_a_cancel_overtook_says_so_and_fails(tmp_path):
     assert faults.series(root)[0]["status"] == "cancelled"
 
 
+@pytest.mark.slow
 def test_of_two_approvals_the_second_says_which_cap_won_and_fails(tmp_path):
     root, sid = paused(tmp_path)
     first, second = faults.approve_prompted(tmp_path, sid, "0.40"), faults.approve_prompted(tmp_path, sid, "0.08")

@@ -42,6 +42,7 @@ def resumed_paying_each_attempt_once(tmp_path, root, *args: str) -> None:
 
 
 @pytest.mark.parametrize("concurrency", ["1", "2"])
+@pytest.mark.slow
 def test_sigterm_stops_like_a_first_ctrl_c_says_so_and_the_same_command_continues(tmp_path, xdist, concurrency):
     args = (*xdist, "--aqven-concurrency", concurrency)
     root, out, code = stopped_with(tmp_path, [signal.SIGTERM], *args)
@@ -56,6 +57,7 @@ def test_sigterm_stops_like_a_first_ctrl_c_says_so_and_the_same_command_continue
 
 
 @pytest.mark.parametrize("concurrency", ["1", "2"])
+@pytest.mark.slow
 def test_a_second_ctrl_c_stops_at_once_without_a_traceback(tmp_path, xdist, concurrency):
     args = (*xdist, "--aqven-concurrency", concurrency)
     root, out, code = stopped_with(tmp_path, [signal.SIGINT, signal.SIGINT], *args)
@@ -117,6 +119,7 @@ EXITS = {
 
 
 @pytest.mark.parametrize("kind", EXITS)
+@pytest.mark.slow
 def test_a_code_node_that_exits_or_forks_is_its_attempts_error_not_the_end_of_pytest(tmp_path, xdist, kind):
     code, said = EXITS[kind]
     root = faults.make(tmp_path, cases=8, files={"flows/rate/nodes/clean/clean.py": code})

@@ -146,6 +146,7 @@ def test_the_look_ahead_schedules_each_attempt_about_once_whatever_the_concurren
     assert 1 < len([b for b in handovers if b]) <= 40 // 17 + 2
 
 
+@pytest.mark.slow
 def test_attempts_queued_behind_the_first_one_wait_for_its_end_without_asking_the_ledger_meanwhile(pytester,
                                                                                                     monkeypatch):
     from .test_series import make

@@ -241,6 +241,7 @@ def test_the_cap_source_and_an_explicit_cap_above_the_project_cap(tmp_path):
 
 # --- the plugin --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_cap_is_never_exceeded_under_four_workers_with_eight_attempts_each(pytester, capsys):
     root = make(pytester.path, cap=0.2)
     result = pytester.runpytest("proj", "-p", "no:cacheprovider", "-n", "4", "--aqven-concurrency", "8", "-rs")
@@ -257,6 +258,7 @@ def test_the_cap_is_never_exceeded_under_four_workers_with_eight_attempts_each(p
     assert len(calls(root)) == len(finished(root))                    # every paid call is recorded
 
 
+@pytest.mark.slow
 def test_pause_approve_on_a_terminal_and_resume(pytester):
     root = make(pytester.path, cap=0.2)
     first = pytester.runpytest_subprocess("proj", "-p", "no:cacheprovider", "--aqven-concurrency", "4", "-rs")
@@ -319,6 +321,7 @@ def test_rerunning_the_command_never_lowers_a_cap_a_person_approved(pytester, xd
     assert json.loads((pytester.path / "series.json").read_text())["series"][0]["spend"]["cap_usd"] == 0.5
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_of_one_series_share_the_work(pytester, capsys):
     root = make(pytester.path, sleep=0.05, gate=8)
 
@@ -373,6 +376,7 @@ def wait_for_finished(root: Path, proc: subprocess.Popen, timeout: float = 120) 
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_runner_mid_series_then_the_same_command_resumes(pytester):
     kill_9_mid_series_then_resume(pytester, make(pytester.path, sleep=0.1, gate=10), 10, "--aqven-concurrency", "4")
 
@@ -388,6 +392,7 @@ def kill_9_mid_series_then_resume(pytester, root: Path, gate: int, *args: str) -
     _resumes_without_rerunning(root, pytester.path, [proc.pid])
 
 
+@pytest.mark.slow
 def test_kill_9_of_an_xdist_worker_mid_series_then_the_same_command_resumes(pytester):
     root = make(pytester.path, sleep=0.1, gate=10)
     proc = subprocess.Popen(pytest_cmd(*XDIST["n2"], "--aqven-concurrency", "4"), cwd=pytester.path,
@@ -401,6 +406,7 @@ def test_kill_9_of_an_xdist_worker_mid_series_then_the_same_command_resumes(pyte
     _resumes_without_rerunning(root, pytester.path, sorted(workers)[:1])
 
 
+@pytest.mark.slow
 def test_ctrl_c_mid_series_stops_new_attempts_records_the_running_ones_and_keeps_the_series(pytester):
     root = make(pytester.path, sleep=0.2)
     proc = subprocess.Popen(pytest_cmd("--aqven-concurrency", "4"), cwd=pytester.path,
@@ -422,6 +428,7 @@ def interrupt_and_see_it_kept(root: Path, proc: subprocess.Popen) -> None:
 
 @pytest.mark.parametrize("run", [["--aqven-concurrency", "1"], ["--aqven-concurrency", "4"],
                                  [*XDIST["n2"], "--aqven-concurrency", "4"]], ids=["1", "4", "xdist"])
+@pytest.mark.slow
 def test_ctrl_c_once_every_attempt_is_recorded_cancels_nothing_and_the_same_command_decides(pytester, run):
     """A stop cancels the series it cut short; one whose every attempt is recorded stays for the rerun to decide,
     with no call: cancelling it would throw away every attempt it paid for."""
@@ -462,6 +469,7 @@ def test_x_stops_new_attempts_and_cancels_the_series(pytester):
     assert len(finished(root)) < 20 and sorted(calls(root)) == sorted(finished(root))
 
 
+@pytest.mark.slow
 def test_new_series_starts_afresh_and_cancels_the_unfinished_one(pytester):
     root = make(pytester.path, cases=8)
     pytester.runpytest("proj", "-p", "no:cacheprovider", "-k", "case_00 or case_01")
@@ -482,6 +490,7 @@ def _one_message(result, *needles: str) -> None:
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
+@pytest.mark.slow
 def test_a_damaged_database_stops_the_session_with_one_message_and_is_kept_aside(pytester, damage):
     root = make(pytester.path, cases=8)
     pytester.runpytest("proj", "-p", "no:cacheprovider")

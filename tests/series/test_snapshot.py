@@ -91,6 +91,7 @@ def ran_the_original(calls: list[str]) -> bool:
                and "EDITED" not in c for c in calls)
 
 
+@pytest.mark.slow
 def test_an_edit_mid_series_never_reaches_an_attempt_and_makes_the_verdict_invalid(pytester, monkeypatch, xdist):
     root = make(pytester.path / "proj")
     # prompt, fragment and the agent's instructions rewritten after the 3rd call: later attempts still run

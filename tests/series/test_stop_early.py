@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from pytest_aqven.findings.spent import spent
@@ -31,6 +32,7 @@ def _reached(root) -> set[str]:
     return {line.split("|")[2] for line in faults.calls(root)}
 
 
+@pytest.mark.slow
 def test_a_decided_series_stops_and_the_rest_never_runs(pytester, xdist):
     root = faults.make(pytester.path, cases=200, repeats=2)
     planned = faults.attempts_planned(root)

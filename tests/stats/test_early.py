@@ -138,6 +138,7 @@ def _bad(rows, limit):
             for r in rows if r["past"] == 0 and (r["confirmed"] > limit or r["refuted"] > limit)]
 
 
+@pytest.mark.slow
 def test_optional_stopping_keeps_the_tails_small_grid():
     rows = stopping.edge_rows(400, planned_grid=(30, 100))
     assert not _bad(rows, 0.025 + 3 * np.sqrt(0.025 * 0.975 / 400)), _bad(rows, 0.05)

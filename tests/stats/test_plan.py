@@ -63,6 +63,7 @@ def test_recommendation_texts_exact():
                       "but only 50 are available")
 
 
+@pytest.mark.slow
 def test_search_is_reproducible_and_the_robust_family_needs_more_cases():
     q = Pair("noninferior", "a", "b", "promises", 0.05)
     robust = plan(q, seed=3)
@@ -122,6 +123,7 @@ def test_an_observed_value_on_the_wrong_side_of_the_edge_confirms_at_no_number_o
                                "of cases confirms it: what was observed is not past the edge")
 
 
+@pytest.mark.slow
 def test_a_noninferiority_observed_near_its_margin_needs_many_more_cases_than_one_margin_past_the_edge():
     """Issue 20: an observed -0.13 against a 0.15 margin needs about a thousand cases, not the 80-odd the
     pre-registered truth (a difference of 0) needs."""

@@ -110,6 +110,7 @@ def test_a_value_off_a_whole_number_never_prints_as_one(value, unit, signed, sho
     assert number(value, unit, signed) == shown
 
 
+@pytest.mark.slow
 def test_rare_event_rates_print_below_1():
     """0.99575 of passes with its interval: neither the value nor a bound below 1 reads 1.00."""
     cases = [400] * 199 + [317]

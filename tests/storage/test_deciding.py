@@ -34,6 +34,7 @@ DECIDED = {"confirmed": ('{"label": "positive"}', ("--aqven-holdout",)), "signal
 
 @pytest.mark.parametrize("state", sorted(DECIDED))
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+@pytest.mark.slow
 def test_deciding_a_series_opens_one_connection(tmp_path, request, monkeypatch, store, state):
     """The tally, the verdict, the series' end with its finding, the finding's files and the report's entry: one
     store, one connection (each step opened its own before: 6 to 8)."""

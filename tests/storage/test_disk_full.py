@@ -22,6 +22,7 @@ CREATE TRIGGER aqven_test_disk_full BEFORE INSERT OR UPDATE ON aqven_series_atte
 '''
 
 
+@pytest.mark.slow
 def test_postgresql_a_disk_that_fills_up_mid_run_stops_it_with_one_message(tmp_path, postgres_url, xdist):
     import psycopg
 

@@ -50,6 +50,7 @@ def test_a_disk_too_full_to_start_refuses_before_anything_is_paid(tmp_path, xdis
     assert faults.calls(root) == []
 
 
+@pytest.mark.slow
 def test_a_disk_that_fills_up_mid_run_stops_it_with_one_message_and_the_same_command_continues(tmp_path, xdist):
     root = faults.make(tmp_path, cases=48, files={"conftest.py": DB_FULL})
     full = faults.run(tmp_path, *xdist, "--aqven-concurrency", "2", env={"FAULT_DB_FULL": "3"})
@@ -67,6 +68,7 @@ def test_a_disk_that_fills_up_mid_run_stops_it_with_one_message_and_the_same_com
     assert len(set(faults.calls(root))) == planned
 
 
+@pytest.mark.slow
 def test_a_disk_that_fills_up_mid_run_still_shows_the_verdicts_of_the_series_it_finished(tmp_path, xdist):
     """The first experiment's attempts were all recorded when the disk filled up during the second's: its verdict
     is decided and shown (recorded if the disk still takes it); the second stays open (not cancelled), and the
@@ -89,6 +91,7 @@ def test_a_disk_that_fills_up_mid_run_still_shows_the_verdicts_of_the_series_it_
     assert len(set(faults.calls(root))) == faults.attempts_planned(root, "dev")
 
 
+@pytest.mark.slow
 def test_the_database_removed_mid_run_stops_it_and_nothing_more_is_paid_into_it(tmp_path, xdist):
     root = faults.make(tmp_path, cases=48, gate=4, sleep=0.01)
     proc = faults.start(tmp_path, *xdist, "--aqven-concurrency", "2")
@@ -119,6 +122,7 @@ if os.environ.get("FAULT_CLOCK_STEP"):
 '''
 
 
+@pytest.mark.slow
 def test_a_clock_step_on_the_machine_takes_no_live_claim(tmp_path):
     root = faults.make(tmp_path, cases=24, gate=4, sleep=0.01, files={"conftest.py": CLOCK_STEP})
     first = faults.start(tmp_path, "--aqven-concurrency", "2")

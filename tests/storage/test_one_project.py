@@ -24,6 +24,7 @@ def two_projects(tmp_path):
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+@pytest.mark.slow
 def test_a_store_that_holds_another_projects_series_is_refused_with_one_message(tmp_path, request, store):
     a, b = two_projects(tmp_path)
     env = {"AQVEN_STORE": request.getfixturevalue("postgres_url") if store == "postgresql" else ""}
@@ -49,6 +50,7 @@ def test_a_store_that_holds_another_projects_series_is_refused_with_one_message(
     assert again.returncode == 0 and "(holdout, nothing ran): confirmed" in again.stdout, again.stdout
 
 
+@pytest.mark.slow
 def test_two_projects_on_one_database_each_in_its_own_schema_keep_their_series_apart(tmp_path, postgres_url):
     """The documented way to share a server: a schema per project, chosen in the URL (options=-csearch_path)."""
     a, b = two_projects(tmp_path)

@@ -85,6 +85,7 @@ def test_the_limits_run_a_step_again_after_a_cut(postgres_url):
     assert first and second and limits.try_lease("p:m", 2, 60.0) is None
 
 
+@pytest.mark.slow
 def test_backends_terminated_mid_transaction_fail_no_attempt(tmp_path, postgres_url):
     """The backends of the run found inside a transaction are terminated, again and again, while its attempts
     run 4 at a time: each interrupted transaction runs again, so every attempt passes and is paid once."""

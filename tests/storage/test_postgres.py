@@ -83,6 +83,7 @@ def test_refused_credentials_stop_the_run_with_one_message(tmp_path, postgres_se
     assert "wrong" not in result.stderr and "Traceback" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_password_from_pgpassword_is_taken(tmp_path, postgres_server):
     role, password = pg.PASSWORD_ROLE
     result = run_project(tmp_path, "--aqven-store", postgres_server.url(postgres_server.new_database(), role),
@@ -109,6 +110,7 @@ def aqven(cwd, *args: str, env: dict | None = None) -> subprocess.CompletedProce
                           timeout=120, env={**os.environ, "AQVEN_STORE": "", **(env or {})})
 
 
+@pytest.mark.slow
 def test_db_check_and_migrate_on_a_server(tmp_path, postgres_url):
     where = storage.postgres.where(postgres_url)
     fresh = aqven(tmp_path, "db", "check", env={"AQVEN_STORE": postgres_url})

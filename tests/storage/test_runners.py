@@ -52,6 +52,7 @@ def verdicts(out: str) -> list[str]:
     return [line for line in out.splitlines() if re.match(r"^\w+ \((holdout|dev), \d+/\d+ attempts\): ", line)]
 
 
+@pytest.mark.slow
 def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, postgres_server):
     one, a, b, fresh = copies(tmp_path, 4, cases=48, gate=2, sleep=0.02)
     (one / "proj" / "go").touch()
@@ -89,6 +90,7 @@ def test_two_runners_make_the_calls_of_one_run_and_write_one_finding(tmp_path, p
     assert (fresh / "proj" / "FINDINGS.md").read_text() == (a / "proj" / "FINDINGS.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_checkout_that_concludes_an_experiment_while_another_is_past_its_collection(tmp_path, postgres_url):
     """CI shards on one store: checkout A collects both experiments (nothing spent yet) and waits, checkout B
     concludes rate_b. A's held-out series of rate_b finds its cases taken as it opens: it runs nothing and
@@ -120,6 +122,7 @@ def test_a_checkout_that_concludes_an_experiment_while_another_is_past_its_colle
     assert "holdout looks" not in (fresh / "proj" / "FINDINGS.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_runner_whose_inputs_differ_closes_the_others_series_as_inputs_changed(tmp_path, postgres_url):
     """Another commit of the dataset on the second machine: its runner starts a series on its own inputs and
     closes the first machine's, invalid (inputs_changed, naming the file), in the transaction that opens its
@@ -254,6 +257,7 @@ def test_a_server_that_goes_away_mid_series_loses_nothing_and_the_run_goes_on_wh
         pg.destroy(own)
 
 
+@pytest.mark.slow
 def test_an_xdist_worker_killed_after_reporting_a_record_it_never_committed_on_postgresql(tmp_path, postgres_url):
     """The group commit's window on the PostgreSQL store: the same code path as SQLite's
     (tests/findings/test_faults_holdout.py), so the verdict never rests on a record the server never got."""
@@ -274,6 +278,7 @@ def test_an_xdist_worker_killed_after_reporting_a_record_it_never_committed_on_p
     assert rows(postgres_url, "SELECT COUNT(*) FROM aqven_findings") == [(2,)]
 
 
+@pytest.mark.slow
 def test_a_configuration_that_cannot_work_stops_its_series_on_postgresql_and_the_fix_continues_it(tmp_path,
                                                                                                    postgres_url):
     """The stop lives in the shared store: both xdist workers see it, one call is made; after the fix the same
@@ -302,6 +307,7 @@ def test_a_configuration_that_cannot_work_stops_its_series_on_postgresql_and_the
         server.stop()
 
 
+@pytest.mark.slow
 def test_two_runners_of_one_series_stop_together_when_it_is_decided(tmp_path, postgres_url):
     """--aqven-stop-early on two runners: the runner whose look decides pauses the series in the store, and the
     other one starts nothing more either; one finding, on the decided prefix."""

@@ -89,6 +89,7 @@ def test_a_database_of_a_newer_pytest_aqven_is_refused_and_left_as_it_is(tmp_pat
     assert dump(path) == before
 
 
+@pytest.mark.slow
 def test_a_newer_database_is_one_message_in_pytest_and_in_every_aqven_command(tmp_path, xdist):
     """pytest: once, at the session start, exit 4, no call; each aqven command that reads the store: the same
     message, never a traceback; `aqven db check` says it is newer and exits 1. The file is left as it is."""
@@ -115,6 +116,7 @@ def test_a_newer_database_is_one_message_in_pytest_and_in_every_aqven_command(tm
     assert dump(path) == before
 
 
+@pytest.mark.slow
 def test_an_open_series_an_older_release_recorded_is_continued_not_closed_as_inputs_changed(tmp_path):
     """A release of 2026-11-30 hashed fewer kinds of input (no judges, experiment folder, modules) and so keyed
     its plan otherwise: its open series is continued under this release's key, its attempts reused, nothing

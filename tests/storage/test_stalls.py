@@ -72,6 +72,7 @@ def _holds_the_write_lock(pid: int) -> bool:
         return any(f" {pid} " in line and " WRITE " in line and line.split()[-2:] == ["120", "120"] for line in f)
 
 
+@pytest.mark.slow
 def test_sqlite_a_runner_stopped_in_its_transaction_is_named_and_the_other_stops_with_one_line(tmp_path, xdist):
     root, first = stopped_in_a_transaction(tmp_path, {})
     try:
@@ -92,6 +93,7 @@ def test_sqlite_a_runner_stopped_in_its_transaction_is_named_and_the_other_stops
     assert len(paid) == len(set(paid)) == faults.attempts_planned(root, "dev")
 
 
+@pytest.mark.slow
 def test_postgresql_a_runner_stopped_in_its_transaction_loses_its_session_and_the_other_goes_on(
         tmp_path, postgres_url, xdist):
     env = {"AQVEN_STORE": postgres_url}
