@@ -8,13 +8,12 @@ from pathlib import Path
 
 from .. import stats
 from ..experiments import inputs, plan as planning
-from ..experiments.checks import check_scales
 from ..project.model import Project
 from ..series.db import Store, planned_attempts
 from ..series.ledger import PROVIDER_UNUSABLE, pause_text, spend
 from ..series.stopping import decided_cases
 from ..series.tally import SeriesTally, TallyTable
-from ..series.to_stats import question_of
+from ..series.to_stats import facts_of, question_of
 from .judges import unvalidated
 
 
@@ -82,18 +81,14 @@ def conclude(project: Project, store: Store, series_id: str, tally: SeriesTally,
     except (planning.PlanError, OSError, AttributeError, KeyError):
         now = None
     touched = inputs.changed(series.get("fingerprints", {}))
-    facts = stats.SeriesFacts(
-        series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
-        check_kinds={c.id: c.kind for c in spec.checks}, check_scales=check_scales(project, experiment),
-        unvalidated_judges=unvalidated(project, experiment),
-        total_attempts=total, family=family, cancelled=_stopped(series) == "cancelled",
-        budget_cut=tally.budget_cut > 0,
+    facts = facts_of(
+        project, experiment, series_id, series, family, unvalidated_judges=unvalidated(project, experiment),
+        total_attempts=total, cancelled=_stopped(series) == "cancelled", budget_cut=tally.budget_cut > 0,
         # changed now, or touched at any time since the start (even if changed back: the mtime moved), or
         # a process of the series read other inputs than it recorded (its attempts say inputs_changed)
         inputs_changed=now != series["snapshot"] or bool(touched)
         or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
-        changed_inputs=inputs.named(touched, project.root),
-        salt=salt, cost_bound=tally.cost_bound(),
+        changed_inputs=inputs.named(touched, project.root), cost_bound=tally.cost_bound(),
         planned_cases=0 if prefix is None else len(series["cases"]))
     table = tally.table(facts.salt, facts.check_kinds, None if prefix is None else set(prefix))
     from ..stats.verdicts import decide_table  # noqa: PLC0415  (numpy: not when a worker collects)

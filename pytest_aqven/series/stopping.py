@@ -53,33 +53,30 @@ class _Watch:
     """One series a run looks at: its cases in the betting order, and how many of them are complete."""
 
     def __init__(self, project: Project, experiment: RunnableExperiment, series: dict, family: str) -> None:
-        from ..experiments.checks import check_scales
-        from ..stats import SeriesFacts, experiment_salt
-        from .to_stats import question_of
+        from .to_stats import facts_of, question_of
 
         self.root, self.series_id = project.root, series["series_id"]
         self.variants, self.repeats = list(series["variants"]), int(series["repeats"])
-        salt = experiment_salt(project.package, experiment.id)
-        self.names = run_order(salt, series["cases"])
+        self.facts = facts_of(project, experiment, self.series_id, series, family, planned_cases=len(series["cases"]))
+        self.names = run_order(self.facts.salt, series["cases"])
         self.question = question_of(experiment.spec)
-        self.facts = SeriesFacts(series_id=self.series_id, split=series["split"], variants=tuple(self.variants),
-                                 check_kinds={c.id: c.kind for c in experiment.spec.checks},
-                                 check_scales=check_scales(project, experiment), family=family, salt=salt,
-                                 planned_cases=len(self.names))
         self.complete = 0
+        self.due = 1        # the complete prefix the next look waits for
 
     def look(self, tally: SeriesTally) -> dict | None:
         """The pause that stops the series when the longest complete prefix decides it, else None."""
         from ..stats import early
 
         every = (1 << (self.repeats + 1)) - 2       # repeats 1..R
-        before = self.complete
         while self.complete < len(self.names) and all(
                 (case := tally.cases.get((v, self.names[self.complete]))) is not None and case.seen & every == every
                 for v in self.variants):
             self.complete += 1
-        if self.complete == before or self.complete >= len(self.names):    # the last look is the final one
+        if self.complete < self.due or self.complete >= len(self.names):    # the last look is the final one
             return None
+        # at most 200 looks: each builds its prefix's table, so a look after every one of 10,000 cases would be
+        # quadratic; Ville's inequality holds over any looks, fewer only stop later (below 400 cases: every case)
+        self.due = self.complete + max(1, len(self.names) // 200)
         table = tally.table(self.facts.salt, self.facts.check_kinds, set(self.names[:self.complete]))
         cells = early.decided(self.question, table, self.facts, len(self.names))
         if cells is None:
@@ -112,8 +109,8 @@ class Looks:
             with store.transaction() as db:
                 db.pause_series(watch.series_id, pause)
             self.watches[tally.series_id] = None
-        except storage.ERRORS:      # the store is busy or away: the next complete case looks again
-            watch.complete -= 1
+        except storage.ERRORS:      # the store is busy or away: the next record looks again
+            watch.due = watch.complete
         finally:
             store.close()
 

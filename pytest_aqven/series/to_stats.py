@@ -1,10 +1,16 @@
 """What statistics reads of a series: the question of its experiment, and each attempt of its records."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .. import stats
 from ..project.specs import ExperimentSpec, LookQuestion, PairQuestion, ThresholdQuestion
 from ..record import AttemptRecord
 from ..stats.model import case_key
+
+if TYPE_CHECKING:
+    from ..project.loader import RunnableExperiment
+    from ..project.model import Project
 
 
 def question_of(spec: ExperimentSpec) -> stats.Threshold | stats.Pair | stats.Look:
@@ -16,6 +22,18 @@ def question_of(spec: ExperimentSpec) -> stats.Threshold | stats.Pair | stats.Lo
     assert isinstance(q, PairQuestion)
     return stats.Pair(q.kind, q.baseline, q.candidate, q.primary, q.margin, q.direction,
                       tuple(stats.Guardrail(g.metric, g.margin, g.direction, g.relative) for g in q.guardrails))
+
+
+def facts_of(project: Project, experiment: RunnableExperiment, series_id: str, series: dict, family: str,
+             **decided: Any) -> stats.SeriesFacts:
+    """What every decision of a series knows before its data: its variants, its checks and their scales, the salt
+    of its betting order. The look of --aqven-stop-early uses these alone; `decided` adds what the final one reads
+    off the series (spend, inputs, its total)."""
+    from ..experiments.checks import check_scales  # noqa: PLC0415  (the experiments' rules: not on import)
+    return stats.SeriesFacts(
+        series_id=series_id, split=series["split"], variants=tuple(series["variants"]),
+        check_kinds={c.id: c.kind for c in experiment.spec.checks}, check_scales=check_scales(project, experiment),
+        family=family, salt=stats.experiment_salt(project.package, experiment.id), **decided)
 
 
 def to_attempt(record: AttemptRecord, salt: str | None = None) -> stats.Attempt:

@@ -146,3 +146,24 @@ def test_a_series_stopped_early_reads_stopped_not_awaiting_approval():
     decided = {"status": "awaiting_approval", "pause": {"reason": "decided", "cases": 3, "planned": 9}}
     assert status_text(decided) == "stopped"
     assert status_text({"status": "awaiting_approval", "pause": {"reason": "spend_near_cap"}}) == "awaiting_approval"
+
+
+def test_a_long_series_looks_at_most_200_times(monkeypatch):
+    """Each look scores its whole prefix: a look after every one of 10,000 cases would be quadratic. Below 400
+    planned cases every complete case is looked at; beyond, every planned/200."""
+    from types import SimpleNamespace
+
+    from pytest_aqven.series import stopping
+    from pytest_aqven.stats import early
+
+    monkeypatch.setattr(early, "decided", lambda *args: None)
+    for planned, looks in [(300, 299), (10_000, 200)]:
+        watch = object.__new__(stopping._Watch)
+        watch.names, watch.variants, watch.repeats = [f"c{i}" for i in range(planned)], ["v"], 1
+        watch.facts, watch.question, watch.complete, watch.due = SimpleNamespace(salt="", check_kinds={}), None, 0, 1
+        tables = []
+        tally = SimpleNamespace(cases={}, table=lambda salt, kinds, prefix: tables.append(len(prefix)))
+        for name in watch.names:            # one record a case, each completing the next case of the order
+            tally.cases[("v", name)] = SimpleNamespace(seen=0b10)
+            assert watch.look(tally) is None
+        assert len(tables) == looks and tables == sorted(tables), (planned, len(tables))
