@@ -8,6 +8,7 @@ on the log ratio against log(1-m) or -log(1+m).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -182,7 +183,10 @@ def pair_estimate(
         return _mean_like(base, cand, mb, mc, sign, relative_margin, method, unit, salt, family, info.shape,
                           cost_bound)
     if info.shape == "ratio":
-        return _ratio(base, cand, sign, relative, method, unit, cases, attempts)
+        estimate = _ratio(base, cand, sign, relative, method, unit, cases, attempts)
+        # the paired ratio keeps its interval; a known bound rules out runaways past it (docs/statistics.md)
+        known = usable_bound(cost_bound, family, base, cand) if unit == "usd" else None
+        return estimate if known is None else dataclasses.replace(estimate, cost_bound=known)
     seed = stat_seed(salt, info.name, *names, data=(base, cand))
     return _quantile(base, cand, sign, relative, method, unit, cases, attempts, seed, resamples)
 

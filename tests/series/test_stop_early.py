@@ -161,8 +161,8 @@ def test_a_long_series_looks_at_most_200_times(monkeypatch):
         watch = object.__new__(stopping._Watch)
         watch.names, watch.variants, watch.repeats = [f"c{i}" for i in range(planned)], ["v"], 1
         watch.facts, watch.question, watch.complete, watch.due = SimpleNamespace(salt="", check_kinds={}), None, 0, 1
-        tables = []
-        tally = SimpleNamespace(cases={}, table=lambda salt, kinds, prefix: tables.append(len(prefix)))
+        tables: list[int] = []
+        tally = SimpleNamespace(cases={}, table=lambda salt, kinds, prefix, tables=tables: tables.append(len(prefix)))
         for name in watch.names:            # one record a case, each completing the next case of the order
             tally.cases[("v", name)] = SimpleNamespace(seen=0b10)
             assert watch.look(tally) is None

@@ -202,9 +202,10 @@ def test_without_a_bound_a_pair_is_not_called_cheaper(metric):
     assert dearer.state == "refuted" and dearer.text.endswith(f"{NO_BOUND}.")
     assert decide(Pair("compare", "a", "b", metric, 0.01), attempts,
                   dataclasses.replace(facts, family="model")).state == "confirmed"
-    if metric == "cost_usd":   # cost_of_pass's paired ratio takes no bound (docs/statistics.md)
-        known = dataclasses.replace(facts, cost_bound=float(base.max()) * 2)
-        assert decide(Pair("compare", "a", "b", metric, 0.01), attempts, known).state == "confirmed"
+    known = dataclasses.replace(facts, cost_bound=float(base.max()) * 2)   # cost_of_pass keeps its paired ratio
+    for candidate, state in [("b", "confirmed"), ("a", "refuted")]:
+        bounded = decide(Pair("compare", "b" if candidate == "a" else "a", candidate, metric, 0.01), attempts, known)
+        assert bounded.state == state and NO_BOUND not in bounded.text, bounded.text
 
 
 @pytest.mark.parametrize("relative", [False, True])
