@@ -62,7 +62,7 @@ class Reporter:
                 self.config.stash[DISK_FULL] = True
         collect = collect_module(session.config)
         sched = self.config.stash.get(collect.SCHEDULER, None) if collect else None
-        for ledger in list(sched.ledgers.values()) if sched is not None else []:
+        for ledger in list(sched.database.ledgers.values()) if sched is not None else []:
             for series_id, *_ in ledger.discarded:
                 self.discarded[series_id] = self.discarded.get(series_id, 0) + 1
         self.loop_ended(session)

@@ -114,6 +114,81 @@ class Unbuilt:
         raise self.error
 
 
+class DatabaseThread:
+    """The attempts' database calls, on one thread. The ledger operations queued from the loop while it is busy
+    go in one transaction per database, with one call into the loop to hand every answer back."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, batched: bool) -> None:
+        self.loop = loop                # the attempts' loop, whose operations join batches when `batched`
+        self.batched = batched
+        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aqven-db")
+        self.ledgers: dict[Path, Ledger] = {}
+        self.inline: asyncio.AbstractEventLoop | None = None    # run_here's loop: its calls are made inline
+        # (root, operation, future): the next ledger batch. A deque and a flag, no lock: the loop waited for the
+        # database thread holding one while that thread waited for the GIL
+        self._ops: collections.deque[tuple] = collections.deque()
+        self._draining = False                                # the database thread is taking batches
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        return self.pool.submit(fn).result()
+
+    def ledger(self, root: Path) -> Ledger:
+        """Only on the database thread (or in run_here's thread: the store serializes transactions)."""
+        if root not in self.ledgers:
+            self.ledgers[root] = Ledger(Store(root))
+        return self.ledgers[root]
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self.inline is not None and asyncio.get_running_loop() is self.inline:
+            return fn(*args)        # run_here: this thread is the only one running attempts
+        return await usercode.settled(self.pool.submit(fn, *args))    # blocks a moment when nothing else waits
+
+    async def op(self, root: Path, *op: Any) -> Any:
+        """One ledger operation (Ledger.batch), in the next batch of the database thread."""
+        if not self.batched or asyncio.get_running_loop() is not self.loop:
+            # no batch to join (the loop blocks a moment instead of a wake-up), or not on the attempts' loop
+            result = await self.run(lambda: self.ledger(root).batch([op])[0])
+        else:
+            future = asyncio.get_running_loop().create_future()
+            self._ops.append((root, op, future))      # before the flag is read: a drain ending now sees it
+            if not self._draining:
+                self._draining = True
+                self.pool.submit(self._drain)
+            with usercode.away():
+                result = await future
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _drain(self) -> None:
+        """On the database thread: each batch queued meanwhile in one transaction per database, then one
+        call into the loop to hand every answer back."""
+        while True:
+            ops = []
+            while self._ops:
+                ops.append(self._ops.popleft())
+            if not ops:
+                self._draining = False
+                if not self._ops:      # else one came before the flag fell (a second drain may run too: harmless)
+                    return
+                self._draining = True
+                continue
+            per_root: dict[Path, list[tuple]] = {}
+            for root, op, future in ops:
+                per_root.setdefault(root, []).append((op, future))
+            answers: list[tuple] = []
+            for root, items in per_root.items():
+                try:
+                    results = self.ledger(root).batch([op for op, _ in items])
+                except Exception as exc:  # noqa: BLE001 - the ledger could not open: every operation says so
+                    results = [exc] * len(items)
+                answers += zip((future for _, future in items), results)
+            try:
+                self.loop.call_soon_threadsafe(_answer, answers)
+            except RuntimeError:        # the loop closed: nobody waits for them
+                pass
+
+
 class Scheduler:
     claim_ahead = 15        # run_here: with an attempt's claim, the claims of the next 15 (a transaction per 16)
 
@@ -122,7 +197,7 @@ class Scheduler:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="aqven-attempts", daemon=True)
         self.thread.start()
-        self.db = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aqven-db")
+        self.database = DatabaseThread(self.loop, batched=self.concurrency > 1)
         self.slots = asyncio.Semaphore(self.concurrency)      # bound to self.loop on first use (3.10+)
         self.jobs: dict[tuple, concurrent.futures.Future] = {}
         self.running: set[tuple] = set()
@@ -130,16 +205,11 @@ class Scheduler:
         # attempts run_here claimed ahead, not started yet: key -> (decision, when claimed, root, series id)
         self.claimed: dict[tuple, tuple[Decision, float, Path, str]] = {}
         self._claimed_lock = threading.Lock()                 # the heartbeat gives back what _decide did not start
-        self.ledgers: dict[Path, Ledger] = {}
         self.series: dict[str, Path] = {}                     # series id -> root, every series this process touched
         self.runs: dict[int, SeriesRun] = {}                  # the series runs of this process: their stores close with it
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
         self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
-        # (root, operation, future): the next ledger batch. A deque and a flag, no lock: the loop waited for the
-        # database thread holding one while that thread waited for the GIL
-        self._ops: collections.deque[tuple] = collections.deque()
-        self._draining = False                                # the database thread is taking batches
         self._finished = asyncio.Event()                      # set and renewed at each attempt this process finishes
         # concurrency 1: each attempt runs in the pytest thread (run_here), until another runner shares a series
         self.inline = self.concurrency == 1
@@ -189,7 +259,7 @@ class Scheduler:
     def here_loop(self) -> asyncio.AbstractEventLoop:
         """run_here's event loop, in the calling thread, made on first use."""
         if self.here is None:
-            self.here = asyncio.new_event_loop()
+            self.here = self.database.inline = asyncio.new_event_loop()
         return self.here
 
     def held_by_another_runner(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int) -> bool:
@@ -216,7 +286,7 @@ class Scheduler:
                 concurrent.futures.wait([fut], timeout=0.1)
         if why:
             for series_id, root in self.series.items():
-                self._call(lambda: cancel(self._ledger(root).store, series_id, why, unless_complete=True))
+                self.database.call(lambda: cancel(self.database.ledger(root).store, series_id, why, unless_complete=True))
 
     def close(self) -> None:
         self.stopping = True
@@ -236,13 +306,13 @@ class Scheduler:
             except (concurrent.futures.TimeoutError, RuntimeError):
                 pass
         for run in list(self.runs.values()):
-            self._call(run.close_store)
-        for ledger in list(self.ledgers.values()):     # the last batch of finishes commits, then unstarted claims go
-            self._call(ledger.close)
-            self._call(ledger.store.close)
+            self.database.call(run.close_store)
+        for ledger in list(self.database.ledgers.values()):     # the last batch of finishes commits, then unstarted claims go
+            self.database.call(ledger.close)
+            self.database.call(ledger.store.close)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
-        self.db.shutdown(wait=True)
+        self.database.pool.shutdown(wait=True)
         if self.here is not None:
             try:
                 self.here.run_until_complete(self.here.shutdown_asyncgens())   # the HTTP clients close
@@ -252,66 +322,7 @@ class Scheduler:
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
 
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        return self.db.submit(fn).result()
-
     # --- on the loop --------------------------------------------------------------------------
-    def _ledger(self, root: Path) -> Ledger:
-        """Only on the database thread (or in run_here's thread: the store serializes transactions)."""
-        if root not in self.ledgers:
-            self.ledgers[root] = Ledger(Store(root))
-        return self.ledgers[root]
-
-    async def _on_db(self, fn: Callable[..., Any], *args: Any) -> Any:
-        if self.here is not None and asyncio.get_running_loop() is self.here:
-            return fn(*args)        # run_here: this thread is the only one running attempts
-        return await usercode.settled(self.db.submit(fn, *args))    # blocks a moment when nothing else waits
-
-    async def _ledger_op(self, root: Path, *op: Any) -> Any:
-        """One ledger operation (Ledger.batch), in the next batch of the database thread."""
-        if self.concurrency == 1 or asyncio.get_running_loop() is not self.loop:
-            # no batch to join (the loop blocks a moment instead of a wake-up), or not on the attempts' loop
-            result = await self._on_db(lambda: self._ledger(root).batch([op])[0])
-        else:
-            future = asyncio.get_running_loop().create_future()
-            self._ops.append((root, op, future))      # before the flag is read: a drain ending now sees it
-            if not self._draining:
-                self._draining = True
-                self.db.submit(self._drain)
-            with usercode.away():
-                result = await future
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    def _drain(self) -> None:
-        """On the database thread: each batch queued meanwhile in one transaction per database, then one
-        call into the loop to hand every answer back."""
-        while True:
-            ops = []
-            while self._ops:
-                ops.append(self._ops.popleft())
-            if not ops:
-                self._draining = False
-                if not self._ops:      # else one came before the flag fell (a second drain may run too: harmless)
-                    return
-                self._draining = True
-                continue
-            per_root: dict[Path, list[tuple]] = {}
-            for root, op, future in ops:
-                per_root.setdefault(root, []).append((op, future))
-            answers: list[tuple] = []
-            for root, items in per_root.items():
-                try:
-                    results = self._ledger(root).batch([op for op, _ in items])
-                except Exception as exc:  # noqa: BLE001 - the ledger could not open: every operation says so
-                    results = [exc] * len(items)
-                answers += zip((future for _, future in items), results)
-            try:
-                self.loop.call_soon_threadsafe(_answer, answers)
-            except RuntimeError:        # the loop closed: nobody waits for them
-                pass
-
     def _wake_waiters(self) -> None:
         self._finished.set()
         self._finished = asyncio.Event()
@@ -335,9 +346,9 @@ class Scheduler:
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            for ledger in list(self.ledgers.values()):
+            for ledger in list(self.database.ledgers.values()):
                 try:
-                    await self._on_db(ledger.heartbeat)
+                    await self.database.run(ledger.heartbeat)
                 except Exception:       # a busy database delays a beat; the lease is much longer
                     pass
             await self._give_back_stale_claims()
@@ -354,7 +365,7 @@ class Scheduler:
                 del self.claimed[key]
         for (_, variant, case, repeat), (_, _, root, series_id) in stale:
             try:
-                await self._on_db(lambda: self._ledger(root).release(series_id, variant, case, repeat))
+                await self.database.run(lambda: self.database.ledger(root).release(series_id, variant, case, repeat))
             except Exception:       # the next beat's claims, or this runner's end, release it
                 pass
 
@@ -365,7 +376,7 @@ class Scheduler:
         series_id = self.series_ids.get(id(run))
         if series_id is None:           # opening the series reads the database: once per run, not per attempt
             try:
-                series_id = self.series_ids[id(run)] = await self._on_db(lambda: run.series_id)
+                series_id = self.series_ids[id(run)] = await self.database.run(lambda: run.series_id)
             except HeldOutTaken:        # held-out cases spent once: another run's series took them
                 return AttemptTurn(SchedulerKind.SPENT, why=run.standing.short)
         self.series[series_id] = root
@@ -383,7 +394,7 @@ class Scheduler:
                     try:
                         record = await self._attempt(run, variant, case, repeat, series_id, budget)
                     except BaseException:
-                        await self._ledger_op(root, "release", series_id, variant, case.name, repeat)
+                        await self.database.op(root, "release", series_id, variant, case.name, repeat)
                         self._wake_waiters()
                         raise
                     finally:
@@ -391,15 +402,15 @@ class Scheduler:
             if decision.kind == LedgerKind.START and budget.unusable is not None and record.outcome == "infra_error":
                 # a configuration that cannot work: no new attempt of the series starts, in any process
                 halt = {**budget.unusable, "reason": PROVIDER_UNUSABLE, "run": run.run}
-                await self._ledger_op(root, "halt", series_id, halt)
+                await self.database.op(root, "halt", series_id, halt)
                 if not (budget.spent or record.unpriced_calls):     # nothing paid: it runs again after the fix
-                    await self._ledger_op(root, "release", series_id, variant, case.name, repeat)
+                    await self.database.op(root, "release", series_id, variant, case.name, repeat)
                     self._wake_waiters()
                     return AttemptTurn(SchedulerKind.HALTED, why=halt_text(series_id, halt))
             if decision.kind == LedgerKind.START:
                 # its finish (spend, claim and record together) is group-committed: it joins the next claim's
                 # transaction or a timer's, with no wait here; its claim counts its reserve until then
-                self.ledgers[root].finish_later(record.to_wire(), decision.generation)
+                self.database.ledgers[root].finish_later(record.to_wire(), decision.generation)
                 self._wake_waiters()
                 return AttemptTurn(SchedulerKind.RAN, record)
             if decision.why == CLAIMED_ELSEWHERE:
@@ -408,7 +419,7 @@ class Scheduler:
                     return AttemptTurn(SchedulerKind.HELD, why=decision.why)
                 self.held_elsewhere.add(key)
             if decision.kind == LedgerKind.REUSED:
-                wire = await self._on_db(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
+                wire = await self.database.run(lambda: run.store.finished_attempt(series_id, variant, case.name, repeat))
                 if wire is not None:
                     return AttemptTurn(SchedulerKind.REUSED, AttemptRecord.from_wire(wire))
             elif decision.kind in (LedgerKind.PAUSED, LedgerKind.STOPPED, LedgerKind.HALTED):
@@ -423,15 +434,15 @@ class Scheduler:
             entry = self.claimed.pop(key, None)
         if entry is not None:
             claimed = entry[0]
-            if await self._on_db(lambda: self._ledger(root).still_holds(series_id, variant, case, repeat,
+            if await self.database.run(lambda: self.database.ledger(root).still_holds(series_id, variant, case, repeat,
                                                                         claimed.generation)):
                 return claimed
-            await self._ledger_op(root, "release", series_id, variant, case, repeat)
+            await self.database.op(root, "release", series_id, variant, case, repeat)
         if ahead is None:
-            return await self._ledger_op(root, "start", series_id, variant, case, repeat)
+            return await self.database.op(root, "start", series_id, variant, case, repeat)
         later = [a for a in ahead() if a != (variant, case, repeat) and (id(run), *a) not in self.claimed]
         ops = [("start", series_id, variant, case, repeat), *(("claim", series_id, *a) for a in later)]
-        decision, *claims = await self._on_db(lambda: self._ledger(root).batch(ops))
+        decision, *claims = await self.database.run(lambda: self.database.ledger(root).batch(ops))
         now = time.monotonic()
         with self._claimed_lock:
             for a, claim in zip(later, claims):

@@ -230,7 +230,7 @@ def test_a_claim_made_ahead_and_not_started_is_given_back_so_another_runner_take
     store, sid = open_series(tmp_path, cap="1")
     sched = schedulers.Scheduler(1)
     try:
-        mine = sched._ledger(tmp_path)
+        mine = sched.database.ledger(tmp_path)
         assert mine.try_start(sid, "v", "a", 1).kind == "start"
         settle(mine, sid, "a", 0.01)
         started, ahead = mine.batch([("start", sid, "v", "b", 1), ("claim", sid, "v", "c", 1)])

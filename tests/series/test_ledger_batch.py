@@ -89,15 +89,15 @@ def test_the_scheduler_batches_the_claims_of_attempts_in_flight(tmp_path, monkey
     sched = Scheduler(concurrency=32)
     try:
         async def many():
-            return await asyncio.gather(*(sched._ledger_op(tmp_path, "start", sid, "v", f"c{i}", 1)
+            return await asyncio.gather(*(sched.database.op(tmp_path, "start", sid, "v", f"c{i}", 1)
                                           for i in range(40)))
         decisions = asyncio.run_coroutine_threadsafe(many(), sched.loop).result(timeout=60)
         assert [d.kind for d in decisions] == ["start"] * 40
         assert sum(batches) == 40 and len(batches) < 40             # several claims per transaction
         with pytest.raises(ValueError):                             # an operation's error reaches its caller
-            asyncio.run_coroutine_threadsafe(sched._ledger_op(tmp_path, "unknown"), sched.loop).result(timeout=60)
+            asyncio.run_coroutine_threadsafe(sched.database.op(tmp_path, "unknown"), sched.loop).result(timeout=60)
         # from another event loop (an attempt run in the pytest thread): one operation, answered on that loop
-        assert asyncio.run(sched._ledger_op(tmp_path, "start", sid, "v", "other", 1)).kind == "start"
+        assert asyncio.run(sched.database.op(tmp_path, "start", sid, "v", "other", 1)).kind == "start"
     finally:
         sched.close()
     assert ledgers.series_spend(store, sid).running == 0             # the runner's claims went with it
