@@ -59,6 +59,7 @@ def test_every_subcommand_ends_quietly_on_a_closed_pipe(project):
     assert piped.stderr == "" and piped.stdout.startswith("{")
 
 
+@pytest.mark.slow       # `aqven plan` runs its simulated search in a process of its own
 def test_output_is_ascii_safe_on_a_terminal_that_cannot_show_unicode(project):
     env = {**os.environ, "PYTHONIOENCODING": "ascii"}
     done = subprocess.run([*AQVEN, "plan", "small_agent_accuracy", "--project", str(project)], capture_output=True,
