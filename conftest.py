@@ -38,8 +38,13 @@ SUITE = Path(__file__).parent / "tests"
 def pytest_cmdline_main(config):
     """The whole suite (`pytest`, `pytest tests`, `pytest -m slow`) runs on two xdist workers: most of its
     time is processes it starts and waits for. Not a file or test of it, not `pytest example_project`
-    (README command 1), and never over an explicit `-n`, `--tx` or `--pdb`."""
+    (README command 1), and never over an explicit `-n`, `--tx` or `--pdb`. A file or a test named on the
+    command line runs whole, its `slow` tests too, unless `-m` is given there."""
     option = config.option
+    named = config.args and all(arg.split("::")[0].endswith(".py") for arg in config.args)
+    if named and not hasattr(config, "workerinput") and not any(
+            arg.startswith(("-m", "--markexpr")) for arg in config.invocation_params.args):
+        option.markexpr = ""        # addopts' `-m 'not slow'` is for the whole suite
     if hasattr(config, "workerinput") or getattr(option, "numprocesses", 0) is not None or option.tx \
             or option.usepdb or option.collectonly:       # an xdist worker never starts workers of its own
         return
