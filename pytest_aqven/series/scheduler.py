@@ -132,6 +132,9 @@ class DatabaseThread:
     def call(self, fn: Callable[[], Any]) -> Any:
         return self.pool.submit(fn).result()
 
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
     def ledger(self, root: Path) -> Ledger:
         """Only on the database thread (or in run_here's thread: the store serializes transactions)."""
         if root not in self.ledgers:
@@ -209,7 +212,6 @@ class Scheduler:
         self.runs: dict[int, SeriesRun] = {}                  # the series runs of this process: their stores close with it
         self.series_ids: dict[int, str] = {}                  # id(run) -> its series id
         self.stopping = False
-        self.here: asyncio.AbstractEventLoop | None = None     # run_here's loop, in the pytest thread
         self._finished = asyncio.Event()                      # set and renewed at each attempt this process finishes
         # concurrency 1: each attempt runs in the pytest thread (run_here), until another runner shares a series
         self.inline = self.concurrency == 1
@@ -256,11 +258,16 @@ class Scheduler:
             return here.run_until_complete(self._job((id(run), variant, case.name, repeat), run, variant, case,
                                                      repeat, ahead))
 
+    @property
+    def here(self) -> asyncio.AbstractEventLoop | None:
+        """run_here's loop, in the pytest thread: the database thread makes its calls inline there."""
+        return self.database.inline
+
     def here_loop(self) -> asyncio.AbstractEventLoop:
         """run_here's event loop, in the calling thread, made on first use."""
-        if self.here is None:
-            self.here = self.database.inline = asyncio.new_event_loop()
-        return self.here
+        if self.database.inline is None:
+            self.database.inline = asyncio.new_event_loop()
+        return self.database.inline
 
     def held_by_another_runner(self, run: SeriesRun, variant: str, case: CaseSpec, repeat: int) -> bool:
         """This attempt waits because another runner (a second pytest on the same series) claimed it."""
@@ -312,7 +319,7 @@ class Scheduler:
             self.database.call(ledger.store.close)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
-        self.database.pool.shutdown(wait=True)
+        self.database.close()
         if self.here is not None:
             try:
                 self.here.run_until_complete(self.here.shutdown_asyncgens())   # the HTTP clients close
