@@ -168,6 +168,7 @@ def pair_estimate(
         return degenerate("too_few_attempts", method, cases, attempts, unit)
     if cases < MIN_PAIR_CASES:
         return degenerate("too_few_cases", method, cases, attempts, unit)
+    known = usable_bound(cost_bound, family, base, cand) if info.unit == "usd" else None    # a cost's, if it held
     if info.shape in ("rate", "mean"):
         mb, mc = base.case_means(), cand.case_means()
         reason = str(no_interval(mb, mc, info.shape))
@@ -179,13 +180,10 @@ def pair_estimate(
                             high_from="exact", model_low=-bound, model_high=bound)
         if reason:
             return degenerate(reason, method, cases, attempts, unit, value=0.0)
-        cost_bound = usable_bound(cost_bound, family, base, cand) if info.unit == "usd" else None
-        return _mean_like(base, cand, mb, mc, sign, relative_margin, method, unit, salt, family, info.shape,
-                          cost_bound)
+        return _mean_like(base, cand, mb, mc, sign, relative_margin, method, unit, salt, family, info.shape, known)
     if info.shape == "ratio":
         estimate = _ratio(base, cand, sign, relative, method, unit, cases, attempts)
         # the paired ratio keeps its interval; a known bound rules out runaways past it (docs/statistics.md)
-        known = usable_bound(cost_bound, family, base, cand) if unit == "usd" else None
         return estimate if known is None else dataclasses.replace(estimate, cost_bound=known)
     seed = stat_seed(salt, info.name, *names, data=(base, cand))
     return _quantile(base, cand, sign, relative, method, unit, cases, attempts, seed, resamples)
