@@ -293,7 +293,8 @@ class Scheduler:
                 concurrent.futures.wait([fut], timeout=0.1)
         if why:
             for series_id, root in self.series.items():
-                self.database.call(lambda: cancel(self.database.ledger(root).store, series_id, why, unless_complete=True))
+                self.database.call(lambda: cancel(self.database.ledger(root).store, series_id, why,
+                                                  unless_complete=True))
 
     def close(self) -> None:
         self.stopping = True
@@ -314,7 +315,8 @@ class Scheduler:
                 pass
         for run in list(self.runs.values()):
             self.database.call(run.close_store)
-        for ledger in list(self.database.ledgers.values()):     # the last batch of finishes commits, then unstarted claims go
+        # the last batch of finishes commits, then unstarted claims go
+        for ledger in list(self.database.ledgers.values()):
             self.database.call(ledger.close)
             self.database.call(ledger.store.close)
         self.loop.call_soon_threadsafe(self.loop.stop)
