@@ -4,7 +4,7 @@ from __future__ import annotations
 from pytest_aqven.experiments.plan import assemble
 
 from .. import engine_projects as ep
-from ..experiments.test_factors import loop
+from ..experiments.test_factors import loop, refine_rule
 
 
 def test_the_runner_runs_an_alternatives_own_children(tmp_path):
@@ -25,18 +25,11 @@ def test_the_runner_runs_an_alternatives_own_children(tmp_path):
         "flows/polish/nodes/refine/revise.py": "def f(text):\n    return {'text': text + ' revised'}\n",
         "flows/polish/nodes/refine/keep.node.yaml": code("f"),
         "flows/polish/nodes/refine/keep.py": "def f(text):\n    return {'text': text + ' kept'}\n",
-        "datasets/texts.yaml": {"apiVersion": "aqven/v1", "kind": "Dataset", "flow": "polish",
-                                "cases": [{"name": "a", "inputs": {"text": "x"}}]},
         "experiments/refine_rule/nodes/two_pass/two_pass.node.yaml": {
             **loop(["rewrite", "keep"]), "out": [{"name": "text", "type": "Text", "from": "$iter.rewrite.out.text"}]},
         "experiments/refine_rule/nodes/two_pass/rewrite.node.yaml": code("f"),
         "experiments/refine_rule/nodes/two_pass/rewrite.py": "def f(text):\n    return {'text': text + ' rewritten'}\n",
-        "experiments/refine_rule/experiment.yaml": {
-            "apiVersion": "aqven/v1", "kind": "Experiment", "description": "Two passes refine better",
-            "subject": {"flow": "polish"}, "cases": {"dataset": "texts"},
-            "varies": {"what": "use", "nodes": ["refine"]},
-            "variants": [{"id": "as_written"}, {"id": "two_pass", "nodes": {"refine": "two_pass"}}],
-            "question": {"kind": "look"}},
+        **refine_rule(),
     }
     project = ep.load(ep.write(tmp_path, files, package="factorrun"))
     providers = {s.id: registry.build(s, package=project.package, root=project.root) for s in project.spec.providers}

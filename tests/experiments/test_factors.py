@@ -15,6 +15,21 @@ def loop(body):
     return ep.node("loop", body=body, max_iter=2, out=[{"name": "text", "type": "Text", "from": f"$iter.{body[0]}.out.text"}])
 
 
+def refine_rule() -> dict:
+    """The dataset over flow polish and the experiment whose variant two_pass puts the alternative two_pass in the
+    slot refine (`use`): the project files both factor tests share."""
+    return {
+        "datasets/texts.yaml": {"apiVersion": "aqven/v1", "kind": "Dataset", "flow": "polish",
+                                "cases": [{"name": "a", "inputs": {"text": "x"}}]},
+        "experiments/refine_rule/experiment.yaml": {
+            "apiVersion": "aqven/v1", "kind": "Experiment", "description": "Two passes refine better",
+            "subject": {"flow": "polish"}, "cases": {"dataset": "texts"},
+            "varies": {"what": "use", "nodes": ["refine"]},
+            "variants": [{"id": "as_written"}, {"id": "two_pass", "nodes": {"refine": "two_pass"}}],
+            "question": {"kind": "look"}},
+    }
+
+
 def test_an_alternatives_children_come_from_the_alternatives_first_and_unreached_nodes_are_dropped(tmp_path):
     files = {
         "flows/polish/flow.yaml": ep.flow(["prepare", "refine"], {"text": "$refine.out.text"}),
@@ -22,17 +37,10 @@ def test_an_alternatives_children_come_from_the_alternatives_first_and_unreached
         "flows/polish/nodes/refine/refine.node.yaml": loop(["revise"]),
         "flows/polish/nodes/refine/revise.node.yaml": code(),
         "flows/polish/nodes/refine/keep.node.yaml": code(),
-        "datasets/texts.yaml": {"apiVersion": "aqven/v1", "kind": "Dataset", "flow": "polish",
-                                "cases": [{"name": "a", "inputs": {"text": "x"}}]},
         # the alternative loop runs its own child `rewrite` (an alternative) and the subject's `keep`
         "experiments/refine_rule/nodes/two_pass/two_pass.node.yaml": loop(["rewrite", "keep"]),
         "experiments/refine_rule/nodes/two_pass/rewrite.node.yaml": code(),
-        "experiments/refine_rule/experiment.yaml": {
-            "apiVersion": "aqven/v1", "kind": "Experiment", "description": "Two passes refine better",
-            "subject": {"flow": "polish"}, "cases": {"dataset": "texts"},
-            "varies": {"what": "use", "nodes": ["refine"]},
-            "variants": [{"id": "as_written"}, {"id": "two_pass", "nodes": {"refine": "two_pass"}}],
-            "question": {"kind": "look"}},
+        **refine_rule(),
     }
     f = "def f(text):\n    return {'text': text}\n"
     for path in ("flows/polish/nodes/prepare/prepare.py", "flows/polish/nodes/refine/revise.py",
