@@ -56,9 +56,10 @@ def conclude(project: Project, store: Store, series_id: str, tally: SeriesTally,
     total = planned_attempts(series)
     salt = stats.experiment_salt(project.package, series["experiment_id"])
     prefix = decided_cases(series, salt)    # stopped early: decided on these cases alone
+    chosen = None if prefix is None else set(prefix)
     if prefix is not None:
         total = len(series["variants"]) * len(prefix) * series["repeats"]
-    done = tally.done if prefix is None else tally.table(salt, {}, set(prefix)).tallies()[0]
+    done = tally.done if chosen is None else tally.done_in(chosen)
     conclusion = Conclusion(series["experiment_id"], series_id, series["split"], done, total)
     conclusion.spend_usd = tally.spend
     conclusion.unpriced_calls = tally.unpriced_calls
@@ -90,7 +91,7 @@ def conclude(project: Project, store: Store, series_id: str, tally: SeriesTally,
         or tally.inputs_changed > 0 or _stopped(series) == "inputs_changed",
         changed_inputs=inputs.named(touched, project.root), cost_bound=tally.cost_bound(),
         planned_cases=0 if prefix is None else len(series["cases"]))
-    table = tally.table(facts.salt, facts.check_kinds, None if prefix is None else set(prefix))
+    table = tally.table(facts.salt, facts.check_kinds, chosen)
     from ..stats.verdicts import decide_table  # noqa: PLC0415  (numpy: not when a worker collects)
     conclusion.question = question = question_of(spec)
     conclusion.verdict, conclusion.facts, conclusion.table = decide_table(question, table, facts), facts, table

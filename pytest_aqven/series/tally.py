@@ -241,6 +241,10 @@ class SeriesTally:
     def case_names(self) -> set[str]:
         return {name for _, name in self.cases}
 
+    def done_in(self, cases: set[str]) -> int:
+        """The attempts recorded of these cases (a series stopped early: the prefix it is decided on)."""
+        return sum(case.seen.bit_count() for (_, name), case in self.cases.items() if name in cases)
+
     def table(self, salt: str, check_kinds: dict[str, str], cases: set[str] | None = None) -> TallyTable:
         """`cases`: only these cases (a series stopped early: the prefix its verdict was decided on)."""
         return TallyTable(self, salt, check_kinds, cases)
